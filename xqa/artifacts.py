@@ -1,0 +1,108 @@
+"""Artifact folders: ``config.json`` (with library versions) + safetensors / npy.
+
+A leaf module (imports nothing of the project), shared by ``retriever`` and
+``reader``. Every artifact is written into a temporary sibling folder and
+renamed into place only when complete, so a killed job never leaves a
+half-written artifact that looks finished.
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator
+
+CONFIG_NAME = "config.json"
+
+_VERSIONED = ("xqa", "torch", "transformers", "faiss-cpu", "faiss-gpu", "pyserini",
+              "sentencepiece", "numpy", "datasets")
+
+
+def library_versions() -> dict[str, str]:
+    """Installed versions of the libraries an artifact may depend on."""
+    out = {}
+    for name in _VERSIONED:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def write_json_atomic(path: str | Path, obj: Any, indent: int | None = 2) -> None:
+    """Write JSON to ``path`` through a temporary file and a rename."""
+    write_text_atomic(path, json.dumps(obj, ensure_ascii=False, indent=indent) + "\n")
+
+
+def write_text_atomic(path: str | Path, text: str) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def save_config(folder: str | Path, kind: str, config: dict[str, Any]) -> Path:
+    """Write ``folder/config.json`` with ``kind`` and library versions added."""
+    folder = Path(folder)
+    data = {"kind": kind, **config, "versions": library_versions()}
+    write_json_atomic(folder / CONFIG_NAME, data)
+    return folder / CONFIG_NAME
+
+
+def load_config(folder: str | Path, kind: str | None = None) -> dict[str, Any]:
+    """Read ``folder/config.json``; check its ``kind`` when one is given."""
+    path = Path(folder) / CONFIG_NAME
+    if not path.is_file():
+        raise FileNotFoundError(f"{folder}: not an xqa artifact folder (no {CONFIG_NAME})")
+    with open(path, encoding="utf-8") as f:
+        try:
+            data = json.load(f)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}:{e.lineno}: invalid JSON: {e.msg}") from None
+    if kind is not None and data.get("kind") != kind:
+        raise ValueError(f"{path}: expected an artifact of kind {kind!r}, found {data.get('kind')!r}")
+    return data
+
+
+def is_complete(folder: str | Path) -> bool:
+    """True when ``folder`` is a finished artifact (it has its config.json)."""
+    return (Path(folder) / CONFIG_NAME).is_file()
+
+
+@contextlib.contextmanager
+def atomic_dir(target: str | Path, overwrite: bool = False) -> Iterator[Path]:
+    """Yield a temporary folder beside ``target``; rename it to ``target`` on success.
+
+    On an exception the temporary folder is removed and ``target`` is untouched.
+    """
+    target = Path(target)
+    if target.exists() and not overwrite:
+        raise FileExistsError(f"{target} exists; remove it or pass overwrite")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"))
+    try:
+        yield tmp
+        if target.exists():
+            old = target.with_name(f".{target.name}.old")
+            shutil.rmtree(old, ignore_errors=True)
+            os.replace(target, old)
+            os.replace(tmp, target)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise

@@ -1,0 +1,144 @@
+"""Record types shared by every part of xqa.
+
+This module is a leaf: it imports nothing of the project, so ``retriever`` and
+``reader`` may import it without breaking the one-way import rule
+(``apps -> xqa -> {retriever, reader}``).
+
+Field names follow DESIGN.md and the DPR / FiD / XOR-TyDi JSON layouts so
+records round-trip through those tools unchanged.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Passage:
+    """One retrievable unit: ``{"id", "title", "text", "lang"}``."""
+
+    id: str
+    title: str
+    text: str
+    lang: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def contents(self) -> str:
+        """The text indexed by BM25 (Pyserini's ``contents`` field)."""
+        return f"{self.title}\n{self.text}" if self.title else self.text
+
+
+@dataclass(frozen=True)
+class Question:
+    """A question in the XOR-TyDi / MIA / MKQA layout.
+
+    ``answers`` are in the question's language; ``answers_en`` (optional) holds
+    English answers, as the embedded world and MKQA provide them.
+    """
+
+    id: str
+    question: str
+    lang: str
+    answers: tuple[str, ...] = ()
+    answers_en: tuple[str, ...] = ()
+    meta: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "id": self.id,
+            "question": self.question,
+            "answers": list(self.answers),
+            "lang": self.lang,
+        }
+        if self.answers_en:
+            d["answers_en"] = list(self.answers_en)
+        d.update(self.meta)
+        return d
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A retriever's answer for one passage: pyserini-style ``(id, score)``.
+
+    ``source`` says which retriever produced it: ``dense``, ``sparse``,
+    ``corroborated``, ``spar``, ``hybrid``, ``rrf`` or ``lexical``.
+    ``lang`` is the passage's language where the retriever knows it.
+    """
+
+    id: str
+    score: float
+    source: str = "dense"
+    lang: str = ""
+
+
+@dataclass(frozen=True)
+class Context:
+    """A retrieved passage with its retrieval record (a DPR/FiD ``ctxs`` entry)."""
+
+    id: str
+    title: str
+    text: str
+    lang: str
+    score: float
+    source: str
+    has_answer: bool | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        if d["has_answer"] is None:
+            del d["has_answer"]
+        return d
+
+
+@dataclass(frozen=True)
+class RetrievalResult:
+    """One question and its ranked contexts: the DPR / FiD result layout."""
+
+    question: Question
+    ctxs: tuple[Context, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        d = self.question.to_dict()
+        d["ctxs"] = [c.to_dict() for c in self.ctxs]
+        return d
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One answer candidate: its text and its score (higher is better)."""
+
+    text: str
+    score: float
+    reader_score: float = 0.0
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A passage the reader saw, with what each stage thought of it."""
+
+    context: Context
+    relevance: float  # reader relevance (cross-attention mass), sums to 1 over passages
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The reader's answer: best surface form, probability, n-best, evidence."""
+
+    question_id: str
+    text: str
+    score: float
+    candidates: tuple[Candidate, ...] = ()
+    evidence: tuple[Evidence, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.question_id,
+            "answer": self.text,
+            "score": self.score,
+            "candidates": [asdict(c) for c in self.candidates],
+            "evidence": [
+                {**e.context.to_dict(), "relevance": e.relevance} for e in self.evidence
+            ],
+        }
