@@ -1,0 +1,116 @@
+"""The shared training loop: learning happens, validation keeps the best, resume is exact."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from xqa.artifacts import is_complete, save_config
+from xqa.training import TrainConfig, epoch_order, train
+
+
+class RegressionTask:
+    """y = 3x - 1 with a one-unit linear model; metric = -MSE on fixed points."""
+
+    metric = "neg_mse"
+
+    def __init__(self, evaluate: bool = True):
+        torch.manual_seed(0)
+        self.model = torch.nn.Linear(1, 1)
+        self._evaluate = evaluate
+        self.evaluations = 0
+
+    def collate(self, examples):
+        x = torch.tensor([[e["x"]] for e in examples])
+        return {"x": x, "y": 3 * x - 1}
+
+    def loss(self, model, batch):
+        return torch.nn.functional.mse_loss(model(batch["x"]), batch["y"])
+
+    def evaluate(self, model):
+        self.evaluations += 1
+        if not self._evaluate:
+            return {}
+        x = torch.linspace(-1, 1, 9)[:, None]
+        return {"neg_mse": -float(torch.nn.functional.mse_loss(model(x), 3 * x - 1))}
+
+    def save(self, model, folder: Path):
+        save_file(model.state_dict(), str(folder / "model.safetensors"))
+        save_config(folder, "toy", {})
+
+    def enable_gradient_checkpointing(self):
+        pass
+
+
+DATA = [{"x": (i % 17) / 8.0 - 1.0} for i in range(64)]
+
+
+def _weights(folder: Path) -> dict[str, torch.Tensor]:
+    return load_file(str(folder / "model.safetensors"))
+
+
+def test_loss_falls_and_best_is_kept(tmp_path):
+    task = RegressionTask()
+    result = train(task, DATA, TrainConfig(out_dir=str(tmp_path), batch_size=8, epochs=6, lr=0.3,
+                                           eval_every=4, log_every=2), progress=False)
+    assert is_complete(tmp_path / "best")
+    assert result["best"] > -0.05, result
+    losses = [r["loss"] for r in map(json.loads, open(tmp_path / "metrics.jsonl")) if "loss" in r]
+    assert losses[-1] < losses[0] / 10
+    evals = [r["eval"]["neg_mse"] for r in map(json.loads, open(tmp_path / "metrics.jsonl")) if "eval" in r]
+    assert result["best"] == max(evals)
+
+
+class Killed(Exception):
+    pass
+
+
+class DyingTask(RegressionTask):
+    """Dies (as a killed job would) on its ``die_at``-th batch."""
+
+    def __init__(self, die_at: int):
+        super().__init__(evaluate=False)
+        self.calls, self.die_at = 0, die_at
+
+    def loss(self, model, batch):
+        self.calls += 1
+        if self.calls == self.die_at:
+            raise Killed
+        return super().loss(model, batch)
+
+
+def test_resume_is_exact(tmp_path):
+    cfg = dict(batch_size=8, epochs=3, lr=0.05, save_every=5, log_every=1)
+    train(RegressionTask(evaluate=False), DATA, TrainConfig(out_dir=str(tmp_path / "a"), **cfg), progress=False)
+
+    b = tmp_path / "b"
+    try:  # killed during step 8: the last checkpoint is at step 5, in the first epoch of 8 batches
+        train(DyingTask(die_at=8), DATA, TrainConfig(out_dir=str(b), **cfg), progress=False)
+    except Killed:
+        pass
+    assert json.load(open(b / "checkpoint" / "trainer_state.json"))["step"] == 5
+    assert not is_complete(b / "best")
+    train(RegressionTask(evaluate=False), DATA, TrainConfig(out_dir=str(b), **cfg), progress=False)
+
+    wa, wb = _weights(tmp_path / "a" / "best"), _weights(b / "best")
+    for k in wa:
+        torch.testing.assert_close(wa[k], wb[k], rtol=0, atol=0)
+
+
+def test_finished_run_is_not_repeated(tmp_path):
+    cfg = TrainConfig(out_dir=str(tmp_path), batch_size=8, max_steps=3, log_every=1)
+    train(RegressionTask(), DATA, cfg, progress=False)
+    task = RegressionTask()
+    result = train(task, DATA, cfg, progress=False)
+    assert task.evaluations == 0 and result["step"] == 3
+
+
+def test_epoch_order_covers_data_across_ranks():
+    n, world = 10, 3
+    parts = [epoch_order(n, 2, 7, r, world) for r in range(world)]
+    assert len({len(p) for p in parts}) == 1
+    assert set(sum(parts, [])) == set(range(n))
+    assert epoch_order(n, 2, 7, 0, world) == parts[0]
+    assert epoch_order(n, 3, 7, 0, world) != parts[0]

@@ -1,0 +1,55 @@
+"""Train the embedded default's SentencePiece tokenizer.
+
+The result is a Hugging Face tokenizer folder (``AutoTokenizer.from_pretrained``
+loads it) in the T5/mT5 convention — ``<pad>``=0, ``</s>``=1, ``<unk>``=2 — with
+two control symbols, ``<cls>`` and ``<sep>``, that encoders which pool the first
+token (the dense retriever) put in front of their inputs. ``spiece.model`` is
+kept beside it so other tools can read the raw model.
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from xqa.artifacts import atomic_dir, is_complete, save_config
+
+SPECIAL = ("<cls>", "<sep>")
+
+
+def train_tokenizer(texts: Iterable[str], out_dir: str | Path, vocab_size: int = 8000,
+                    max_sentences: int = 2_000_000, overwrite: bool = False) -> Path:
+    """Train a unigram SentencePiece model on ``texts`` and save it as an HF tokenizer folder."""
+    import sentencepiece as spm
+    from transformers import T5Tokenizer
+
+    out_dir = Path(out_dir)
+    if is_complete(out_dir) and not overwrite:
+        return out_dir
+
+    def sentences() -> Iterator[str]:
+        for i, t in enumerate(texts):
+            if i >= max_sentences:
+                break
+            t = t.strip()
+            if t:
+                yield t
+
+    with atomic_dir(out_dir, overwrite=True) as tmp:
+        raw = tmp / "raw"
+        raw.mkdir()
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=sentences(), model_prefix=str(raw / "spiece"),
+            vocab_size=vocab_size, hard_vocab_limit=False, model_type="unigram",
+            pad_id=0, eos_id=1, unk_id=2, bos_id=-1, character_coverage=0.9999,
+            control_symbols=list(SPECIAL), byte_fallback=True,
+            input_sentence_size=max_sentences, shuffle_input_sentence=True,
+            num_threads=2, minloglevel=2,
+        )
+        tok = T5Tokenizer.from_pretrained(str(raw), extra_ids=0)
+        tok.save_pretrained(str(tmp))
+        shutil.move(str(raw / "spiece.model"), str(tmp / "spiece.model"))
+        shutil.rmtree(raw)
+        save_config(tmp, "tokenizer", {"vocab_size": len(tok), "model_type": "unigram",
+                                       "special": list(SPECIAL)})
+    return out_dir

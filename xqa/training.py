@@ -1,0 +1,369 @@
+"""One training loop for every xqa model (dense retriever, Λ, FiD reader).
+
+A model package supplies a *task* (what a batch is, what the loss is, how to
+validate and save); this module does the rest: AdamW with decoupled weight
+decay, a linear schedule with warm-up, gradient accumulation and clipping,
+bf16 autocast and gradient checkpointing on CUDA, torch distributed under
+``torchrun`` (gloo on CPU, nccl on GPU), resumable checkpoints in safetensors
++ JSON, periodic validation that keeps the best artifact, a progress bar, and
+metrics as JSONL.
+
+Output folder ``OUT``::
+
+    OUT/best/          the artifact to use (best validation; last if no validation)
+    OUT/checkpoint/    resume state: model, optimizer, scheduler, step, data position, RNG
+    OUT/metrics.jsonl  one JSON object per log / validation event
+    OUT/config.json    the TrainConfig of the run
+
+Running again with the same ``OUT`` resumes where the last checkpoint left off.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import time
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any, Protocol, Sequence
+
+import numpy as np
+import torch
+
+from xqa.artifacts import atomic_dir, is_complete, save_config, write_json_atomic
+
+
+@dataclass
+class TrainConfig:
+    out_dir: str
+    batch_size: int = 16
+    epochs: float = 1.0
+    max_steps: int = 0
+    lr: float = 5e-5
+    weight_decay: float = 0.01
+    warmup_steps: int = 0
+    grad_accum: int = 1
+    max_grad_norm: float = 1.0
+    eval_every: int = 0
+    save_every: int = 500
+    seed: int = 0
+    bf16: bool = True
+    gradient_checkpointing: bool = False
+    log_every: int = 10
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "TrainConfig":
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+
+class TrainTask(Protocol):
+    model: torch.nn.Module
+    metric: str
+
+    def collate(self, examples: list[dict]) -> dict[str, Any]: ...
+
+    def loss(self, model: torch.nn.Module, batch: dict[str, Any]) -> torch.Tensor: ...
+
+    def evaluate(self, model: torch.nn.Module) -> dict[str, float]: ...
+
+    def save(self, model: torch.nn.Module, folder: Path) -> None: ...
+
+    def enable_gradient_checkpointing(self) -> None: ...
+
+
+# ----------------------------------------------------------------------------- distributed
+
+
+@dataclass
+class DistInfo:
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+    device: torch.device = torch.device("cpu")
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+
+def init_distributed() -> DistInfo:
+    """Initialise torch distributed from torchrun's environment (no-op for one process)."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    cuda = torch.cuda.is_available()
+    if world <= 1:
+        return DistInfo(device=torch.device("cuda" if cuda else "cpu"))
+    import torch.distributed as dist
+
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    if cuda:
+        torch.cuda.set_device(local)
+    if not dist.is_initialized():
+        dist.init_process_group(backend="nccl" if cuda else "gloo")
+    return DistInfo(rank=dist.get_rank(), world_size=dist.get_world_size(), local_rank=local,
+                    device=torch.device(f"cuda:{local}" if cuda else "cpu"))
+
+
+def _barrier(info: DistInfo) -> None:
+    if info.world_size > 1:
+        import torch.distributed as dist
+
+        dist.barrier()
+
+
+def _mean_across(value: float, info: DistInfo) -> float:
+    if info.world_size == 1:
+        return value
+    import torch.distributed as dist
+
+    t = torch.tensor([value], dtype=torch.float64, device=info.device)
+    dist.all_reduce(t)
+    return float(t.item()) / info.world_size
+
+
+# ----------------------------------------------------------------------------- data order
+
+
+def epoch_order(n: int, epoch: int, seed: int, rank: int, world: int) -> list[int]:
+    """This rank's example indices for one epoch: a seeded permutation, strided by rank.
+
+    Padded (wrapping around) so every rank sees the same number of examples, as
+    ``DistributedSampler`` does; deterministic, so a resumed run skips exactly the
+    batches it already trained on.
+    """
+    g = torch.Generator().manual_seed(seed * 100_003 + epoch)
+    perm = torch.randperm(n, generator=g).tolist()
+    per_rank = math.ceil(n / world)
+    perm += perm[: per_rank * world - n]
+    return perm[rank::world]
+
+
+def _to_device(batch: Any, device: torch.device) -> Any:
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device, non_blocking=True)
+    if isinstance(batch, dict):
+        return {k: _to_device(v, device) for k, v in batch.items()}
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(_to_device(v, device) for v in batch)
+    return batch
+
+
+# ----------------------------------------------------------------------------- checkpoints
+
+
+def _optimizer_to_files(opt: torch.optim.Optimizer) -> tuple[dict[str, torch.Tensor], dict]:
+    sd = opt.state_dict()
+    tensors, scalars = {}, {}
+    for idx, st in sd["state"].items():
+        for name, val in st.items():
+            if isinstance(val, torch.Tensor):
+                tensors[f"{idx}.{name}"] = val.detach().cpu().contiguous()
+            else:
+                scalars[f"{idx}.{name}"] = val
+    return tensors, {"param_groups": sd["param_groups"], "scalars": scalars}
+
+
+def _optimizer_from_files(opt: torch.optim.Optimizer, tensors: dict[str, torch.Tensor], meta: dict) -> None:
+    state: dict[int, dict[str, Any]] = {}
+    for key, val in list(tensors.items()) + list(meta["scalars"].items()):
+        idx, name = key.split(".", 1)
+        state.setdefault(int(idx), {})[name] = val
+    opt.load_state_dict({"state": state, "param_groups": meta["param_groups"]})
+
+
+def _save_checkpoint(folder: Path, model: torch.nn.Module, opt, sched, state: dict) -> None:
+    from safetensors.torch import save_file, save_model
+
+    with atomic_dir(folder, overwrite=True) as tmp:
+        save_model(model, str(tmp / "model.safetensors"))
+        tensors, meta = _optimizer_to_files(opt)
+        save_file(tensors, str(tmp / "optimizer.safetensors"))
+        rng = {"torch": torch.get_rng_state()}
+        if torch.cuda.is_available():
+            rng["cuda"] = torch.cuda.get_rng_state()
+        save_file(rng, str(tmp / "rng.safetensors"))
+        py_state = random.getstate()
+        write_json_atomic(tmp / "trainer_state.json", {
+            **state,
+            "optimizer": meta,
+            "scheduler": sched.state_dict(),
+            "python_rng": [py_state[0], list(py_state[1]), py_state[2]],
+        })
+        save_config(tmp, "checkpoint", {"step": state["step"]})
+
+
+def _load_checkpoint(folder: Path, model: torch.nn.Module, opt, sched) -> dict:
+    from safetensors.torch import load_file, load_model
+
+    load_model(model, str(folder / "model.safetensors"))
+    with open(folder / "trainer_state.json", encoding="utf-8") as f:
+        state = json.load(f)
+    _optimizer_from_files(opt, load_file(str(folder / "optimizer.safetensors")), state.pop("optimizer"))
+    sched.load_state_dict(state.pop("scheduler"))
+    rng = load_file(str(folder / "rng.safetensors"))
+    torch.set_rng_state(rng["torch"])
+    if "cuda" in rng and torch.cuda.is_available():
+        torch.cuda.set_rng_state(rng["cuda"])
+    v, internal, gauss = state.pop("python_rng")
+    random.setstate((v, tuple(internal), gauss))
+    return state
+
+
+# ----------------------------------------------------------------------------- the loop
+
+
+def _param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
+    decay, no_decay = [], []
+    for _, p in model.named_parameters():
+        if not p.requires_grad:
+            continue
+        (no_decay if p.ndim < 2 else decay).append(p)  # biases and norms: no decay
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+def linear_schedule(optimizer: torch.optim.Optimizer, warmup: int, total: int):
+    def factor(step: int) -> float:
+        if warmup and step < warmup:
+            return (step + 1) / warmup
+        return max(0.0, (total - step) / max(1, total - warmup))
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
+class _Log:
+    def __init__(self, path: Path, enabled: bool):
+        self.path, self.enabled = path, enabled
+
+    def write(self, record: dict) -> None:
+        if self.enabled:
+            with open(self.path, "a", encoding="utf-8") as f:
+                f.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+def train(task: TrainTask, dataset: Sequence[dict], config: TrainConfig, progress: bool = True) -> dict:
+    """Train ``task.model`` on ``dataset``; see the module docstring for the outputs."""
+    from tqdm.auto import tqdm
+
+    info = init_distributed()
+    out = Path(config.out_dir)
+    if info.main:
+        out.mkdir(parents=True, exist_ok=True)
+        save_config(out, "training_run", {"train_config": asdict(config), "world_size": info.world_size})
+    random.seed(config.seed + info.rank)
+    np.random.seed(config.seed + info.rank)
+    torch.manual_seed(config.seed + info.rank)
+
+    n = len(dataset)
+    if n == 0:
+        raise ValueError("training set is empty")
+    per_rank = math.ceil(n / info.world_size)
+    batches_per_epoch = math.ceil(per_rank / config.batch_size)
+    steps_per_epoch = max(1, batches_per_epoch // config.grad_accum)
+    total = config.max_steps or max(1, math.ceil(config.epochs * steps_per_epoch))
+
+    cuda = info.device.type == "cuda"
+    if config.gradient_checkpointing and cuda:
+        task.enable_gradient_checkpointing()
+    model = task.model.to(info.device)
+    opt = torch.optim.AdamW(_param_groups(model, config.weight_decay), lr=config.lr)
+    sched = linear_schedule(opt, config.warmup_steps, total)
+
+    state = {"step": 0, "epoch": 0, "batch_in_epoch": 0, "best": None, "best_step": None, "done": False}
+    ckpt = out / "checkpoint"
+    if is_complete(ckpt):
+        state = _load_checkpoint(ckpt, model, opt, sched)
+        if info.main:
+            print(f"resuming from {ckpt} at step {state['step']}/{total}")
+    if state.get("done") and is_complete(out / "best"):
+        if info.main:
+            print(f"{out}: training already finished (step {state['step']}); nothing to do")
+        return {"step": state["step"], "best": state["best"]}
+
+    wrapped: torch.nn.Module = model
+    if info.world_size > 1:
+        from torch.nn.parallel import DistributedDataParallel
+
+        wrapped = DistributedDataParallel(model, device_ids=[info.local_rank] if cuda else None)
+
+    log = _Log(out / "metrics.jsonl", info.main)
+    bar = tqdm(total=total, initial=state["step"], desc=f"train {out.name}", unit="step",
+               disable=not (progress and info.main), dynamic_ncols=True)
+    last_eval: dict[str, float] = {}
+
+    def evaluate_and_keep() -> None:
+        nonlocal last_eval
+        state["evaluated_step"] = state["step"]
+        if info.main:
+            model.eval()
+            with torch.no_grad():
+                metrics = task.evaluate(model) or {}
+            model.train()
+            last_eval = metrics
+            if metrics:
+                value = float(metrics[task.metric])
+                log.write({"step": state["step"], "eval": metrics})
+                bar.write(f"step {state['step']}: " + ", ".join(f"{k}={v:.4f}" for k, v in metrics.items()))
+                if state["best"] is None or value > state["best"]:
+                    state["best"], state["best_step"] = value, state["step"]
+                    with atomic_dir(out / "best", overwrite=True) as tmp:
+                        task.save(model, tmp)
+        _barrier(info)
+
+    model.train()
+    window_loss, window_examples, t0 = 0.0, 0, time.perf_counter()
+    accum = 0
+    while state["step"] < total:
+        order = epoch_order(n, state["epoch"], config.seed, info.rank, info.world_size)
+        batches = [order[i:i + config.batch_size] for i in range(0, len(order), config.batch_size)]
+        for b in range(state["batch_in_epoch"], len(batches)):
+            batch = _to_device(task.collate([dataset[i] for i in batches[b]]), info.device)
+            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=cuda and config.bf16):
+                loss = task.loss(wrapped, batch)
+            (loss / config.grad_accum).backward()
+            window_loss += float(loss.detach())
+            window_examples += len(batches[b])
+            accum += 1
+            state["batch_in_epoch"] = b + 1
+            if accum < config.grad_accum:
+                continue
+            accum = 0
+            if config.max_grad_norm > 0:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm)
+            opt.step()
+            sched.step()
+            opt.zero_grad(set_to_none=True)
+            state["step"] += 1
+            bar.update(1)
+            if state["step"] % config.log_every == 0 or state["step"] == total:
+                dt = time.perf_counter() - t0
+                mean_loss = _mean_across(window_loss / max(1, config.grad_accum * config.log_every), info)
+                rate = window_examples * info.world_size / max(dt, 1e-9)
+                bar.set_postfix(loss=f"{mean_loss:.4f}", ex_s=f"{rate:.1f}")
+                log.write({"step": state["step"], "loss": mean_loss, "lr": sched.get_last_lr()[0],
+                           "examples_per_s": rate})
+                window_loss, window_examples, t0 = 0.0, 0, time.perf_counter()
+            if config.eval_every and state["step"] % config.eval_every == 0:
+                evaluate_and_keep()
+            if state["step"] % config.save_every == 0 and state["step"] < total:
+                if info.main:
+                    _save_checkpoint(ckpt, model, opt, sched, state)
+                _barrier(info)
+            if state["step"] >= total:
+                break
+        else:
+            state["epoch"] += 1
+            state["batch_in_epoch"] = 0
+            if not config.eval_every:
+                evaluate_and_keep()
+    bar.close()
+    if state.get("evaluated_step") != state["step"]:
+        evaluate_and_keep()
+    if state["best"] is None and info.main:
+        with atomic_dir(out / "best", overwrite=True) as tmp:  # no validation: keep the last model
+            task.save(model, tmp)
+    state["done"] = True
+    if info.main:
+        _save_checkpoint(ckpt, model, opt, sched, state)
+    _barrier(info)
+    return {"step": state["step"], "best": state["best"], "best_step": state["best_step"], **last_eval}
