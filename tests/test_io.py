@@ -1,0 +1,104 @@
+"""Readers and writers: every supported layout, and malformed input named by file:line."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from xqa.errors import InputError, XqaError
+from xqa.io import (passages_dataset, read_passages, read_questions, read_results, read_squad,
+                    write_passages, write_results, write_trec_run)
+from xqa.records import Context, Passage, Question, RetrievalResult
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+if not DATA.is_dir():
+    DATA = Path("/work/shared/data")
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_passages_jsonl_pyserini_and_tsv(tmp_path):
+    p = _write(tmp_path / "p.jsonl",
+               '{"id": "a", "title": "東京", "text": "東京は日本の首都である。", "lang": "ja"}\n\n'
+               '{"id": "b", "contents": "Paris\\nParis is the capital of France.", "lang": "en"}\n')
+    got = list(read_passages(p))
+    assert got == [Passage("a", "東京", "東京は日本の首都である。", "ja"),
+                   Passage("b", "Paris", "Paris is the capital of France.", "en")]
+    t = _write(tmp_path / "p.tsv", "id\ttext\ttitle\n1\tSome text\tA title\n")
+    assert list(read_passages(t, lang="en")) == [Passage("1", "A title", "Some text", "en")]
+    with pytest.raises(XqaError, match="language"):
+        list(read_passages(t))
+    out = tmp_path / "round.jsonl"
+    write_passages(out, got)
+    assert list(read_passages(out)) == got
+
+
+@pytest.mark.parametrize("content, line, what", [
+    ('{"id": "a", "text": "x", "lang": "en"}\n{"id": "b", "text": "y", "lang": "en"\n', 2, "invalid JSON"),
+    ('{"id": "a", "text": "x", "lang": "en"}\n\n{"text": "y", "lang": "en"}\n', 3, "missing field 'id'"),
+    ('{"id": "a", "text": "x"}\n', 1, "lang"),
+    ('["a"]\n', 1, "expected a JSON object"),
+])
+def test_malformed_passage_line_is_named(tmp_path, content, line, what):
+    p = _write(tmp_path / "bad.jsonl", content)
+    with pytest.raises(InputError) as e:
+        list(read_passages(p))
+    assert e.value.line == line and f"bad.jsonl:{line}:" in str(e.value) and what in str(e.value)
+
+
+def test_xor_jsonl_questions_and_bad_answers(tmp_path):
+    q = _write(tmp_path / "q.jsonl",
+               '{"id": "1", "question": "日本の首都は？", "answers": ["東京"], "answers_en": ["Tokyo"], '
+               '"lang": "ja", "split": "dev"}\n')
+    [got] = read_questions(q)
+    assert got.answers == ("東京",) and got.answers_en == ("Tokyo",) and got.meta == {"split": "dev"}
+    assert got.to_dict()["split"] == "dev"
+    bad = _write(tmp_path / "bad.jsonl", '{"id": "1", "question": "q", "answers": [3], "lang": "en"}\n')
+    with pytest.raises(InputError, match=r"bad.jsonl:1: answer 3"):
+        read_questions(bad)
+
+
+def test_empty_question_file_is_empty(tmp_path):
+    assert read_questions(_write(tmp_path / "e.jsonl", "")) == []
+
+
+def test_results_round_trip_and_trec(tmp_path):
+    q = Question("q1", "who?", "en", answers=("x",))
+    r = RetrievalResult(q, (Context("p1", "T", "x is here", "en", 2.0, "dense"),
+                            Context("p2", "U", "nothing", "de", 1.0, "sparse")))
+    for name in ("r.json", "r.jsonl"):
+        write_results(tmp_path / name, [r])
+        assert read_results(tmp_path / name) == [r]
+    write_trec_run(tmp_path / "run.trec", [r])
+    assert (tmp_path / "run.trec").read_text().splitlines() == [
+        "q1 Q0 p1 1 2.000000 xqa", "q1 Q0 p2 2 1.000000 xqa"]
+    bad = _write(tmp_path / "bad.jsonl", '{"id": "q", "question": "x", "lang": "en"}\n')
+    with pytest.raises(InputError, match="ctxs"):
+        read_results(bad)
+
+
+def test_passages_through_datasets(tmp_path, monkeypatch):
+    p = _write(tmp_path / "p.jsonl", "".join(
+        json.dumps({"id": str(i), "title": "t", "text": f"text {i}", "lang": "en"}) + "\n" for i in range(5)))
+    ds = passages_dataset(p, cache_dir=str(tmp_path / "cache"))
+    assert len(ds) == 5 and ds[3]["text"] == "text 3"
+
+
+@pytest.mark.skipif(not (DATA / "mlqa").is_dir(), reason="../shared/data/mlqa absent")
+def test_real_sets_load():
+    qs, ps = read_squad(DATA / "mlqa/dev/dev-context-de-question-en.json")
+    assert qs[0].lang == "en" and ps[0].lang == "de"
+    ids = {p.id for p in ps}
+    assert all(q.meta["positive_ids"][0] in ids for q in qs)
+    ko = read_questions(DATA / "tydiqa_goldp_train_en_ko_sw/tydiqa.goldp.ko.train.json")
+    assert len(ko) == 1625 and ko[0].lang == "ko"
+    nq = read_questions(DATA / "nq_open/NQ-open.dev.jsonl")
+    assert len(nq) == 3610 and nq[0].answers
+    mia = read_questions(DATA / "mia2022_test_questions/mia_2022_test_xorqa_without_answers.jsonl")
+    assert len(mia) == 6048 and {q.lang for q in mia} == {"ar", "bn", "fi", "ja", "ko", "ru", "te"}
+    eq = read_questions(DATA / "entityquestions/dev/P36.dev.json")
+    assert eq and eq[0].answers

@@ -1,0 +1,62 @@
+"""The repository's shape: imports point one way and the CLI stays light."""
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LEAVES = {"xqa.records", "xqa.artifacts", "xqa.errors"}
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def _project_imports(package: str) -> dict[str, set[str]]:
+    return {str(p.relative_to(ROOT)): {n for n in _imports(p) if n.split(".")[0] in {"xqa", "retriever", "reader", "apps"}}
+            for p in (ROOT / package).rglob("*.py")}
+
+
+def test_retriever_and_reader_import_only_leaves():
+    for pkg, other in (("retriever", "reader"), ("reader", "retriever")):
+        for path, names in _project_imports(pkg).items():
+            for n in names:
+                assert not n.startswith(other), f"{path} imports {n}: {pkg} must not import {other}"
+                assert not n.startswith("apps"), f"{path} imports {n}"
+                if n.split(".")[0] == "xqa":
+                    assert n in LEAVES, f"{path} imports {n}; only {sorted(LEAVES)} are allowed"
+
+
+def test_leaf_modules_import_nothing_of_the_project():
+    for leaf in LEAVES:
+        path = ROOT / (leaf.replace(".", "/") + ".py")
+        names = {n for n in _imports(path) if n.split(".")[0] in {"xqa", "retriever", "reader", "apps"}}
+        assert not names, f"{leaf} imports {names}"
+
+
+def test_xqa_never_imports_apps():
+    for path, names in _project_imports("xqa").items():
+        assert not any(n.startswith("apps") for n in names), path
+
+
+def test_help_is_fast_and_imports_nothing_heavy():
+    code = ("import sys, time; t=time.perf_counter(); from xqa.cli import main; "
+            "import contextlib, io\nwith contextlib.redirect_stdout(io.StringIO()): main(['--help'])\n"
+            "heavy=[m for m in ('torch','transformers','pyserini','gradio','faiss','datasets') if m in sys.modules]\n"
+            "print(time.perf_counter()-t, heavy)")
+    t0 = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    elapsed_inside, heavy = out.stdout.split(" ", 1)
+    assert heavy.strip() == "[]", heavy
+    assert float(elapsed_inside) < 1.0
+    assert time.perf_counter() - t0 < 10  # generous: includes interpreter start on a loaded CI machine
