@@ -288,3 +288,74 @@ def test_rrf_matches_brute_force(lists, k, rrf_k):
 def test_as_hits_accepts_both_forms():
     hits = as_hits([("x", 2), Hit("y", 1.0, "sparse", "de"), ("x", 0.5)], "dense")
     assert hits == [Hit("x", 2.0, "dense"), Hit("y", 1.0, "sparse", "de")]
+
+
+# --- fused retrievers: wiring ------------------------------------------------------
+
+
+class ListRetriever:
+    """A retriever that answers from fixed ranked lists (keyed by question id)."""
+
+    def __init__(self, lists, source, accepts_missing=False):
+        self.lists, self.source, self.calls = lists, source, []
+        if accepts_missing:
+            self.search = self._search_missing
+
+    def search(self, questions, k):
+        self.calls.append(k)
+        return [[Hit(str(i), s, self.source) for i, s in pairs(self.lists.get(q.id, []))[:k]]
+                for q in questions]
+
+    def _search_missing(self, questions, k, missing="error"):
+        assert missing == "empty"
+        return ListRetriever.search(self, questions, k)
+
+
+def _qs(*qids):
+    from xqa.records import Question
+
+    return [Question(q, f"question {q}", "fi") for q in qids]
+
+
+def test_build_retriever_wires_each_method_to_its_fusion():
+    from retriever.fused import build_retriever
+
+    dense = ListRetriever({"q1": DENSE, "q2": [1, 2, 3]}, "dense")
+    sparse = ListRetriever({"q1": SPARSE}, "sparse", accepts_missing=True)  # q2: no BM25 list
+    qs = _qs("q1", "q2")
+    scd = build_retriever("scd", dense=dense, sparse=sparse, max_frac=0.6).search(qs, 5)
+    assert [ids(x) for x in scd] == [[5, 2, 3, 1, 8], [1, 2, 3]]
+    order = build_retriever("scd", dense=dense, sparse=sparse, max_frac=0.6,
+                            corroborated_order="sparse").search(qs, 5)
+    assert ids(order[0]) == [2, 5, 3, 1, 8]
+    hyb = build_retriever("hybrid", dense=dense, sparse=sparse, alpha=0.5, k_each=8).search(qs, 3)
+    assert dense.calls[-1] == 8 and sparse.calls[-1] == 8  # each side searched to k'
+    assert hyb[0] == hybrid(pairs(DENSE), pairs(SPARSE), 3, 0.5)
+    fused = build_retriever("rrf", dense=dense, sparse=sparse).search(qs, 4)
+    assert fused[1] == rrf([pairs([1, 2, 3])], 4)
+    assert build_retriever("dense", dense=dense) is dense
+    assert build_retriever("sparse", sparse=sparse) is sparse
+
+
+def test_build_retriever_reports_missing_parts_and_unknown_methods():
+    from retriever.fused import build_retriever
+    from xqa.errors import XqaError
+
+    with pytest.raises(XqaError, match="needs a sparse"):
+        build_retriever("scd", dense=ListRetriever({}, "dense"))
+    with pytest.raises(XqaError, match="unknown retrieval method"):
+        build_retriever("bm42")
+    with pytest.raises(ValueError, match="max_frac"):
+        build_retriever("scd", dense=ListRetriever({}, "d"), sparse=ListRetriever({}, "s"), max_frac=2)
+
+
+def test_fusion_config_round_trips_and_rejects_unknown_keys():
+    from retriever.fused import FusionConfig, build_from_config
+    from xqa.errors import XqaError
+
+    cfg = FusionConfig(method="hybrid", alpha=0.35, normalize=True)
+    assert FusionConfig.from_dict(cfg.to_dict()) == cfg
+    r = build_from_config(cfg, dense=ListRetriever({"q": [1, 2]}, "d"), sparse=ListRetriever({"q": [2]}, "s"))
+    assert r.alpha == 0.35 and r.normalize
+    with pytest.raises(XqaError, match="unknown fusion settings: beta"):
+        FusionConfig.from_dict({"beta": 1})

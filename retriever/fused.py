@@ -1,0 +1,192 @@
+"""Retrievers built from the retrievers they fuse.
+
+Each class here is *given* its component retrievers (anything with
+``search(questions, k)``, see :mod:`retriever.base`) and merges their ranked
+lists with a pure function of :mod:`retriever.fusion`. One entry point,
+:func:`build_retriever`, turns a method name into a retriever:
+
+==============  ==========================================================
+``sparse``      BM25 in the question's language
+``dense``       the dense retriever (global top-K over all languages)
+``scd``         Sparse-Corroborate-Dense over (dense, BM25)
+``hybrid``      score hybrid ``dense + α·BM25`` (Ma et al.)
+``rrf``         reciprocal rank fusion of dense and BM25
+``spar``        SPAR: one index of ``[dense ; Λ]`` vectors, query weight μ
+``spar+scd``    Sparse-Corroborate-Dense over (SPAR as the dense side, BM25)
+==============  ==========================================================
+
+:func:`load_retriever` does the same from artifact folders.
+"""
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from retriever.base import Retriever, check_k
+from retriever.fusion import RRF_K, hybrid, rrf, sparse_corroborate_dense
+from xqa.errors import XqaError
+from xqa.records import Hit, Question
+
+METHODS = ("sparse", "dense", "scd", "hybrid", "rrf", "spar", "spar+scd")
+# which components each method needs
+NEEDS: dict[str, tuple[str, ...]] = {
+    "sparse": ("sparse",),
+    "dense": ("dense",),
+    "scd": ("dense", "sparse"),
+    "hybrid": ("dense", "sparse"),
+    "rrf": ("dense", "sparse"),
+    "spar": ("spar",),
+    "spar+scd": ("spar", "sparse"),
+}
+
+
+def sparse_search(sparse: Retriever, questions: Sequence[Question], k: int) -> list[list[Hit]]:
+    """BM25 search where a language without an index gives an empty list.
+
+    The sparse retriever has one index per language; a cross-lingual question
+    in a language it lacks must not stop a fused search (SCD then returns the
+    dense list). Passed as ``missing="empty"`` when ``search`` accepts it.
+    """
+    try:
+        params = inspect.signature(sparse.search).parameters
+    except (TypeError, ValueError):
+        params = {}
+    if "missing" in params:
+        return sparse.search(questions, k, missing="empty")
+    return sparse.search(questions, k)
+
+
+def _check_batch(name: str, lists: list, questions: Sequence[Question]) -> None:
+    if len(lists) != len(questions):
+        raise XqaError(f"{name} retriever returned {len(lists)} lists for {len(questions)} questions")
+
+
+class ScdRetriever:
+    """Sparse-Corroborate-Dense: each side retrieves ``k``, fused into at most ``k``.
+
+    ``dense`` is the dense side (a dense retriever, or SPAR for ``spar+scd``);
+    ``sparse`` is BM25 in the question's language.
+    """
+
+    def __init__(self, dense: Retriever, sparse: Retriever, max_frac: float = 0.2,
+                 corroborated_order: str = "dense"):
+        sparse_corroborate_dense([], [], 1, max_frac, corroborated_order)  # validate early
+        self.dense, self.sparse = dense, sparse
+        self.max_frac, self.corroborated_order = max_frac, corroborated_order
+
+    def search(self, questions: Sequence[Question], k: int) -> list[list[Hit]]:
+        k = check_k(k)
+        d = self.dense.search(questions, k)
+        s = sparse_search(self.sparse, questions, k)
+        _check_batch("dense", d, questions)
+        _check_batch("sparse", s, questions)
+        return [sparse_corroborate_dense(dh, sh, k, self.max_frac, self.corroborated_order)
+                for dh, sh in zip(d, s)]
+
+
+class HybridRetriever:
+    """Score hybrid over the union of each side's top ``max(k, k_each)``."""
+
+    def __init__(self, dense: Retriever, sparse: Retriever, alpha: float = 1.0,
+                 normalize: bool = False, k_each: int | None = None):
+        hybrid([], [], 0, alpha)  # validate early
+        self.dense, self.sparse = dense, sparse
+        self.alpha, self.normalize, self.k_each = alpha, normalize, k_each
+
+    def search(self, questions: Sequence[Question], k: int) -> list[list[Hit]]:
+        k = check_k(k)
+        kk = max(k, self.k_each or 0)
+        d = self.dense.search(questions, kk)
+        s = sparse_search(self.sparse, questions, kk)
+        _check_batch("dense", d, questions)
+        _check_batch("sparse", s, questions)
+        return [hybrid(dh, sh, k, self.alpha, self.normalize) for dh, sh in zip(d, s)]
+
+
+class RrfRetriever:
+    """Reciprocal rank fusion of any retrievers, each searched to ``max(k, k_each)``."""
+
+    def __init__(self, retrievers: Sequence[Retriever], rrf_k: int = RRF_K, k_each: int | None = None):
+        if not retrievers:
+            raise XqaError("RRF needs at least one retriever")
+        self.retrievers, self.rrf_k, self.k_each = list(retrievers), rrf_k, k_each
+
+    def search(self, questions: Sequence[Question], k: int) -> list[list[Hit]]:
+        k = check_k(k)
+        kk = max(k, self.k_each or 0)
+        per = []
+        for r in self.retrievers:
+            lists = sparse_search(r, questions, kk)
+            _check_batch(type(r).__name__, lists, questions)
+            per.append(lists)
+        return [rrf([lists[i] for lists in per], k, self.rrf_k) for i in range(len(questions))]
+
+
+@dataclass
+class FusionConfig:
+    """How to fuse: the method and its weights (``pipeline.json`` holds the tuned ones)."""
+
+    method: str = "scd"
+    max_frac: float = 0.2             # SCD: at most floor(max_frac*K) passages owe their place to BM25
+    corroborated_order: str = "dense"  # SCD: order of the corroborated slice (dense | sparse)
+    alpha: float = 1.0                # hybrid: dense + alpha * sparse
+    normalize: bool = False           # hybrid: min-max normalise each list first
+    k_each: int | None = None         # hybrid / RRF: depth k' of each side (default k)
+    rrf_k: int = RRF_K                # RRF constant
+    mu: float | None = None           # SPAR: query-side weight of Λ (None: the index's own)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "FusionConfig":
+        names = {f.name for f in fields(cls)}
+        unknown = set(d) - names
+        if unknown:
+            raise XqaError(f"unknown fusion settings: {', '.join(sorted(unknown))}")
+        return cls(**d)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def build_retriever(method: str, *, sparse: Retriever | None = None, dense: Retriever | None = None,
+                    spar: Retriever | None = None, k_each: int | None = None, max_frac: float = 0.2,
+                    alpha: float = 1.0, mu: float | None = None, normalize: bool = False,
+                    corroborated_order: str = "dense", rrf_k: int = RRF_K) -> Retriever:
+    """A retriever for ``method`` (one of :data:`METHODS`) from the given components.
+
+    ``mu`` sets SPAR's query-side weight (``spar.with_mu(mu)``, sharing the
+    index); ``None`` keeps the one the SPAR retriever has.
+    """
+    if method not in NEEDS:
+        raise XqaError(f"unknown retrieval method {method!r}; choose from {', '.join(METHODS)}")
+    given = {"sparse": sparse, "dense": dense, "spar": spar}
+    missing = [n for n in NEEDS[method] if given[n] is None]
+    if missing:
+        raise XqaError(f"method {method!r} needs a {' and a '.join(missing)} retriever")
+    if spar is not None and mu is not None:
+        spar = spar.with_mu(mu)
+    if method == "sparse":
+        return sparse
+    if method == "dense":
+        return dense
+    if method == "spar":
+        return spar
+    if method == "scd":
+        return ScdRetriever(dense, sparse, max_frac, corroborated_order)
+    if method == "spar+scd":
+        return ScdRetriever(spar, sparse, max_frac, corroborated_order)
+    if method == "hybrid":
+        return HybridRetriever(dense, sparse, alpha, normalize, k_each)
+    return RrfRetriever([dense, sparse], rrf_k, k_each)
+
+
+def build_from_config(config: FusionConfig, **components: Retriever | None) -> Retriever:
+    """:func:`build_retriever` with the settings of a :class:`FusionConfig`."""
+    settings = config.to_dict()
+    method = settings.pop("method")
+    return build_retriever(method, **components, **settings)
+
+
+__all__ = ["METHODS", "NEEDS", "FusionConfig", "ScdRetriever", "HybridRetriever", "RrfRetriever",
+           "build_retriever", "build_from_config", "sparse_search"]
