@@ -1,0 +1,133 @@
+"""FiD inputs: passage formatting, tokenization into fixed ``n_context`` blocks, collation.
+
+Every question becomes exactly ``n_context`` encoder rows, one per passage, each
+the text ``question: {q} lang: {lang} title: {title} context: {text}``
+truncated to ``max_length`` tokens (paper 002 §3.3). A question with fewer
+passages is padded with question-only rows whose ``passage_mask`` is 0: the
+encoder still sees at least one real token in every row (so no attention row is
+fully masked), and the decoder never attends to them.
+
+Retrieved passages are kept in the order given: the fused order of the
+retrieval result IS the ranking (DESIGN.md: re-sorting ``ctxs`` by score would
+silently undo Sparse-Corroborate-Dense).
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import torch
+
+from xqa.records import Context, Question
+
+
+def format_passage(question: str, lang: str, title: str, text: str) -> str:
+    """The encoder input of one (question, passage) pair."""
+    return f"question: {question} lang: {lang} title: {title} context: {text}"
+
+
+def format_question_only(question: str, lang: str) -> str:
+    """The encoder input of a padding row (or of a question without passages)."""
+    return f"question: {question} lang: {lang}"
+
+
+def example_from_record(record: Mapping[str, Any], n_context: int | None = None) -> dict[str, Any]:
+    """A plain-dict training/eval example from a retrieval-result record (DPR/FiD layout).
+
+    Keeps ``ctxs`` in the given order and only what the reader needs, so a
+    ``datasets.Dataset`` or a list of these is cheap to hold for 20k questions.
+    """
+    ctxs = list(record.get("ctxs") or [])
+    if n_context is not None:
+        ctxs = ctxs[:n_context]
+    return {
+        "id": str(record["id"]),
+        "question": str(record["question"]),
+        "lang": str(record.get("lang") or ""),
+        "answers": [str(a) for a in record.get("answers") or []],
+        "titles": [str(c.get("title") or "") for c in ctxs],
+        "texts": [str(c.get("text") or "") for c in ctxs],
+    }
+
+
+def example_from_records(question: Question, contexts: Sequence[Context]) -> dict[str, Any]:
+    """The same example dict from ``xqa.records`` objects."""
+    return {
+        "id": question.id,
+        "question": question.question,
+        "lang": question.lang,
+        "answers": list(question.answers),
+        "titles": [c.title for c in contexts],
+        "texts": [c.text for c in contexts],
+    }
+
+
+def encode_passages(tokenizer, examples: Sequence[Mapping[str, Any]], n_context: int,
+                    max_length: int) -> dict[str, torch.Tensor]:
+    """Tokenize ``examples`` into FiD encoder blocks.
+
+    Returns ``input_ids`` and ``attention_mask`` of shape [B, n_context, L] (L the
+    longest row in this batch, at most ``max_length``) and ``passage_mask``
+    [B, n_context] (1 for a real passage). A question with no passage at all gets
+    one question-only row that counts as real, so the decoder has something to read.
+    """
+    texts: list[str] = []
+    passage_mask = torch.zeros(len(examples), n_context, dtype=torch.long)
+    for b, ex in enumerate(examples):
+        q, lang = ex["question"], ex.get("lang", "")
+        pairs = list(zip(ex["titles"], ex["texts"]))[:n_context]
+        for title, text in pairs:
+            texts.append(format_passage(q, lang, title, text))
+        passage_mask[b, : len(pairs)] = 1
+        if not pairs:
+            passage_mask[b, 0] = 1
+        texts.extend([format_question_only(q, lang)] * (n_context - len(pairs)))
+    enc = tokenizer(texts, max_length=max_length, truncation=True, padding="longest",
+                    return_tensors="pt")
+    B, L = len(examples), enc["input_ids"].shape[1]
+    return {
+        "input_ids": enc["input_ids"].view(B, n_context, L),          # [B*N, L] -> [B, N, L]
+        "attention_mask": enc["attention_mask"].view(B, n_context, L),
+        "passage_mask": passage_mask,
+    }
+
+
+def encode_answers(tokenizer, answers: Sequence[str], max_length: int) -> torch.Tensor:
+    """Decoder targets [B, T] ending in ``</s>``, padding set to -100 (ignored by the loss)."""
+    enc = tokenizer(list(answers), max_length=max_length, truncation=True, padding="longest",
+                    return_tensors="pt")
+    labels = enc["input_ids"].clone()
+    labels[enc["attention_mask"] == 0] = -100
+    return labels
+
+
+@dataclass
+class FiDCollator:
+    """Turn example dicts into a training batch: encoder blocks plus ``labels``.
+
+    The target is the first gold answer (in the question's language), or, with
+    ``sample_answers``, one gold answer drawn at random each time the example is
+    seen. Examples without an answer get an empty target (just ``</s>``).
+    """
+
+    tokenizer: Any
+    n_context: int
+    max_length: int = 192
+    max_answer_len: int = 24
+    sample_answers: bool = False
+    seed: int = 0
+    _rng: random.Random = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._rng = random.Random(self.seed)
+
+    def target(self, ex: Mapping[str, Any]) -> str:
+        answers = ex.get("answers") or [""]
+        return self._rng.choice(answers) if self.sample_answers else answers[0]
+
+    def __call__(self, examples: Sequence[Mapping[str, Any]]) -> dict[str, torch.Tensor]:
+        batch = encode_passages(self.tokenizer, examples, self.n_context, self.max_length)
+        batch["labels"] = encode_answers(self.tokenizer, [self.target(ex) for ex in examples],
+                                         self.max_answer_len)
+        return batch

@@ -1,0 +1,210 @@
+"""Evidence fusion: reader candidates × passage relevance × retriever score.
+
+Pure numpy/python (no torch). The extractive form of paper 001 §2.2–2.3 is
+
+    s'_{ij} = softmax(β·r + γ·R)_i · softmax(s_i)_j
+
+with r_i the reader's relevance of passage i, R_i its retriever score and s_i
+the span scores inside passage i; identical answers (after normalisation) are
+summed. FiD does not extract spans: it generates an n-best list a_1..a_k with
+sequence log-probabilities ℓ_a. We define the within-passage score of
+candidate a in passage i as
+
+    s_{i,a} = ℓ_a + log(m_{i,a} + ε·(1 − m_{i,a}))
+
+where m_{i,a} = 1 when the normalised candidate occurs in passage i (title or
+text; word-boundary match, or plain substring for scripts written without
+spaces) and 0 otherwise, and ε ∈ (0, 1] (``miss``) is the mass a candidate
+keeps in a passage that does not contain it. Then
+
+    score(a) = Σ_i softmax(β·r + γ·R)_i · softmax_a(s_i)_a
+
+Properties this gives, by construction:
+
+- the scores of the k candidates sum to 1 (a distribution over answers);
+- a candidate that is a span of no passage (a translated answer, a
+  paraphrase) keeps ε-reduced mass in every passage, so it stays scorable
+  and wins when no span candidate is likely;
+- with ε = 1 (or a single candidate) the passages stop mattering and the
+  ranking is the reader's (softmax of ℓ over the n-best): the reader-only
+  answer is a special case;
+- a passage that contains none of the candidates spreads its weight by the
+  reader's probabilities, so it neither helps nor hurts any candidate.
+
+Candidates whose normalised text is equal are summed; the group is shown with
+the surface form of its best-scoring member (not the normalised key). All
+exponentials go through log-sum-exp.
+"""
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from dataclasses import asdict, dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from xqa.records import Answer, Candidate, Context, Evidence
+
+# Scripts written without spaces between words (and Hangul, where particles attach to
+# words): a candidate in these scripts matches as a plain substring.
+_NO_SPACE = re.compile(r"[\u0E00-\u0EFF\u1000-\u109F\u1780-\u17FF\u3040-\u30FF\u3400-\u9FFF"
+                       r"\uAC00-\uD7AF\uF900-\uFAFF]")
+
+
+@dataclass(frozen=True)
+class FusionParams:
+    """β (reader relevance), γ (retriever score), ε (mass kept where a candidate is absent)."""
+
+    beta: float = 1.0
+    gamma: float = 0.0
+    miss: float = 0.1
+
+    def to_dict(self) -> dict[str, float]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "FusionParams":
+        return cls(float(d.get("beta", 1.0)), float(d.get("gamma", 0.0)), float(d.get("miss", 0.1)))
+
+
+def normalize_answer(text: str) -> str:
+    """Key for matching and de-duplication: NFKC, lower case, no punctuation, single spaces."""
+    text = unicodedata.normalize("NFKC", text).lower()
+    text = "".join(" " if unicodedata.category(ch).startswith("P") else ch for ch in text)
+    return " ".join(text.split())
+
+
+def occurs_in(answer_key: str, passage_key: str) -> bool:
+    """Does a normalised answer occur in a normalised passage?"""
+    if not answer_key:
+        return False
+    if _NO_SPACE.search(answer_key):
+        return answer_key in passage_key
+    return f" {answer_key} " in f" {passage_key} "
+
+
+def _context_text(ctx: Context | str) -> str:
+    return ctx if isinstance(ctx, str) else f"{ctx.title} {ctx.text}"
+
+
+def match_matrix(candidates: Sequence[str], contexts: Sequence[Context | str]) -> np.ndarray:
+    """m [N, k]: 1.0 where candidate j occurs in passage i (title or text)."""
+    keys = [normalize_answer(c) for c in candidates]
+    m = np.zeros((len(contexts), len(keys)), dtype=np.float64)
+    for i, ctx in enumerate(contexts):
+        passage = normalize_answer(_context_text(ctx))
+        for j, key in enumerate(keys):
+            m[i, j] = occurs_in(key, passage)
+    return m
+
+
+def log_softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Stable log-softmax (max subtracted before exponentiating)."""
+    x = np.asarray(x, dtype=np.float64)
+    shifted = x - np.max(x, axis=axis, keepdims=True)
+    return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
+
+
+def logsumexp(x: np.ndarray, axis: int | None = None) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float64)
+    top = np.max(x, axis=axis, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    out = np.log(np.sum(np.exp(x - top), axis=axis, keepdims=True)) + top
+    return np.squeeze(out, axis=axis) if axis is not None else out.reshape(())
+
+
+def passage_log_weights(relevance: Sequence[float], retriever_scores: Sequence[float],
+                        beta: float, gamma: float) -> np.ndarray:
+    """log softmax(β·r + γ·R) over the N passages -> [N]."""
+    r = np.nan_to_num(np.asarray(relevance, dtype=np.float64))
+    R = np.nan_to_num(np.asarray(retriever_scores, dtype=np.float64))
+    if r.shape != R.shape:
+        raise ValueError(f"relevance has {r.shape[0]} passages but retriever scores {R.shape[0]}")
+    return log_softmax(beta * r + gamma * R)
+
+
+def candidate_log_scores(logprobs: Sequence[float], match: np.ndarray, relevance: Sequence[float],
+                         retriever_scores: Sequence[float], params: FusionParams) -> np.ndarray:
+    """log score(a) for each of the k candidates (before de-duplication) -> [k].
+
+    ``match`` [N, k] from :func:`match_matrix`. With no passage (N = 0) this is
+    the reader's log-softmax over the n-best.
+    """
+    lp = np.asarray(logprobs, dtype=np.float64)
+    if lp.size == 0:
+        return lp
+    if match.shape[0] == 0:
+        return log_softmax(lp)
+    if not 0.0 < params.miss <= 1.0:
+        raise ValueError(f"miss must be in (0, 1], got {params.miss}")
+    log_p = passage_log_weights(relevance, retriever_scores, params.beta, params.gamma)   # [N]
+    s = lp[None, :] + np.log(match + params.miss * (1.0 - match))                         # [N, k]
+    return logsumexp(log_p[:, None] + log_softmax(s, axis=1), axis=0)                     # [k]
+
+
+def merge_duplicates(texts: Sequence[str], log_scores: np.ndarray,
+                     reader_logprobs: Sequence[float]) -> list[Candidate]:
+    """Sum candidates with the same normalised text; keep the best member's surface form.
+
+    Returns :class:`Candidate` records, best first, ``score`` a probability and
+    ``reader_score`` the surface form's sequence log-probability.
+    """
+    groups: dict[str, list[int]] = {}
+    for j, t in enumerate(texts):
+        groups.setdefault(normalize_answer(t), []).append(j)
+    merged = []
+    for members in groups.values():
+        best = max(members, key=lambda j: (log_scores[j], reader_logprobs[j]))
+        total = float(logsumexp(np.asarray([log_scores[j] for j in members])))
+        merged.append(Candidate(text=texts[best], score=math.exp(total),
+                                reader_score=float(reader_logprobs[best])))
+    merged.sort(key=lambda c: (-c.score, -c.reader_score))
+    return merged
+
+
+def fuse_evidence(candidates: Sequence[tuple[str, float]], relevance: Sequence[float],
+                  retriever_scores: Sequence[float], contexts: Sequence[Context | str],
+                  beta: float = 1.0, gamma: float = 0.0, miss: float = 0.1) -> list[Candidate]:
+    """Score FiD's n-best ``candidates`` (text, log-prob) with the evidence of N passages.
+
+    ``relevance`` [N] (reader cross-attention mass), ``retriever_scores`` [N] and
+    ``contexts`` (the N passages the reader saw, ``Context`` or plain text).
+    Returns de-duplicated candidates sorted by fused probability (see module doc).
+    """
+    if len(contexts) < len(relevance):
+        raise ValueError(f"{len(relevance)} relevance values but only {len(contexts)} contexts")
+    texts = [t for t, _ in candidates]
+    lps = [float(s) for _, s in candidates]
+    match = match_matrix(texts, list(contexts)[: len(relevance)])
+    log_scores = candidate_log_scores(lps, match, relevance, retriever_scores,
+                                      FusionParams(beta, gamma, miss))
+    return merge_duplicates(texts, log_scores, lps)
+
+
+def reader_only(candidates: Sequence[tuple[str, float]]) -> list[Candidate]:
+    """The reader's own ranking (softmax over the n-best, duplicates summed), for comparison."""
+    texts = [t for t, _ in candidates]
+    lps = [float(s) for _, s in candidates]
+    return merge_duplicates(texts, log_softmax(np.asarray(lps)) if lps else np.zeros(0), lps)
+
+
+def build_answer(question_id: str, candidates: Sequence[tuple[str, float]], relevance: Sequence[float],
+                 contexts: Sequence[Context], params: FusionParams | None = None) -> Answer:
+    """An :class:`~xqa.records.Answer`: fused best answer, n-best, and the passages as
+    evidence ordered by their fused weight softmax(β·r + γ·R); retriever scores
+    are the contexts' ``score``. ``params=None`` gives the reader-only answer."""
+    n = len(relevance)
+    ctxs = list(contexts)[:n]
+    scores = [c.score for c in ctxs]
+    if params is None:
+        ranked = reader_only(candidates)
+        order = np.argsort(-np.asarray(relevance, dtype=np.float64), kind="stable")
+    else:
+        ranked = fuse_evidence(candidates, relevance, scores, ctxs, params.beta, params.gamma, params.miss)
+        order = np.argsort(-passage_log_weights(relevance, scores, params.beta, params.gamma), kind="stable")
+    evidence = tuple(Evidence(context=ctxs[i], relevance=float(relevance[i])) for i in order)
+    best = ranked[0] if ranked else Candidate("", 0.0)
+    return Answer(question_id=question_id, text=best.text, score=best.score,
+                  candidates=tuple(ranked), evidence=evidence)

@@ -1,0 +1,150 @@
+"""Fusion-in-Decoder on (m)T5, built from the stock Hugging Face model.
+
+Nothing inside transformers is replaced. The encoder of a
+``MT5ForConditionalGeneration`` (or ``T5ForConditionalGeneration``) runs on
+[B*N, L] passage rows; its ``last_hidden_state`` is reshaped to [B, N*L] and
+handed to the same model as ``encoder_outputs`` (with the attention mask
+reshaped alike), for training, for ``generate`` and for re-scoring. The
+decoder's cross-attention is read through ``output_attentions=True``; only the
+decoder stack is switched to the eager attention kernel (through the public
+``set_attn_implementation``), because SDPA does not return attention weights.
+The encoder keeps the fast default kernel.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput
+
+# Architectures of the configs ``xqa train reader --config`` can build (random weights).
+# ``small`` is mt5-small's shape; ``tiny`` is the embedded default.
+SIZES: dict[str, dict[str, Any]] = {
+    "tiny": dict(d_model=192, d_kv=32, d_ff=512, num_layers=3, num_decoder_layers=3, num_heads=6,
+                 dropout_rate=0.1, relative_attention_num_buckets=32,
+                 relative_attention_max_distance=128, feed_forward_proj="gated-gelu"),
+    "small": dict(d_model=512, d_kv=64, d_ff=1024, num_layers=8, num_decoder_layers=8, num_heads=6,
+                  dropout_rate=0.1, relative_attention_num_buckets=32,
+                  relative_attention_max_distance=128, feed_forward_proj="gated-gelu"),
+}
+
+SUPPORTED_MODEL_TYPES = ("mt5", "t5")
+
+
+def build_t5(size: str | dict[str, Any], vocab_size: int, seed: int | None = 0):
+    """A randomly initialised ``MT5ForConditionalGeneration`` of a named size (or explicit kwargs)."""
+    from transformers import MT5Config, MT5ForConditionalGeneration
+
+    kwargs = dict(SIZES[size]) if isinstance(size, str) else dict(size)
+    config = MT5Config(vocab_size=vocab_size, pad_token_id=0, eos_token_id=1,
+                       decoder_start_token_id=0, **kwargs)
+    if seed is not None:
+        torch.manual_seed(seed)
+    return MT5ForConditionalGeneration(config)
+
+
+def load_t5(name_or_path: str):
+    """Load a T5/mT5 seq2seq checkpoint (hub name or local folder); no remote code."""
+    from transformers import AutoConfig, MT5ForConditionalGeneration, T5ForConditionalGeneration
+
+    config = AutoConfig.from_pretrained(name_or_path)
+    if config.model_type not in SUPPORTED_MODEL_TYPES:
+        raise ValueError(f"{name_or_path}: FiD needs a T5/mT5 checkpoint, found model_type {config.model_type!r}")
+    cls = MT5ForConditionalGeneration if config.model_type == "mt5" else T5ForConditionalGeneration
+    return cls.from_pretrained(name_or_path)
+
+
+class FiD(torch.nn.Module):
+    """Fusion-in-Decoder around a T5/mT5 seq2seq model ``t5`` (kept whole, as ``self.t5``).
+
+    Inputs everywhere: ``input_ids``/``attention_mask`` [B, N, L] (N passages per
+    question, L tokens per passage) and ``passage_mask`` [B, N] (0 for padding rows).
+    """
+
+    def __init__(self, t5: torch.nn.Module):
+        super().__init__()
+        self.t5 = t5
+        self.t5.decoder.set_attn_implementation("eager")  # cross-attention weights for relevance
+
+    @property
+    def config(self):
+        return self.t5.config
+
+    def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+               passage_mask: torch.Tensor | None = None) -> tuple[BaseModelOutput, torch.Tensor]:
+        """Encode each passage alone; concatenate for the decoder.
+
+        Returns ``encoder_outputs`` with ``last_hidden_state`` [B, N*L, d] and the
+        decoder's mask [B, N*L] (padding tokens and padding passages are 0).
+        """
+        B, N, L = input_ids.shape
+        out = self.t5.encoder(input_ids=input_ids.reshape(B * N, L),           # [B, N, L] -> [B*N, L]
+                              attention_mask=attention_mask.reshape(B * N, L))
+        hidden = out.last_hidden_state.reshape(B, N * L, -1)                   # [B*N, L, d] -> [B, N*L, d]
+        mask = attention_mask if passage_mask is None else attention_mask * passage_mask[:, :, None].to(attention_mask.dtype)
+        return BaseModelOutput(last_hidden_state=hidden), mask.reshape(B, N * L)  # [B, N, L] -> [B, N*L]
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                passage_mask: torch.Tensor | None = None, labels: torch.Tensor | None = None,
+                decoder_input_ids: torch.Tensor | None = None,
+                output_attentions: bool = False) -> Seq2SeqLMOutput:
+        """Teacher-forced pass; ``.loss`` is the mean token cross-entropy when ``labels`` [B, T] are given."""
+        enc, mask = self.encode(input_ids, attention_mask, passage_mask)
+        return self.t5(encoder_outputs=enc, attention_mask=mask, labels=labels,
+                       decoder_input_ids=decoder_input_ids, output_attentions=output_attentions)
+
+    @torch.no_grad()
+    def generate(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                 passage_mask: torch.Tensor | None = None, beams: int = 4, n_best: int = 4,
+                 max_new_tokens: int = 24) -> dict[str, torch.Tensor]:
+        """Greedy (``beams=1``) or beam search; every candidate re-scored exactly.
+
+        Returns ``sequences`` [B, k, T] (decoder-start token first), ``logprobs``
+        [B, k] (sum of token log-probabilities up to and including ``</s>``, best
+        first) and ``relevance`` [B, k, N] (each candidate's cross-attention mass
+        per passage, see :meth:`score`), with ``k = min(n_best, beams)``.
+        """
+        k = max(1, min(n_best, beams))
+        B, N, _ = input_ids.shape
+        enc, mask = self.encode(input_ids, attention_mask, passage_mask)
+        gen_kwargs: dict[str, Any] = dict(num_beams=beams, num_return_sequences=k, do_sample=False,
+                                          max_new_tokens=max_new_tokens)
+        if beams > 1:
+            gen_kwargs["length_penalty"] = 0.0  # rank beams by their summed log-prob, the score we report
+        hidden = enc.last_hidden_state                                                   # [B, N*L, d]
+        # generate() expands encoder_outputs in place for the beams: hand it its own wrapper.
+        seqs = self.t5.generate(encoder_outputs=BaseModelOutput(last_hidden_state=hidden),
+                                attention_mask=mask, **gen_kwargs)                        # [B*k, T]
+        hidden = hidden.repeat_interleave(k, dim=0)                                       # [B*k, N*L, d]
+        logprobs, relevance = self.score(hidden, mask.repeat_interleave(k, dim=0), seqs, N)
+        logprobs, relevance = logprobs.view(B, k), relevance.view(B, k, N)
+        order = logprobs.argsort(dim=1, descending=True)
+        seqs = seqs.view(B, k, -1).gather(1, order[:, :, None].expand(-1, -1, seqs.shape[-1]))
+        return {"sequences": seqs, "logprobs": logprobs.gather(1, order),
+                "relevance": relevance.gather(1, order[:, :, None].expand(-1, -1, N))}
+
+    @torch.no_grad()
+    def score(self, hidden: torch.Tensor, mask: torch.Tensor, sequences: torch.Tensor,
+              n_passages: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Log-probability of ``sequences`` [S, T] and their per-passage relevance.
+
+        ``hidden`` [S, N*L, d] and ``mask`` [S, N*L] are the (repeated) encoder outputs.
+        Tokens after the first ``</s>`` are ignored. Relevance: cross-attention
+        weights averaged over layers, heads and the candidate's output tokens,
+        summed over each passage's L tokens and normalised over passages -> [S, N].
+        """
+        eos = self.config.eos_token_id
+        dec_in, target = sequences[:, :-1], sequences[:, 1:]                       # [S, T-1]
+        is_eos = (target == eos).long()
+        token_mask = ((is_eos.cumsum(1) - is_eos) == 0).float()                    # up to the first </s>
+        out = self.t5(encoder_outputs=BaseModelOutput(last_hidden_state=hidden), attention_mask=mask,
+                      decoder_input_ids=dec_in, output_attentions=True)
+        logp = out.logits.float().log_softmax(-1).gather(-1, target[:, :, None]).squeeze(-1)  # [S, T-1]
+        logprobs = (logp * token_mask).sum(1)
+        attn = torch.stack(out.cross_attentions).float().mean(dim=(0, 2))         # [layers,S,H,T-1,N*L] -> [S,T-1,N*L]
+        attn = (attn * token_mask[:, :, None]).sum(1) / token_mask.sum(1, keepdim=True).clamp(min=1)  # [S, N*L]
+        S = attn.shape[0]
+        per_passage = attn.view(S, n_passages, -1).sum(-1)                         # [S, N*L] -> [S, N, L] -> [S, N]
+        per_passage = per_passage * (mask.view(S, n_passages, -1).sum(-1) > 0)     # padding passages get 0
+        relevance = per_passage / per_passage.sum(1, keepdim=True).clamp(min=1e-12)
+        return logprobs, relevance

@@ -1,0 +1,176 @@
+"""``FiDReader``: a FiD model with its tokenizer and settings, as one artifact.
+
+Artifact folder (``kind: fid_reader``)::
+
+    config.json        xqa config: settings (max_length, max_answer_len, n_context), base, versions
+    model/             the (m)T5 model: Hugging Face config.json + model.safetensors
+    tokenizer/         the tokenizer (AutoTokenizer.from_pretrained loads it)
+
+``FiDReader.load`` also accepts a plain Hugging Face T5/mT5 checkpoint (hub name
+such as ``google/mt5-small`` or a local folder); it then starts from that
+model with default settings.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+import torch
+
+from reader.data import encode_passages, example_from_records
+from reader.fid import FiD, build_t5, load_t5
+from xqa.artifacts import CONFIG_NAME, atomic_dir, save_config
+from xqa.records import Context, Question
+
+KIND = "fid_reader"
+
+
+@dataclass
+class ReaderOutput:
+    """What the reader says about one question.
+
+    ``candidates``: (text, sequence log-probability), best first (one for greedy).
+    ``relevance``: [n_passages] cross-attention mass per passage the reader saw
+    (sums to 1), averaged over the candidates weighted by their probability
+    within the n-best. ``candidate_relevance``: [k, n_passages], per candidate.
+    """
+
+    candidates: list[tuple[str, float]]
+    relevance: np.ndarray
+    candidate_relevance: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32))
+
+    @property
+    def text(self) -> str:
+        return self.candidates[0][0] if self.candidates else ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"candidates": [[t, float(s)] for t, s in self.candidates],
+                "relevance": [float(x) for x in self.relevance],
+                "candidate_relevance": np.asarray(self.candidate_relevance).round(6).tolist()}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "ReaderOutput":
+        cr = np.asarray(d.get("candidate_relevance") or np.zeros((0, 0)), dtype=np.float32)
+        return cls([(str(t), float(s)) for t, s in d["candidates"]],
+                   np.asarray(d["relevance"], dtype=np.float32), cr)
+
+
+def _device(device: str | torch.device | None) -> torch.device:
+    if device is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+class FiDReader:
+    """Batch-first FiD reader: ``read(questions, contexts) -> list[ReaderOutput]``."""
+
+    def __init__(self, model: FiD, tokenizer, max_length: int = 192, max_answer_len: int = 24,
+                 n_context: int = 20, base: str = "", device: str | torch.device | None = "cpu"):
+        self.model, self.tokenizer = model, tokenizer
+        self.max_length, self.max_answer_len, self.n_context = max_length, max_answer_len, n_context
+        self.base = base
+        self.device = _device(device)
+        self.model.to(self.device).eval()
+
+    # ------------------------------------------------------------------ construction
+
+    @classmethod
+    def from_config(cls, size: str | dict[str, Any], tokenizer, seed: int = 0, **settings) -> "FiDReader":
+        """A randomly initialised reader of a named size (``tiny``, ``small``) over ``tokenizer``."""
+        t5 = build_t5(size, vocab_size=len(tokenizer), seed=seed)
+        return cls(FiD(t5), tokenizer, base=f"config:{size if isinstance(size, str) else 'custom'}", **settings)
+
+    @classmethod
+    def load(cls, name_or_folder: str | Path, device: str | torch.device | None = None,
+             **overrides) -> "FiDReader":
+        """Load an xqa reader artifact, or start from a Hugging Face T5/mT5 checkpoint."""
+        from transformers import AutoTokenizer
+
+        from xqa.artifacts import load_config
+
+        folder = Path(name_or_folder)
+        if (folder / CONFIG_NAME).is_file() and (folder / "model").is_dir():
+            cfg = load_config(folder, KIND)
+            t5 = load_t5(str(folder / "model"))
+            tok = AutoTokenizer.from_pretrained(str(folder / "tokenizer"))
+            settings = {k: cfg[k] for k in ("max_length", "max_answer_len", "n_context") if k in cfg}
+            settings.update(overrides)
+            return cls(FiD(t5), tok, base=cfg.get("base", ""), device=device, **settings)
+        if folder.exists() and not (folder / CONFIG_NAME).is_file():
+            raise FileNotFoundError(f"{folder}: neither an xqa reader nor a Hugging Face model folder")
+        t5 = load_t5(str(name_or_folder))
+        tok = AutoTokenizer.from_pretrained(str(name_or_folder))
+        return cls(FiD(t5), tok, base=str(name_or_folder), device=device, **overrides)
+
+    def write_to(self, folder: str | Path) -> None:
+        """Write the artifact into an existing (empty) ``folder``; see :meth:`save` for the atomic form."""
+        folder = Path(folder)
+        self.model.t5.save_pretrained(str(folder / "model"))
+        self.tokenizer.save_pretrained(str(folder / "tokenizer"))
+        save_config(folder, KIND, {"max_length": self.max_length, "max_answer_len": self.max_answer_len,
+                                   "n_context": self.n_context, "base": self.base,
+                                   "model_type": self.model.config.model_type,
+                                   "parameters": sum(p.numel() for p in self.model.parameters())})
+
+    def save(self, folder: str | Path, overwrite: bool = True) -> Path:
+        """Write the artifact to ``folder`` atomically (temporary folder, then rename)."""
+        with atomic_dir(folder, overwrite=overwrite) as tmp:
+            self.write_to(tmp)
+        return Path(folder)
+
+    # ------------------------------------------------------------------ inference
+
+    def read(self, questions: Sequence[Question], contexts: Sequence[Sequence[Context]],
+             n_context: int | None = None, beams: int = 4, n_best: int = 4,
+             max_answer_len: int | None = None, batch_size: int = 8,
+             progress: bool = False) -> list[ReaderOutput]:
+        """Answer each question from its contexts (kept in the given order; the first
+        ``n_context`` are read). ``beams=1`` is greedy decoding (one candidate)."""
+        if len(questions) != len(contexts):
+            raise ValueError(f"{len(questions)} questions but {len(contexts)} context lists")
+        examples = [example_from_records(q, c) for q, c in zip(questions, contexts)]
+        return self.read_examples(examples, n_context=n_context, beams=beams, n_best=n_best,
+                                  max_answer_len=max_answer_len, batch_size=batch_size, progress=progress)
+
+    def read_examples(self, examples: Sequence[Mapping[str, Any]], n_context: int | None = None,
+                      beams: int = 4, n_best: int = 4, max_answer_len: int | None = None,
+                      batch_size: int = 8, progress: bool = False) -> list[ReaderOutput]:
+        """:meth:`read` over example dicts (``reader.data.example_from_record``)."""
+        n_context = n_context or self.n_context
+        max_answer_len = max_answer_len or self.max_answer_len
+        outputs: list[ReaderOutput] = []
+        self.model.eval()
+        for start in _batches(len(examples), batch_size, progress):
+            chunk = examples[start:start + batch_size]
+            # Never pad beyond the largest passage list in the chunk: padding rows cost encoder time.
+            n = max(1, min(n_context, max(len(ex["texts"]) for ex in chunk)))
+            batch = encode_passages(self.tokenizer, chunk, n, self.max_length)
+            batch = {k: v.to(self.device) for k, v in batch.items()}
+            gen = self.model.generate(batch["input_ids"], batch["attention_mask"], batch["passage_mask"],
+                                      beams=beams, n_best=n_best, max_new_tokens=max_answer_len)
+            outputs.extend(self._outputs(chunk, gen, n_context))
+        return outputs
+
+    def _outputs(self, chunk: Sequence[Mapping[str, Any]], gen: dict[str, torch.Tensor],
+                 n_context: int) -> Iterable[ReaderOutput]:
+        seqs, logprobs, rel = gen["sequences"].cpu(), gen["logprobs"].cpu(), gen["relevance"].cpu()
+        B, k, _ = seqs.shape
+        texts = self.tokenizer.batch_decode(seqs.reshape(B * k, -1), skip_special_tokens=True)
+        weights = logprobs.softmax(dim=1)                                         # [B, k] within the n-best
+        for b, ex in enumerate(chunk):
+            n_real = min(len(ex["texts"]), n_context)
+            cand_rel = rel[b, :, :n_real].numpy()                                # [k, n_real]
+            pooled = (weights[b, :, None] * rel[b, :, :n_real]).sum(0).numpy()
+            yield ReaderOutput(candidates=[(texts[b * k + j].strip(), float(logprobs[b, j])) for j in range(k)],
+                               relevance=pooled.astype(np.float32), candidate_relevance=cand_rel.astype(np.float32))
+
+
+def _batches(n: int, batch_size: int, progress: bool):
+    starts = range(0, n, batch_size)
+    if not progress:
+        return starts
+    from tqdm.auto import tqdm
+
+    return tqdm(starts, desc="read", unit="batch", dynamic_ncols=True)
