@@ -1,0 +1,54 @@
+# xqa: the two set-up commands are `make demo` and `make test` (see README.md).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+XQA := $(VENV)/bin/xqa
+EMBEDDED ?= build/embedded
+HOST ?= 127.0.0.1
+PORT ?= 7860
+# torch first: a plain `torch` requirement pulls a multi-GB CUDA build on this
+# machine kind; 2.13.0 installs the CPU wheel that lies on disk. A GPU machine
+# installs its own CUDA torch before `make`, and this step then does nothing.
+TORCH_SPEC ?= torch==2.13.0
+
+export HF_HUB_OFFLINE ?= 1
+export HF_DATASETS_OFFLINE ?= 1
+export GRADIO_ANALYTICS_ENABLED := False
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: demo test env embedded browser clean help
+
+help:
+	@echo "make demo   build the embedded default (if needed) and serve the demo on http://$(HOST):$(PORT)"
+	@echo "make test   install what the tests need and run the whole test suite"
+
+$(VENV)/.installed: pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	@$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH_SPEC)"
+	$(PY) -m pip install -q -e ".[test]"
+	@touch $@
+
+env: $(VENV)/.installed
+
+embedded: env
+	$(XQA) embedded build --out $(EMBEDDED)
+
+demo: embedded
+	$(XQA) demo --config $(EMBEDDED)/pipeline.json --host $(HOST) --port $(PORT)
+
+# The browser test drives Debian's Chromium; install it when missing and we may.
+browser:
+	@if ! command -v chromium >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing Debian chromium for the browser test"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "chromium not found and cannot be installed here: the browser test will report it"; fi; \
+	fi
+
+test: env browser
+	$(PY) -m pytest -q
+
+clean:
+	rm -rf $(EMBEDDED)

@@ -1,0 +1,66 @@
+"""Options and helpers shared by the commands that run the pipeline."""
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+DEFAULT_CONFIG = os.environ.get("XQA_CONFIG", "build/embedded/pipeline.json")
+
+
+def add_pipeline_arguments(p: argparse.ArgumentParser, method_default: str | None = None) -> None:
+    from xqa.config import METHODS
+
+    g = p.add_argument_group("pipeline")
+    g.add_argument("--config", default=DEFAULT_CONFIG,
+                   help="pipeline config JSON (env XQA_CONFIG); 'make demo' builds the embedded one")
+    g.add_argument("--method", "--retriever", dest="method", choices=METHODS, default=method_default,
+                   help="retrieval method (default: the config's)")
+    g.add_argument("--k", type=int, default=None, help="passages to retrieve (default: the config's)")
+    g.add_argument("--sparse-index", default=None, help="override: BM25 index folder")
+    g.add_argument("--dense-index", default=None, help="override: dense FAISS index folder")
+    g.add_argument("--spar-index", default=None, help="override: SPAR index folder")
+    g.add_argument("--passages", default=None, help="override: passages file (JSONL or DPR TSV)")
+    g.add_argument("--max-frac", type=float, default=None, help="SCD: share of K open to sparse-only hits")
+    g.add_argument("--alpha", type=float, default=None, help="hybrid: weight of the BM25 score")
+    g.add_argument("--mu", type=float, default=None, help="SPAR: query-side weight of Λ")
+
+
+def load_pipeline(args: argparse.Namespace):
+    """A Pipeline from ``--config`` (if it exists) with the command-line overrides applied."""
+    from xqa.config import PipelineConfig
+    from xqa.errors import XqaError
+    from xqa.pipeline import Pipeline
+
+    overrides = {"sparse_index": args.sparse_index, "dense_index": args.dense_index,
+                 "spar_index": args.spar_index}
+    if Path(args.config).is_file():
+        cfg = PipelineConfig.load(args.config)
+    elif any(overrides.values()):
+        cfg = PipelineConfig(base_dir=os.getcwd())
+    else:
+        raise XqaError(f"{args.config}: no such pipeline config; run 'make demo' (or "
+                       f"'xqa embedded build') first, or name indexes with --sparse-index/--dense-index")
+    r = cfg.retrieval
+    for key, val in overrides.items():
+        if val:
+            setattr(r, key, os.path.abspath(val))
+    if args.passages:
+        cfg.passages = os.path.abspath(args.passages)
+    for key in ("max_frac", "alpha", "mu"):
+        if getattr(args, key, None) is not None:
+            setattr(r, key, getattr(args, key))
+    if args.method:
+        r.method = args.method
+    if args.k:
+        r.k = args.k
+    return Pipeline(cfg)
+
+
+def read_question_files(paths: list[str], lang: str | None = None):
+    from xqa.io import read_questions
+
+    out = []
+    for path in paths:
+        out.extend(read_questions(path, lang=lang))
+    return out

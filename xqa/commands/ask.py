@@ -1,0 +1,48 @@
+"""``xqa ask``: answer one question and show the evidence."""
+from __future__ import annotations
+
+import argparse
+
+from xqa.commands._common import add_pipeline_arguments
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("question", help="the question, in any language")
+    p.add_argument("--lang", default="auto", help="the question's language code, or 'auto' to detect it")
+    p.add_argument("--n-passages", type=int, default=None, help="passages given to the reader")
+    p.add_argument("--show", type=int, default=5, help="evidence passages to print")
+    p.add_argument("--json", action="store_true", help="print the answer record as JSON")
+    add_pipeline_arguments(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+    import textwrap
+
+    from xqa.commands._common import load_pipeline
+    from xqa.errors import XqaError
+    from xqa.records import Question
+
+    text = args.question.strip()
+    if not text:
+        raise XqaError("the question is empty")
+    lang = args.lang
+    if lang == "auto":
+        from xqa.langid import detect_language
+
+        lang = detect_language(text)
+    pipe = load_pipeline(args)
+    [ans] = pipe.answer([Question(id="q", question=text, lang=lang)], n_passages=args.n_passages)
+    if args.json:
+        print(json.dumps(ans.to_dict(), ensure_ascii=False, indent=1))
+        return 0
+    print(f"question ({lang}): {text}")
+    print(f"answer: {ans.text}    (p = {ans.score:.3f}, retrieval: {pipe.config.retrieval.method})")
+    if len(ans.candidates) > 1:
+        print("n-best: " + " | ".join(f"{c.text} ({c.score:.3f})" for c in ans.candidates))
+    print("evidence:")
+    for i, e in enumerate(ans.evidence[: args.show], 1):
+        c = e.context
+        print(f" {i}. [{c.lang}] {c.title}  source={c.source} score={c.score:.3f} relevance={e.relevance:.3f}")
+        print(textwrap.indent(textwrap.fill(c.text, 100), "    "))
+    return 0

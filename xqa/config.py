@@ -1,0 +1,116 @@
+"""Pipeline configuration: typed dataclasses, loadable from JSON, overridable by flags.
+
+A pipeline config names the artifacts (indexes, models, passages) and the
+weights tuned on dev (α, μ, β, γ). Relative paths are resolved against the
+folder of the config file, so a built folder (e.g. ``build/embedded``) can move.
+
+Full-scale example (``docs/full-scale.md``)::
+
+    {"passages": "/data/mia/passages.jsonl",
+     "retrieval": {"method": "spar+scd", "k": 60, "sparse_index": "/data/mia/bm25",
+                   "dense_index": "/data/mia/dense", "spar_index": "/data/mia/spar"},
+     "reader": {"model": "/models/fid-mt5-base", "n_passages": 20}}
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from xqa.errors import XqaError
+
+METHODS = ("sparse", "dense", "scd", "hybrid", "rrf", "spar", "spar+scd")
+
+
+@dataclass
+class RetrievalConfig:
+    method: str = "scd"
+    k: int = 60
+    sparse_index: str | None = None
+    dense_index: str | None = None
+    dense_model: str | None = None  # defaults to the model recorded in the dense index
+    spar_index: str | None = None
+    max_frac: float = 0.2
+    corroborated_order: str = "dense"
+    alpha: float = 1.0
+    normalize: bool = False
+    mu: float = 1.0
+
+
+@dataclass
+class ReaderConfig:
+    model: str | None = None
+    n_passages: int = 20
+    beams: int = 4
+    n_best: int = 4
+    max_answer_len: int = 24
+    evidence_fusion: bool = True
+    beta: float = 1.0
+    gamma: float = 0.0
+
+
+@dataclass
+class PipelineConfig:
+    passages: str | None = None
+    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
+    reader: ReaderConfig = field(default_factory=ReaderConfig)
+    languages: list[str] = field(default_factory=list)
+    examples: list[dict[str, str]] = field(default_factory=list)  # demo examples: {"question", "lang"}
+    base_dir: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.pop("base_dir")
+        return d
+
+    def save(self, path: str | Path) -> None:
+        from xqa.artifacts import write_json_atomic
+
+        write_json_atomic(path, self.to_dict())
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], base_dir: str | Path = "") -> "PipelineConfig":
+        d = dict(d)
+        unknown = set(d) - {f.name for f in fields(cls)}
+        if unknown:
+            raise XqaError(f"unknown pipeline config keys: {sorted(unknown)}")
+        retrieval = _sub(RetrievalConfig, d.pop("retrieval", {}), "retrieval")
+        reader = _sub(ReaderConfig, d.pop("reader", {}), "reader")
+        if retrieval.method not in METHODS:
+            raise XqaError(f"retrieval.method {retrieval.method!r} is not one of {METHODS}")
+        cfg = cls(retrieval=retrieval, reader=reader, base_dir=str(base_dir), **d)
+        return cfg
+
+    @classmethod
+    def load(cls, path: str | Path) -> "PipelineConfig":
+        path = Path(path)
+        if not path.is_file():
+            raise XqaError(f"{path}: no such pipeline config (build the embedded default with "
+                           f"'xqa embedded build' or write one: docs/full-scale.md)")
+        with open(path, encoding="utf-8") as f:
+            try:
+                data = json.load(f)
+            except json.JSONDecodeError as e:
+                raise XqaError(f"{path}:{e.lineno}: invalid JSON ({e.msg})") from None
+        return cls.from_dict(data, base_dir=path.parent)
+
+    def path(self, value: str | None) -> str | None:
+        """Resolve a path from the config against the config file's folder."""
+        if value is None:
+            return None
+        p = Path(value)
+        if p.is_absolute() or not self.base_dir:
+            return str(p)
+        candidate = Path(self.base_dir) / p
+        return str(candidate) if candidate.exists() or not p.exists() else str(p)
+
+
+def _sub(cls, d: dict[str, Any], name: str):
+    if not isinstance(d, dict):
+        raise XqaError(f"pipeline config: {name!r} must be an object")
+    known = {f.name for f in fields(cls)}
+    unknown = set(d) - known
+    if unknown:
+        raise XqaError(f"unknown keys in pipeline config {name!r}: {sorted(unknown)}")
+    return cls(**d)

@@ -1,0 +1,219 @@
+"""The question-answering pipeline: retrieve → fuse → read → evidence fusion.
+
+``Pipeline.load(config)`` opens only what the configured methods need, lazily:
+a BM25 index starts the JVM on first sparse search, the reader loads on the
+first question. The CLI (``xqa answer``, ``xqa ask``, ``xqa search``) and the
+demo all go through this class, so they answer the same way.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Sequence
+
+from xqa.config import METHODS, PipelineConfig
+from xqa.errors import XqaError
+from xqa.records import Answer, Candidate, Context, Evidence, Hit, Passage, Question
+
+# which artifacts a method needs
+_NEEDS = {
+    "sparse": ("sparse",), "dense": ("dense",), "scd": ("dense", "sparse"),
+    "hybrid": ("dense", "sparse"), "rrf": ("dense", "sparse"), "spar": ("spar",),
+    "spar+scd": ("spar", "sparse"),
+}
+
+
+class PassageStore:
+    """Passage lookup by id.
+
+    Small collections (the embedded world) sit in a dict; large ones stay in an
+    Arrow file memory-mapped by ``datasets``, with only an id → row map in RAM.
+    """
+
+    def __init__(self, passages: dict[str, Passage] | None = None, dataset=None, rows=None):
+        self._dict, self._ds, self._rows = passages, dataset, rows
+
+    @classmethod
+    def open(cls, path: str | Path, in_memory_limit: int = 2_000_000) -> "PassageStore":
+        from xqa.io import read_passages
+
+        path = Path(path)
+        if path.stat().st_size < 512 * 1024 * 1024:
+            d = {}
+            for p in read_passages(path):
+                d[p.id] = p
+                if len(d) > in_memory_limit:
+                    break
+            else:
+                return cls(passages=d)
+        from xqa.io import passages_dataset
+
+        ds = passages_dataset(path)
+        rows = {pid: i for i, pid in enumerate(ds["id"])}
+        return cls(dataset=ds, rows=rows)
+
+    def __len__(self) -> int:
+        return len(self._dict) if self._dict is not None else len(self._rows)
+
+    def __contains__(self, pid: str) -> bool:
+        return pid in (self._dict if self._dict is not None else self._rows)
+
+    def get(self, pid: str) -> Passage:
+        if self._dict is not None:
+            try:
+                return self._dict[pid]
+            except KeyError:
+                raise XqaError(f"passage {pid!r} is in an index but not in the passage file") from None
+        r = self._ds[self._rows[pid]]
+        return Passage(id=r["id"], title=r.get("title") or "", text=r["text"], lang=r["lang"])
+
+    def __iter__(self):
+        if self._dict is not None:
+            yield from self._dict.values()
+        else:
+            for pid in self._rows:
+                yield self.get(pid)
+
+
+class Pipeline:
+    """Retrieval, reading and evidence fusion behind one batch-first call."""
+
+    def __init__(self, config: PipelineConfig):
+        self.config = config
+        self._lock = threading.RLock()
+        self._components: dict[str, Any] = {}
+        self._retrievers: dict[tuple, Any] = {}
+        self._reader = None
+        self._store: PassageStore | None = None
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Pipeline":
+        return cls(PipelineConfig.load(path))
+
+    # ------------------------------------------------------------------ parts
+
+    @property
+    def methods(self) -> list[str]:
+        """Retrieval methods whose artifacts this config names."""
+        have = self._available()
+        return [m for m in METHODS if all(have[n] for n in _NEEDS[m])]
+
+    def _available(self) -> dict[str, bool]:
+        r = self.config.retrieval
+        return {"sparse": bool(r.sparse_index), "dense": bool(r.dense_index), "spar": bool(r.spar_index)}
+
+    @property
+    def store(self) -> PassageStore:
+        with self._lock:
+            if self._store is None:
+                if not self.config.passages:
+                    raise XqaError("the pipeline config names no passages file")
+                self._store = PassageStore.open(self.config.path(self.config.passages))
+            return self._store
+
+    def component(self, name: str):
+        """The sparse, dense or SPAR retriever, loaded on first use."""
+        with self._lock:
+            if name in self._components:
+                return self._components[name]
+            r = self.config.retrieval
+            if name == "sparse":
+                from retriever.sparse import SparseRetriever
+
+                obj = SparseRetriever.load(self.config.path(r.sparse_index))
+            elif name == "dense":
+                from retriever.dense import DenseRetriever
+
+                obj = DenseRetriever.load(self.config.path(r.dense_index), self.config.path(r.dense_model))
+            elif name == "spar":
+                from retriever.spar import SparRetriever
+
+                obj = SparRetriever.load(self.config.path(r.spar_index), mu=r.mu)
+            else:
+                raise XqaError(f"unknown retriever component {name!r}")
+            self._components[name] = obj
+            return obj
+
+    def retriever(self, method: str | None = None, **overrides):
+        """A retriever for ``method`` (default: the config's), built from the loaded parts."""
+        from retriever.fused import build_retriever
+
+        r = replace(self.config.retrieval, **overrides)
+        method = method or r.method
+        if method not in METHODS:
+            raise XqaError(f"unknown retrieval method {method!r}; choose from {', '.join(METHODS)}")
+        missing = [n for n in _NEEDS[method] if not self._available()[n]]
+        if missing:
+            raise XqaError(f"method {method!r} needs a {' and a '.join(missing)} index, "
+                           f"which this pipeline config does not name")
+        key = (method, r.max_frac, r.corroborated_order, r.alpha, r.normalize, r.mu)
+        with self._lock:
+            if key not in self._retrievers:
+                parts = {n: self.component(n) for n in _NEEDS[method]}
+                self._retrievers[key] = build_retriever(
+                    method, **parts, max_frac=r.max_frac, alpha=r.alpha, mu=r.mu if "spar" in parts else None,
+                    normalize=r.normalize, corroborated_order=r.corroborated_order)
+            return self._retrievers[key]
+
+    @property
+    def reader(self):
+        with self._lock:
+            if self._reader is None:
+                if not self.config.reader.model:
+                    raise XqaError("the pipeline config names no reader model")
+                from reader import FiDReader
+
+                self._reader = FiDReader.load(self.config.path(self.config.reader.model))
+            return self._reader
+
+    # ------------------------------------------------------------------ work
+
+    def contexts(self, hits: Sequence[Hit]) -> list[Context]:
+        out = []
+        for h in hits:
+            p = self.store.get(h.id)
+            out.append(Context(id=p.id, title=p.title, text=p.text, lang=p.lang, score=float(h.score),
+                               source=h.source))
+        return out
+
+    def retrieve(self, questions: Sequence[Question], k: int | None = None, method: str | None = None,
+                 **overrides) -> list[list[Context]]:
+        k = k or self.config.retrieval.k
+        hits = self.retriever(method, **overrides).search(list(questions), k)
+        return [self.contexts(h) for h in hits]
+
+    def answer(self, questions: Sequence[Question], method: str | None = None, k: int | None = None,
+               n_passages: int | None = None, evidence_fusion: bool | None = None,
+               contexts: Sequence[Sequence[Context]] | None = None, **overrides) -> list[Answer]:
+        """Answer each question; ``contexts`` skips retrieval when given."""
+        rc = self.config.reader
+        n = n_passages or rc.n_passages
+        fuse = rc.evidence_fusion if evidence_fusion is None else evidence_fusion
+        if contexts is None:
+            contexts = self.retrieve(questions, k=max(k or self.config.retrieval.k, n), method=method, **overrides)
+        contexts = [list(c)[:n] for c in contexts]
+        with self._lock:  # one reader, many demo users: torch inference is not re-entrant per module
+            outs = self.reader.read(list(questions), contexts, n_context=n, beams=rc.beams, n_best=rc.n_best,
+                                    max_answer_len=rc.max_answer_len)
+        return [self._answer(q, c, o, fuse) for q, c, o in zip(questions, contexts, outs)]
+
+    def _answer(self, q: Question, ctxs: list[Context], out, fuse: bool) -> Answer:
+        import numpy as np
+
+        from reader.evidence import fuse_evidence
+
+        rel = np.asarray(out.relevance, dtype=float)[: len(ctxs)]
+        if fuse and ctxs and out.candidates:
+            cands = fuse_evidence(out.candidates, rel, [c.score for c in ctxs], ctxs,
+                                  beta=self.config.reader.beta, gamma=self.config.reader.gamma,
+                                  candidate_relevance=getattr(out, "candidate_relevance", None))
+        else:
+            logp = np.array([s for _, s in out.candidates], dtype=float)
+            probs = np.exp(logp - logp.max()) / np.exp(logp - logp.max()).sum() if len(logp) else logp
+            cands = [Candidate(text=t, score=float(p), reader_score=float(s))
+                     for (t, s), p in zip(out.candidates, probs)]
+        evidence = tuple(Evidence(context=c, relevance=float(r)) for c, r in zip(ctxs, rel))
+        best = cands[0] if cands else Candidate(text="", score=0.0)
+        return Answer(question_id=q.id, text=best.text, score=float(best.score), candidates=tuple(cands),
+                      evidence=evidence)
