@@ -1,0 +1,209 @@
+"""Build the embedded default: world → tokenizer → indexes → tiny models → tuned weights.
+
+Every stage is one of xqa's own commands (the same a user runs at full scale),
+run in this process in order. A stage whose artifact is complete is skipped,
+and the training commands resume from their checkpoints, so a killed build
+continues where it stopped and a second build costs seconds.
+
+Profiles: ``default`` (what ``make demo`` builds: the full-size world) and
+``small`` (a small world and short training, for tests and quick tries).
+"""
+from __future__ import annotations
+
+import json
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from xqa.artifacts import is_complete, write_json_atomic
+from xqa.errors import XqaError
+
+
+@dataclass(frozen=True)
+class Profile:
+    world_size: str
+    vocab_size: int
+    retriever_epochs: float
+    retriever_batch: int
+    lexical_steps: int
+    reader_epochs: float
+    reader_batch: int
+    reader_train_questions: int
+    n_context: int
+    k: int
+    tune_questions: int
+
+
+PROFILES = {
+    "default": Profile(world_size="default", vocab_size=8000, retriever_epochs=2.0, retriever_batch=32,
+                       lexical_steps=600, reader_epochs=2.0, reader_batch=8, reader_train_questions=20000,
+                       n_context=8, k=60, tune_questions=500),
+    "small": Profile(world_size="small", vocab_size=1500, retriever_epochs=2.0, retriever_batch=16,
+                     lexical_steps=40, reader_epochs=1.0, reader_batch=8, reader_train_questions=400,
+                     n_context=4, k=20, tune_questions=60),
+}
+
+
+def _xqa(*argv: str) -> None:
+    from xqa.cli import main
+
+    code = main([str(a) for a in argv])
+    if code:
+        raise XqaError(f"stage failed: xqa {' '.join(map(str, argv))} (exit {code})")
+
+
+class Build:
+    def __init__(self, out: str | Path, profile: str = "default", seed: int = 0):
+        if profile not in PROFILES:
+            raise XqaError(f"unknown profile {profile!r}; choose from {sorted(PROFILES)}")
+        self.out = Path(out).resolve()
+        self.p = PROFILES[profile]
+        self.profile = profile
+        self.seed = seed
+
+    # paths
+    def __getattr__(self, name: str) -> Path:  # w, tok, bm25, ...: folders under out
+        folders = {"world": "world", "tok": "tokenizer", "bm25": "bm25", "retr": "retriever", "dense": "dense",
+                   "lex": "lexical", "spar": "spar", "retrieved": "retrieved", "reader": "reader"}
+        if name in folders:
+            return self.out / folders[name]
+        raise AttributeError(name)
+
+    @property
+    def passages(self) -> Path:
+        return self.world / "passages.jsonl"
+
+    @property
+    def config_path(self) -> Path:
+        return self.out / "pipeline.json"
+
+    def stages(self) -> list[tuple[str, Callable[[], bool], Callable[[], None]]]:
+        """(name, is_done, run) for each stage, in order."""
+        p, w = self.p, self.world
+        return [
+            ("world", lambda: is_complete(w),
+             lambda: _xqa("world", "build", "--out", w, "--size", p.world_size, "--seed", self.seed)),
+            ("tokenizer", lambda: is_complete(self.tok),
+             lambda: _xqa("train", "tokenizer", "--passages", self.passages, "--questions", w / "train.jsonl",
+                          "--out", self.tok, "--vocab-size", p.vocab_size)),
+            ("BM25 indexes", lambda: is_complete(self.bm25),
+             lambda: _xqa("index", "sparse", "--passages", self.passages, "--out", self.bm25)),
+            ("BM25 hard negatives", lambda: (self.retrieved / "bm25-train.jsonl").is_file(),
+             lambda: _xqa("search", "--method", "sparse", "--sparse-index", self.bm25, "--passages", self.passages,
+                          "--questions", w / "train.jsonl", "--k", 20, "--out", self.retrieved / "bm25-train.jsonl",
+                          "--config", self.out / "none.json")),
+            ("dense retriever", lambda: is_complete(self.retr / "best") and self._finished(self.retr),
+             lambda: _xqa("train", "retriever", "--train", w / "train.jsonl", "--dev", w / "dev.jsonl",
+                          "--passages", self.passages, "--config", "tiny", "--tokenizer", self.tok,
+                          "--hard-negatives", self.retrieved / "bm25-train.jsonl",
+                          "--epochs", p.retriever_epochs, "--batch-size", p.retriever_batch,
+                          "--out", self.retr, "--seed", self.seed)),
+            ("dense index", lambda: is_complete(self.dense),
+             lambda: _xqa("index", "dense", "--model", self.retr / "best", "--passages", self.passages,
+                          "--out", self.dense)),
+            ("lexical model Λ", lambda: is_complete(self.lex / "best") and self._finished(self.lex),
+             lambda: _xqa("train", "lexical", "--passages", self.passages, "--bm25", self.bm25,
+                          "--tokenizer", self.tok, "--config", "tiny", "--max-steps", p.lexical_steps,
+                          "--out", self.lex, "--seed", self.seed)),
+            ("SPAR index", lambda: is_complete(self.spar),
+             lambda: _xqa("index", "spar", "--dense", self.dense, "--lexical", self.lex / "best",
+                          "--passages", self.passages, "--out", self.spar)),
+            ("pipeline config", lambda: self.config_path.is_file(), self.write_config),
+            ("tune α (hybrid) and μ (SPAR)", lambda: self._tuned("alpha") and self._tuned("mu"), self.tune_retrieval),
+            ("reader training data", lambda: all((self.retrieved / f"{s}.jsonl").is_file() for s in ("train", "dev", "test")),
+             self.retrieve_for_reader),
+            ("FiD reader", lambda: is_complete(self.reader / "best") and self._finished(self.reader),
+             lambda: _xqa("train", "reader", "--train", self.retrieved / "train.jsonl",
+                          "--dev", self.retrieved / "dev.jsonl", "--config", "tiny", "--tokenizer", self.tok,
+                          "--n-context", p.n_context, "--epochs", p.reader_epochs, "--batch-size", p.reader_batch,
+                          "--out", self.reader, "--seed", self.seed)),
+            ("tune β, γ (evidence fusion)", lambda: self._tuned("fusion"), self.tune_fusion),
+        ]
+
+    # ------------------------------------------------------------------ helpers
+
+    @staticmethod
+    def _finished(run_dir: Path) -> bool:
+        state = run_dir / "checkpoint" / "trainer_state.json"
+        return state.is_file() and json.loads(state.read_text()).get("done", False)
+
+    def _config(self) -> dict:
+        return json.loads(self.config_path.read_text(encoding="utf-8"))
+
+    def _tuned(self, what: str) -> bool:
+        return self.config_path.is_file() and what in self._config().get("tuned", {})
+
+    def _update_config(self, **changes) -> None:
+        cfg = self._config()
+        tuned = cfg.setdefault("tuned", {})
+        for key, value in changes.items():
+            section, _, field = key.partition("__")
+            cfg[section][field] = value
+            tuned[field] = value
+        write_json_atomic(self.config_path, cfg)
+
+    def write_config(self) -> None:
+        from xqa.config import PipelineConfig, ReaderConfig, RetrievalConfig
+
+        cfg = PipelineConfig(
+            passages="world/passages.jsonl",
+            retrieval=RetrievalConfig(method="spar+scd", k=self.p.k, sparse_index="bm25", dense_index="dense",
+                                      spar_index="spar"),
+            reader=ReaderConfig(model="reader/best", n_passages=self.p.n_context),
+            languages=sorted(json.loads((self.world / "config.json").read_text())["languages"]),
+            examples=self._examples(),
+        )
+        data = cfg.to_dict()
+        data["tuned"] = {}
+        write_json_atomic(self.config_path, data)
+
+    def _examples(self, per_lang: int = 1) -> list[dict[str, str]]:
+        """Demo examples from the test split: one same-language and one cross-lingual per language."""
+        from xqa.io import read_questions
+
+        rng = random.Random(self.seed)
+        qs = read_questions(self.world / "test.jsonl")
+        out = []
+        for lang in sorted({q.lang for q in qs}):
+            for cross in (False, True):
+                pool = [q for q in qs if q.lang == lang and bool(q.meta.get("crosslingual")) == cross]
+                for q in rng.sample(pool, min(per_lang, len(pool))):
+                    out.append({"question": q.question, "lang": q.lang, "crosslingual": cross})
+        return out
+
+    def tune_retrieval(self) -> None:
+        n = self.p.tune_questions
+        dev = self.world / "dev.jsonl"
+        _xqa("tune", "alpha", "--config", self.config_path, "--dev", dev, "--max-questions", n, "--write-config")
+        _xqa("tune", "mu", "--config", self.config_path, "--dev", dev, "--max-questions", n, "--write-config")
+
+    def retrieve_for_reader(self) -> None:
+        for split in ("train", "dev", "test"):
+            _xqa("search", "--config", self.config_path, "--questions", self.world / f"{split}.jsonl",
+                 "--k", self.p.k, "--out", self.retrieved / f"{split}.jsonl")
+
+    def tune_fusion(self) -> None:
+        _xqa("tune", "fusion", "--config", self.config_path, "--dev", self.retrieved / "dev.jsonl",
+             "--max-questions", self.p.tune_questions, "--write-config")
+
+    # ------------------------------------------------------------------ run
+
+    def run(self) -> Path:
+        self.out.mkdir(parents=True, exist_ok=True)
+        stages = self.stages()
+        t_all = time.perf_counter()
+        for i, (name, done, run) in enumerate(stages, 1):
+            if done():
+                print(f"[{i}/{len(stages)}] {name}: built", flush=True)
+                continue
+            print(f"[{i}/{len(stages)}] {name} ...", flush=True)
+            t0 = time.perf_counter()
+            run()
+            if not done():
+                raise XqaError(f"stage {name!r} ran but its artifact is not complete")
+            print(f"[{i}/{len(stages)}] {name}: done in {time.perf_counter() - t0:.0f} s", flush=True)
+        print(f"embedded default ({self.profile}) ready in {self.out} "
+              f"({time.perf_counter() - t_all:.0f} s); pipeline config: {self.config_path}", flush=True)
+        return self.config_path
