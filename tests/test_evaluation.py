@@ -1,0 +1,423 @@
+"""Evaluation: official MIA EM/F1 per language rule, DPR has_answer, recall/MRR, t-test, report, CLI.
+
+Every expected number below is worked out by hand in the comment next to it.
+"""
+from __future__ import annotations
+
+import json
+import math
+import unicodedata
+from pathlib import Path
+
+import pytest
+
+from xqa.errors import InputError, XqaError
+from xqa.evaluation import (
+    check_language,
+    compare_systems,
+    evaluate,
+    has_answer,
+    load_gold,
+    load_predictions,
+    load_retrieval_results,
+    mia_score,
+    mrr_at_k,
+    normalize_answer,
+    paired_t_test,
+    recall_at_k,
+    score_answer,
+    score_retrieval,
+    segment_answer,
+    split_mia,
+    token_f1,
+    topk_accuracy,
+)
+from xqa.evaluation.report import write_report
+from xqa.evaluation.tokenize import mecab_dictionary_version
+from xqa.records import Question
+
+
+def q(qid, lang, *answers):
+    return Question(id=qid, question="?", lang=lang, answers=tuple(answers))
+
+
+def approx(x):
+    return pytest.approx(x, abs=1e-9)
+
+
+# --------------------------------------------------------------------------- normalization
+
+
+def test_normalize_removes_ascii_punctuation_only():
+    # "." and "!" are ASCII punctuation; « » are not and stay.
+    assert normalize_answer("«U.S.A.»!") == "«usa»"
+    assert normalize_answer("东京。") == "东京。"  # the ideographic full stop is not ASCII
+
+
+def test_normalize_deletes_counters_and_fixes_white_space():
+    assert normalize_answer("1990年") == "1990"
+    assert normalize_answer("30歳") == "30"
+    assert normalize_answer("5人") == "5"
+    assert normalize_answer("1990년") == "1990"
+    assert normalize_answer("  Hello,\t World  ") == "hello world"
+
+
+def test_no_article_removal():
+    assert normalize_answer("The Beatles") == "the beatles"
+    # pred tokens [beatles], gold [the, beatles]: P = 1, R = 1/2, F1 = 2/3; EM 0
+    assert score_answer("Beatles", ["The Beatles"], "en") == (0.0, approx(2 / 3))
+
+
+def test_f1_is_zero_without_shared_tokens_even_when_both_empty():
+    assert token_f1("", "") == 0.0
+    assert score_answer("!!", ["?"], "en") == (1.0, 0.0)  # both normalize to "": EM 1, F1 0
+
+
+def test_max_over_gold_answers_per_metric():
+    # gold 1 "a b c": P = 1, R = 2/3, F1 = 0.8; gold 2 "a x": P = R = 1/2, F1 = 0.5
+    assert score_answer("a b", ["a b c", "a x"], "en") == (0.0, approx(0.8))
+    assert score_answer("Beatles", ["The Beatles", "beatles"], "en") == (1.0, 1.0)
+
+
+# --------------------------------------------------------------------------- language rules
+
+
+def test_mecab_dictionary_is_pinned_to_unidic_lite():
+    assert mecab_dictionary_version().startswith("unidic-lite==")
+    assert segment_answer("東京都", "ja").split() == ["東京", "都"]
+
+
+def test_japanese_is_segmented_with_mecab():
+    # MeCab: 東京|都 vs 東京 -> P = 1, R = 1/2, F1 = 2/3; white-space split would give 0
+    assert score_answer("東京", ["東京都"], "ja") == (0.0, approx(2 / 3))
+    assert score_answer("東京", ["東京都"], "ko") == (0.0, 0.0)
+
+
+def test_japanese_counter_removed_after_segmentation():
+    # 1990|年 -> "1990 " -> "1990" == "1990"
+    assert score_answer("1990", ["1990年"], "ja") == (1.0, 1.0)
+
+
+def test_japanese_prediction_only_replacements():
+    # prediction 東京、大阪 -> 東京,大阪 -> 東京 , 大阪 -> comma removed -> "東京 大阪"
+    assert score_answer("東京、大阪", ["東京 大阪"], "ja") == (1.0, 1.0)
+    # ・ becomes a space in the prediction only; the gold keeps it as a token:
+    # gold [東京, ・, 大阪], pred [東京, 大阪] -> EM 0, P = 1, R = 2/3, F1 = 0.8
+    assert score_answer("東京・大阪", ["東京・大阪"], "ja") == (0.0, approx(0.8))
+
+
+def test_chinese_uses_jieba_posseg_not_jieba_cut():
+    import jieba
+
+    # the two jieba segmenters disagree on this string; the official scripts use posseg
+    assert list(jieba.cut("杭研大厦")) == ["杭研", "大厦"]
+    assert segment_answer("杭研大厦", "zh_cn").split() == ["杭", "研", "大厦"]
+    # posseg: gold [杭, 研], pred [杭, 研, 大厦]: P = 2/3, R = 1, F1 = 0.8
+    # (jieba.cut would give [杭研] vs [杭研, 大厦]: F1 = 2/3)
+    for lang in ("zh_cn", "zh_hk", "zh_tw"):
+        assert score_answer("杭研大厦", ["杭研"], lang) == (0.0, approx(0.8))
+
+
+def test_bare_zh_is_white_space_split_in_official_mode_only():
+    # official: one token each, different -> 0; lang_aware: as zh_cn -> 0.8
+    assert score_answer("杭研大厦", ["杭研"], "zh", mode="official") == (0.0, 0.0)
+    assert score_answer("杭研大厦", ["杭研"], "zh", mode="lang_aware") == (0.0, approx(0.8))
+
+
+def test_thai_newmm_drops_space_tokens():
+    assert segment_answer("สวัสดีครับ ผม", "th") == "สวัสดี ครับ ผม"
+    # [สวัสดี] vs [สวัสดี, ครับ]: P = 1, R = 1/2, F1 = 2/3
+    assert score_answer("สวัสดี", ["สวัสดีครับ"], "th") == (0.0, approx(2 / 3))
+
+
+def test_khmer_is_segmented():
+    assert segment_answer("ខ្ញុំស្រឡាញ់ប្រទេសកម្ពុជា", "km").split() == [
+        "ខ្ញុំ", "ស្រឡាញ់", "ប្រទេស", "កម្ពុជា"]
+    # [ប្រទេស, កម្ពុជា] vs 4 tokens: P = 1, R = 1/2, F1 = 2/3
+    assert score_answer("ប្រទេសកម្ពុជា", ["ខ្ញុំស្រឡាញ់ប្រទេសកម្ពុជា"], "km") == (0.0, approx(2 / 3))
+
+
+def test_unknown_language_is_an_error():
+    with pytest.raises(XqaError, match="unknown language code 'jp'"):
+        check_language("jp")
+    with pytest.raises(XqaError, match="'jp'"):
+        evaluate([q("1", "jp", "x")], {"1": "x"})
+
+
+# --------------------------------------------------------------------------- evaluate
+
+
+def test_evaluate_skips_no_answer_scores_missing_as_zero_and_macro_averages():
+    gold = [
+        q("e1", "en", "Paris"),
+        q("e2", "en", "London"),  # no prediction -> 0, counted
+        q("e3", "en", "No Answer"),  # skipped, not counted
+        q("e4", "en", "Rome", "No Answer"),  # only a *first* "No Answer" skips
+        q("j1", "ja", "1990年"),
+        q("t1", "te"),  # no gold answers at all: skipped
+    ]
+    preds = {"e1": "paris", "e3": "whatever", "e4": "Rome", "j1": "1990"}
+    s = evaluate(gold, preds)
+    assert s.per_language["en"].n == 3 and s.per_language["en"].n_missing == 1
+    assert s.per_language["en"].em == approx(200 / 3)  # 2 of 3
+    assert s.per_language["ja"].em == 100.0
+    assert s.macro_em == approx((200 / 3 + 100) / 2)  # macro, not the micro 3/4
+    assert (s.n, s.n_no_answer, s.n_no_gold) == (4, 1, 1)
+    assert "te" not in s.per_language
+    assert [x.id for x in s.questions if not x.answered] == ["e2"]
+
+
+def test_mkqa_predictions_found_by_bare_id():
+    gold = [q("123_ja", "ja", "東京"), q("123_zh_cn", "zh_cn", "北京")]
+    s = evaluate(gold, {"123": "東京"})
+    assert s.per_language["ja"].em == 100.0
+    assert s.per_language["zh_cn"].em == 0.0  # the bare id's answer "東京" vs gold "北京"
+
+
+def test_empty_gold_gives_empty_valid_scores():
+    s = evaluate([], {"1": "x"})
+    assert (s.n, s.macro_em, s.macro_f1, s.per_language) == (0, 0.0, 0.0, {})
+    json.dumps(s.to_dict())
+
+
+def test_mia_score_is_mean_of_the_two_macro_averages():
+    gold = [q("11", "ja", "a"), q("12", "ko", "b"), q("5_ja", "ja", "c"), q("6_km", "km", "d")]
+    xor_q, mkqa_q = split_mia(gold)
+    assert [x.id for x in xor_q] == ["11", "12"] and [x.id for x in mkqa_q] == ["5_ja", "6_km"]
+    preds = {"11": "a", "12": "x", "5": "c", "6": "d"}
+    xor, mkqa = evaluate(xor_q, preds), evaluate(mkqa_q, preds)
+    assert xor.macro_em == 50.0 and mkqa.macro_em == 100.0
+    assert mia_score(xor, mkqa)["em"] == 75.0
+
+
+# --------------------------------------------------------------------------- input files
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_predictions_layouts(tmp_path):
+    folder = tmp_path / "preds"
+    write(folder / "ja.json", json.dumps({"1_ja": "東京"}))
+    write(folder / "en.jsonl", json.dumps({"id": "2", "answer": "Paris", "score": 0.9}) + "\n")
+    write(tmp_path / "sub.json", json.dumps({"xor-tydi": {"3": "x"}, "mkqa-ar": {"4_ar": "y"}}))
+    preds = load_predictions([folder, tmp_path / "sub.json"])
+    assert dict(preds) == {"1_ja": "東京", "2": "Paris", "3": "x", "4_ar": "y"}
+
+
+def test_ambiguous_bare_ids_across_files_are_an_error(tmp_path):
+    a = write(tmp_path / "ja.json", json.dumps({"7": "東京"}))
+    b = write(tmp_path / "ar.json", json.dumps({"7": "طوكيو"}))
+    preds = load_predictions([a, b])
+    with pytest.raises(XqaError, match="different answers"):
+        evaluate([q("7_ja", "ja", "東京")], preds)
+
+
+def test_malformed_predictions_name_the_file_and_line(tmp_path):
+    bad = write(tmp_path / "p.json", '{"1": "a",\n "2": }\n')
+    with pytest.raises(InputError, match=r"p\.json:2"):
+        load_predictions([bad])
+    not_str = write(tmp_path / "n.json", json.dumps({"1": 5}))
+    with pytest.raises(InputError, match="n.json.*expected a string"):
+        load_predictions([not_str])
+    bad_line = write(tmp_path / "p.jsonl", '{"id": "1", "answer": "a"}\n{"id": "2"}\n')
+    with pytest.raises(InputError, match=r"p\.jsonl:2"):
+        load_predictions([bad_line])
+
+
+def test_empty_prediction_file_is_empty(tmp_path):
+    assert len(load_predictions([write(tmp_path / "p.json", "")])) == 0
+
+
+def test_gold_with_unknown_language_names_the_file(tmp_path):
+    g = write(tmp_path / "g.jsonl", json.dumps({"id": "1", "question": "?", "answers": ["a"], "lang": "xx"}) + "\n")
+    with pytest.raises(InputError, match=r"g\.jsonl.*'xx'"):
+        load_gold([g])
+
+
+# --------------------------------------------------------------------------- retrieval
+
+
+def test_dpr_has_answer_multi_token_contiguous():
+    text = "I love New York City."
+    assert has_answer(text, ["new york"])
+    assert not has_answer(text, ["York New"])  # tokens present, not in this order
+    assert not has_answer("Yorkshire pudding", ["York"])  # token, not substring
+    assert has_answer("the U.S. army", ["U.S."])  # [u . s .] is a contiguous run
+    assert has_answer("x", ["zzz", "x"])  # any of the answers
+
+
+def test_dpr_has_answer_normalizes_nfd():
+    composed = unicodedata.normalize("NFC", "café")
+    decomposed = unicodedata.normalize("NFD", "café")
+    assert composed != decomposed
+    assert has_answer(f"Le {decomposed} noir", [composed])
+    assert has_answer(f"Le {composed} noir", [decomposed])
+
+
+def test_dpr_tokenizer_fails_on_unsegmented_scripts_lang_aware_does_not():
+    assert not has_answer("東京都の人口", ["東京"], "ja", mode="dpr")
+    assert has_answer("東京都の人口", ["東京"], "ja", mode="lang_aware")
+    assert not has_answer("서울특별시는 수도", ["서울특별시"], "ko", mode="dpr")
+    assert has_answer("서울특별시는 수도", ["서울특별시"], "ko", mode="lang_aware")
+    assert has_answer("１９９０年に", ["1990"], "ja", mode="lang_aware")  # NFKC: full-width digits
+    # other languages keep DPR's token rule in the language-aware mode
+    assert not has_answer("Yorkshire", ["York"], "en", mode="lang_aware")
+
+
+def result(qid, lang, answers, texts, ids=None, positive_ids=None):
+    ids = ids or [f"p{i}" for i in range(len(texts))]
+    r = {"id": qid, "question": "?", "answers": answers, "lang": lang,
+         "ctxs": [{"id": i, "title": "", "text": t, "lang": lang, "score": -n, "source": "dense"}
+                  for n, (i, t) in enumerate(zip(ids, texts))]}
+    if positive_ids is not None:
+        r["positive_ids"] = positive_ids
+    return r
+
+
+def test_topk_accuracy():
+    results = [
+        result("1", "en", ["Paris"], ["Paris is", "no", "no"]),  # first hit at rank 1
+        result("2", "en", ["Rome"], ["no", "no", "in Rome"]),  # rank 3
+        result("3", "en", ["Oslo"], ["no", "no", "no"]),  # none
+    ]
+    acc = topk_accuracy(results, [1, 2, 3, 5])
+    assert acc == {1: approx(100 / 3), 2: approx(100 / 3), 3: approx(200 / 3), 5: approx(200 / 3)}
+
+
+def test_recall_and_mrr_against_gold_passage_ids():
+    results = [
+        result("1", "en", ["-"], ["a", "b", "c", "d"], ids=["x", "a", "y", "b"], positive_ids=["a", "b"]),
+        result("2", "en", ["-"], ["a", "b"], ids=["z", "w"], positive_ids=["z"]),
+        result("3", "en", ["-"], ["a"], ids=["q"]),  # no gold ids: not counted
+    ]
+    # q1: recall@1 0, @2 1/2, @4 1; first gold at rank 2.  q2: all 1; rank 1.
+    assert recall_at_k(results, [1, 2, 4]) == {1: 50.0, 2: 75.0, 4: 100.0}
+    assert mrr_at_k(results, [1, 2, 4]) == {1: 0.5, 2: 0.75, 4: 0.75}
+
+
+def test_score_retrieval_per_language_and_macro():
+    results = [
+        result("1", "en", ["Paris"], ["Paris"]),
+        result("2", "en", ["Rome"], ["no"]),
+        result("3", "ja", ["東京"], ["東京都"]),
+    ]
+    dpr = score_retrieval(results, [1], "dpr")
+    assert dpr.per_language["en"].topk[1] == 50.0 and dpr.per_language["ja"].topk[1] == 0.0
+    assert dpr.all.topk[1] == approx(100 / 3) and dpr.macro_topk[1] == 25.0
+    aware = score_retrieval(results, [1], "lang_aware")
+    assert aware.per_language["ja"].topk[1] == 100.0 and aware.macro_topk[1] == 75.0
+    assert "recall" not in aware.to_dict()["all"]  # no gold ids in these records
+
+
+def test_load_retrieval_results(tmp_path):
+    rows = [result("1", "en", ["a"], ["a"]), {"id": "2", "answers": ["b"], "ctxs": [{"text": "b"}]}]
+    path = write(tmp_path / "r.jsonl", "\n".join(json.dumps(r) for r in rows) + "\n")
+    with pytest.raises(InputError, match=r"r\.jsonl:2.*lang"):
+        load_retrieval_results(path)
+    loaded = load_retrieval_results(path, default_lang="en")
+    assert [r["lang"] for r in loaded] == ["en", "en"]
+    bad = write(tmp_path / "b.jsonl", json.dumps({"id": "1", "answers": [], "lang": "en"}) + "\n")
+    with pytest.raises(InputError, match=r"b\.jsonl:1.*'ctxs'"):
+        load_retrieval_results(bad)
+    assert load_retrieval_results(write(tmp_path / "e.json", "")) == []
+
+
+# --------------------------------------------------------------------------- significance
+
+
+def test_paired_t_test_matches_scipy_and_hand_computation():
+    from scipy import stats
+
+    a, b = [1.0, 2.0, 3.0, 4.0], [0.0, 2.0, 1.0, 1.0]
+    # differences 1, 0, 2, 3: mean 1.5, sample sd sqrt(5/3), t = 1.5 / (sd / 2)
+    t_hand = 1.5 / (math.sqrt(5 / 3) / 2)
+    res = paired_t_test(a, b)
+    direct = stats.ttest_rel(a, b)
+    assert res.t == approx(t_hand) and res.t == approx(direct.statistic)
+    assert res.p_value == approx(direct.pvalue)
+    assert (res.n, res.mean_diff) == (4, 1.5)
+
+
+def test_paired_t_test_undefined_cases():
+    assert paired_t_test([1.0, 2.0], [1.0, 2.0]).t is None  # identical systems
+    assert paired_t_test([1.0], [0.0]).p_value is None  # one pair
+    with pytest.raises(XqaError):
+        paired_t_test([1.0], [1.0, 2.0])
+
+
+def test_compare_systems_pairs_questions_by_id():
+    gold = [q("1", "en", "a"), q("2", "en", "b"), q("3", "en", "c")]
+    sa = evaluate(gold, {"1": "a", "2": "b", "3": "x"})  # F1 100, 100, 0
+    sb = evaluate(gold, {"1": "a", "2": "x", "3": "x"})  # F1 100, 0, 0
+    test = compare_systems(sa, sb)
+    assert (test.n, test.mean_a, test.mean_b) == (3, approx(200 / 3), approx(100 / 3))
+    from scipy import stats
+
+    assert test.p_value == approx(stats.ttest_rel([100, 100, 0], [100, 0, 0]).pvalue)
+
+
+# --------------------------------------------------------------------------- report
+
+
+def test_report_writes_markdown_and_pngs(tmp_path):
+    dense = [result("1", "en", ["Paris"], ["no", "Paris"]), result("2", "ja", ["東京"], ["東京"])]
+    scd = [result("1", "en", ["Paris"], ["Paris", "no"]), result("2", "ja", ["東京"], ["no"])]
+    gold = [q("1", "en", "Paris"), q("2", "ja", "東京")]
+    sweep = {1: evaluate(gold, {"1": "Paris"}), 5: evaluate(gold, {"1": "Paris", "2": "東京"})}
+    path = write_report(tmp_path / "rep", retrieval={"dense": dense, "scd": scd}, ks=[1, 2],
+                        end_to_end={"sys": sweep[5]}, sweep=sweep,
+                        comparison=("a", "b", "f1", compare_systems(sweep[5], sweep[1])))
+    md = path.read_text(encoding="utf-8")
+    for png in ("recall_all.png", "recall_en.png", "recall_ja.png", "em_vs_passages.png"):
+        data = (tmp_path / "rep" / png).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 1000
+        assert f"({png})" in md
+    assert "| **macro** | 2 | 100.0 | 100.0 | 0 |" in md
+    assert "Paired t-test" in md
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def test_cli_end_to_end(tmp_path, capsys):
+    from xqa.cli import main
+
+    gold = write(tmp_path / "gold.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in [
+        {"id": "1", "question": "?", "answers": ["東京都"], "lang": "ja"},
+        {"id": "2", "question": "?", "answers": ["the Beatles"], "lang": "en"},
+        {"id": "3", "question": "?", "answers": ["Oslo"], "lang": "en"},
+    ]))
+    preds = write(tmp_path / "p.json", json.dumps({"1": "東京", "2": "The Beatles"}, ensure_ascii=False))
+    out = tmp_path / "scores.json"
+    assert main(["eval", "--gold", str(gold), "--predictions", str(preds), "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "macro" in printed and "ja" in printed
+    scores = json.loads(out.read_text(encoding="utf-8"))["end_to_end"]
+    # ja: EM 0, F1 2/3; en: EM 1/2, F1 1/2 (question 3 has no prediction)
+    assert scores["per_language"]["ja"]["f1"] == approx(200 / 3)
+    assert scores["per_language"]["en"]["em"] == 50.0 and scores["per_language"]["en"]["n_missing"] == 1
+    assert scores["macro"]["f1"] == approx((200 / 3 + 50) / 2)
+    assert scores["mecab_dictionary"].startswith("unidic-lite")
+
+
+def test_cli_retrieval_and_errors(tmp_path, capsys):
+    from xqa.cli import main
+
+    res = write(tmp_path / "r.json", json.dumps([result("1", "en", ["Paris"], ["no", "Paris"])]))
+    out = tmp_path / "o.json"
+    assert main(["eval", "--retrieval", str(res), "--k", "1", "2", "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["retrieval"]["r.json"]["all"]["topk_accuracy"] == {"1": 0.0, "2": 100.0}
+    bad = write(tmp_path / "bad.json", "{\n  nope\n}")
+    gold = write(tmp_path / "g.jsonl", json.dumps({"id": "1", "question": "?", "answers": ["a"], "lang": "en"}) + "\n")
+    capsys.readouterr()
+    assert main(["eval", "--gold", str(gold), "--predictions", str(bad)]) == 1
+    assert "bad.json:2" in capsys.readouterr().err
+    assert main(["eval", "--predictions", str(bad)]) == 1  # no --gold
+    empty = write(tmp_path / "empty.jsonl", "")
+    empty_preds = write(tmp_path / "ep.json", "")
+    assert main(["eval", "--gold", str(empty), "--predictions", str(empty_preds), "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["end_to_end"]["n"] == 0

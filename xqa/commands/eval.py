@@ -1,0 +1,223 @@
+"""``xqa eval``: score predictions (official MIA EM/F1), retrieval results, significance, reports.
+
+Examples::
+
+    xqa eval --gold dev.jsonl --predictions preds.json --json scores.json
+    xqa eval --gold xor_dev.jsonl mkqa_dev/ --predictions preds/ --mia
+    xqa eval --retrieval dense.json scd.json --names dense scd --k 1 5 20 100
+    xqa eval --gold dev.jsonl --compare a.json b.json
+    xqa eval --gold dev.jsonl --sweep 1=p1.json 5=p5.json 20=p20.json --report out/
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    e2e = parser.add_argument_group("end-to-end (MIA 2022 official EM / F1)")
+    e2e.add_argument("--gold", nargs="+", metavar="PATH",
+                     help="gold question files or folders (XOR-TyDi/MIA/MKQA JSONL and the other "
+                          "layouts xqa reads); needed by --predictions, --compare and --sweep")
+    e2e.add_argument("--predictions", nargs="+", metavar="PATH",
+                     help="predictions of one system: JSON objects id -> answer (one file, several "
+                          "per-language files or a folder of them), an MIA submission file, or "
+                          "JSONL answer records {id, answer}")
+    e2e.add_argument("--mode", choices=("official", "lang_aware"), default="official",
+                     help="official: segment exactly the codes the MIA scripts know (ja, zh_cn/hk/tw, "
+                          "th, km; a bare zh is split on white space); lang_aware: also segment zh")
+    e2e.add_argument("--mia", action="store_true",
+                     help="score the gold as the MIA 2022 evaluation: XOR-TyDi and MKQA questions "
+                          "(source field, else ids <number>_<lang>) as two parts; the MIA score is "
+                          "the mean of the two macro averages")
+    e2e.add_argument("--per-question", action="store_true",
+                     help="include every question's EM and F1 in the --json output")
+
+    ret = parser.add_argument_group("retrieval")
+    ret.add_argument("--retrieval", nargs="+", metavar="FILE",
+                     help="retrieval-result files (JSON list or JSONL, DPR/FiD layout), one per method")
+    ret.add_argument("--names", nargs="+", metavar="NAME",
+                     help="a name for each --retrieval file (default: the file names)")
+    ret.add_argument("--k", nargs="+", type=int, default=[1, 5, 20, 100], metavar="K",
+                     help="cut-offs for top-k accuracy, recall@k and MRR@k")
+    ret.add_argument("--match", choices=("dpr", "lang_aware"), default="dpr",
+                     help="answer matching: DPR's has_answer, or substring matching for ja/zh/th/km/ko")
+    ret.add_argument("--default-lang", metavar="CODE",
+                     help="language of result records that carry no 'lang' (e.g. DPR's own files)")
+
+    cmp_ = parser.add_argument_group("significance")
+    cmp_.add_argument("--compare", nargs=2, metavar=("PRED_A", "PRED_B"),
+                      help="paired t-test between two systems' per-question scores on --gold "
+                           "(each a prediction file or folder)")
+    cmp_.add_argument("--metric", choices=("f1", "em"), default="f1",
+                      help="per-question score compared by --compare")
+
+    rep = parser.add_argument_group("report")
+    rep.add_argument("--report", metavar="DIR",
+                     help="write DIR/report.md with PNG plots of everything scored in this run")
+    rep.add_argument("--sweep", nargs="+", metavar="SPEC",
+                     help="EM against the number of passages read: N=PREDICTIONS (file or folder) "
+                          "for each N, or a JSON file {\"N\": \"predictions path\"} (paths relative "
+                          "to that file); scored on --gold")
+
+    parser.add_argument("--json", metavar="OUT", help="also write every figure as JSON to OUT")
+
+
+def _parse_sweep(specs: list[str]) -> dict[int, Path]:
+    from xqa.errors import InputError, XqaError
+
+    out: dict[int, Path] = {}
+
+    def put(n: Any, path: Path, where: str) -> None:
+        try:
+            k = int(n)
+        except (TypeError, ValueError):
+            raise XqaError(f"{where}: number of passages {n!r} is not an integer") from None
+        if k < 1 or k in out:
+            raise XqaError(f"{where}: number of passages {k} is not positive or given twice")
+        out[k] = path
+
+    for spec in specs:
+        n, sep, path = spec.partition("=")
+        if sep:
+            put(n, Path(path), f"--sweep {spec}")
+            continue
+        p = Path(spec)
+        if not p.is_file():
+            raise FileNotFoundError(f"{p}: --sweep expects N=PATH or a JSON file; no such file")
+        try:
+            mapping = json.loads(p.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as e:
+            raise InputError(p, e.lineno, f"invalid JSON: {e.msg}") from None
+        if not isinstance(mapping, dict):
+            raise InputError(p, 1, "expected a JSON object {number of passages: predictions path}")
+        for n, rel in mapping.items():
+            if not isinstance(rel, str):
+                raise InputError(p, None, f"value for {n!r} must be a path string")
+            put(n, p.parent / rel, str(p))
+    return out
+
+
+def _print_e2e(title: str, scores: Any) -> None:
+    print(f"\n{title}  (mode {scores.mode}; EM / F1 in percent)")
+    print(f"{'lang':<8} {'n':>7} {'EM':>7} {'F1':>7} {'no pred':>8}")
+    for lang, s in sorted(scores.per_language.items()):
+        print(f"{lang:<8} {s.n:>7} {s.em:>7.2f} {s.f1:>7.2f} {s.n_missing:>8}")
+    n_missing = sum(s.n_missing for s in scores.per_language.values())
+    print(f"{'macro':<8} {scores.n:>7} {scores.macro_em:>7.2f} {scores.macro_f1:>7.2f} {n_missing:>8}")
+    skipped = []
+    if scores.n_no_answer:
+        skipped.append(f"{scores.n_no_answer} 'No Answer'")
+    if scores.n_no_gold:
+        skipped.append(f"{scores.n_no_gold} without gold answers")
+    if skipped:
+        print(f"skipped: {', '.join(skipped)}")
+    if scores.n == 0:
+        print(f"warning: {title}: no question with a gold answer was scored", file=sys.stderr)
+
+
+def _print_retrieval(name: str, scores: Any) -> None:
+    ks = scores.ks
+    with_ids = scores.all.n_with_gold_ids > 0
+    print(f"\nretrieval: {name}  (answer match {scores.mode}; top-k accuracy in percent)")
+    head = f"{'lang':<8} {'n':>7} " + " ".join(f"{'top-' + str(k):>8}" for k in ks)
+    if with_ids:
+        head += " " + " ".join(f"{'R@' + str(k):>7}" for k in ks) + " " + " ".join(
+            f"{'MRR@' + str(k):>8}" for k in ks)
+    print(head)
+    for lang, s in [*sorted(scores.per_language.items()), ("all", scores.all)]:
+        row = f"{lang:<8} {s.n:>7} " + " ".join(f"{s.topk[k]:>8.2f}" for k in ks)
+        if with_ids:
+            if s.n_with_gold_ids:
+                row += " " + " ".join(f"{s.recall[k]:>7.2f}" for k in ks)
+                row += " " + " ".join(f"{s.mrr[k]:>8.4f}" for k in ks)
+            else:
+                row += " (no gold passage ids)"
+        print(row)
+    print(f"{'macro':<8} {'':>7} " + " ".join(f"{scores.macro_topk[k]:>8.2f}" for k in ks))
+
+
+def run(args: argparse.Namespace) -> int:
+    from xqa.artifacts import write_json_atomic
+    from xqa.errors import XqaError
+    from xqa.evaluation import inputs, mia, retrieval, significance
+
+    if not (args.predictions or args.retrieval or args.compare or args.sweep):
+        raise XqaError("nothing to score: give --predictions, --retrieval, --compare or --sweep")
+    if (args.predictions or args.compare or args.sweep) and not args.gold:
+        raise XqaError("--predictions, --compare and --sweep need --gold")
+    if args.names and (not args.retrieval or len(args.names) != len(args.retrieval)):
+        raise XqaError("--names needs exactly one name per --retrieval file")
+    if args.mia and not args.predictions:
+        raise XqaError("--mia scores --predictions; give them")
+
+    out: dict[str, Any] = {}
+    report: dict[str, Any] = {}
+    gold = inputs.load_gold(args.gold) if args.gold else []
+
+    if args.predictions:
+        preds = inputs.load_predictions(args.predictions)
+        if args.mia:
+            xor_q, mkqa_q = mia.split_mia(gold)
+            xor, mkqa = mia.evaluate(xor_q, preds, args.mode), mia.evaluate(mkqa_q, preds, args.mode)
+            _print_e2e("XOR-TyDi", xor)
+            _print_e2e("MKQA", mkqa)
+            combined = mia.mia_score(xor, mkqa)
+            print(f"\nMIA score (mean of the two macro averages): "
+                  f"EM {combined['em']:.2f}  F1 {combined['f1']:.2f}")
+            out["mia"] = {"xor_tydi": xor.to_dict(args.per_question),
+                          "mkqa": mkqa.to_dict(args.per_question), "score": combined}
+            report["end_to_end"] = {"XOR-TyDi": xor, "MKQA": mkqa}
+        else:
+            scores = mia.evaluate(gold, preds, args.mode)
+            _print_e2e("end-to-end", scores)
+            out["end_to_end"] = scores.to_dict(args.per_question)
+            report["end_to_end"] = {"predictions": scores}
+
+    if args.retrieval:
+        names = args.names or [Path(p).name for p in args.retrieval]
+        if len(set(names)) != len(names):
+            raise XqaError(f"retrieval method names must differ, got {names}; use --names")
+        results = {n: inputs.load_retrieval_results(p, args.default_lang) for n, p in zip(names, args.retrieval)}
+        out["retrieval"] = {}
+        for name, res in results.items():
+            ranks = retrieval.first_answer_ranks(res, args.match)
+            scores = retrieval.score_retrieval(res, args.k, args.match, ranks=ranks)
+            _print_retrieval(name, scores)
+            out["retrieval"][name] = scores.to_dict()
+        report["retrieval"] = results
+
+    if args.compare:
+        a_path, b_path = args.compare
+        a = mia.evaluate(gold, inputs.load_predictions([a_path]), args.mode)
+        b = mia.evaluate(gold, inputs.load_predictions([b_path]), args.mode)
+        test = significance.compare_systems(a, b, args.metric)
+        na, nb = Path(a_path).name, Path(b_path).name
+        print(f"\npaired t-test on per-question {args.metric.upper()} ({test.n} questions): "
+              f"{na} {test.mean_a:.2f} vs {nb} {test.mean_b:.2f} (diff {test.mean_diff:+.2f}); "
+              + (f"t = {test.t:.3f}, p = {test.p_value:.4g}" if test.t is not None else "t undefined"))
+        out["compare"] = {"a": a_path, "b": b_path, "metric": args.metric, **test.to_dict()}
+        report["comparison"] = (na, nb, args.metric, test)
+
+    if args.sweep:
+        sweep = {n: mia.evaluate(gold, inputs.load_predictions([p]), args.mode)
+                 for n, p in sorted(_parse_sweep(args.sweep).items())}
+        print("\npassages  macro EM  macro F1")
+        for n, s in sweep.items():
+            print(f"{n:>8} {s.macro_em:>9.2f} {s.macro_f1:>9.2f}")
+        out["sweep"] = {str(n): s.to_dict() for n, s in sweep.items()}
+        report["sweep"] = sweep
+
+    if args.report:
+        from xqa.evaluation.report import write_report
+
+        path = write_report(args.report, ks=args.k, match=args.match, **report)
+        print(f"\nreport: {path}")
+    if args.json:
+        write_json_atomic(args.json, out)
+        print(f"figures: {args.json}")
+    sys.stdout.flush()
+    return 0

@@ -1,0 +1,217 @@
+"""Reading the files the evaluation scores: gold questions, predictions, retrieval results.
+
+Every malformed input raises :class:`~xqa.errors.InputError` naming the file
+(and the line where it is known); an empty file is a valid, empty input.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from collections.abc import Mapping
+from typing import Any, Iterable, Iterator
+
+from xqa.errors import InputError, XqaError
+from xqa.evaluation.languages import check_language
+from xqa.io import read_questions
+from xqa.records import Question
+
+_SUFFIXES = (".json", ".jsonl")
+
+
+def expand_paths(paths: Iterable[str | Path], what: str) -> list[Path]:
+    """Files named by ``paths``; a folder stands for its ``*.json``/``*.jsonl`` files (sorted)."""
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            found = sorted(f for f in p.iterdir() if f.is_file() and f.suffix in _SUFFIXES)
+            if not found:
+                raise XqaError(f"{p}: folder holds no .json or .jsonl {what} files")
+            out.extend(found)
+        elif p.is_file():
+            out.append(p)
+        else:
+            raise FileNotFoundError(f"{p}: no such {what} file or folder")
+    return out
+
+
+# ----------------------------------------------------------------------------- gold
+
+
+def load_gold(paths: Iterable[str | Path]) -> list[Question]:
+    """Gold questions from files or folders (any layout ``xqa.io.read_questions`` reads).
+
+    Every question's language must be a known code (error names the file).
+    Duplicate ids across files are an error: they would be scored twice.
+    """
+    questions: list[Question] = []
+    seen: dict[str, Path] = {}
+    for path in expand_paths(paths, "gold"):
+        for q in read_questions(path):
+            try:
+                check_language(q.lang)
+            except XqaError as e:
+                raise InputError(path, None, f"question {q.id!r}: {e}") from None
+            if q.id in seen:
+                raise InputError(path, None, f"question id {q.id!r} also appears in {seen[q.id]}")
+            seen[q.id] = path
+            questions.append(q)
+    return questions
+
+
+# ----------------------------------------------------------------------------- predictions
+
+
+class Predictions(Mapping[str, "str | None"]):
+    """Question id → predicted answer, merged from one or more files.
+
+    A key given different answers by two files (MKQA files keyed by the bare
+    number, merged across languages) is *ambiguous*: looking it up is an error
+    rather than a silent pick of one language's answer.
+    """
+
+    def __init__(self) -> None:
+        self._answers: dict[str, str | None] = {}
+        self._source: dict[str, str] = {}
+        self._ambiguous: dict[str, tuple[str, str]] = {}
+
+    def add(self, key: str, answer: str | None, source: str) -> None:
+        if key in self._answers and self._answers[key] != answer:
+            self._ambiguous[key] = (self._source[key], source)
+            return
+        self._answers[key] = answer
+        self._source[key] = source
+
+    def __getitem__(self, key: str) -> str | None:
+        if key in self._ambiguous:
+            a, b = self._ambiguous[key]
+            raise XqaError(f"prediction id {key!r} has different answers in {a} and {b}; "
+                           "key MKQA predictions by the full id (<number>_<lang>) or score "
+                           "one language at a time")
+        return self._answers[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._answers
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._answers)
+
+    def __len__(self) -> int:
+        return len(self._answers)
+
+
+def _add_prediction(preds: Predictions, path: Path, key: Any, value: Any, line: int | None) -> None:
+    if value is not None and not isinstance(value, str):
+        raise InputError(path, line, f"answer for id {key!r} is a {type(value).__name__}, "
+                         "expected a string (or null for no answer)")
+    preds.add(str(key), value, str(path))
+
+
+def load_predictions(paths: Iterable[str | Path]) -> Predictions:
+    """Read predictions in the MIA layout from files and folders.
+
+    Accepted per file:
+
+    * a JSON object ``{id: answer}`` (the MIA prediction file; one per language
+      or one for everything);
+    * a JSON object of such objects (the MIA eval.ai submission:
+      ``{"xor-tydi": {...}, "mkqa-ja": {...}}``);
+    * JSONL of answer records ``{"id": ..., "answer": ...}`` (``Answer.to_dict``).
+
+    ``null`` answers count as missing. An empty file holds no predictions.
+    """
+    preds = Predictions()
+    for path in expand_paths(paths, "prediction"):
+        if path.suffix == ".jsonl":
+            for line_no, obj in _jsonl_objects(path):
+                if "id" not in obj or "answer" not in obj:
+                    raise InputError(path, line_no, "prediction record needs 'id' and 'answer'")
+                _add_prediction(preds, path, obj["id"], obj["answer"], line_no)
+            continue
+        data = _json_document(path)
+        if data is None:
+            continue
+        if not isinstance(data, dict):
+            raise InputError(path, 1, f"expected a JSON object id -> answer, found a {type(data).__name__}")
+        for key, value in data.items():
+            if isinstance(value, dict):  # a submission file: one object per part/language
+                for k, v in value.items():
+                    _add_prediction(preds, path, k, v, None)
+            else:
+                _add_prediction(preds, path, key, value, None)
+    return preds
+
+
+# ----------------------------------------------------------------------------- retrieval results
+
+
+def load_retrieval_results(path: str | Path, default_lang: str | None = None) -> list[dict[str, Any]]:
+    """Retrieval results (DPR/FiD layout) as plain dicts, from a JSON list (``.json``) or JSONL.
+
+    Each record needs ``id``, ``answers`` and ``ctxs`` (a list of objects with
+    at least ``text``); ``lang`` falls back to ``default_lang`` and must be a
+    known code. Unlike ``xqa.io.read_results`` this accepts records without a
+    ``question`` or ``lang`` (DPR's own result files) and keeps every extra field
+    (``positive_ids``, ``positive_ctxs``) as it is.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise XqaError(f"{path}: expected a retrieval-result file, found a folder")
+    if path.suffix == ".jsonl":
+        records = list(_jsonl_objects(path))
+    else:
+        data = _json_document(path)
+        if data is None:
+            return []
+        if not isinstance(data, list):
+            raise InputError(path, 1, f"expected a JSON list of results, found a {type(data).__name__}")
+        records = [(None, obj) for obj in data]
+    out = []
+    for i, (line_no, obj) in enumerate(records):
+        where = f"record {i}" if line_no is None else "record"
+        if not isinstance(obj, dict):
+            raise InputError(path, line_no, f"{where}: expected an object, found {type(obj).__name__}")
+        for key in ("id", "answers", "ctxs"):
+            if key not in obj:
+                raise InputError(path, line_no, f"{where}: retrieval result lacks {key!r}")
+        if not isinstance(obj["ctxs"], list) or not all(
+                isinstance(c, dict) and "text" in c for c in obj["ctxs"]):
+            raise InputError(path, line_no, f"{where}: 'ctxs' must be a list of objects with 'text'")
+        if isinstance(obj["answers"], str):
+            obj["answers"] = [obj["answers"]]
+        lang = obj.get("lang") or default_lang
+        if lang is None:
+            raise InputError(path, line_no, f"{where}: no 'lang'; pass a default language")
+        try:
+            obj["lang"] = check_language(lang)
+        except XqaError as e:
+            raise InputError(path, line_no, f"{where}: {e}") from None
+        out.append(obj)
+    return out
+
+
+# ----------------------------------------------------------------------------- JSON helpers
+
+
+def _json_document(path: Path) -> Any:
+    """The JSON value in ``path``, or None for an empty file."""
+    text = path.read_text(encoding="utf-8")
+    if not text.strip():
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(path, e.lineno, f"invalid JSON: {e.msg} (column {e.colno})") from None
+
+
+def _jsonl_objects(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    with open(path, encoding="utf-8") as f:
+        for line_no, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise InputError(path, line_no, f"invalid JSON: {e.msg} (column {e.colno})") from None
+            if not isinstance(obj, dict):
+                raise InputError(path, line_no, f"expected a JSON object, found {type(obj).__name__}")
+            yield line_no, obj
