@@ -6,9 +6,9 @@ Every malformed input raises :class:`~xqa.errors.InputError` naming the file
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from collections.abc import Mapping
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from xqa.errors import InputError, XqaError
 from xqa.evaluation.languages import check_language

@@ -30,8 +30,9 @@ from __future__ import annotations
 
 import string
 from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from xqa.errors import XqaError
 from xqa.evaluation.languages import check_language, check_mode
@@ -194,7 +195,7 @@ def is_mkqa(question: Question) -> bool:
     source = question.meta.get("source")
     if isinstance(source, str) and source:
         return source.lower() == "mkqa"
-    head, sep, tail = question.id.partition("_")
+    _, sep, tail = question.id.partition("_")
     return bool(sep) and tail == question.lang
 
 

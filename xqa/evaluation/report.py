@@ -15,12 +15,17 @@ pyplot state), so they work without a display and leave the caller's pyplot alon
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from xqa.artifacts import write_text_atomic
 from xqa.evaluation.mia import EndToEndScores
-from xqa.evaluation.retrieval import accuracy_from_ranks, first_answer_ranks, score_retrieval
+from xqa.evaluation.retrieval import (
+    accuracy_from_ranks,
+    first_answer_ranks,
+    score_retrieval,
+)
 from xqa.evaluation.significance import PairedTest
 
 

@@ -28,8 +28,9 @@ with ``ctxs`` in rank order. Metrics:
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import regex
 
@@ -60,7 +61,7 @@ def has_answer(text: str, answers: Iterable[str], lang: str | None = None, mode:
     """Does ``text`` contain one of ``answers``? See the module docstring for the modes."""
     if mode not in MATCH_MODES:
         raise XqaError(f"unknown answer-match mode {mode!r}; choose one of {', '.join(MATCH_MODES)}")
-    answers = list(answers)
+    answers = [answers] if isinstance(answers, str) else list(answers)
     text_tokens = dpr_tokens(text)
     if any(_contains_run(text_tokens, dpr_tokens(a)) for a in answers):
         return True
@@ -156,7 +157,7 @@ def mrr_at_k(results: Sequence[Mapping[str, Any]], ks: Iterable[int]) -> dict[in
 
 
 def _check_ks(ks: Iterable[int]) -> list[int]:
-    ks = sorted(set(int(k) for k in ks))
+    ks = sorted({int(k) for k in ks})
     if not ks or ks[0] < 1:
         raise XqaError(f"k values must be positive integers, got {ks}")
     return ks

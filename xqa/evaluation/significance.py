@@ -8,8 +8,9 @@ it is the shared task's primary metric and less coarse than EM.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from xqa.errors import XqaError
 from xqa.evaluation.mia import EndToEndScores
