@@ -1,0 +1,260 @@
+"""Build one Lucene BM25 index per language, resumably and atomically.
+
+Layout of the artifact folder ``out/``::
+
+    out/config.json            kind "bm25": languages, analyzers, counts, versions
+    out/<lang>/config.json     kind "bm25-language": analyzer, count, content hash
+    out/<lang>/lucene/         the Lucene index (Anserini's JsonCollection fields)
+
+How it is built, and why:
+
+1. **Spool.** One pass over the passages writes ``{"id", "contents"}`` JSONL per
+   language into a work folder ``.out.partial/`` beside ``out`` (a stable name,
+   so a killed job can resume) and hashes each language's content. Indexing
+   languages one at a time keeps one Lucene writer in memory, not sixteen.
+2. **Index** each language with Anserini's ``SimpleIndexer`` (what Pyserini's
+   ``LuceneIndexer`` wraps: in-process, multi-threaded, no subprocess or JSON
+   files in a collection folder), in batches with a progress bar. A language
+   whose finished index in the work folder has the same content hash and
+   analyzer is reused, which is what makes a rerun resume.
+3. **Publish.** The top ``config.json`` is written last and the work folder is
+   renamed to ``out``: a folder with ``config.json`` is always complete.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import warnings
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from tqdm import tqdm
+
+from retriever.sparse import analyzers
+from retriever.sparse.java import anserini_version, ensure_jvm, jclass, lucene_version
+from xqa.artifacts import atomic_dir, is_complete, load_config, save_config
+from xqa.errors import XqaError
+from xqa.records import Passage
+
+KIND = "bm25"
+LANG_KIND = "bm25-language"
+LUCENE_SUBDIR = "lucene"
+FORMAT = 1
+# Anserini's BM25 defaults (SimpleSearcher), recorded so every searcher uses the same.
+DEFAULT_K1, DEFAULT_B = 0.9, 0.4
+
+
+def work_dir(out_dir: str | Path) -> Path:
+    """The resumable work folder for ``out_dir`` (hidden sibling)."""
+    out = Path(out_dir)
+    return out.with_name(f".{out.name}.partial")
+
+
+def _check_target(out: Path, overwrite: bool) -> None:
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise FileExistsError(f"{out} exists and is not a folder")
+    if is_complete(out):
+        if not overwrite:
+            raise FileExistsError(f"{out} is a complete BM25 index; pass --overwrite "
+                                  "(overwrite=True) to rebuild it")
+        kind = load_config(out).get("kind")
+        if kind != KIND:
+            raise FileExistsError(f"{out} holds an artifact of kind {kind!r}, not a BM25 index; "
+                                  "refusing to replace it")
+    elif any(out.iterdir()):
+        raise FileExistsError(f"{out} exists, is not empty and is not an xqa index; choose another --out")
+
+
+def _spool(passages: Iterable[Passage], spool: Path, progress: bool) -> dict[str, dict[str, Any]]:
+    """Write per-language ``{"id","contents"}`` JSONL; return {lang: {"count", "sha256", "file"}}."""
+    spool.mkdir(parents=True, exist_ok=True)
+    files: dict[str, Any] = {}
+    hashes: dict[str, Any] = {}
+    counts: dict[str, int] = {}
+    seen: set[str] = set()
+    try:
+        for n, p in enumerate(tqdm(passages, desc="reading passages", unit=" passages",
+                                   disable=not progress), start=1):
+            if not p.lang:
+                raise XqaError(f"passage #{n} (id {p.id!r}) has no language ('lang')")
+            if p.lang not in files:
+                try:
+                    analyzers.base_language(p.lang)
+                except ValueError as e:
+                    raise XqaError(f"passage #{n} (id {p.id!r}): {e}") from None
+                files[p.lang] = open(spool / f"{p.lang}.jsonl", "w", encoding="utf-8")
+                hashes[p.lang] = hashlib.sha256()
+                counts[p.lang] = 0
+            if p.id in seen:
+                raise XqaError(f"passage #{n}: duplicate passage id {p.id!r}")
+            seen.add(p.id)
+            line = json.dumps({"id": p.id, "contents": p.contents()}, ensure_ascii=False) + "\n"
+            files[p.lang].write(line)
+            hashes[p.lang].update(line.encode("utf-8"))
+            counts[p.lang] += 1
+    finally:
+        for f in files.values():
+            f.close()
+    if not counts:
+        raise XqaError("no passages to index")
+    return {lang: {"count": counts[lang], "sha256": hashes[lang].hexdigest(),
+                   "file": spool / f"{lang}.jsonl"} for lang in counts}
+
+
+def _batches(path: Path, size: int) -> Iterator[list[str]]:
+    batch: list[str] = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            batch.append(line.rstrip("\n"))
+            if len(batch) >= size:
+                yield batch
+                batch = []
+    if batch:
+        yield batch
+
+
+def folder_bytes(folder: Path) -> int:
+    """Total size of the files under ``folder``."""
+    return sum(p.stat().st_size for p in Path(folder).rglob("*") if p.is_file())
+
+
+def count_documents(lucene_dir: str | Path) -> int:
+    """Number of documents in a Lucene index (opens and closes a searcher)."""
+    searcher = jclass("io.anserini.search.SimpleSearcher")(str(lucene_dir))
+    try:
+        return int(searcher.get_total_num_docs())
+    finally:
+        searcher.close()
+
+
+def _index_language(lang: str, spooled: dict[str, Any], choice: analyzers.AnalyzerChoice,
+                    target: Path, threads: int, batch_size: int, optimize: bool, bar: tqdm) -> dict[str, Any]:
+    """Index one language's spooled passages into ``target`` (atomically)."""
+    with atomic_dir(target, overwrite=True) as tmp:
+        lucene_dir = tmp / LUCENE_SUBDIR
+        args = ["-index", str(lucene_dir), "-input", "", "-collection", "JsonCollection",
+                "-threads", str(max(1, threads))]
+        analyzer = None
+        if choice.pretokenized:
+            args.append("-pretokenized")
+            analyzer = analyzers.build_analyzer(choice.name)
+        else:
+            args += ["-language", choice.anserini_language]
+        indexer = jclass("io.anserini.index.SimpleIndexer")(args)
+        added = 0
+        try:
+            for batch in _batches(spooled["file"], batch_size):
+                if analyzer is not None:
+                    docs = [json.loads(line) for line in batch]
+                    batch = [json.dumps({"id": d["id"],
+                                         "contents": " ".join(analyzers.analyze(analyzer, d["contents"]))},
+                                        ensure_ascii=False) for d in docs]
+                added += int(indexer.addRawDocuments(batch))
+                bar.update(len(batch))
+        finally:
+            indexer.close(optimize)
+        indexed = count_documents(lucene_dir)
+        if added != spooled["count"] or indexed != spooled["count"]:
+            raise XqaError(f"BM25 index for {lang!r}: {spooled['count']} passages given, "
+                           f"{added} accepted, {indexed} in the index (see Anserini's log above)")
+        config = {
+            "lang": lang,
+            "analyzer": choice.name,
+            "analyzer_description": choice.description,
+            "fallback": choice.fallback,
+            "fallback_reason": choice.reason,
+            "pretokenized": choice.pretokenized,
+            "num_passages": spooled["count"],
+            "content_sha256": spooled["sha256"],
+            "index_bytes": folder_bytes(lucene_dir),
+        }
+        save_config(tmp, LANG_KIND, config)
+    return config
+
+
+def _reusable(target: Path, spooled: dict[str, Any], choice: analyzers.AnalyzerChoice) -> dict[str, Any] | None:
+    if not is_complete(target):
+        return None
+    try:
+        config = load_config(target, LANG_KIND)
+    except ValueError:
+        return None
+    if config.get("content_sha256") == spooled["sha256"] and config.get("analyzer") == choice.name:
+        return config
+    return None
+
+
+def build_sparse_indexes(passages: Iterable[Passage], out_dir: str | Path, threads: int = 2,
+                         overwrite: bool = False, *, batch_size: int = 2000, optimize: bool = True,
+                         progress: bool = True) -> dict[str, Any]:
+    """Build one BM25 index per language found in ``passages`` under ``out_dir``.
+
+    Each language gets its own analyzer (:func:`analyzers.choose_analyzer`;
+    fallbacks warn with :class:`analyzers.AnalyzerFallbackWarning`). Refuses
+    (``FileExistsError``) a complete index unless ``overwrite``; an interrupted
+    build resumes, reusing languages finished with the same content.
+    ``optimize`` merges each index into one segment (smaller, faster to search).
+
+    Returns the index's config plus ``built`` and ``reused`` language lists.
+    """
+    out = Path(out_dir)
+    _check_target(out, overwrite)
+    runtime = ensure_jvm()
+    work = work_dir(out)
+    work.mkdir(parents=True, exist_ok=True)
+    spooled = _spool(passages, work / "spool", progress)
+    choices = {lang: analyzers.choose_analyzer(lang, warn=False) for lang in sorted(spooled)}
+    for choice in choices.values():
+        if choice.fallback:
+            warnings.warn(choice.fallback_message(), analyzers.AnalyzerFallbackWarning, stacklevel=2)
+    for stale in work.iterdir():  # languages of an earlier, different input
+        if stale.is_dir() and stale.name != "spool" and stale.name not in spooled:
+            shutil.rmtree(stale)
+    built, reused, languages = [], [], {}
+    total = sum(s["count"] for s in spooled.values())
+    with tqdm(total=total, desc="indexing BM25", unit=" passages", disable=not progress) as bar:
+        for lang, choice in choices.items():
+            bar.set_postfix_str(lang)
+            config = _reusable(work / lang, spooled[lang], choice)
+            if config is not None:
+                reused.append(lang)
+                bar.update(spooled[lang]["count"])
+            else:
+                config = _index_language(lang, spooled[lang], choice, work / lang, threads,
+                                         batch_size, optimize, bar)
+                built.append(lang)
+            languages[lang] = {k: config[k] for k in ("analyzer", "analyzer_description", "fallback",
+                                                      "pretokenized", "num_passages", "index_bytes")}
+    shutil.rmtree(work / "spool")
+    top = {
+        "format": FORMAT,
+        "languages": languages,
+        "num_passages": total,
+        "bm25": {"k1": DEFAULT_K1, "b": DEFAULT_B},
+        "anserini": anserini_version(),
+        "lucene": lucene_version(),
+        "java": f"{'.'.join(map(str, runtime.version))} ({runtime.source})",
+    }
+    save_config(work, KIND, top)
+    _publish(work, out)
+    return {**load_config(out, KIND), "built": built, "reused": reused}
+
+
+def _publish(work: Path, out: Path) -> None:
+    """Rename the finished work folder to ``out``, replacing an old index last."""
+    if not out.exists():
+        os.replace(work, out)
+        return
+    if not any(out.iterdir()):
+        out.rmdir()
+        os.replace(work, out)
+        return
+    old = out.with_name(f".{out.name}.old")
+    shutil.rmtree(old, ignore_errors=True)
+    os.replace(out, old)
+    os.replace(work, out)
+    shutil.rmtree(old, ignore_errors=True)

@@ -1,0 +1,184 @@
+"""Batch BM25 search over the per-language Lucene indexes built by :mod:`.index`.
+
+Each question is searched in the index of its own language only (paper 002:
+the sparse list comes from the question language's BM25 index). Questions are
+grouped by language and each group goes to Anserini's multi-threaded
+``SimpleSearcher.batch_search`` in one call. That is the Java method Pyserini's
+``LuceneSearcher.batch_search`` forwards to; calling it directly through
+pyjnius gives the same hits (``tests/test_sparse.py`` checks this against
+Pyserini) without the ~8 s import of Pyserini's Python side.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal, Sequence
+
+from retriever.sparse import analyzers
+from retriever.sparse.index import DEFAULT_B, DEFAULT_K1, KIND, LANG_KIND, LUCENE_SUBDIR
+from retriever.sparse.java import ensure_jvm, jclass
+from xqa.artifacts import is_complete, load_config
+from xqa.errors import XqaError
+from xqa.records import Hit, Question
+
+SOURCE = "sparse"
+
+
+class _LanguageIndex:
+    """One language's Lucene searcher with the analyzer its index was built with."""
+
+    def __init__(self, lang: str, folder: Path, k1: float, b: float):
+        config = load_config(folder, LANG_KIND)
+        self.lang = lang
+        self.config = config
+        self.pretokenized = bool(config["pretokenized"])
+        try:
+            analyzer = analyzers.build_analyzer(config["analyzer"])
+        except (RuntimeError, ValueError) as e:
+            raise XqaError(f"{folder}: cannot rebuild analyzer {config['analyzer']!r}: {e}; "
+                           "rebuild the index with this Java (xqa index sparse --overwrite)") from e
+        self.searcher = jclass("io.anserini.search.SimpleSearcher")(str(folder / LUCENE_SUBDIR))
+        self.searcher.set_bm25(float(k1), float(b))
+        if self.pretokenized:
+            # Passages were analyzed by xqa and indexed as white-space tokens; do the same to queries.
+            self.query_analyzer = analyzer
+            self.searcher.set_analyzer(analyzers.whitespace_analyzer())
+        else:
+            self.query_analyzer = None
+            self.searcher.set_analyzer(analyzer)
+
+    def query_string(self, text: str) -> str:
+        if self.query_analyzer is None:
+            return text
+        return " ".join(analyzers.analyze(self.query_analyzer, text))
+
+    def batch_search(self, texts: list[str], k: int, threads: int) -> list[list[Hit]]:
+        """Hits for each text, in order; blank (or all-stop-word) texts get []."""
+        array_list = jclass("java.util.ArrayList")
+        queries, qids = array_list(), array_list()
+        positions = []
+        for i, text in enumerate(texts):
+            q = self.query_string(text) if text.strip() else ""
+            if q.strip():
+                queries.add(q)
+                qids.add(str(i))
+                positions.append(i)
+        out: list[list[Hit]] = [[] for _ in texts]
+        if not positions:
+            return out
+        results = self.searcher.batch_search(queries, qids, int(k), int(threads))
+        for i in positions:
+            out[i] = _to_hits(results.get(str(i)) or [], self.lang, k)
+        return out
+
+    def close(self) -> None:
+        self.searcher.close()
+
+
+def _to_hits(scored_docs: Any, lang: str, k: int) -> list[Hit]:
+    """Anserini ``ScoredDoc[]`` → hits sorted by score (desc), unique ids, at most ``k``."""
+    hits, seen = [], set()
+    for d in scored_docs:
+        docid = d.docid
+        if docid in seen:
+            continue
+        seen.add(docid)
+        hits.append(Hit(id=docid, score=float(d.score), source=SOURCE, lang=lang))
+    hits.sort(key=lambda h: -h.score)  # stable: keeps Anserini's docid tie-break
+    return hits[:k]
+
+
+class SparseRetriever:
+    """BM25 over per-language Lucene indexes: ``search(questions, k) -> list[list[Hit]]``.
+
+    Load with :meth:`load`; the Java VM starts then (not at import). A question
+    whose language has no index raises :class:`XqaError`, or gets ``[]`` with
+    ``missing="empty"`` (what a fused retriever wants: an empty sparse list
+    makes Sparse-Corroborate-Dense return the dense list).
+    """
+
+    source = SOURCE
+
+    def __init__(self, folder: Path, config: dict[str, Any], indexes: dict[str, _LanguageIndex],
+                 threads: int):
+        self.folder = folder
+        self.config = config
+        self._indexes = indexes
+        self.threads = threads
+
+    @classmethod
+    def load(cls, folder: str | Path, threads: int | None = None, k1: float | None = None,
+             b: float | None = None) -> "SparseRetriever":
+        """Open every language's index in ``folder`` (made by ``build_sparse_indexes``).
+
+        ``threads``: search threads per batch (default: CPU count). ``k1``/``b``
+        override the BM25 parameters recorded in the index (Anserini's 0.9/0.4).
+        """
+        folder = Path(folder)
+        if not is_complete(folder):
+            hint = " (an interrupted build? rerun xqa index sparse)" if folder.exists() else ""
+            raise XqaError(f"{folder}: not a BM25 index folder (no config.json){hint}")
+        try:
+            config = load_config(folder, KIND)
+        except ValueError as e:
+            raise XqaError(str(e)) from None
+        ensure_jvm()
+        bm25 = config.get("bm25", {})
+        k1 = bm25.get("k1", DEFAULT_K1) if k1 is None else k1
+        b = bm25.get("b", DEFAULT_B) if b is None else b
+        indexes = {}
+        try:
+            for lang in sorted(config["languages"]):
+                indexes[lang] = _LanguageIndex(lang, folder / lang, k1, b)
+        except BaseException:
+            for index in indexes.values():
+                index.close()
+            raise
+        return cls(folder, config, indexes, threads or os.cpu_count() or 1)
+
+    @property
+    def languages(self) -> list[str]:
+        """Languages with an index, sorted."""
+        return sorted(self._indexes)
+
+    def analyzer(self, lang: str) -> str:
+        """The recorded analyzer name for ``lang`` (e.g. ``"anserini:ja"``)."""
+        return self._indexes[lang].config["analyzer"]
+
+    def search(self, questions: Sequence[Question], k: int,
+               missing: Literal["error", "empty"] = "error") -> list[list[Hit]]:
+        """Top-``k`` BM25 hits per question from its language's index, in question order."""
+        if missing not in ("error", "empty"):
+            raise ValueError(f"missing must be 'error' or 'empty', not {missing!r}")
+        if k < 0:
+            raise ValueError(f"k must be >= 0, not {k}")
+        by_lang: dict[str, list[int]] = {}
+        for i, q in enumerate(questions):
+            by_lang.setdefault(q.lang, []).append(i)
+        unknown = sorted(set(by_lang) - set(self._indexes))
+        if unknown and missing == "error":
+            first = questions[by_lang[unknown[0]][0]]
+            raise XqaError(f"no BM25 index for language {unknown[0]!r} (question {first.id!r}) in "
+                           f"{self.folder}; it has {', '.join(self.languages)}")
+        out: list[list[Hit]] = [[] for _ in questions]
+        if k == 0:
+            return out
+        for lang, positions in by_lang.items():
+            if lang not in self._indexes:
+                continue
+            texts = [questions[i].question for i in positions]
+            for i, hits in zip(positions, self._indexes[lang].batch_search(texts, k, self.threads)):
+                out[i] = hits
+        return out
+
+    def close(self) -> None:
+        """Release the Lucene readers."""
+        for index in self._indexes.values():
+            index.close()
+        self._indexes = {}
+
+    def __enter__(self) -> "SparseRetriever":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

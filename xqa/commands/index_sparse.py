@@ -1,0 +1,54 @@
+"""``xqa index sparse``: one BM25 (Lucene) index per language of a passage file.
+
+A thin wrapper over :func:`retriever.sparse.build_sparse_indexes`; prints
+which analyzer each language got, marking fallbacks.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--passages", required=True, metavar="FILE",
+                        help='passages: JSONL {"id","title","text","lang"} (or Pyserini\'s '
+                             '{"id","contents","lang"}), or DPR TSV with --lang')
+    parser.add_argument("--out", required=True, metavar="DIR",
+                        help="index folder to create (one Lucene index per language inside)")
+    parser.add_argument("--lang", default=None,
+                        help="language of passages that carry no 'lang' field (e.g. a DPR TSV file)")
+    parser.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1),
+                        help="indexing threads inside Lucene")
+    parser.add_argument("--batch-size", type=int, default=2000,
+                        help="passages handed to Lucene per call")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="rebuild DIR if it already holds a complete index (otherwise refused)")
+    parser.add_argument("--no-optimize", action="store_true",
+                        help="skip merging each index into one segment (faster build, slower search)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def run(args: argparse.Namespace) -> int:
+    from retriever.sparse import build_sparse_indexes
+    from xqa.errors import XqaError
+    from xqa.io import read_passages
+
+    if args.threads < 1 or args.batch_size < 1:
+        raise XqaError("--threads and --batch-size must be at least 1")
+    start = time.perf_counter()
+    summary = build_sparse_indexes(read_passages(args.passages, lang=args.lang), args.out,
+                                   threads=args.threads, overwrite=args.overwrite,
+                                   batch_size=args.batch_size, optimize=not args.no_optimize,
+                                   progress=not args.quiet)
+    seconds = time.perf_counter() - start
+    print(f"{'lang':<8} {'passages':>9} {'MB':>8}  analyzer")
+    for lang, info in summary["languages"].items():
+        mark = "  [FALLBACK]" if info["fallback"] else ""
+        print(f"{lang:<8} {info['num_passages']:>9} {info['index_bytes'] / 1e6:>8.2f}  "
+              f"{info['analyzer_description']}{mark}")
+    reused = f" (reused: {', '.join(summary['reused'])})" if summary["reused"] else ""
+    print(f"{summary['num_passages']} passages in {len(summary['languages'])} languages, "
+          f"{seconds:.1f} s, Lucene {summary['lucene']} / Anserini {summary['anserini']} "
+          f"on Java {summary['java']} -> {args.out}{reused}")
+    return 0
