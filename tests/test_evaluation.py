@@ -248,6 +248,7 @@ def test_dpr_has_answer_multi_token_contiguous():
     assert not has_answer("Yorkshire pudding", ["York"])  # token, not substring
     assert has_answer("the U.S. army", ["U.S."])  # [u . s .] is a contiguous run
     assert has_answer("x", ["zzz", "x"])  # any of the answers
+    assert has_answer("in Paris", "Paris")  # a single answer string is one answer, not characters
 
 
 def test_dpr_has_answer_normalizes_nfd():
