@@ -33,6 +33,12 @@ def library_versions() -> dict[str, str]:
     return out
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def write_json_atomic(path: str | Path, obj: Any, indent: int | None = 2) -> None:
     """Write JSON to ``path`` through a temporary file and a rename."""
     write_text_atomic(path, json.dumps(obj, ensure_ascii=False, indent=indent) + "\n")
@@ -47,6 +53,7 @@ def write_text_atomic(path: str | Path, text: str) -> None:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file ordinary permissions
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
