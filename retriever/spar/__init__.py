@@ -1,7 +1,35 @@
 """SPAR (paper 000): a dense lexical model Λ that imitates BM25, joined to a dense retriever.
 
-- :mod:`retriever.spar.diagnostics` — rank-biased overlap, token shuffling.
-"""
-from retriever.spar.diagnostics import RBO_P, mean_rbo, rbo, shuffle_tokens
+Names are imported lazily: ``import retriever.spar`` loads neither torch nor FAISS.
 
-__all__ = ["RBO_P", "mean_rbo", "rbo", "shuffle_tokens"]
+- :mod:`.data` — Λ's training data from the BM25 teacher (sentence queries,
+  top n_p positives, bottom n_n hard negatives; top-1 validation).
+- :mod:`.lexical` — training Λ with the dense retriever's task and the shared loop.
+- :mod:`.index` — the one FAISS index of ``[P ; PΛ]`` and :class:`SparRetriever`
+  (query ``[Q ; μ·QΛ]``), the μ grid.
+- :mod:`.diagnostics` — rank-biased overlap, token shuffling (SPAR Tables 6, 7).
+"""
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {
+    "RBO_P": "diagnostics", "rbo": "diagnostics", "mean_rbo": "diagnostics",
+    "shuffle_tokens": "diagnostics",
+    "TeacherConfig": "data", "sample_sentence_queries": "data", "teacher_examples": "data",
+    "split_sentences": "data", "label": "data",
+    "teacher_data": "lexical", "lexical_task": "lexical",
+    "SparRetriever": "index", "build_spar_index": "index", "MU_GRID": "index", "MODES": "index",
+    "combine": "index",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    mod = _EXPORTS.get(name)
+    if mod is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{mod}"), name)
+    globals()[name] = value
+    return value

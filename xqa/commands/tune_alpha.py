@@ -1,0 +1,79 @@
+"""``xqa tune alpha``: grid-search the score-hybrid weight α on a dev set (paper 001 §2.1, §3).
+
+Dense and BM25 are each searched once to depth k'; for every α in [0, 2]
+step 0.05 the hybrid ``dense + α·BM25`` over the union is re-ranked and scored
+(top-k answer accuracy, or recall@k of ``positive_ids``). Ties go to the
+smaller α. ``--write-config`` stores the best α in the pipeline config.
+"""
+from __future__ import annotations
+
+import argparse
+
+from xqa.commands._fusion_common import METRICS, add_question_arguments, add_source_arguments
+
+
+def alpha_grid(lo: float = 0.0, hi: float = 2.0, step: float = 0.05) -> list[float]:
+    """``lo, lo+step, ..., hi`` without float drift (41 values by default)."""
+    n = int(round((hi - lo) / step))
+    return [round(lo + i * step, 10) for i in range(n + 1)]
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_question_arguments(p)
+    add_source_arguments(p)
+    p.add_argument("--metric", choices=METRICS, default="accuracy",
+                   help="top-k answer accuracy, or recall@k of the questions' positive_ids")
+    p.add_argument("--at", type=int, default=20, help="the k of the metric (Ma et al. tune top-20)")
+    p.add_argument("--depth", type=int, default=100, help="k': each side's depth; the union is re-ranked")
+    p.add_argument("--normalize", action="store_true", help="min-max normalise each list first (Hybrid_norm)")
+    p.add_argument("--step", type=float, default=0.05, help="grid step over [0, 2]")
+    p.add_argument("--max-alpha", type=float, default=2.0, help="grid upper end")
+    p.add_argument("--out", help="write the grid (α → score) and the best α to this JSON file")
+    p.add_argument("--write-config", action="store_true", help="store the best α in --config (retrieval.alpha)")
+    p.add_argument("--batch-size", type=int, default=64, help="questions per search call")
+
+
+def run(args: argparse.Namespace) -> int:
+    from tqdm.auto import tqdm
+
+    from retriever.fused import sparse_search
+    from retriever.fusion import hybrid
+    from xqa.artifacts import write_json_atomic
+    from xqa.commands._fusion_common import (Judge, batched, format_table, load_pipeline, read_questions,
+                                             search_all, write_tuned)
+    from xqa.errors import XqaError
+
+    if args.at < 1 or args.depth < args.at:
+        raise XqaError(f"need 1 <= --at <= --depth (got {args.at}, {args.depth})")
+    questions = read_questions(args)
+    pipe = load_pipeline(args, ("dense", "sparse"))
+    dense, sparse = pipe.component("dense"), pipe.component("sparse")
+    d_lists = search_all(dense, questions, args.depth, "dense", args.batch_size)
+    s_lists: list = []
+    for chunk in tqdm(list(batched(questions, args.batch_size)), desc="BM25", unit="batch"):
+        s_lists.extend(sparse_search(sparse, chunk, args.depth))
+    judge = Judge(questions, pipe.store, args.metric, args.match)
+    ks = sorted({1, 5, args.at})
+    grid = alpha_grid(0.0, args.max_alpha, args.step)
+    rows, table = [], {}
+    for alpha in tqdm(grid, desc="α grid", unit="α"):
+        fused = [hybrid(d, s, args.at, alpha, args.normalize) for d, s in zip(d_lists, s_lists)]
+        sc = judge.scores(fused, ks)
+        table[alpha] = sc[args.at]
+        rows.append([f"{alpha:.2f}"] + [sc[k] for k in ks])
+    best = max(grid, key=lambda a: (table[a], -a))
+    base = {"dense": judge.scores(d_lists, [args.at])[args.at], "bm25": judge.scores(s_lists, [args.at])[args.at]}
+    name = "accuracy" if args.metric == "accuracy" else "recall"
+    print(format_table(["α"] + [f"{name}@{k}" for k in ks], rows))
+    print(f"\ndense alone {base['dense']:.1f}, BM25 alone {base['bm25']:.1f}; best α = {best:.2f} "
+          f"({name}@{args.at} = {table[best]:.1f}, {len(questions)} questions, "
+          f"{'normalised' if args.normalize else 'raw'} scores, k' = {args.depth})")
+    if args.out:
+        write_json_atomic(args.out, {"best_alpha": best, "metric": f"{name}@{args.at}", "normalize": args.normalize,
+                                     "depth": args.depth, "questions": len(questions), "baselines": base,
+                                     "grid": {f"{a:.2f}": v for a, v in table.items()}})
+    if args.write_config:
+        write_tuned(args.config, "alpha", best)
+        write_tuned(args.config, "normalize", args.normalize)
+        print(f"retrieval.alpha = {best:.2f} written to {args.config}")
+    return 0
