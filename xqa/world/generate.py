@@ -121,10 +121,28 @@ class _Related:
         return [(e, r) for e, r in out if e != ent.id]
 
 
-def _sentence(world: World, rng: random.Random, lang: str, eid: str, rel: str) -> str:
+class _Rotation:
+    """Round-robin over a cell's phrasings from a random start, so every cell
+    (language, relation) with at least n uses shows n distinct phrasings."""
+
+    def __init__(self, rng: random.Random):
+        self.rng = rng
+        self.next: dict[tuple[str, str], int] = {}
+
+    def pick(self, lang: str, rel: str, n: int) -> int:
+        key = (lang, rel)
+        if key not in self.next:
+            self.next[key] = self.rng.randrange(n)
+        t = self.next[key] % n
+        self.next[key] += 1
+        return t
+
+
+def _sentence(world: World, rotation: _Rotation, lang: str, eid: str, rel: str) -> str:
     ent = world.entities[eid]
     obj = world.surface(ent.facts[rel], lang, ent.gender or "m")
-    return render(rng.choice(passage_templates(lang, rel)), lang, ent.names[lang], obj, ent.gender or "m")
+    temps = passage_templates(lang, rel)
+    return render(temps[rotation.pick(lang, rel, len(temps))], lang, ent.names[lang], obj, ent.gender or "m")
 
 
 def make_passages(world: World, rng: random.Random, subjects: list[Entity], fact_keep: float,
@@ -151,6 +169,7 @@ def make_passages(world: World, rng: random.Random, subjects: list[Entity], fact
     passages: list[dict[str, Any]] = []
     index: dict[tuple[str, str], list[str]] = defaultdict(list)
     counters: Counter[str] = Counter()
+    rotation = _Rotation(rng)
     items = plan
     if progress:
         from tqdm import tqdm
@@ -164,7 +183,7 @@ def make_passages(world: World, rng: random.Random, subjects: list[Entity], fact
         body = stated[1:] + [d for d in distractors if d not in stated]
         rng.shuffle(body)
         order = stated[:1] + body
-        text = join_sentences(lang, [_sentence(world, rng, lang, e, r) for e, r in order])
+        text = join_sentences(lang, [_sentence(world, rotation, lang, e, r) for e, r in order])
         counters[lang] += 1
         pid = f"{lang}-{counters[lang]:05d}"
         passages.append({"id": pid, "title": ent.names[lang], "text": text, "lang": lang})
@@ -216,14 +235,12 @@ def make_questions(world: World, rng: random.Random, entity_ids: list[str], inde
     while len(chosen) < n:
         chosen.append(base[(len(chosen) - len(base)) % len(base)])
     rng.shuffle(chosen)
-    used: dict[tuple[str, str, str], set[int]] = defaultdict(set)
+    rotation = _Rotation(rng)
     out = []
     for i, ((eid, rel, lang), is_cross) in enumerate(chosen):
         ent = world.entities[eid]
         temps = question_templates(lang, rel)
-        free = [t for t in range(len(temps)) if t not in used[(eid, rel, lang)]] or list(range(len(temps)))
-        t = rng.choice(free)
-        used[(eid, rel, lang)].add(t)
+        t = rotation.pick(lang, rel, len(temps))
         gender = ent.gender or "m"
         value = ent.facts[rel]
         out.append({
