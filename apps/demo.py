@@ -1,0 +1,215 @@
+"""The Gradio demo: ask in any language, see the answer, the n-best and the evidence.
+
+``build_app(pipeline)`` lays out the page and wires one event, ``/answer``
+(API name ``answer``: question, language, method, K, passages → status,
+answer, n-best, evidence, answer record). It reads only the pipeline's
+*config* (methods, defaults, languages, examples), so it is instant: models
+and indexes load in :func:`warm_up`, which ``xqa demo`` runs in a background
+thread while the server already listens. A question asked before the warm-up
+ends waits for it (the pipeline loads each part once, under its lock).
+
+Privacy: :func:`launch` binds 127.0.0.1 by default, never opens a share
+tunnel, and turns off Gradio's analytics, monitoring, SSR (Node) and run
+history; the default theme's fonts are served by Gradio itself.
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import time
+from typing import Any, Callable
+
+from apps import render
+from xqa.errors import XqaError
+from xqa.langid import detect_language, language_name, resolve_language
+from xqa.records import Question
+
+log = logging.getLogger("xqa.demo")
+
+DEFAULT_CONCURRENCY = 2  # requests in flight; the reader itself runs one at a time (pipeline lock)
+# The languages of MIA 2022 (XOR-TyDi + MKQA + the surprise languages): the choices when a config names none.
+MIA_LANGUAGES = ("ar", "bn", "da", "de", "en", "es", "fi", "fr", "he", "hu", "it", "ja", "km", "ko", "ms",
+                 "nl", "no", "pl", "pt", "ru", "sv", "ta", "te", "th", "tl", "tr", "vi", "zh")
+
+
+def language_choices(pipeline) -> list[tuple[str, str]]:
+    """``[("auto (detect)", "auto"), ("ja — Japanese", "ja"), ...]`` for the language dropdown."""
+    codes = list(pipeline.config.languages) or list(MIA_LANGUAGES)
+    return [("auto (detect)", "auto")] + [(f"{c} — {language_name(c)}", c) for c in codes]
+
+
+def example_rows(pipeline) -> list[list[str]]:
+    """``[question, language]`` per config example; language "auto" where detection gets it right."""
+    rows = []
+    known = set(pipeline.config.languages)
+    for ex in pipeline.config.examples:
+        q, lang = str(ex.get("question", "")).strip(), str(ex.get("lang", "")).strip()
+        if not q or render.validate_question(q):
+            continue
+        guess = resolve_language(detect_language(q), known)
+        rows.append([q, "auto" if not lang or guess == lang else lang])
+    return rows
+
+
+class Answerer:
+    """The ``/answer`` event: validate, detect the language, answer, format.
+
+    Never raises for a user's mistake or a missing artifact: the status line
+    says what went wrong, and the other outputs are cleared.
+    """
+
+    def __init__(self, pipeline, max_chars: int = render.MAX_QUESTION_CHARS):
+        self.pipeline = pipeline
+        self.max_chars = max_chars
+        self.methods = list(pipeline.methods)
+        self._ids = itertools.count(1)
+
+    def empty(self, message: str) -> tuple:
+        return render.message_markdown(message), "", [], "", None
+
+    def __call__(self, question: str, lang: str = "auto", method: str | None = None,
+                 k: float | None = None, n_passages: float | None = None) -> tuple:
+        problem = render.validate_question(question, self.max_chars)
+        if problem:
+            return self.empty(problem)
+        text = question.strip()
+        cfg = self.pipeline.config
+        method = method or cfg.retrieval.method
+        if method not in self.methods:
+            offered = ", ".join(self.methods) or "none (the config names no index)"
+            return self.empty(f"Retrieval method {method!r} is not available here; choose one of: {offered}.")
+        lang = (lang or "auto").strip()
+        detected = lang == "auto"
+        code = resolve_language(detect_language(text) if detected else lang, cfg.languages)
+        n = int(n_passages or cfg.reader.n_passages)
+        k = max(int(k or cfg.retrieval.k), n)
+        qid = f"demo-{next(self._ids)}"
+        t0 = time.perf_counter()
+        try:
+            [answer] = self.pipeline.answer([Question(id=qid, question=text, lang=code)], method=method, k=k,
+                                            n_passages=n)
+        except XqaError as e:
+            return self.empty(str(e))
+        except Exception:  # a bug, not the user's doing: keep the server up, log the trace
+            log.exception("answering %r (%s, %s) failed", text, code, method)
+            return self.empty("Something went wrong while answering; the server log has the details.")
+        seconds = time.perf_counter() - t0
+        fused = cfg.reader.evidence_fusion
+        note = ""
+        if cfg.languages and code not in cfg.languages:
+            note = (f"No index covers {language_name(code)} (`{code}`): its BM25 list is empty and "
+                    f"dense retrieval searches all languages.")
+        record = answer.to_dict()
+        record.update(lang=code, detected=detected, method=method, k=k, n_passages=n, seconds=round(seconds, 4))
+        return (render.status_markdown(code, detected, method, k, n, seconds, note),
+                render.answer_html(answer, fused),
+                render.nbest_rows(answer),
+                render.evidence_html(answer),
+                record)
+
+
+def build_app(pipeline, *, max_chars: int = render.MAX_QUESTION_CHARS,
+              concurrency: int = DEFAULT_CONCURRENCY, max_queue: int | None = 64):
+    """The demo page for ``pipeline`` (a :class:`xqa.pipeline.Pipeline`); loads no model.
+
+    ``concurrency``: answers computed at once (more queue); ``max_queue``:
+    waiting requests beyond which new ones are turned away (None: unbounded).
+    """
+    import gradio as gr
+
+    cfg = pipeline.config
+    methods = list(pipeline.methods)
+    default_method = cfg.retrieval.method if cfg.retrieval.method in methods else (methods[0] if methods else None)
+    answerer = Answerer(pipeline, max_chars=max_chars)
+    k_max = max(100, cfg.retrieval.k)
+    n_max = max(50, cfg.reader.n_passages)
+
+    with gr.Blocks(title="xqa — multilingual question answering", analytics_enabled=False) as demo:
+        gr.Markdown(
+            "# xqa — multilingual open-domain question answering\n"
+            "Ask in any language. Passages are retrieved from every language (dense) and from "
+            "the question's language (BM25), fused, and read by a Fusion-in-Decoder reader; "
+            "the answer comes in the question's language.")
+        with gr.Row():
+            with gr.Column(scale=3):
+                question = gr.Textbox(label="Question", lines=2, max_lines=6, elem_id="question",
+                                      placeholder="e.g. ¿Quién escribió Don Quijote?  /  東京タワーの高さは？",
+                                      info=f"Any language, up to {max_chars} characters. Enter asks.")
+                ask = gr.Button("Answer", variant="primary", elem_id="ask")
+            with gr.Column(scale=2):
+                lang = gr.Dropdown(language_choices(pipeline), value="auto", label="Question language",
+                                   info="auto: detected from the question", elem_id="lang",
+                                   allow_custom_value=True)
+                method = gr.Dropdown([(render.METHOD_LABELS.get(m, m), m) for m in methods],
+                                     value=default_method, label="Retrieval method", elem_id="method")
+                with gr.Row():
+                    k = gr.Slider(1, k_max, value=cfg.retrieval.k, step=1, label="K (passages retrieved)",
+                                  elem_id="k")
+                    n_passages = gr.Slider(1, n_max, value=cfg.reader.n_passages, step=1,
+                                           label="Passages read", elem_id="n_passages")
+        status = gr.Markdown(elem_id="status")
+        answer = gr.HTML(elem_id="answer", css_template=render.CSS)
+        nbest = gr.Dataframe(headers=render.NBEST_HEADERS, label="n-best answers", interactive=False,
+                             elem_id="nbest", wrap=True)
+        gr.Markdown("### Evidence (the passages the reader saw; the answer is highlighted)")
+        evidence = gr.HTML(elem_id="evidence", css_template=render.CSS)
+        with gr.Accordion("Answer record (JSON)", open=False):
+            record = gr.JSON(elem_id="record")
+
+        inputs = [question, lang, method, k, n_passages]
+        outputs = [status, answer, nbest, evidence, record]
+        gr.on([ask.click, question.submit], answerer, inputs, outputs, api_name="answer")
+        rows = example_rows(pipeline)
+        if rows:
+            ex = gr.Examples(rows, [question, lang], label="Examples (some answered from other languages' passages)",
+                             cache_examples=False, examples_per_page=12)
+            ex.load_input_event.then(answerer, inputs, outputs, api_visibility="private")
+    demo.queue(default_concurrency_limit=concurrency, max_size=max_queue)
+    return demo
+
+
+def warm_up(pipeline, say: Callable[[str], Any] = print) -> float | None:
+    """Load every part the offered methods need and answer one question; seconds taken, None on failure.
+
+    Loading starts the JVM (BM25) and reads the FAISS indexes and the models;
+    the first real question then runs at full speed.
+    """
+    t0 = time.perf_counter()
+    say("xqa demo: loading indexes and models in the background ...")
+    try:
+        methods = list(pipeline.methods)
+        for m in methods:
+            pipeline.retriever(m)
+        pipeline.reader  # noqa: B018 - loads the reader
+        ex = next(iter(pipeline.config.examples), {"question": "What is the capital of Finland?", "lang": "en"})
+        q = Question(id="warm-up", question=ex["question"], lang=ex.get("lang") or "en")
+        if methods:
+            pipeline.answer([q], n_passages=min(2, pipeline.config.reader.n_passages))
+    except Exception as e:  # noqa: BLE001 - reported, and each question reports it again
+        say(f"xqa demo: warm-up failed: {e}")
+        log.debug("warm-up failed", exc_info=True)
+        return None
+    seconds = time.perf_counter() - t0
+    say(f"xqa demo: ready in {seconds:.1f} s (retrieval methods: {', '.join(methods) or 'none'})")
+    return seconds
+
+
+def launch(demo, host: str = "127.0.0.1", port: int | None = 7860, *, block: bool = True, quiet: bool = True):
+    """Serve ``demo`` on ``host:port`` with nothing sent anywhere else; returns the local URL."""
+    os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+    try:
+        demo.launch(server_name=host, server_port=port, share=False, prevent_thread_lock=True, quiet=quiet,
+                    show_error=False, ssr_mode=False, mcp_server=False, enable_monitoring=False,
+                    run_history=False, footer_links=["api", "settings"], pwa=False)
+    except OSError as e:
+        raise XqaError(f"cannot serve on {host}:{port}: {e} (choose another --port)") from None
+    url = demo.local_url
+    if block:
+        print(f"xqa demo: serving on {url}  (Ctrl+C stops)", flush=True)
+        demo.block_thread()
+    return url
+
+
+__all__ = ["Answerer", "build_app", "example_rows", "language_choices", "launch", "warm_up"]

@@ -1,0 +1,197 @@
+"""What the demo shows, as plain functions: validation, highlighting, answer, n-best, evidence.
+
+No Gradio here: every function maps records (:class:`xqa.records.Answer`) to
+strings or rows, so the UI logic is unit-tested without a server
+(``tests/test_demo.py``). Every piece of user or corpus text is HTML-escaped
+before it reaches the page; only the markup built here is trusted.
+"""
+from __future__ import annotations
+
+import html
+import re
+import unicodedata
+from typing import Iterable, Sequence
+
+from xqa.langid import language_name, script_of
+from xqa.records import Answer
+
+MAX_QUESTION_CHARS = 500
+
+# Display names of the retrieval methods (values are xqa.config.METHODS).
+METHOD_LABELS = {
+    "dense": "dense (mLUKE-style bi-encoder, all languages)",
+    "sparse": "sparse (BM25, question language)",
+    "scd": "SCD (sparse corroborates dense)",
+    "hybrid": "hybrid (dense + α·BM25)",
+    "rrf": "RRF (reciprocal rank fusion)",
+    "spar": "SPAR (dense ⊕ lexical Λ)",
+    "spar+scd": "SPAR+SCD",
+}
+
+NBEST_HEADERS = ["#", "answer", "probability", "reader log-prob", "passages containing it"]
+EVIDENCE_HEADERS = ["#", "title", "lang", "source", "retriever score", "reader relevance", "passage"]
+
+# Scripts written with spaces between words and without clitics glued to words:
+# there an answer must start at a word start ("Paris" not inside "Comparison"),
+# i.e. not right after a letter of the same script.
+_WORD_CHARS = {
+    "latin": "A-Za-z\u00C0-\u024F\u1E00-\u1EFF", "cyrillic": "\u0400-\u052F",
+    "greek": "\u0370-\u03FF\u1F00-\u1FFF", "armenian": "\u0530-\u058F", "georgian": "\u10A0-\u10FF",
+}
+
+
+def validate_question(text: str | None, max_chars: int = MAX_QUESTION_CHARS) -> str | None:
+    """A message for the user when ``text`` cannot be asked, else None."""
+    text = (text or "").strip()
+    if not text:
+        return "Please type a question."
+    if len(text) > max_chars:
+        return (f"The question is {len(text)} characters long; the limit is {max_chars}. "
+                "Please shorten it.")
+    return None
+
+
+def _needle_pattern(needle: str) -> str:
+    parts = [re.escape(p) for p in needle.split()]
+    body = r"\s+".join(parts)
+    first, last = needle[0], needle[-1]
+    if first.isdigit():
+        body = r"(?<!\d)" + body  # "9" must not light up inside "1990"
+    elif script_of(first) in _WORD_CHARS:
+        body = f"(?<![{_WORD_CHARS[script_of(first)]}])" + body
+    if last.isdigit():
+        body += r"(?!\d)"  # "1" must not light up inside "1990"
+    return body
+
+
+def find_spans(text: str, needles: Iterable[str]) -> list[tuple[int, int]]:
+    """Non-overlapping (start, end) spans of ``needles`` in ``text``, case-insensitive.
+
+    Longer needles win where two overlap; white space inside a needle matches
+    any run of white space.
+    """
+    cleaned = {unicodedata.normalize("NFC", n.strip()) for n in needles if n and n.strip()}
+    if not cleaned:
+        return []
+    ordered = sorted(cleaned, key=len, reverse=True)
+    pattern = re.compile("|".join(_needle_pattern(n) for n in ordered), re.IGNORECASE)
+    return [m.span() for m in pattern.finditer(text) if m.end() > m.start()]
+
+
+def highlight(text: str, needles: Iterable[str]) -> str:
+    """``text`` HTML-escaped, with every occurrence of a needle wrapped in ``<mark>``."""
+    text = unicodedata.normalize("NFC", text)
+    out, pos = [], 0
+    for start, end in find_spans(text, needles):
+        out.append(html.escape(text[pos:start]))
+        out.append(f"<mark>{html.escape(text[start:end])}</mark>")
+        pos = end
+    out.append(html.escape(text[pos:]))
+    return "".join(out)
+
+
+def contains(text: str, needle: str) -> bool:
+    return bool(needle.strip()) and bool(find_spans(unicodedata.normalize("NFC", text), [needle]))
+
+
+def answer_html(answer: Answer, fused: bool) -> str:
+    """The answer in large type with its probability and where it was found."""
+    if not answer.text.strip():
+        return ('<div class="xqa-answer xqa-empty"><div class="xqa-label">Answer</div>'
+                '<div class="xqa-answer-text">(no answer)</div></div>')
+    n_found = sum(contains(e.context.text, answer.text) or contains(e.context.title, answer.text)
+                  for e in answer.evidence)
+    if n_found:
+        where = f"found in {n_found} of {len(answer.evidence)} passages read"
+    else:
+        where = "not found verbatim in the passages read (a generated or translated answer)"
+    kind = "fused probability (reader × passage relevance × retriever score)" if fused else "reader probability"
+    pct = max(0.0, min(1.0, answer.score)) * 100
+    return (
+        '<div class="xqa-answer">'
+        '<div class="xqa-label">Answer</div>'
+        f'<div class="xqa-answer-text" id="xqa-answer-text">{html.escape(answer.text)}</div>'
+        f'<div class="xqa-prob"><span class="xqa-bar"><span style="width:{pct:.1f}%"></span></span> '
+        f'<b id="xqa-answer-prob">{answer.score:.3f}</b> {html.escape(kind)}</div>'
+        f'<div class="xqa-where">{html.escape(where)}</div>'
+        '</div>'
+    )
+
+
+def nbest_rows(answer: Answer) -> list[list]:
+    """One row per candidate: rank, text, probability, reader log-prob, passages containing it."""
+    rows = []
+    for i, c in enumerate(answer.candidates, 1):
+        n = sum(contains(e.context.text, c.text) for e in answer.evidence)
+        rows.append([i, c.text, round(float(c.score), 4), round(float(c.reader_score), 3), n])
+    return rows
+
+
+def evidence_html(answer: Answer, extra: Sequence[str] = ()) -> str:
+    """The passages the reader saw as a table; the answer (and ``extra`` strings) highlighted."""
+    if not answer.evidence:
+        return '<p class="xqa-none">No passages were retrieved.</p>'
+    needles = [answer.text, *extra]
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in EVIDENCE_HEADERS)
+    rows = []
+    for i, e in enumerate(answer.evidence, 1):
+        c = e.context
+        hit = contains(c.text, answer.text) or contains(c.title, answer.text)
+        rows.append(
+            f'<tr class="xqa-passage{" xqa-hit" if hit else ""}" data-id="{html.escape(c.id, quote=True)}">'
+            f'<td class="xqa-rank">{i}</td>'
+            f'<td class="xqa-title">{highlight(c.title, needles)}</td>'
+            f'<td class="xqa-lang" title="{html.escape(language_name(c.lang), quote=True)}">{html.escape(c.lang)}</td>'
+            f'<td><span class="xqa-src xqa-src-{html.escape(c.source, quote=True)}">{html.escape(c.source)}</span></td>'
+            f'<td class="xqa-num">{c.score:.3f}</td>'
+            f'<td class="xqa-num">{_relevance_cell(e.relevance)}</td>'
+            f'<td class="xqa-text">{highlight(c.text, needles)}</td>'
+            "</tr>")
+    return (f'<table class="xqa-evidence"><thead><tr>{head}</tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table>')
+
+
+def _relevance_cell(r: float) -> str:
+    pct = max(0.0, min(1.0, float(r))) * 100
+    return f'{r:.3f}<span class="xqa-bar xqa-small"><span style="width:{pct:.1f}%"></span></span>'
+
+
+def status_markdown(lang: str, detected: bool, method: str, k: int, n_passages: int, seconds: float,
+                    note: str = "") -> str:
+    """One line saying which language, method and budget answered, and how fast."""
+    how = "detected" if detected else "chosen"
+    parts = [f"**Language:** {language_name(lang)} (`{lang}`, {how})",
+             f"**Retrieval:** {METHOD_LABELS.get(method, method)}, K = {k}",
+             f"**Reader:** {n_passages} passages",
+             f"answered in {seconds:.2f} s"]
+    line = " · ".join(parts)
+    return f"{line}\n\n{note}" if note else line
+
+
+def message_markdown(message: str) -> str:
+    """A user-facing problem (empty question, unknown method...), shown in place of the status."""
+    return f"⚠️ **{message}**"
+
+
+CSS = """
+.xqa-answer { padding: 12px 16px; border-radius: 8px; border: 1px solid #d0d7de; }
+.xqa-label { font-size: 0.85em; opacity: 0.7; text-transform: uppercase; letter-spacing: 0.05em; }
+.xqa-answer-text { font-size: 1.8em; font-weight: 600; margin: 4px 0; }
+.xqa-prob, .xqa-where { font-size: 0.95em; }
+.xqa-bar { display: inline-block; width: 120px; height: 10px; background: #e5e7eb; border-radius: 5px;
+           vertical-align: middle; overflow: hidden; }
+.xqa-bar > span { display: block; height: 100%; background: #2563eb; }
+.xqa-bar.xqa-small { width: 60px; height: 6px; margin-left: 6px; }
+table.xqa-evidence { border-collapse: collapse; width: 100%; font-size: 0.92em; }
+table.xqa-evidence th, table.xqa-evidence td { border-bottom: 1px solid #d0d7de; padding: 6px 8px;
+           text-align: left; vertical-align: top; }
+table.xqa-evidence td.xqa-num { text-align: right; white-space: nowrap; }
+table.xqa-evidence td.xqa-text { min-width: 320px; }
+table.xqa-evidence tr.xqa-hit td.xqa-rank { border-left: 4px solid #16a34a; }
+mark { background: #fde047; color: #111827; padding: 0 2px; border-radius: 2px; }
+.xqa-src { padding: 1px 6px; border-radius: 10px; font-size: 0.85em; background: #e5e7eb; color: #111827; }
+.xqa-src-dense { background: #dbeafe; }
+.xqa-src-sparse { background: #fef3c7; }
+.xqa-src-corroborated { background: #dcfce7; }
+.xqa-src-spar { background: #ede9fe; }
+"""

@@ -1,0 +1,392 @@
+"""The demo: formatting and validation (pure), the app's wiring, the CLI, and 20 concurrent users.
+
+The UI-logic tests use a small fake with the Pipeline interface; the
+concurrency test and the benchmark test run the REAL embedded pipeline
+(``tiny_pipeline``) behind the launched app on 127.0.0.1.
+"""
+from __future__ import annotations
+
+import ast
+import html
+import re
+import socket
+import threading
+from pathlib import Path
+
+import pytest
+
+from apps import render
+from apps.demo import Answerer, build_app, example_rows, language_choices, warm_up
+from xqa.config import PipelineConfig
+from xqa.errors import XqaError
+from xqa.records import Answer, Candidate, Context, Evidence
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# ------------------------------------------------------------------ a fake with the Pipeline interface
+
+def _ctx(pid, title, text, lang="en", score=1.0, source="dense"):
+    return Context(id=pid, title=title, text=text, lang=lang, score=score, source=source)
+
+
+class FakePipeline:
+    """Records what it was asked; answers with fixed evidence. Never loads anything."""
+
+    def __init__(self, methods=("sparse", "dense", "scd"), languages=("en", "ja", "zh_cn", "fi"),
+                 examples=(), error: Exception | None = None):
+        self.config = PipelineConfig(languages=list(languages), examples=list(examples))
+        self.config.retrieval.method = "scd"
+        self.methods = list(methods)
+        self.calls: list[dict] = []
+        self.error = error
+        self.loaded = False
+
+    def answer(self, questions, method=None, k=None, n_passages=None, **kw):
+        self.calls.append({"questions": list(questions), "method": method, "k": k, "n_passages": n_passages})
+        if self.error:
+            raise self.error
+        q = questions[0]
+        ev = (Evidence(_ctx("p1", "Kalevala", "Elias Lönnrot compiled the <Kalevala> in 1835.", score=12.5,
+                            source="corroborated"), 0.7),
+              Evidence(_ctx("p2", "Lönnrot", "LÖNNROT was a physician & philologist.", lang="fi", score=3.25,
+                            source="sparse"), 0.3))
+        return [Answer(question_id=q.id, text="Lönnrot", score=0.8,
+                       candidates=(Candidate("Lönnrot", 0.8, -0.2), Candidate("Runeberg", 0.2, -1.6)),
+                       evidence=ev)]
+
+    # used by warm_up
+    def retriever(self, method):
+        self.loaded = True
+
+    @property
+    def reader(self):
+        return object()
+
+
+# ------------------------------------------------------------------ validation
+
+def test_validate_question():
+    assert render.validate_question("") == "Please type a question."
+    assert render.validate_question("   \n ") == "Please type a question."
+    assert render.validate_question(None) == "Please type a question."
+    msg = render.validate_question("x" * 501)
+    assert msg and "501" in msg and "500" in msg
+    assert render.validate_question("x" * 500) is None
+    assert render.validate_question("  " + "x" * 500 + "  ") is None  # surrounding space does not count
+    assert render.validate_question("abc", max_chars=2) is not None
+
+
+# ------------------------------------------------------------------ highlighting
+
+def test_highlight_escapes_html_and_marks_case_insensitively():
+    out = render.highlight("<b>Tokyo</b> & TOKYO tower; tokyo.", ["tokyo"])
+    assert out == ("&lt;b&gt;<mark>Tokyo</mark>&lt;/b&gt; &amp; <mark>TOKYO</mark> tower; <mark>tokyo</mark>.")
+
+
+def test_highlight_escapes_the_needle_and_regex_characters():
+    out = render.highlight("C++ (language) and c++", ["C++ (language)"])
+    assert out == "<mark>C++ (language)</mark> and c++"
+    assert render.highlight("a <script>", ["<script>"]) == "a <mark>&lt;script&gt;</mark>"
+
+
+def test_highlight_non_latin_scripts_without_word_boundaries():
+    # Japanese and Chinese have no spaces; Korean glues particles to the word
+    assert render.highlight("東京タワーの高さは333メートル", ["333メートル"]) == "東京タワーの高さは<mark>333メートル</mark>"
+    assert render.highlight("서울은 한국의 수도", ["서울"]) == "<mark>서울</mark>은 한국의 수도"
+    assert render.highlight("Ёлка и ЁЛКА", ["ёлка"]) == "<mark>Ёлка</mark> и <mark>ЁЛКА</mark>"
+
+
+def test_highlight_respects_word_starts_and_number_ends():
+    assert render.highlight("Comparison of Paris", ["paris"]) == "Comparison of <mark>Paris</mark>"
+    assert render.highlight("in 1990 and 1", ["1"]) == "in 1990 and <mark>1</mark>"
+    # white space inside the answer matches any run of white space
+    assert render.highlight("Elias\n  Lönnrot", ["Elias Lönnrot"]) == "<mark>Elias\n  Lönnrot</mark>"
+
+
+def test_highlight_prefers_longer_needles_and_ignores_empty_ones():
+    assert render.highlight("New York City", ["New York", "New York City", "", "  "]) == "<mark>New York City</mark>"
+    assert render.highlight("a < b", []) == "a &lt; b"
+
+
+def test_highlight_matches_composed_and_decomposed_forms():
+    decomposed = "Lo\u0308nnrot"  # o + combining diaeresis
+    assert "<mark>" in render.highlight(f"by {decomposed}", ["Lönnrot"])
+
+
+# ------------------------------------------------------------------ answer, n-best, evidence
+
+def _answer():
+    return FakePipeline().answer([type("Q", (), {"id": "q1"})()])[0]
+
+
+def test_answer_html_shows_text_probability_and_where_found():
+    out = render.answer_html(_answer(), fused=True)
+    assert 'id="xqa-answer-text">Lönnrot<' in out
+    assert ">0.800<" in out and "fused probability" in out
+    assert "found in 2 of 2 passages read" in out
+    assert "reader probability" in render.answer_html(_answer(), fused=False)
+
+
+def test_answer_html_for_translated_and_empty_answers():
+    a = _answer()
+    translated = Answer(question_id="q", text="リョンロート", score=0.4, candidates=a.candidates, evidence=a.evidence)
+    assert "not found verbatim" in render.answer_html(translated, fused=True)
+    assert "(no answer)" in render.answer_html(Answer(question_id="q", text="", score=0.0), fused=True)
+    hostile = Answer(question_id="q", text="<img src=x onerror=alert(1)>", score=0.1)
+    assert "<img" not in render.answer_html(hostile, fused=True)
+
+
+def test_nbest_rows():
+    rows = render.nbest_rows(_answer())
+    assert rows == [[1, "Lönnrot", 0.8, -0.2, 2], [2, "Runeberg", 0.2, -1.6, 0]]
+    assert len(render.NBEST_HEADERS) == len(rows[0])
+
+
+def test_evidence_html_has_every_field_escaped_and_the_answer_marked():
+    out = render.evidence_html(_answer())
+    rows = re.findall(r"<tr class=\"xqa-passage[^\"]*\" data-id=\"([^\"]+)\">(.*?)</tr>", out)
+    assert [r[0] for r in rows] == ["p1", "p2"]
+    cells = [re.findall(r"<td[^>]*>(.*?)</td>", r[1]) for r in rows]
+    assert cells[0][0] == "1" and cells[0][1] == "Kalevala" and cells[0][2] == "en"
+    assert "corroborated" in cells[0][3] and cells[0][4] == "12.500" and cells[0][5].startswith("0.700")
+    assert cells[0][6] == "Elias <mark>Lönnrot</mark> compiled the &lt;Kalevala&gt; in 1835."
+    assert cells[1][6] == "<mark>LÖNNROT</mark> was a physician &amp; philologist."
+    assert "sparse" in cells[1][3] and cells[1][2] == "fi"
+    assert all(f"<th>{html.escape(h)}</th>" in out for h in render.EVIDENCE_HEADERS)
+    assert "No passages" in render.evidence_html(Answer(question_id="q", text="x", score=1.0))
+
+
+def test_status_line():
+    s = render.status_markdown("ja", True, "scd", 60, 20, 0.4321)
+    assert "Japanese" in s and "`ja`" in s and "detected" in s and "K = 60" in s and "20 passages" in s
+    assert "0.43 s" in s
+    assert "chosen" in render.status_markdown("fi", False, "dense", 5, 5, 1.0)
+
+
+# ------------------------------------------------------------------ the /answer event
+
+def test_answerer_detects_the_language_and_passes_the_settings():
+    pipe = FakePipeline()
+    status, answer, nbest, evidence, record = Answerer(pipe)("東京タワーの高さは？", "auto", "dense", 30, 10)
+    [call] = pipe.calls
+    assert call["questions"][0].lang == "ja" and call["questions"][0].question == "東京タワーの高さは？"
+    assert call["method"] == "dense" and call["k"] == 30 and call["n_passages"] == 10
+    assert "Japanese" in status and "detected" in status
+    assert "Lönnrot" in answer and len(nbest) == 2 and "<mark>" in evidence
+    assert record["lang"] == "ja" and record["detected"] is True and record["answer"] == "Lönnrot"
+
+
+def test_answerer_language_override_maps_to_the_pipeline_codes():
+    pipe = FakePipeline()
+    Answerer(pipe)("Who compiled the Kalevala?", "fi", "scd", 60, 20)
+    assert pipe.calls[-1]["questions"][0].lang == "fi"
+    Answerer(pipe)("中国的首都是哪里？", "auto", "scd", 60, 20)
+    assert pipe.calls[-1]["questions"][0].lang == "zh_cn"  # detected zh, the pipeline has zh_cn
+
+
+def test_answerer_retrieves_at_least_the_passages_it_reads():
+    pipe = FakePipeline()
+    Answerer(pipe)("Who?", "auto", "scd", 5, 20)
+    assert pipe.calls[-1]["k"] == 20
+
+
+def test_answerer_rejects_bad_input_without_calling_the_pipeline():
+    pipe = FakePipeline()
+    ans = Answerer(pipe)
+    for question in ("", "   ", "x" * 501):
+        status, answer, nbest, evidence, record = ans(question, "auto", "scd", 60, 20)
+        assert status.startswith("⚠️") and answer == "" and nbest == [] and evidence == "" and record is None
+    status = ans("Who?", "auto", "spar", 60, 20)[0]
+    assert "not available" in status and "sparse, dense, scd" in status
+    assert pipe.calls == []
+
+
+def test_answerer_reports_pipeline_errors_as_messages():
+    pipe = FakePipeline(error=XqaError("no BM25 index for language 'sw'"))
+    status = Answerer(pipe)("Nani?", "sw", "sparse", 60, 20)[0]
+    assert status.startswith("⚠️") and "no BM25 index for language 'sw'" in status
+    pipe = FakePipeline(error=RuntimeError("boom"))
+    status = Answerer(pipe)("Who?", "auto", "scd", 60, 20)[0]
+    assert "went wrong" in status and "boom" not in status  # internals stay in the server log
+
+
+def test_answerer_gives_each_request_its_own_id():
+    pipe = FakePipeline()
+    ans = Answerer(pipe)
+    threads = [threading.Thread(target=ans, args=("Who?", "auto", "scd", 60, 20)) for _ in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    ids = [c["questions"][0].id for c in pipe.calls]
+    assert len(ids) == 20 and len(set(ids)) == 20
+
+
+# ------------------------------------------------------------------ the app
+
+def _by_id(demo, elem_id):
+    [block] = [b for b in demo.blocks.values() if getattr(b, "elem_id", None) == elem_id]
+    return block
+
+
+def test_build_app_offers_exactly_the_pipeline_methods_and_loads_nothing():
+    pipe = FakePipeline(methods=("dense", "spar", "spar+scd"), examples=[
+        {"question": "東京タワーの高さは？", "lang": "ja"}, {"question": "東京", "lang": "ja"},
+        {"question": "Who wrote Kalevala?", "lang": "en"}, {"question": "", "lang": "en"}])
+    demo = build_app(pipe)
+    assert pipe.calls == [] and not pipe.loaded
+    method = _by_id(demo, "method")
+    assert [v for _, v in method.choices] == ["dense", "spar", "spar+scd"]
+    assert method.value == "dense"  # the config's "scd" is not offered: first available
+    lang = _by_id(demo, "lang")
+    assert lang.value == "auto" and [v for _, v in lang.choices] == ["auto", "en", "ja", "zh_cn", "fi"]
+    assert _by_id(demo, "k").value == 60 and _by_id(demo, "n_passages").value == 20
+    fns = [fn for fn in demo.fns.values() if fn.api_name == "answer"]
+    assert len(fns) == 1 and [b.elem_id for b in fns[0].inputs] == ["question", "lang", "method", "k", "n_passages"]
+    assert demo._queue.default_concurrency_limit == 2
+
+
+def test_example_rows_use_auto_where_detection_agrees():
+    pipe = FakePipeline(examples=[{"question": "東京タワーの高さは？", "lang": "ja"}, {"question": "東京", "lang": "ja"},
+                                  {"question": "中国的首都是哪里？", "lang": "zh_cn"}, {"question": " ", "lang": "en"},
+                                  {"question": "y" * 600, "lang": "en"}])
+    assert example_rows(pipe) == [["東京タワーの高さは？", "auto"], ["東京", "ja"], ["中国的首都是哪里？", "auto"]]
+    assert language_choices(FakePipeline(languages=()))[0] == ("auto (detect)", "auto")
+    assert len(language_choices(FakePipeline(languages=()))) > 20  # every MIA language when the config names none
+
+
+def test_warm_up_reports_success_and_failure():
+    said = []
+    assert warm_up(FakePipeline(), said.append) is not None
+    assert said[-1].startswith("xqa demo: ready in")
+    said.clear()
+    assert warm_up(FakePipeline(error=XqaError("no reader")), said.append) is None
+    assert "warm-up failed: no reader" in said[-1]
+
+
+def test_apps_import_only_xqa():
+    for path in (ROOT / "apps").rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
+            for n in names:
+                assert n.split(".")[0] not in {"retriever", "reader"}, f"{path} imports {n}"
+
+
+# ------------------------------------------------------------------ the CLI
+
+def test_demo_command_options():
+    import argparse
+
+    from xqa.commands import demo
+
+    p = argparse.ArgumentParser()
+    demo.add_arguments(p)
+    a = p.parse_args([])
+    assert a.host == "127.0.0.1" and a.port == 7860 and a.config.endswith("pipeline.json")
+    assert p.parse_args(["--pipeline", "x.json"]).config == "x.json"
+    assert p.parse_args(["--config", "y.json", "--port", "9000"]).port == 9000
+    for action in p._actions:
+        assert action.help, f"{action.option_strings} has no help"
+    with pytest.raises(SystemExit):
+        p.parse_args(["--share"])
+
+
+def test_demo_command_reports_a_missing_config(tmp_path, capsys):
+    from xqa.cli import main
+
+    assert main(["demo", "--config", str(tmp_path / "none.json")]) == 1
+    assert "no such pipeline config" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ the real pipeline: 20 concurrent users
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def served(tiny_pipeline):
+    from apps.demo import launch
+    from xqa.pipeline import Pipeline
+
+    pipe = Pipeline.load(tiny_pipeline)
+    demo = build_app(pipe, concurrency=2)
+    url = launch(demo, port=_free_port(), block=False)
+    yield url, pipe
+    demo.close()
+
+
+def _questions(pipe, n):
+    from xqa.io import read_questions
+
+    qs = [(e["question"], e.get("lang", "")) for e in pipe.config.examples]
+    if len(qs) < 4:
+        test = Path(pipe.config.base_dir) / "world" / "test.jsonl"
+        qs += [(q.question, q.lang) for q in read_questions(test)]
+    assert qs, "the tiny pipeline has no questions to ask"
+    return [qs[i % len(qs)] for i in range(n)]
+
+
+@pytest.mark.slow
+def test_twenty_concurrent_users_are_all_answered(served):
+    from gradio_client import Client
+
+    url, pipe = served
+    method = pipe.config.retrieval.method if pipe.config.retrieval.method in pipe.methods else pipe.methods[0]
+    questions = _questions(pipe, 20)
+    # what each question should get, asked alone and in order
+    expected = {}
+    for q, _ in questions:
+        if q not in expected:
+            rec = Answerer(pipe)(q, "auto", method, 10, 4)[4]
+            expected[q] = (rec["answer"], [e["id"] for e in rec["evidence"]])
+    results, errors = [None] * 20, []
+    barrier = threading.Barrier(20)
+
+    def user(i):
+        try:
+            client = Client(url, verbose=False, download_files=False)
+            barrier.wait(timeout=120)
+            results[i] = client.predict(questions[i][0], "auto", method, 10, 4, api_name="/answer")
+        except Exception as e:  # noqa: BLE001 - collected and reported below
+            errors.append(f"user {i}: {type(e).__name__}: {e}")
+
+    threads = [threading.Thread(target=user, args=(i,)) for i in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=600)
+    assert not errors, errors
+    ids = set()
+    for (q, _), res in zip(questions, results):
+        assert res is not None
+        status, answer_html, nbest, evidence, record = res
+        assert not status.startswith("⚠️"), status
+        assert record["answer"] == expected[q][0], q
+        assert [e["id"] for e in record["evidence"]] == expected[q][1], q
+        assert len(record["evidence"]) == 4 and record["evidence"][0]["id"] in evidence
+        assert html.escape(record["answer"]) in answer_html
+        ids.add(record["id"])
+    assert len(ids) == 20
+
+
+@pytest.mark.slow
+def test_bench_demo_times_every_method(tiny_pipeline):
+    from xqa.bench.demo import bench_demo
+    from xqa.pipeline import Pipeline
+    from xqa.records import Question
+
+    pipe = Pipeline.load(tiny_pipeline)
+    qs = [Question(id=str(i), question=q, lang=lang) for i, (q, lang) in enumerate(_questions(pipe, 3))]
+    result = bench_demo(pipe, qs, k=10, n_passages=4)
+    assert [m.method for m in result.methods] == pipe.methods
+    for m in result.methods:
+        assert m.n == 3 and 0 < m.p50 <= m.p95 and m.retrieve_p50 > 0 and m.read_p50 > 0
+        assert 0 <= m.lang_accuracy <= 1
+    table = result.table()
+    assert all(m in table for m in pipe.methods) and "p50 ms" in table
