@@ -148,7 +148,8 @@ def test_positive_ids_are_complete(small):
             if (ent.id, rel) not in positives or value.kind != "number":
                 continue
             # every phrasing of a numeric fact writes the number next to the subject's name
-            stated = any(render(t, p["lang"], ent.names[p["lang"]], str(value.ref), ent.gender or "m") in p["text"]
+            stated = any(render(t, p["lang"], world.in_text(ent.id, p["lang"]), str(value.ref), ent.gender or "m")
+                         in p["text"]
                          for t in TEMPLATES[p["lang"]][rel][0])
             assert stated == (p["id"] in positives[(ent.id, rel)]), (p["id"], rel)
             checked += 1
@@ -226,19 +227,23 @@ def test_generated_questions_use_several_phrasings(small):
 
 
 def test_generated_passages_use_several_phrasings(small):
-    """Find which phrasing states each subject fact; every busy (language, relation) cell uses all three."""
+    """Find which phrasing states each fact; every busy (language, relation) cell uses all three."""
     world = small.world
     used = defaultdict(set)
     uses = defaultdict(int)
     for p in small.passages:
-        ent = world.entities[small.passage_subject[p["id"]]]
-        gender = ent.gender or "m"
-        for rel, value in ent.facts.items():
-            obj = world.surface(value, p["lang"], gender)
-            for i, t in enumerate(TEMPLATES[p["lang"]][rel][0]):
-                if render(t, p["lang"], ent.names[p["lang"]], obj, gender) in p["text"]:
-                    used[(p["lang"], rel)].add(i)
-                    uses[(p["lang"], rel)] += 1
+        lang = p["lang"]
+        for ent in world.entities.values():
+            name = world.in_text(ent.id, lang)
+            if name not in p["text"]:
+                continue
+            gender = ent.gender or "m"
+            for rel, value in ent.facts.items():
+                obj = world.in_text(value, lang, gender)
+                for i, t in enumerate(TEMPLATES[lang][rel][0]):
+                    if render(t, lang, name, obj, gender) in p["text"]:
+                        used[(lang, rel)].add(i)
+                        uses[(lang, rel)] += 1
     busy = [k for k, n in uses.items() if n >= 6]
     assert len(busy) > 40
     for k in busy:

@@ -7,7 +7,15 @@
 in memory. Pure Python and the JSON files in ``data/``; no network.
 """
 from xqa.world.entities import LANGS, RELATIONS, World, build_entities
-from xqa.world.generate import SIZES, SPLITS, GeneratedWorld, WorldSize, build_world, generate, world_stats
+from xqa.world.generate import (
+           SIZES,
+           SPLITS,
+           GeneratedWorld,
+           WorldSize,
+           build_world,
+           generate,
+           world_stats,
+)
 
 __all__ = ["LANGS", "RELATIONS", "SIZES", "SPLITS", "GeneratedWorld", "World", "WorldSize", "build_entities", "build_world",
            "generate", "world_stats"]

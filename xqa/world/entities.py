@@ -67,6 +67,7 @@ class Entity:
     facts: dict[str, Value] = field(default_factory=dict)
     home: tuple[str, ...] = ()
     gender: str = ""
+    en_definite: bool = False  # English running text says "the Nile", "the United States"
 
 
 class World:
@@ -87,6 +88,18 @@ class World:
             m, f = self.occupations[str(value.ref)][lang]
             return f if gender == "f" else m
         return self.entities[str(value.ref)].names[lang]
+
+    def in_text(self, value: Value | str, lang: str, gender: str = "m") -> str:
+        """``surface`` as written inside a sentence: English adds "the" where the name takes it.
+
+        The answer string (``surface``) is always a substring of this.
+        """
+        if isinstance(value, str):
+            value = Value("entity", value)
+        text = self.surface(value, lang, gender)
+        if lang == "en" and value.kind == "entity" and self.entities[str(value.ref)].en_definite:
+            return "the " + text
+        return text
 
     def of_kind(self, kind: str) -> list[Entity]:
         return [e for e in self.entities.values() if e.kind == kind]
@@ -141,6 +154,11 @@ def _real_entities() -> tuple[dict[str, Entity], ...]:
             "mountain_height": Value("number", int(row["height"])),
             "mountain_country": Value("entity", country),
         })
+    for rid in data.get("english_definite", []):
+        matches = [e for e in ents.values() if e.id.split("/", 1)[1] == rid]
+        if len(matches) != 1:
+            raise ValueError(f"{where}: english_definite names unknown id {rid!r}")
+        matches[0].en_definite = True
     for e in ents.values():
         for rel, v in e.facts.items():
             if v.kind == "entity" and v.ref not in ents:
@@ -164,6 +182,7 @@ def _name_material() -> dict[str, Any]:
         if set(pats) != set(LANGS) or not all("{name}" in p for p in pats.values()):
             raise ValueError(f"names.json: company kind {kind!r} needs a '{{name}}' pattern in {list(LANGS)}")
     return {"scripts": scripts, "syllables": data["syllables"], "sep": data["name_separator"],
+            "blocked": tuple(data.get("blocked_words", ())),
             "occupations": occupations, "company_kinds": data["company_kinds"]}
 
 
@@ -188,7 +207,13 @@ class _NameMaker:
         self.taken = taken
 
     def word(self, lo: int = 2, hi: int = 3) -> list[int]:
-        return [self.rng.randrange(self.n) for _ in range(self.rng.randint(lo, hi))]
+        """A random syllable string that spells no blocked (rude) word in Latin letters."""
+        blocked = _name_material()["blocked"]
+        while True:
+            syl = [self.rng.randrange(self.n) for _ in range(self.rng.randint(lo, hi))]
+            latin = transliterate(syl, "en").lower()
+            if not any(b in latin for b in blocked):
+                return syl
 
     def unique(self, render) -> dict[str, str]:
         for _ in range(1000):
@@ -225,9 +250,9 @@ def build_entities(rng: random.Random, n_persons: int, n_orgs: int) -> World:
         lang = rng.choice(LANGS)
         kind = rng.choice(kinds)
 
-        def render_org() -> dict[str, str]:
+        def render_org(pattern: dict[str, str] = mat["company_kinds"][kind]) -> dict[str, str]:
             base = maker.word()
-            return {lg: mat["company_kinds"][kind][lg].replace("{name}", transliterate(base, lg)) for lg in LANGS}
+            return {lg: pattern[lg].replace("{name}", transliterate(base, lg)) for lg in LANGS}
 
         names = maker.unique(render_org)
         hq = pick_city(lang)

@@ -30,8 +30,20 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from xqa.world.entities import LANGS, RELATIONS, SUBJECT_KINDS, Entity, World, build_entities
-from xqa.world.templates import join_sentences, passage_templates, question_templates, render
+from xqa.world.entities import (
+    LANGS,
+    RELATIONS,
+    SUBJECT_KINDS,
+    Entity,
+    World,
+    build_entities,
+)
+from xqa.world.templates import (
+    join_sentences,
+    passage_templates,
+    question_templates,
+    render,
+)
 
 SPLITS = ("train", "dev", "test")
 FILES = ("passages.jsonl", "train.jsonl", "dev.jsonl", "test.jsonl")
@@ -140,9 +152,9 @@ class _Rotation:
 
 def _sentence(world: World, rotation: _Rotation, lang: str, eid: str, rel: str) -> str:
     ent = world.entities[eid]
-    obj = world.surface(ent.facts[rel], lang, ent.gender or "m")
+    obj = world.in_text(ent.facts[rel], lang, ent.gender or "m")
     temps = passage_templates(lang, rel)
-    return render(temps[rotation.pick(lang, rel, len(temps))], lang, ent.names[lang], obj, ent.gender or "m")
+    return render(temps[rotation.pick(lang, rel, len(temps))], lang, world.in_text(eid, lang), obj, ent.gender or "m")
 
 
 def make_passages(world: World, rng: random.Random, subjects: list[Entity], fact_keep: float,
@@ -245,7 +257,7 @@ def make_questions(world: World, rng: random.Random, entity_ids: list[str], inde
         value = ent.facts[rel]
         out.append({
             "id": f"{split}-{i:05d}",
-            "question": render(temps[t], lang, ent.names[lang], "", gender),
+            "question": render(temps[t], lang, world.in_text(eid, lang), "", gender),
             "answers": [world.surface(value, lang, gender)],
             "answers_en": [world.surface(value, "en", gender)],
             "lang": lang,

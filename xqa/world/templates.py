@@ -36,11 +36,11 @@ TEMPLATES: dict[str, dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
         "river_length": (("{s} is {o} kilometres long.", "The length of {s} is about {o} km.", "With a length of {o} km, {s} is one of the best-known rivers of the region."),
                          ("How long is {s}?", "What is the length of {s} in kilometres?", "How many kilometres long is {s}?")),
         "river_country": (("{s} is a river in {o}.", "{s} flows through {o}.", "{s} runs across the territory of {o}."),
-                          ("Which country does {s} flow through?", "In which country is the river {s}?", "{s} is a river in which country?")),
+                          ("Which country does {s} flow through?", "In which country does {s} flow?", "{s} is a river in which country?")),
         "mountain_height": (("{s} rises to {o} metres above sea level.", "The height of {s} is {o} m.", "{s} is {o} metres high."),
                             ("How high is {s}?", "What is the height of {s} in metres?", "How many metres tall is {s}?")),
         "mountain_country": (("{s} is a mountain in {o}.", "{s} is located in {o}.", "{s} stands on the territory of {o}."),
-                             ("In which country is the mountain {s}?", "Which country is {s} located in?", "{s} is a mountain in which country?")),
+                             ("In which country does {s} stand?", "Which country is {s} located in?", "{s} is a mountain in which country?")),
         "birth_year": (("{s} was born in the year {o}.", "The year of birth of {s} is {o}.", "{s} came into the world in {o}."),
                        ("When was {s} born?", "In what year was {s} born?", "What is the birth year of {s}?")),
         "birthplace": (("{s} was born in {o}.", "The birthplace of {s} is {o}.", "{s} is a native of {o}."),
@@ -68,11 +68,11 @@ TEMPLATES: dict[str, dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
         "river_length": (("{s} tiene una longitud de {o} kilómetros.", "La longitud de {s} es de unos {o} km.", "Con {o} km de longitud, {s} es uno de los ríos más conocidos de la región."),
                          ("¿Qué longitud tiene {s}?", "¿Cuántos kilómetros mide {s}?", "¿Cuál es la longitud de {s}?")),
         "river_country": (("{s} es un río de {o}.", "{s} fluye a través de {o}.", "{s} recorre el territorio de {o}."),
-                          ("¿Por qué país fluye {s}?", "¿En qué país se encuentra el río {s}?", "¿De qué país es {s}?")),
+                          ("¿Por qué país fluye {s}?", "¿En qué país se encuentra {s}?", "¿De qué país es {s}?")),
         "mountain_height": (("{s} tiene una altura de {o} metros.", "{s} se eleva a {o} metros sobre el nivel del mar.", "La altitud de {s} es de {o} m."),
                             ("¿Qué altura tiene {s}?", "¿Cuántos metros mide {s}?", "¿Cuál es la altitud de {s}?")),
         "mountain_country": (("{s} es una montaña de {o}.", "{s} se encuentra en {o}.", "{s} se alza en el territorio de {o}."),
-                             ("¿En qué país se encuentra la montaña {s}?", "¿En qué país está {s}?", "¿A qué país pertenece {s}?")),
+                             ("¿En qué país se alza {s}?", "¿En qué país está {s}?", "¿A qué país pertenece {s}?")),
         "birth_year": (("{s} nació en el año {o}.", "El año de nacimiento de {s} es {o}.", "{s} vino al mundo en {o}."),
                        ("¿En qué año nació {s}?", "¿Cuándo nació {s}?", "¿Cuál es el año de nacimiento de {s}?")),
         "birthplace": (("{s} nació en {o}.", "El lugar de nacimiento de {s} es {o}.", "{s} es [originario|originaria] de {o}."),
@@ -164,11 +164,11 @@ TEMPLATES: dict[str, dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
         "river_length": (("يبلغ طول {s} حوالي {o} كم.", "يمتد {s} لمسافة {o} كيلومتر.", "طول {s} هو {o} كم."),
                          ("كم يبلغ طول {s}؟", "ما طول {s} بالكيلومترات؟", "كم كيلومترًا يبلغ طول {s}؟")),
         "river_country": (("{s} نهر في {o}.", "يجري {s} عبر {o}.", "يمر {s} في أراضي {o}."),
-                          ("في أي بلد يجري {s}؟", "عبر أي دولة يمر {s}؟", "في أي دولة يقع نهر {s}؟")),
+                          ("في أي بلد يجري {s}؟", "عبر أي دولة يمر {s}؟", "في أي دولة يقع {s}؟")),
         "mountain_height": (("يبلغ ارتفاع {s} {o} متر.", "يرتفع {s} {o} متر فوق سطح البحر.", "ارتفاع {s} هو {o} م."),
                             ("كم يبلغ ارتفاع {s}؟", "ما ارتفاع {s} بالأمتار؟", "كم مترًا يبلغ ارتفاع {s}؟")),
         "mountain_country": (("{s} جبل في {o}.", "يقع {s} في {o}.", "يرتفع {s} في أراضي {o}."),
-                             ("في أي دولة يقع جبل {s}؟", "في أي بلد يوجد {s}؟", "إلى أي دولة ينتمي {s}؟")),
+                             ("في أي دولة يقع {s}؟", "في أي بلد يوجد {s}؟", "إلى أي دولة ينتمي {s}؟")),
         "birth_year": (("[وُلد|وُلدت] {s} عام {o}.", "سنة ميلاد {s} هي {o}.", "[جاء|جاءت] {s} إلى العالم في عام {o}."),
                        ("متى [وُلد|وُلدت] {s}؟", "في أي عام [وُلد|وُلدت] {s}؟", "ما سنة ميلاد {s}؟")),
         "birthplace": (("[وُلد|وُلدت] {s} في مدينة {o}.", "مسقط رأس {s} هو {o}.", "[ينحدر|تنحدر] {s} من مدينة {o}."),
@@ -196,11 +196,11 @@ TEMPLATES: dict[str, dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
         "river_length": (("{s_gen} দৈর্ঘ্য প্রায় {o} কিলোমিটার।", "{s} {o} কিলোমিটার দীর্ঘ।", "{o} কিমি দৈর্ঘ্যের {s} অঞ্চলের একটি বিখ্যাত নদী।"),
                          ("{s_gen} দৈর্ঘ্য কত?", "{s} কত কিলোমিটার লম্বা?", "{s_gen} দৈর্ঘ্য কত কিলোমিটার?")),
         "river_country": (("{s} {o} দেশের একটি নদী।", "{s} {o} দেশের মধ্য দিয়ে প্রবাহিত।", "{s} {o} দেশের ভূখণ্ডে বয়ে চলেছে।"),
-                          ("{s} কোন দেশের মধ্য দিয়ে প্রবাহিত?", "{s} কোন দেশের নদী?", "{s} নদীটি কোন দেশে অবস্থিত?")),
+                          ("{s} কোন দেশের মধ্য দিয়ে প্রবাহিত?", "{s} কোন দেশের নদী?", "{s} কোন দেশের ভূখণ্ডে প্রবাহিত?")),
         "mountain_height": (("{s_gen} উচ্চতা {o} মিটার।", "{s} সমুদ্রপৃষ্ঠ থেকে {o} মিটার উঁচু।", "{o} মিটার উঁচু {s} একটি বিখ্যাত পর্বত।"),
                             ("{s_gen} উচ্চতা কত?", "{s} কত মিটার উঁচু?", "{s_gen} উচ্চতা কত মিটার?")),
         "mountain_country": (("{s} {o} দেশের একটি পর্বত।", "{s} {o} দেশে অবস্থিত।", "{s} {o} দেশের ভূখণ্ডে দাঁড়িয়ে আছে।"),
-                             ("{s} পর্বতটি কোন দেশে অবস্থিত?", "{s} কোন দেশের পর্বত?", "{s} পর্বতটি কোন দেশে?")),
+                             ("{s} কোন দেশে অবস্থিত?", "{s} কোন দেশের পর্বত?", "{s} কোন দেশের ভূখণ্ডে দাঁড়িয়ে আছে?")),
         "birth_year": (("{s} {o} সালে জন্মগ্রহণ করেন।", "{s_gen} জন্মসাল {o}।", "{o} সালে {s_gen} জন্ম হয়।"),
                        ("{s} কোন সালে জন্মগ্রহণ করেন?", "{s_gen} জন্মসাল কত?", "{s} কবে জন্মেছিলেন?")),
         "birthplace": (("{s} {o} শহরে জন্মগ্রহণ করেন।", "{s_gen} জন্মস্থান {o}।", "{s_gen} জন্ম {o} শহরে।"),
@@ -231,13 +231,13 @@ TEMPLATES: dict[str, dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
                           ("{s} ఏ దేశం గుండా ప్రవహిస్తుంది?", "{s} ఏ దేశంలో ఉంది?", "{s} ఏ దేశానికి చెందిన నది?")),
         "mountain_height": (("{s} ఎత్తు {o} మీటర్లు.", "{s} సముద్ర మట్టానికి {o} మీటర్ల ఎత్తులో ఉంది.", "{o} మీటర్ల ఎత్తైన {s} ఒక ప్రసిద్ధ పర్వతం."),
                             ("{s} ఎత్తు ఎంత?", "{s} ఎన్ని మీటర్ల ఎత్తు?", "{s} యొక్క ఎత్తు ఎంత?")),
-        "mountain_country": (("{s} {o} దేశంలోని ఒక పర్వతం.", "{s} పర్వతం {o} దేశంలో ఉంది.", "{s} {o} దేశ భూభాగంలో ఉన్నది."),
-                             ("{s} పర్వతం ఏ దేశంలో ఉంది?", "{s} ఏ దేశానికి చెందిన పర్వతం?", "{s} ఏ దేశ భూభాగంలో ఉంది?")),
+        "mountain_country": (("{s} {o} దేశంలోని ఒక పర్వతం.", "{s} {o} దేశంలో ఉంది.", "{s} {o} దేశ భూభాగంలో ఉన్నది."),
+                             ("{s} ఏ దేశంలో ఉంది?", "{s} ఏ దేశానికి చెందిన పర్వతం?", "{s} ఏ దేశ భూభాగంలో ఉంది?")),
         "birth_year": (("{s} {o}లో జన్మించారు.", "{s} జన్మ సంవత్సరం {o}.", "{s} {o} సంవత్సరంలో పుట్టారు."),
                        ("{s} ఏ సంవత్సరంలో జన్మించారు?", "{s} ఎప్పుడు పుట్టారు?", "{s} జన్మ సంవత్సరం ఏది?")),
         "birthplace": (("{s} {o} నగరంలో జన్మించారు.", "{s} జన్మస్థలం {o}.", "{s} స్వస్థలం {o} నగరం."),
                        ("{s} ఎక్కడ జన్మించారు?", "{s} ఏ నగరంలో పుట్టారు?", "{s} జన్మస్థలం ఏది?")),
-        "occupation": (("{s} వృత్తిరీత్యా {o}.", "{s} ఒక {o}.", "{s} {o}గా ప్రసిద్ధి చెందారు."),
+        "occupation": (("{s} వృత్తిరీత్యా {o}.", "{s} ఒక {o}.", "{s} ఒక ప్రసిద్ధ {o}."),
                        ("{s} వృత్తి ఏమిటి?", "{s} ఏ పని చేస్తారు?", "వృత్తిరీత్యా {s} ఎవరు?")),
         "employer": (("{s} {o} సంస్థలో పనిచేస్తున్నారు.", "{s} పనిచేసే సంస్థ {o}.", "{s} చాలా సంవత్సరాలుగా {o} సంస్థలో ఉద్యోగం చేస్తున్నారు."),
                      ("{s} ఎక్కడ పనిచేస్తారు?", "{s} ఏ సంస్థలో పనిచేస్తున్నారు?", "{s} ఏ కంపెనీలో ఉద్యోగం చేస్తున్నారు?")),
@@ -328,7 +328,7 @@ TEMPLATES: dict[str, dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
         "mountain_height": (("{s}의 높이는 {o}미터이다.", "{s_tp} 해발 {o}m에 이른다.", "해발 {o}m의 {s_tp} 유명한 산이다."),
                             ("{s}의 높이는 몇 미터인가요?", "{s_tp} 얼마나 높나요?", "{s}의 해발 고도는 몇 m인가요?")),
         "mountain_country": (("{s_tp} {o}에 있는 산이다.", "{s_tp} {o}에 위치해 있다.", "{s_tp} {o}의 영토에 솟아 있다."),
-                             ("{s} 산은 어느 나라에 있나요?", "{s_tp} 어느 나라의 산인가요?", "{s_sb} 솟아 있는 나라는 어디인가요?")),
+                             ("{s_tp} 어느 나라에 있나요?", "{s_tp} 어느 나라의 산인가요?", "{s_sb} 솟아 있는 나라는 어디인가요?")),
         "birth_year": (("{s_tp} {o}년에 태어났다.", "{s}의 출생 연도는 {o}년이다.", "{o}년에 {s_sb} 태어났다."),
                        ("{s_tp} 몇 년에 태어났나요?", "{s_tp} 언제 태어났나요?", "{s}의 출생 연도는 언제인가요?")),
         "birthplace": (("{s_tp} {o}에서 태어났다.", "{s}의 출생지는 {o}이다.", "{s_tp} {o} 출신이다."),
@@ -401,9 +401,16 @@ def slot_forms(lang: str, s: str, o: str) -> dict[str, str]:
 
 
 def render(template: str, lang: str, s: str, o: str = "", gender: str = "m") -> str:
-    """Fill ``template``: gender choices first, then the slots."""
+    """Fill ``template``: gender choices first, then the slots.
+
+    In English a slot value may start with a lowercase "the " (``the Nile``);
+    a sentence that then starts with it is capitalised.
+    """
     text = _GENDER.sub(lambda m: m.group(2) if gender == "f" else m.group(1), template)
-    return text.format_map(slot_forms(lang, s, o))
+    text = text.format_map(slot_forms(lang, s, o))
+    if lang == "en" and text[:1].islower():
+        text = text[0].upper() + text[1:]
+    return text
 
 
 def passage_templates(lang: str, relation: str) -> tuple[str, ...]:
