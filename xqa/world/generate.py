@@ -108,7 +108,7 @@ class _Related:
         def country_facts(cid: str, skip: str = "") -> None:
             out.extend([(cid, "capital"), (cid, "continent"), (cid, "country_population")])
             out.extend((x, next(r for r in ("city_country", "river_country", "mountain_country") if r in ents[x].facts))
-                       for x in self.by_country[cid][:6] if x != skip)
+                       for x in self.by_country[cid] if x != skip)
 
         def city_facts(city: str) -> None:
             out.extend([(city, "city_country"), (city, "city_population")])
@@ -117,7 +117,7 @@ class _Related:
             capital = str(ent.facts["capital"].ref)
             city_facts(capital)
             out.extend((x, next(r for r in ("city_country", "river_country", "mountain_country") if r in ents[x].facts))
-                       for x in self.by_country[ent.id][:8] if x != capital)
+                       for x in self.by_country[ent.id] if x != capital)
         elif ent.kind in ("city", "river", "mountain"):
             country = str(ent.facts[f"{ent.kind}_country"].ref)
             country_facts(country, skip=ent.id)
