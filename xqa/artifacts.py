@@ -100,6 +100,7 @@ def atomic_dir(target: str | Path, overwrite: bool = False) -> Iterator[Path]:
         raise FileExistsError(f"{target} exists; remove it or pass overwrite")
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"))
+    os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes 0700; give the folder ordinary permissions
     try:
         yield tmp
         if target.exists():
