@@ -133,7 +133,7 @@ def build_app(pipeline, *, max_chars: int = render.MAX_QUESTION_CHARS,
             "the answer comes in the question's language.")
         with gr.Row():
             with gr.Column(scale=3):
-                question = gr.Textbox(label="Question", lines=2, max_lines=6, elem_id="question",
+                question = gr.Textbox(label="Question", lines=1, max_lines=4, elem_id="question",
                                       placeholder="e.g. ¿Quién escribió Don Quijote?  /  東京タワーの高さは？",
                                       info=f"Any language, up to {max_chars} characters. Enter asks.")
                 ask = gr.Button("Answer", variant="primary", elem_id="ask")

@@ -19,7 +19,7 @@ MAX_QUESTION_CHARS = 500
 
 # Display names of the retrieval methods (values are xqa.config.METHODS).
 METHOD_LABELS = {
-    "dense": "dense (mLUKE-style bi-encoder, all languages)",
+    "dense": "dense (bi-encoder, all languages)",
     "sparse": "sparse (BM25, question language)",
     "scd": "SCD (sparse corroborates dense)",
     "hybrid": "hybrid (dense + α·BM25)",
