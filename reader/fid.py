@@ -20,8 +20,8 @@ from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput
 # Architectures of the configs ``xqa train reader --config`` can build (random weights).
 # ``small`` is mt5-small's shape; ``tiny`` is the embedded default.
 SIZES: dict[str, dict[str, Any]] = {
-    "tiny": dict(d_model=192, d_kv=32, d_ff=512, num_layers=3, num_decoder_layers=3, num_heads=6,
-                 dropout_rate=0.1, relative_attention_num_buckets=32,
+    "tiny": dict(d_model=128, d_kv=32, d_ff=384, num_layers=2, num_decoder_layers=2, num_heads=4,
+                 dropout_rate=0.0, relative_attention_num_buckets=32,
                  relative_attention_max_distance=128, feed_forward_proj="gated-gelu"),
     "small": dict(d_model=512, d_kv=64, d_ff=1024, num_layers=8, num_decoder_layers=8, num_heads=6,
                   dropout_rate=0.1, relative_attention_num_buckets=32,
@@ -40,7 +40,14 @@ def build_t5(size: str | dict[str, Any], vocab_size: int, seed: int | None = 0):
                        decoder_start_token_id=0, **kwargs)
     if seed is not None:
         torch.manual_seed(seed)
-    return MT5ForConditionalGeneration(config)
+    model = MT5ForConditionalGeneration(config)
+    # transformers 5 always ties lm_head to the input embedding and, unlike T5, does not rescale
+    # the decoder output by d_model**-0.5; with the default N(0, 1) embedding the initial logits
+    # have std ~sqrt(d_model) and training starts far above log(vocab). Initialise the shared
+    # embedding at std d_model**-0.5 instead (the RMS norms make the encoder insensitive to it).
+    if model.lm_head.weight is model.shared.weight:
+        torch.nn.init.normal_(model.shared.weight, std=config.d_model ** -0.5)
+    return model
 
 
 def load_t5(name_or_path: str):

@@ -85,12 +85,15 @@ class FiDReader:
     @classmethod
     def load(cls, name_or_folder: str | Path, device: str | torch.device | None = None,
              **overrides) -> "FiDReader":
-        """Load an xqa reader artifact, or start from a Hugging Face T5/mT5 checkpoint."""
+        """Load an xqa reader artifact (or a training run folder: its ``best/``), or start
+        from a Hugging Face T5/mT5 checkpoint (hub name or folder)."""
         from transformers import AutoTokenizer
 
         from xqa.artifacts import load_config
 
         folder = Path(name_or_folder)
+        if not (folder / "model").is_dir() and (folder / "best" / "model").is_dir():
+            folder = folder / "best"  # a training run folder (xqa train reader --out)
         if (folder / CONFIG_NAME).is_file() and (folder / "model").is_dir():
             cfg = load_config(folder, KIND)
             t5 = load_t5(str(folder / "model"))

@@ -1,0 +1,150 @@
+"""Coarse-to-fine grid search of the evidence-fusion weights β, γ (and ε) on dev.
+
+Paper 001 §3 tunes the fusion weights by grid search in passes, a coarse step
+first, then finer steps around the best point. β multiplies the reader's
+relevance (a distribution over passages, so values in [0, 1]) and γ the
+retriever score (any scale: BM25 tens, dense inner products hundreds), so one
+fixed grid cannot suit both: each grid is laid out in units of the typical
+within-question spread (standard deviation) of its signal on dev, so the same
+multipliers mean "this many spreads" for any retriever.
+
+Everything is vectorised over questions: every dev question is prepared once
+(match matrix, duplicate groups, EM/F1 of each candidate), then a grid point
+costs a few numpy operations on [Q, N, k] arrays.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from reader.evidence import FusionParams, log_softmax, match_matrix, normalize_answer
+from xqa.records import Context
+
+COARSE = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
+MISSES = (0.01, 0.03, 0.1, 0.3, 1.0)
+
+Scorer = Callable[[str, Sequence[str], str], "tuple[float, float]"]
+
+
+@dataclass
+class FusionSet:
+    """Dev questions packed for fast fusion; Q questions, N passages, k candidates (padded)."""
+
+    logprobs: np.ndarray    # [Q, k], -inf for padding candidates
+    match: np.ndarray       # [Q, N, k]
+    relevance: np.ndarray   # [Q, N]
+    retriever: np.ndarray   # [Q, N]
+    passages: np.ndarray    # [Q, N] bool, real passages
+    same: np.ndarray        # [Q, k, k] 1 where two candidates normalise to the same text
+    em: np.ndarray          # [Q, k] EM of each candidate
+    f1: np.ndarray          # [Q, k] F1 of each candidate
+
+    def __len__(self) -> int:
+        return self.logprobs.shape[0]
+
+
+def prepare(outputs: Sequence[Any], contexts: Sequence[Sequence[Context]],
+            answers: Sequence[Sequence[str]], langs: Sequence[str], scorer: Scorer) -> FusionSet:
+    """Pack reader outputs (``candidates``, ``relevance``) with their passages and gold answers."""
+    Q = len(outputs)
+    k = max([len(o.candidates) for o in outputs] + [1])
+    N = max([len(o.relevance) for o in outputs] + [1])
+    s = FusionSet(np.full((Q, k), -np.inf), np.zeros((Q, N, k)), np.zeros((Q, N)), np.zeros((Q, N)),
+                  np.zeros((Q, N), bool), np.zeros((Q, k, k)), np.zeros((Q, k)), np.zeros((Q, k)))
+    for q, (out, ctxs) in enumerate(zip(outputs, contexts)):
+        texts = [t for t, _ in out.candidates]
+        n = len(out.relevance)
+        s.logprobs[q, : len(texts)] = [lp for _, lp in out.candidates]
+        s.match[q, :n, : len(texts)] = match_matrix(texts, list(ctxs)[:n])
+        s.relevance[q, :n] = out.relevance
+        s.retriever[q, :n] = [c.score for c in list(ctxs)[:n]]
+        s.passages[q, : max(n, 1)] = True  # no passage: one empty slot -> reader-only ranking
+        keys = [normalize_answer(t) for t in texts]
+        for a, ka in enumerate(keys):
+            for b, kb in enumerate(keys):
+                s.same[q, a, b] = ka == kb
+            if answers[q]:
+                s.em[q, a], s.f1[q, a] = scorer(texts[a], answers[q], langs[q])
+    return s
+
+
+def _spread(values: np.ndarray, mask: np.ndarray) -> float:
+    """Mean within-question standard deviation of ``values`` over real passages."""
+    stds = [values[q, mask[q]].std() for q in range(values.shape[0]) if mask[q].sum() > 1]
+    spread = float(np.mean(stds)) if stds else 0.0
+    return spread if spread > 1e-12 else 1.0
+
+
+def choose(s: FusionSet, params: FusionParams) -> np.ndarray:
+    """Index [Q] of the answer evidence fusion picks (group total, best surface form)."""
+    passage_logits = params.beta * s.relevance + params.gamma * s.retriever
+    log_p = log_softmax(np.where(s.passages, passage_logits, -np.inf), axis=1)          # [Q, N]
+    within = s.logprobs[:, None, :] + np.log(s.match + params.miss * (1 - s.match))     # [Q, N, k]
+    within = log_softmax(within, axis=2)
+    with np.errstate(invalid="ignore"):
+        joint = np.where(s.passages[:, :, None], log_p[:, :, None] + within, -np.inf)
+    top = joint.max(axis=1, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    scores = np.exp(joint - top).sum(axis=1) * np.exp(top[:, 0, :])                     # [Q, k] probabilities
+    scores = np.nan_to_num(scores)
+    group = np.einsum("qab,qb->qa", s.same, scores)                                       # duplicates summed
+    best_group = group >= group.max(axis=1, keepdims=True) * (1 - 1e-9)
+    return np.where(best_group, scores, -1.0).argmax(axis=1)
+
+
+def evaluate(s: FusionSet, params: FusionParams | None) -> tuple[float, float]:
+    """Mean (EM, F1) of fusion with ``params``, or of the reader's top candidate when None."""
+    idx = np.zeros(len(s), int) if params is None else choose(s, params)
+    rows = np.arange(len(s))
+    return float(s.em[rows, idx].mean()), float(s.f1[rows, idx].mean())
+
+
+def _around(values: Sequence[float], best: float, points: int = 9) -> list[float]:
+    """A finer linear grid between the neighbours of ``best`` in ``values``."""
+    vals = sorted(set(values))
+    i = vals.index(best)
+    lo, hi = vals[max(0, i - 1)], vals[min(len(vals) - 1, i + 1)]
+    return sorted(set(np.linspace(lo, hi, points).round(6).tolist()) | {best})
+
+
+def tune_fusion(s: FusionSet, passes: int = 3, progress: bool = False) -> dict[str, Any]:
+    """Grid-search β, γ, ε on ``s`` to maximise mean F1, coarse to fine.
+
+    Pass 1: β, γ over :data:`COARSE` multipliers of the spread of r and R,
+    ε over :data:`MISSES`. Each further pass: a 9-point linear grid between the
+    previous best value's neighbours, for β and γ (ε fixed). Ties keep the
+    earlier point (smaller weights). Returns the best parameters and scores,
+    the reader-only scores and the number of points tried.
+    """
+    unit_r = 1.0 / _spread(s.relevance, s.passages)
+    unit_R = 1.0 / _spread(s.retriever, s.passages)
+    betas = [m * unit_r for m in COARSE]
+    gammas = [m * unit_R for m in COARSE]
+    misses = list(MISSES)
+    best: tuple[float, float, FusionParams] | None = None
+    tried = 0
+    for p in range(max(1, passes)):
+        grid = [(b, g, e) for e in misses for b in betas for g in gammas]
+        if progress:
+            print(f"fusion grid pass {p + 1}: {len(grid)} points")
+        for b, g, e in grid:
+            params = FusionParams(float(b), float(g), float(e))
+            em, f1 = evaluate(s, params)
+            tried += 1
+            if best is None or f1 > best[1] + 1e-12:
+                best = (em, f1, params)
+        assert best is not None
+        betas = _around(betas, best[2].beta)
+        gammas = _around(gammas, best[2].gamma)
+        misses = [best[2].miss]
+    reader_em, reader_f1 = evaluate(s, None)
+    em, f1, params = best
+    return {**params.to_dict(), "dev_em": em, "dev_f1": f1, "reader_only_em": reader_em,
+            "reader_only_f1": reader_f1, "unit_beta": unit_r, "unit_gamma": unit_R,
+            "n_questions": len(s), "points": tried}
+
+
+def params_from(d: Mapping[str, Any]) -> FusionParams:
+    return FusionParams.from_dict(d)

@@ -1,0 +1,319 @@
+"""FiD reader and evidence fusion: model equivalences, learning, artifacts, distributed, fusion maths."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from reader.data import FiDCollator, encode_passages, example_from_record, format_passage
+from reader.evidence import FusionParams, build_answer, fuse_evidence, match_matrix, reader_only
+from reader.fid import FiD, build_t5
+from reader.inference import FiDReader, ReaderOutput
+from reader.task import FiDTask, score_predictions, simple_score
+from reader.tuning import choose, evaluate, prepare, tune_fusion
+from xqa.records import Context, Question
+
+ROOT = Path(__file__).resolve().parents[1]
+MICRO = dict(d_model=32, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=2, num_heads=4,
+             dropout_rate=0.0, feed_forward_proj="gated-gelu")
+
+FACTS = [("Norland", "Velora", "en"), ("Sudmark", "Kastell", "en"), ("Ostria", "Lumbra", "de"),
+         ("Westfal", "Dornik", "de"), ("Karesh", "Mirabad", "en"), ("Tovia", "Selune", "de")]
+QUESTION = {"en": "What is the capital of {}?", "de": "Was ist die Hauptstadt von {}?"}
+PASSAGE = {"en": "The capital of {} is {}.", "de": "Die Hauptstadt von {} ist {}."}
+
+
+def _record(i: int, n_ctx: int = 2) -> dict:
+    country, city, lang = FACTS[i]
+    gold = {"id": f"p{i}", "title": country, "text": PASSAGE[lang].format(country, city), "lang": lang,
+            "score": 5.0, "source": "dense"}
+    other_c, other_city, other_lang = FACTS[(i + 1) % len(FACTS)]
+    other = {"id": f"p{(i + 1) % len(FACTS)}", "title": other_c, "lang": other_lang, "score": 7.0,
+             "text": PASSAGE[other_lang].format(other_c, other_city), "source": "sparse"}
+    ctxs = [other, gold][:n_ctx] if i % 2 else [gold, other][:n_ctx]
+    return {"id": f"q{i}", "question": QUESTION[lang].format(country), "answers": [city], "lang": lang,
+            "ctxs": ctxs}
+
+
+@pytest.fixture(scope="session")
+def tokenizer(tmp_path_factory):
+    from transformers import AutoTokenizer
+
+    from xqa.tokenizer import train_tokenizer
+
+    texts = []
+    for country, city, lang in FACTS:
+        texts += [QUESTION[lang].format(country), PASSAGE[lang].format(country, city), city, country]
+    texts += ["question: lang: en de title: context:"] * 5
+    folder = train_tokenizer(texts * 20, tmp_path_factory.mktemp("tok") / "tok", vocab_size=400)
+    return AutoTokenizer.from_pretrained(str(folder))
+
+
+@pytest.fixture(scope="session")
+def trained(tokenizer, tmp_path_factory):
+    """A micro FiD trained by the shared loop until it has memorised the six facts."""
+    from xqa.training import TrainConfig, train
+
+    torch.set_num_threads(1)
+    reader = FiDReader.from_config(MICRO, tokenizer, seed=0, max_length=40, max_answer_len=8, n_context=2)
+    examples = [example_from_record(_record(i)) for i in range(len(FACTS))]
+    task = FiDTask(reader, FiDCollator(tokenizer, n_context=2, max_length=40, max_answer_len=8),
+                   dev_examples=examples)
+    out = tmp_path_factory.mktemp("run") / "run"
+    with torch.no_grad():
+        first = float(task.loss(reader.model, task.collate(examples)))
+    result = train(task, examples, TrainConfig(out_dir=str(out), batch_size=6, max_steps=150, lr=3e-3,
+                                               weight_decay=0.0, eval_every=50, log_every=10,
+                                               save_every=1000), progress=False)
+    return {"reader": reader, "examples": examples, "out": out, "first_loss": first, "result": result}
+
+
+# ----------------------------------------------------------------------------- data
+
+
+def test_passages_formatted_in_given_order_and_padded(tokenizer):
+    rec = _record(1, n_ctx=2)
+    rec["ctxs"][0]["score"], rec["ctxs"][1]["score"] = 1.0, 9.0  # scores must not re-sort the fused order
+    ex = example_from_record(rec)
+    assert ex["titles"] == [c["title"] for c in rec["ctxs"]]
+    batch = encode_passages(tokenizer, [ex], n_context=4, max_length=128)
+    assert batch["input_ids"].shape[:2] == (1, 4)
+    assert batch["passage_mask"].tolist() == [[1, 1, 0, 0]]
+    first = tokenizer.decode(batch["input_ids"][0, 0], skip_special_tokens=True)
+    c0 = rec["ctxs"][0]
+    assert first.split() == format_passage(rec["question"], rec["lang"], c0["title"], c0["text"]).split()
+    assert batch["attention_mask"][0, 3].sum() > 0  # padding rows keep real tokens for the encoder
+
+
+def test_collator_targets_first_answer_and_truncates(tokenizer):
+    ex = example_from_record({**_record(0), "answers": ["Velora", "Velora City"]})
+    batch = FiDCollator(tokenizer, n_context=3, max_length=12, max_answer_len=8)([ex])
+    assert batch["input_ids"].shape == (1, 3, 12)
+    labels = batch["labels"][0]
+    assert tokenizer.decode(labels[labels >= 0], skip_special_tokens=True) == "Velora"
+    assert labels[labels >= 0][-1].item() == tokenizer.eos_token_id
+
+
+# ----------------------------------------------------------------------------- model equivalence
+
+
+def test_fid_over_one_passage_equals_plain_mt5(tokenizer):
+    torch.manual_seed(0)
+    fid = FiD(build_t5(MICRO, len(tokenizer), seed=1)).eval()
+    batch = encode_passages(tokenizer, [example_from_record(_record(0, n_ctx=1))], 1, 40)
+    ids, mask = batch["input_ids"][:, 0], batch["attention_mask"][:, 0]        # [1, L]
+    dec = torch.tensor([[0, 5, 9, 13]])
+    with torch.no_grad():
+        plain = fid.t5(input_ids=ids, attention_mask=mask, decoder_input_ids=dec).logits
+        fused = fid(batch["input_ids"], batch["attention_mask"], batch["passage_mask"],
+                    decoder_input_ids=dec).logits
+    torch.testing.assert_close(fused, plain, rtol=1e-5, atol=1e-5)
+    gen_plain = fid.t5.generate(input_ids=ids, attention_mask=mask, max_new_tokens=6, num_beams=1,
+                                do_sample=False)
+    gen_fid = fid.generate(batch["input_ids"], batch["attention_mask"], batch["passage_mask"],
+                           beams=1, n_best=1, max_new_tokens=6)["sequences"][:, 0]
+    assert gen_fid.tolist() == gen_plain.tolist()
+
+
+def test_padding_passages_change_nothing(tokenizer):
+    fid = FiD(build_t5(MICRO, len(tokenizer), seed=2)).eval()
+    ex = example_from_record(_record(2, n_ctx=2))
+    dec = torch.tensor([[0, 7, 3]])
+    with torch.no_grad():
+        two = encode_passages(tokenizer, [ex], 2, 40)
+        five = encode_passages(tokenizer, [ex], 5, 40)
+        a = fid(**two, decoder_input_ids=dec).logits
+        b = fid(**five, decoder_input_ids=dec).logits
+        rel = fid.generate(**five, beams=2, n_best=2, max_new_tokens=4)["relevance"]
+    torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+    assert rel.shape == (1, 2, 5)
+    assert torch.all(rel[..., 2:] == 0)
+    torch.testing.assert_close(rel.sum(-1), torch.ones(1, 2))
+
+
+def test_beam_scores_are_sequence_logprobs(tokenizer):
+    fid = FiD(build_t5(MICRO, len(tokenizer), seed=3)).eval()
+    batch = encode_passages(tokenizer, [example_from_record(_record(i)) for i in range(2)], 2, 40)
+    out = fid.generate(**batch, beams=3, n_best=3, max_new_tokens=5)
+    assert out["sequences"].shape[:2] == (2, 3)
+    lp = out["logprobs"]
+    assert torch.all(lp[:, :-1] >= lp[:, 1:])  # best first
+    # recompute the first candidate's log-prob token by token
+    seq = out["sequences"][0, 0]
+    with torch.no_grad():
+        logits = fid(batch["input_ids"][:1], batch["attention_mask"][:1], batch["passage_mask"][:1],
+                     decoder_input_ids=seq[None, :-1]).logits[0].log_softmax(-1)
+    total = 0.0
+    for t, tok in enumerate(seq[1:].tolist()):
+        total += float(logits[t, tok])
+        if tok == tokenizer.eos_token_id:
+            break
+    assert math.isclose(total, float(lp[0, 0]), rel_tol=1e-4, abs_tol=1e-4)
+
+
+# ----------------------------------------------------------------------------- learning, artifacts
+
+
+def test_tiny_fid_memorises_facts_through_the_shared_loop(trained):
+    metrics = [json.loads(line) for line in open(trained["out"] / "metrics.jsonl")]
+    losses = [m["loss"] for m in metrics if "loss" in m]
+    assert losses[-1] < 0.1 * trained["first_loss"], (trained["first_loss"], losses)
+    reader = FiDReader.load(trained["out"])  # the run folder resolves to run/best
+    outs = reader.read_examples(trained["examples"], beams=1)
+    assert [o.text for o in outs] == [FACTS[i][1] for i in range(len(FACTS))]
+    assert trained["result"]["best"] == 1.0
+
+
+def test_reader_read_api_greedy_beam_and_relevance(trained):
+    reader = FiDReader.load(trained["out"])
+    questions, contexts = [], []
+    for i in range(3):
+        rec = _record(i)
+        questions.append(Question(rec["id"], rec["question"], rec["lang"], tuple(rec["answers"])))
+        contexts.append([Context(c["id"], c["title"], c["text"], c["lang"], c["score"], c["source"])
+                         for c in rec["ctxs"]])
+    beam = reader.read(questions, contexts, n_context=2, beams=4, n_best=3, max_answer_len=8)
+    greedy = reader.read(questions, contexts, beams=1)
+    for q, b, g in zip(questions, beam, greedy):
+        assert len(b.candidates) == 3 and len(g.candidates) == 1
+        assert b.text == g.text == q.answers[0]
+        assert [s for _, s in b.candidates] == sorted((s for _, s in b.candidates), reverse=True)
+        assert b.relevance.shape == (2,) and math.isclose(float(b.relevance.sum()), 1.0, rel_tol=1e-5)
+        assert b.candidate_relevance.shape == (3, 2)
+    rt = ReaderOutput.from_dict(json.loads(json.dumps(beam[0].to_dict())))
+    assert rt.candidates == [(t, pytest.approx(s)) for t, s in beam[0].candidates]
+
+
+def test_save_load_identical_generations(trained, tmp_path):
+    reader = trained["reader"]
+    reader.save(tmp_path / "copy")
+    loaded = FiDReader.load(tmp_path / "copy")
+    assert (loaded.max_length, loaded.max_answer_len, loaded.n_context) == (40, 8, 2)
+    examples = trained["examples"][:4]
+    a = reader.read_examples(examples, beams=3, n_best=3)
+    b = loaded.read_examples(examples, beams=3, n_best=3)
+    for x, y in zip(a, b):
+        assert [t for t, _ in x.candidates] == [t for t, _ in y.candidates]
+        np.testing.assert_allclose([s for _, s in x.candidates], [s for _, s in y.candidates], atol=1e-5)
+        np.testing.assert_allclose(x.relevance, y.relevance, atol=1e-5)
+    assert not list((tmp_path / "copy").rglob("*.bin")) and list((tmp_path / "copy").rglob("*.safetensors"))
+
+
+def test_two_process_gloo_training_via_torchrun(tokenizer, tmp_path):
+    data = tmp_path / "train.jsonl"
+    data.write_text("".join(json.dumps(_record(i)) + "\n" for i in range(len(FACTS))), encoding="utf-8")
+    tokenizer.save_pretrained(str(tmp_path / "tok"))
+    torchrun = Path(sys.executable).with_name("torchrun")
+    cmd = [str(torchrun), "--standalone", "--nproc-per-node", "2", "-m", "xqa.cli", "train", "reader",
+           "--train", str(data), "--out", str(tmp_path / "run"), "--config", "tiny", "--tokenizer",
+           str(tmp_path / "tok"), "--n-context", "2", "--max-length", "32", "--batch-size", "2",
+           "--max-steps", "2", "--log-every", "1", "--threads", "1"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run_cfg = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert run_cfg["world_size"] == 2
+    state = json.loads((tmp_path / "run" / "checkpoint" / "trainer_state.json").read_text())
+    assert state["step"] == 2 and state["done"]
+    assert FiDReader.load(tmp_path / "run").read_examples([example_from_record(_record(0))], beams=1)
+
+
+# ----------------------------------------------------------------------------- evidence fusion
+
+
+def _softmax(x):
+    e = [math.exp(v - max(x)) for v in x]
+    return [v / sum(e) for v in e]
+
+
+def test_fusion_matches_hand_computation():
+    cands = [("Paris", -0.2), ("Lyon", -1.5), ("Parigi", -2.0)]
+    ctxs = ["The capital is Paris, not Lyon.", "Lyon is a city."]
+    r, R, beta, gamma, eps = [0.8, 0.2], [12.0, 10.0], 2.0, 0.5, 0.1
+    # by hand: P(i) = softmax(beta r + gamma R); s_i = logprob + log(eps) where the candidate is absent
+    P = _softmax([beta * r[i] + gamma * R[i] for i in range(2)])
+    present = [[1, 1, 0], [0, 1, 0]]
+    expected = [0.0, 0.0, 0.0]
+    for i in range(2):
+        s = [lp + (0.0 if present[i][j] else math.log(eps)) for j, (_, lp) in enumerate(cands)]
+        for j, w in enumerate(_softmax(s)):
+            expected[j] += P[i] * w
+    got = {c.text: c.score for c in fuse_evidence(cands, r, R, ctxs, beta=beta, gamma=gamma, miss=eps)}
+    for (text, _), e in zip(cands, expected):
+        assert got[text] == pytest.approx(e, rel=1e-9)
+    assert sum(got.values()) == pytest.approx(1.0)
+    assert match_matrix([c for c, _ in cands], ctxs).tolist() == present
+
+
+def test_fusion_is_stable_for_large_scores():
+    cands = [("a", -1000.0), ("b", -1001.0)]
+    out = fuse_evidence(cands, [0.5, 0.5], [1e4, -1e4], ["a", "b"], beta=1.0, gamma=1.0)
+    assert all(math.isfinite(c.score) for c in out) and out[0].text == "a"
+
+
+def test_duplicates_summed_with_best_surface_form():
+    cands = [("Paris", -1.0), ("paris.", -0.9), ("Rome", -0.5)]
+    out = fuse_evidence(cands, [1.0], [0.0], ["Paris is in France; Rome is not."], beta=0.0, gamma=0.0, miss=0.5)
+    assert [c.text for c in out] == ["paris.", "Rome"]  # 'paris.' scores higher than 'Paris' alone
+    w = _softmax([-1.0, -0.9, -0.5])
+    assert out[0].score == pytest.approx(w[0] + w[1]) and out[1].score == pytest.approx(w[2])
+    assert out[0].reader_score == -0.9
+    assert [c.text for c in reader_only(cands)] == ["paris.", "Rome"]
+
+
+def test_translated_candidate_stays_scorable_and_can_win():
+    ctxs = ["Die Hauptstadt von Italien ist Rom."]
+    cands = [("Rome", -0.1), ("Roma", -3.0)]  # neither is a span of the German passage
+    out = fuse_evidence(cands, [1.0], [3.0], ctxs, beta=1.0, gamma=1.0)
+    assert out[0].text == "Rome" and out[0].score > 0 and out[1].score > 0
+    # a span candidate gains over a non-span one, but a confident translation still wins
+    out2 = fuse_evidence([("Rome", -0.1), ("Rom", -1.0)], [1.0], [3.0], ctxs, miss=0.1)
+    assert out2[0].text == "Rom"
+    out3 = fuse_evidence([("Rome", -0.1), ("Rom", -6.0)], [1.0], [3.0], ctxs, miss=0.1)
+    assert out3[0].text == "Rome"
+
+
+def test_miss_one_is_reader_only_and_answer_record():
+    cands = [("x", -0.3), ("y", -0.4)]
+    ctxs = [Context("1", "t", "x here", "en", 1.0, "dense"), Context("2", "t", "y here", "en", 9.0, "dense")]
+    fused = fuse_evidence(cands, [0.3, 0.7], [1.0, 9.0], ctxs, beta=3.0, gamma=1.0, miss=1.0)
+    assert [c.score for c in fused] == pytest.approx([c.score for c in reader_only(cands)])
+    ans = build_answer("q", cands, [0.3, 0.7], ctxs, FusionParams(beta=0.0, gamma=1.0, miss=0.1))
+    assert ans.text == "y" and [e.context.id for e in ans.evidence] == ["2", "1"]
+    assert build_answer("q", cands, [0.3, 0.7], ctxs, None).text == "x"
+
+
+def test_tuning_finds_the_informative_signal():
+    """Dev set where the reader's top candidate is wrong half of the time and the passage with
+    the best retriever score holds the right answer: tuning must learn to use γ."""
+    rng = np.random.default_rng(0)
+    outputs, contexts, answers = [], [], []
+    for q in range(40):
+        gold, wrong = f"g{q}", f"w{q}"
+        flip = q % 2 == 0
+        cands = [(wrong, -0.5), (gold, -0.9)] if flip else [(gold, -0.5), (wrong, -0.9)]
+        ctx = [Context("a", "", f"about {gold}", "en", float(5 + rng.random()), "dense"),
+               Context("b", "", f"about {wrong}", "en", float(rng.random()), "dense")]
+        outputs.append(ReaderOutput(cands, np.array([0.5, 0.5], np.float32)))
+        contexts.append(ctx)
+        answers.append([gold])
+    s = prepare(outputs, contexts, answers, ["en"] * 40, simple_score)
+    assert evaluate(s, None) == (0.5, 0.5)
+    best = tune_fusion(s, passes=2)
+    assert best["gamma"] > 0 and best["dev_f1"] == 1.0 and best["reader_only_f1"] == 0.5
+    picked = choose(s, FusionParams(best["beta"], best["gamma"], best["miss"]))
+    assert all(outputs[q].candidates[picked[q]][0] == f"g{q}" for q in range(40))
+
+
+def test_score_predictions_macro_and_simple_score():
+    examples = [{"answers": ["a b"], "lang": "en"}, {"answers": ["c"], "lang": "de"}, {"answers": [], "lang": "en"}]
+    s = score_predictions(examples, ["a b", "x", "ignored"])
+    assert s["em"] == 0.5 and s["f1"] == 0.5 and s["macro_f1"] == 0.5
+    assert simple_score("the a", ["a b"], "en") == (0.0, 0.5)

@@ -1,0 +1,128 @@
+"""``xqa train reader``: train the Fusion-in-Decoder reader on retrieval results.
+
+Input: retrieval-result files (DPR/FiD layout, JSON list or JSONL). Each
+question's ``ctxs`` are read in the order given (the fused order); the first
+``--n-context`` become its passages, padded to exactly that many. The target
+is the first gold answer, in the question's language (``--sample-answers``
+draws one of them each time instead).
+
+Output ``OUT/`` (see ``xqa.training``): ``OUT/best/`` is the reader artifact
+(``FiDReader.load(OUT)`` finds it), ``OUT/checkpoint/`` lets a rerun resume.
+Several processes: ``torchrun --nproc-per-node G -m xqa.cli train reader ...``.
+"""
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--train", required=True, help="training retrieval results (JSON list or JSONL)")
+    p.add_argument("--dev", help="dev retrieval results for EM/F1 validation (best kept)")
+    p.add_argument("--out", required=True, help="run folder: OUT/best is the reader artifact")
+    init = p.add_mutually_exclusive_group()
+    init.add_argument("--init", help="start from a T5/mT5 checkpoint (hub name, HF folder or xqa reader)")
+    init.add_argument("--config", choices=["tiny", "small"],
+                      help="start from random weights of this size (needs --tokenizer); default tiny")
+    p.add_argument("--tokenizer", help="tokenizer folder for --config (xqa train tokenizer)")
+    p.add_argument("--n-context", type=int, default=20, help="passages per question (padded)")
+    p.add_argument("--max-length", type=int, default=192, help="tokens per encoded passage (truncated)")
+    p.add_argument("--max-answer-len", type=int, default=24, help="tokens of the target answer")
+    p.add_argument("--sample-answers", action="store_true", help="train on a random gold answer each time")
+    p.add_argument("--train-limit", type=int, default=0, help="use only the first N training questions (0: all)")
+    p.add_argument("--dev-limit", type=int, default=500, help="validate on the first N dev questions (0: all)")
+    p.add_argument("--eval-mode", choices=["official", "lang_aware", "simple"], default="official",
+                   help="EM/F1 for validation: MIA official, its language-aware variant, or simple normalized")
+    p.add_argument("--batch-size", type=int, default=16, help="questions per batch per process")
+    p.add_argument("--epochs", type=float, default=1.0, help="passes over the training set")
+    p.add_argument("--max-steps", type=int, default=0, help="optimizer steps; >0 overrides --epochs")
+    p.add_argument("--lr", type=float, default=5e-5, help="peak learning rate (AdamW, linear schedule)")
+    p.add_argument("--weight-decay", type=float, default=0.01, help="AdamW weight decay")
+    p.add_argument("--warmup-steps", type=int, default=0, help="linear warm-up steps")
+    p.add_argument("--grad-accum", type=int, default=1, help="gradient accumulation steps")
+    p.add_argument("--max-grad-norm", type=float, default=1.0, help="gradient clipping (0: off)")
+    p.add_argument("--eval-every", type=int, default=0, help="steps between validations (0: every epoch)")
+    p.add_argument("--save-every", type=int, default=500, help="steps between resumable checkpoints")
+    p.add_argument("--log-every", type=int, default=10, help="steps between loss log lines")
+    p.add_argument("--seed", type=int, default=0, help="random seed (model init and data order)")
+    p.add_argument("--no-bf16", action="store_true", help="disable bf16 autocast on CUDA")
+    p.add_argument("--gradient-checkpointing", action="store_true",
+                   help="trade compute for memory (CUDA only)")
+    p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch default)")
+
+
+def load_examples(path: str, n_context: int, limit: int = 0, need_answers: bool = False) -> list[dict]:
+    """Example dicts (``reader.data``) from a retrieval-result file, ctxs in the given order."""
+    from reader.data import example_from_records
+    from xqa.errors import XqaError
+    from xqa.io import read_results
+
+    results = read_results(path)
+    if limit:
+        results = results[:limit]
+    examples = []
+    for r in results:
+        ex = example_from_records(r.question, r.ctxs[:n_context])
+        if need_answers and not ex["answers"]:
+            continue
+        examples.append(ex)
+    if not examples:
+        raise XqaError(f"{path}: no usable questions" + (" with answers" if need_answers else ""))
+    return examples
+
+
+def make_scorer(mode: str):
+    """(prediction, answers, lang) -> (EM, F1): the MIA official scorer, or the simple fallback."""
+    from reader.task import simple_score
+
+    if mode == "simple":
+        return simple_score
+    try:
+        from xqa.evaluation.mia import score_answer
+    except ImportError:  # the evaluation package is optional for the reader
+        print("xqa.evaluation.mia unavailable: using simple normalized EM/F1")
+        return simple_score
+
+    def score(prediction: str, answers, lang: str) -> tuple[float, float]:
+        return score_answer(prediction, list(answers), lang, mode=mode)
+
+    return score
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+    from transformers import AutoTokenizer
+
+    from reader.data import FiDCollator
+    from reader.inference import FiDReader
+    from reader.task import FiDTask
+    from xqa.errors import XqaError
+    from xqa.training import TrainConfig, train
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args.init:
+        reader = FiDReader.load(args.init, device="cpu", max_length=args.max_length,
+                                max_answer_len=args.max_answer_len, n_context=args.n_context)
+    else:
+        if not args.tokenizer:
+            raise XqaError("--config needs --tokenizer (or give --init)")
+        tok = AutoTokenizer.from_pretrained(args.tokenizer)
+        reader = FiDReader.from_config(args.config or "tiny", tok, seed=args.seed, max_length=args.max_length,
+                                       max_answer_len=args.max_answer_len, n_context=args.n_context)
+    train_set = load_examples(args.train, args.n_context, args.train_limit, need_answers=True)
+    dev_set = load_examples(args.dev, args.n_context, args.dev_limit, need_answers=True) if args.dev else []
+    collator = FiDCollator(reader.tokenizer, args.n_context, args.max_length, args.max_answer_len,
+                           sample_answers=args.sample_answers, seed=args.seed)
+    task = FiDTask(reader, collator, dev_set, scorer=make_scorer(args.eval_mode))
+    config = TrainConfig(out_dir=args.out, batch_size=args.batch_size, epochs=args.epochs,
+                         max_steps=args.max_steps, lr=args.lr, weight_decay=args.weight_decay,
+                         warmup_steps=args.warmup_steps, grad_accum=args.grad_accum,
+                         max_grad_norm=args.max_grad_norm, eval_every=args.eval_every,
+                         save_every=args.save_every, seed=args.seed, bf16=not args.no_bf16,
+                         gradient_checkpointing=args.gradient_checkpointing, log_every=args.log_every)
+    n_params = sum(p.numel() for p in reader.model.parameters())
+    print(f"FiD reader: {n_params / 1e6:.1f}M parameters, {len(train_set)} training questions, "
+          f"{len(dev_set)} dev questions, {args.n_context} passages x {args.max_length} tokens")
+    result = train(task, train_set, config)
+    print(f"reader written to {args.out}/best: " + ", ".join(f"{k}={v}" for k, v in result.items()))
+    return 0
