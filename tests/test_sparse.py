@@ -228,6 +228,25 @@ def test_blank_and_stopword_only_questions_get_no_hits(retriever):
     assert [h.id for h in results[4]] == ["en-4"]
 
 
+def test_regional_codes_use_the_base_language_index(retriever):
+    (hits,) = retriever.search([Question("z", "中国的首都", "zh_cn")], k=3)
+    assert hits and hits[0].id == "zh-1" and hits[0].lang == "zh"
+    assert retriever.index_language("pt_br") is None and retriever.index_language("../x") is None
+
+
+def test_long_questions_and_other_threads(retriever):
+    import threading
+
+    words = " ".join(f"zz{i}" for i in range(3000))  # > Lucene's default 1,024 clauses
+    long_q, normal = Question("long", words + " Seine", "en"), Question("n", "Nile Egypt", "en")
+    results = {}
+    worker = threading.Thread(target=lambda: results.update(r=retriever.search([long_q, normal], k=3)))
+    worker.start()
+    worker.join()
+    (long_hits, normal_hits) = results["r"]
+    assert [h.id for h in long_hits] == ["en-4"] and normal_hits[0].id == "en-3"
+
+
 def test_unknown_language_is_an_error_or_empty(retriever):
     qs = [Question("x", "Hauptstadt", "de"), Question("y", "capital", "en")]
     with pytest.raises(XqaError, match=r"no BM25 index for language 'de'.*question 'x'"):

@@ -227,6 +227,10 @@ def ensure_jvm() -> JavaRuntime:
                 "xqa without Anserini on the class path, or with Java < 21. Call "
                 "retriever.sparse.java.ensure_jvm() before importing pyserini or jnius."
             ) from e
+        if rt.source == "already running":
+            system = autoclass("java.lang.System")
+            rt = JavaRuntime(Path(str(system.getProperty("java.home"))),
+                             _parse_version(str(system.getProperty("java.version"))), rt.source, False)
         _quiet_java_logging()
         _state["runtime"] = rt
         log.info("Java VM started: Java %s from %s (%s)", ".".join(map(str, rt.version)), rt.home, rt.source)

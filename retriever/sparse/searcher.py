@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal, Sequence
 
+from retriever.base import check_k
 from retriever.sparse import analyzers
 from retriever.sparse.index import DEFAULT_B, DEFAULT_K1, KIND, LANG_KIND, LUCENE_SUBDIR
 from retriever.sparse.java import ensure_jvm, jclass
@@ -22,6 +23,10 @@ from xqa.errors import XqaError
 from xqa.records import Hit, Question
 
 SOURCE = "sparse"
+# Lucene refuses queries with more than 1,024 distinct terms, and one such
+# question makes Anserini fail its whole batch; long questions (or a passage
+# used as a query) are legitimate here, so raise the VM-wide limit.
+MAX_QUERY_TERMS = 1 << 16
 
 
 class _LanguageIndex:
@@ -66,7 +71,10 @@ class _LanguageIndex:
         out: list[list[Hit]] = [[] for _ in texts]
         if not positions:
             return out
-        results = self.searcher.batch_search(queries, qids, int(k), int(threads))
+        try:
+            results = self.searcher.batch_search(queries, qids, int(k), int(threads))
+        except Exception as e:  # a JavaException: say which batch, keep Lucene's reason
+            raise XqaError(f"BM25 search in the {self.lang!r} index failed: {e}") from e
         for i in positions:
             out[i] = _to_hits(results.get(str(i)) or [], self.lang, k)
         return out
@@ -123,6 +131,9 @@ class SparseRetriever:
         except ValueError as e:
             raise XqaError(str(e)) from None
         ensure_jvm()
+        index_searcher = jclass("org.apache.lucene.search.IndexSearcher")
+        if index_searcher.getMaxClauseCount() < MAX_QUERY_TERMS:
+            index_searcher.setMaxClauseCount(MAX_QUERY_TERMS)
         bm25 = config.get("bm25", {})
         k1 = bm25.get("k1", DEFAULT_K1) if k1 is None else k1
         b = bm25.get("b", DEFAULT_B) if b is None else b
@@ -141,6 +152,17 @@ class SparseRetriever:
         """Languages with an index, sorted."""
         return sorted(self._indexes)
 
+    def index_language(self, lang: str) -> str | None:
+        """The index a question in ``lang`` is searched in: ``lang`` itself, else its base
+        language (``zh_cn`` questions → a ``zh`` index), else None."""
+        if lang in self._indexes:
+            return lang
+        try:
+            base = analyzers.base_language(lang)
+        except ValueError:
+            return None
+        return base if base in self._indexes else None
+
     def analyzer(self, lang: str) -> str:
         """The recorded analyzer name for ``lang`` (e.g. ``"anserini:ja"``)."""
         return self._indexes[lang].config["analyzer"]
@@ -150,12 +172,12 @@ class SparseRetriever:
         """Top-``k`` BM25 hits per question from its language's index, in question order."""
         if missing not in ("error", "empty"):
             raise ValueError(f"missing must be 'error' or 'empty', not {missing!r}")
-        if k < 0:
-            raise ValueError(f"k must be >= 0, not {k}")
+        k = check_k(k)
         by_lang: dict[str, list[int]] = {}
         for i, q in enumerate(questions):
             by_lang.setdefault(q.lang, []).append(i)
-        unknown = sorted(set(by_lang) - set(self._indexes))
+        targets = {lang: self.index_language(lang) for lang in by_lang}
+        unknown = sorted(lang for lang, target in targets.items() if target is None)
         if unknown and missing == "error":
             first = questions[by_lang[unknown[0]][0]]
             raise XqaError(f"no BM25 index for language {unknown[0]!r} (question {first.id!r}) in "
@@ -164,10 +186,11 @@ class SparseRetriever:
         if k == 0:
             return out
         for lang, positions in by_lang.items():
-            if lang not in self._indexes:
+            target = targets[lang]
+            if target is None:
                 continue
             texts = [questions[i].question for i in positions]
-            for i, hits in zip(positions, self._indexes[lang].batch_search(texts, k, self.threads)):
+            for i, hits in zip(positions, self._indexes[target].batch_search(texts, k, self.threads)):
                 out[i] = hits
         return out
 
