@@ -56,20 +56,27 @@ def teacher_data(teacher, passages: Callable[[], Iterable[Passage]], out_dir: st
     folder = Path(out_dir) / TEACHER_DIR
     dev_list = list(dev_questions or [])
     settings = {"teacher": asdict(config), "dev_questions": [q.id for q in dev_list][:50],
+                "languages": sorted(getattr(teacher, "languages", None) or ()),
                 "n_dev_questions": len(dev_list), "dev_size": dev_size}
     meta_path = folder / "meta.json"
     if meta_path.is_file():
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
         if meta.get("settings") == settings:
             return _read_jsonl(folder / "train.jsonl"), _read_jsonl(folder / "dev.jsonl"), meta
-    queries = list(sample_sentence_queries(passages(), config))
+    # Sentences of a language the teacher has no index for would find nothing: skip them.
+    covered = set(getattr(teacher, "languages", None) or ())
+
+    def corpus() -> Iterable[Passage]:
+        return (p for p in passages() if not covered or p.lang in covered)
+
+    queries = list(sample_sentence_queries(corpus(), config))
     if not queries:
         raise XqaError(f"no sentence of at least {config.min_words} words in the passages: "
                        f"nothing to train Λ on")
     if not dev_list:
         seen = {q.question for q in queries}
         dev_cfg = TeacherConfig(**{**asdict(config), "seed": config.seed + 1, "max_queries": 0})
-        dev_list = [q for q in sample_sentence_queries(passages(), dev_cfg) if q.question not in seen]
+        dev_list = [q for q in sample_sentence_queries(corpus(), dev_cfg) if q.question not in seen]
         dev_list = [Question(f"dev:{q.id}", q.question, q.lang) for q in dev_list[:dev_size]]
     train, unlabelled = teacher_examples(teacher, queries, config, progress=progress)
     dev, dev_unlabelled = teacher_examples(teacher, dev_list, config, validation=True, progress=progress)

@@ -1,0 +1,120 @@
+"""The contract every retriever meets, checked on every kind buildable on a tiny corpus.
+
+``search(questions, k) -> list[list[Hit]]``: one list per question, in order;
+scores sorted descending; at most ``k`` hits; unique ids; ids of real
+passages. Kinds: BM25, dense, SCD, hybrid (raw and normalised), RRF, SPAR,
+SPAR's Λ half, SPAR's dense half, SPAR+SCD — all real (``fusion_stack``).
+"""
+from __future__ import annotations
+
+import pytest
+from fusion_stack import NO_BM25_LANG, build_stack
+
+from retriever.base import Retriever, contract_violations
+from retriever.fused import METHODS, build_retriever
+from retriever.fusion import sparse_corroborate_dense
+from xqa.errors import XqaError
+from xqa.records import Question
+
+KINDS = list(METHODS) + ["hybrid-norm", "lexical", "spar-dense-half"]
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    return build_stack(tmp_path_factory.getbasetemp() / "fusion_stack")
+
+
+def make(stack, kind: str) -> Retriever:
+    parts = {"sparse": stack.sparse_retriever(), "dense": stack.dense_retriever(),
+             "spar": stack.spar_retriever()}
+    if kind == "hybrid-norm":
+        return build_retriever("hybrid", **parts, alpha=0.7, normalize=True, k_each=40)
+    if kind == "lexical":
+        return stack.spar_retriever().part("lexical")
+    if kind == "spar-dense-half":
+        return stack.spar_retriever().part("dense")
+    return build_retriever(kind, **parts, alpha=0.5, max_frac=0.2, mu=0.7)
+
+
+def indexed_questions(stack, n=12):
+    return [q for q in stack.dev if q.lang != NO_BM25_LANG][:n]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_contract(stack, kind):
+    r = make(stack, kind)
+    assert isinstance(r, Retriever)
+    qs = indexed_questions(stack)
+    ids = {p.id for p in stack.passages}
+    for k in (1, 7, 60, 10_000):
+        lists = r.search(qs, k)
+        assert len(lists) == len(qs)
+        for hits in lists:
+            assert contract_violations(hits, k) == [], (kind, k)
+            assert {h.id for h in hits} <= ids
+        if k == 60:
+            # a full corpus is searched: never empty for these questions (every kind has dense or BM25 hits)
+            assert sum(bool(h) for h in lists) >= len(qs) // 2
+    assert r.search([], 5) == []
+    assert all(h == [] for h in r.search(qs[:3], 0))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_batch_equals_one_by_one_and_is_deterministic(stack, kind):
+    r = make(stack, kind)
+    qs = indexed_questions(stack, 6)
+    batch = r.search(qs, 10)
+    assert batch == r.search(qs, 10)
+    singles = [r.search([q], 10)[0] for q in qs]
+    for b, s in zip(batch, singles):
+        assert [h.id for h in b] == [h.id for h in s]
+        assert [h.score for h in b] == pytest.approx([h.score for h in s], rel=1e-4, abs=1e-4)
+
+
+@pytest.mark.parametrize("kind", ["scd", "spar+scd", "hybrid", "rrf"])
+def test_fused_kinds_survive_a_language_without_bm25(stack, kind):
+    qs = [q for q in stack.dev if q.lang == NO_BM25_LANG][:4]
+    assert qs, "the small world has Telugu questions"
+    with pytest.raises(XqaError, match="no BM25 index"):
+        stack.sparse_retriever().search(qs, 5)
+    lists = make(stack, kind).search(qs, 20)
+    side = stack.spar_retriever().with_mu(0.7) if kind == "spar+scd" else stack.dense_retriever()
+    if kind in ("scd", "spar+scd"):
+        # an empty sparse list gives the dense side's list
+        want = side.search(qs, 20)
+        assert [[h.id for h in x] for x in lists] == [[h.id for h in x] for x in want]
+        assert {h.source for x in lists for h in x} == {"dense"}
+
+
+def test_scd_retriever_equals_the_function_on_real_lists(stack):
+    qs = indexed_questions(stack, 10)
+    k = 20
+    d = stack.dense_retriever().search(qs, k)
+    s = stack.sparse_retriever().search(qs, k)
+    got = make(stack, "scd").search(qs, k)
+    assert got == [sparse_corroborate_dense(a, b, k, 0.2) for a, b in zip(d, s)]
+    # the SCD list holds every dense/BM25 agreement and at most floor(0.2*k) - corroborated sparse-only hits
+    for fused, a, b in zip(got, d, s):
+        both = {h.id for h in a} & {h.id for h in b}
+        assert {h.id for h in fused if h.source == "corroborated"} == both
+        assert sum(h.source == "sparse" for h in fused) == max(0, min(4, len(b)) - len(both))
+
+
+def test_question_order_and_languages_are_kept(stack):
+    qs = indexed_questions(stack, 8)
+    r = make(stack, "sparse")
+    lists = r.search(list(reversed(qs)), 5)
+    forward = r.search(qs, 5)
+    assert lists == list(reversed(forward))
+    assert all(h.lang == q.lang for q, hits in zip(qs, forward) for h in hits)  # BM25: question language
+    dense_langs = {h.lang for hits in make(stack, "dense").search(qs, 60) for h in hits}
+    assert len(dense_langs) > 1  # dense: global over all languages
+
+
+def test_unknown_method_and_missing_component(stack):
+    with pytest.raises(XqaError, match="unknown retrieval method"):
+        build_retriever("colbert", dense=stack.dense_retriever())
+    with pytest.raises(XqaError, match="needs a spar"):
+        build_retriever("spar+scd", sparse=stack.sparse_retriever())
+    q = Question("x", "anything", "en")
+    assert len(make(stack, "spar").search([q], 3)[0]) == 3
