@@ -205,8 +205,12 @@ def ensure_jvm() -> JavaRuntime:
             rt = JavaRuntime(Path(os.environ.get("JAVA_HOME", "?")), (), "already running", False)
         else:
             rt = find_java()
-            jnius_config.set_classpath(str(jar))
-            jnius_config.set_options(*jvm_options(rt))
+            # Keep what other code configured, minus a vector-module request this Java cannot honour.
+            if str(jar) not in (jnius_config.classpath or []):
+                jnius_config.add_classpath(str(jar))
+            kept = [o for o in jnius_config.get_options()
+                    if rt.has_vector_module or "jdk.incubator.vector" not in o]
+            jnius_config.set_options(*dict.fromkeys(kept + jvm_options(rt)))
             lib = rt.home / "lib" / "server" / "libjvm.so"
             # pyjnius locates libjvm through JAVA_HOME (or JVM_PATH) when it is imported,
             # which is when it starts the VM; point it at our choice for that moment only.
