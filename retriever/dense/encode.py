@@ -1,0 +1,201 @@
+"""Sharded, resumable passage encoding and the final per-language index build.
+
+A dense index folder ``OUT`` is filled in two steps:
+
+1. ``encode_shard``: shard ``i`` of ``n`` holds the passages whose position in
+   the passage stream is ``≡ i (mod n)``. Shards can run as separate processes
+   or machines (anything that sees ``OUT``). A shard is written in chunks;
+   each chunk is two files, ``ids`` text (passage id and language per line)
+   then the ``.npy`` vectors, each written to a temporary name and renamed,
+   so a killed run resumes at the first missing chunk and never recomputes a
+   finished one. ``done.json`` marks a complete shard.
+2. ``build_indexes``: once every shard is done, group vectors by language and
+   build the FAISS indexes (``OUT/index/``, atomic), then write
+   ``OUT/config.json`` (kind ``dense_index``) — only a folder with that file
+   is a finished index.
+
+Layout::
+
+    OUT/config.json                         model, dim, shards, index params
+    OUT/shards/00000-of-00004/chunk-000000.ids   "id<TAB>lang" per line
+    OUT/shards/00000-of-00004/chunk-000000.npy   [m, d] float32 or float16
+    OUT/shards/00000-of-00004/done.json
+    OUT/index/                              LanguageIndexes folder
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Callable, Iterable, Iterator, Sequence
+
+import numpy as np
+
+from xqa.artifacts import is_complete, load_config, save_config, write_json_atomic, write_text_atomic
+from xqa.errors import XqaError
+from xqa.records import Passage
+
+from .index import IndexParams, LanguageIndexes
+
+KIND = "dense_index"
+DEFAULT_CHUNK = 20_000
+
+
+def shard_dir(out_dir: str | Path, shard_id: int, num_shards: int) -> Path:
+    return Path(out_dir) / "shards" / f"{shard_id:05d}-of-{num_shards:05d}"
+
+
+def shard_done(out_dir: str | Path, shard_id: int, num_shards: int) -> bool:
+    return (shard_dir(out_dir, shard_id, num_shards) / "done.json").is_file()
+
+
+def _chunks(passages: Iterable[Passage], shard_id: int, num_shards: int,
+            chunk_size: int) -> Iterator[list[Passage]]:
+    buf: list[Passage] = []
+    for i, p in enumerate(passages):
+        if i % num_shards != shard_id:
+            continue
+        buf.append(p)
+        if len(buf) == chunk_size:
+            yield buf
+            buf = []
+    if buf:
+        yield buf
+
+
+def _save_npy_atomic(path: Path, arr: np.ndarray) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.save(f, arr)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+
+
+def encode_shard(encode: Callable[[Sequence[Passage]], np.ndarray], passages: Iterable[Passage],
+                 out_dir: str | Path, shard_id: int = 0, num_shards: int = 1, *,
+                 fp16: bool = False, chunk_size: int = DEFAULT_CHUNK, progress: bool = True) -> dict:
+    """Encode shard ``shard_id`` of ``num_shards`` into ``out_dir/shards``; resume if interrupted.
+
+    ``encode`` maps passages to vectors ``[m, d]`` float32 (e.g.
+    ``BiEncoder.encode_passages``). Returns counts ``{"encoded", "skipped", "chunks"}``.
+    """
+    if not 0 <= shard_id < num_shards:
+        raise XqaError(f"--shard-id {shard_id} must be in [0, {num_shards})")
+    folder = shard_dir(out_dir, shard_id, num_shards)
+    stats = {"encoded": 0, "skipped": 0, "chunks": 0}
+    if (folder / "done.json").is_file():
+        stats["skipped"] = json.loads((folder / "done.json").read_text())["passages"]
+        return stats
+    folder.mkdir(parents=True, exist_ok=True)
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(desc=f"shard {shard_id}/{num_shards}", unit="passage")
+    total, dim = 0, None
+    try:
+        for c, chunk in enumerate(_chunks(passages, shard_id, num_shards, chunk_size)):
+            npy = folder / f"chunk-{c:06d}.npy"
+            ids = folder / f"chunk-{c:06d}.ids"
+            total += len(chunk)
+            stats["chunks"] += 1
+            id_text = "".join(f"{p.id}\t{p.lang}\n" for p in chunk)
+            if npy.is_file() and ids.is_file():
+                if ids.read_text(encoding="utf-8") != id_text:
+                    raise XqaError(f"{ids}: the passages differ from the run that wrote this chunk; "
+                                   f"remove {folder} to re-encode")
+                stats["skipped"] += len(chunk)
+            else:
+                write_text_atomic(ids, id_text)
+                vec = np.asarray(encode(chunk), dtype=np.float32)
+                if vec.shape[0] != len(chunk):
+                    raise XqaError(f"encoder returned {vec.shape[0]} vectors for {len(chunk)} passages")
+                _save_npy_atomic(npy, vec.astype(np.float16) if fp16 else vec)
+                stats["encoded"] += len(chunk)
+            if bar is not None:
+                bar.update(len(chunk))
+    finally:
+        if bar is not None:
+            bar.close()
+    write_json_atomic(folder / "done.json", {"passages": total, "chunks": stats["chunks"],
+                                             "fp16": fp16})
+    return stats
+
+
+def read_shards(out_dir: str | Path, num_shards: int) -> Iterator[tuple[np.ndarray, list[str], list[str]]]:
+    """Yield ``(vectors [m, d] float32, ids, langs)`` per chunk of every (finished) shard."""
+    for s in range(num_shards):
+        folder = shard_dir(out_dir, s, num_shards)
+        if not (folder / "done.json").is_file():
+            raise XqaError(f"{folder}: shard not finished; run `xqa index dense --shard-id {s} "
+                           f"--num-shards {num_shards}`")
+        n_chunks = json.loads((folder / "done.json").read_text())["chunks"]
+        for c in range(n_chunks):
+            ids_path = folder / f"chunk-{c:06d}.ids"
+            rows = [line.split("\t") for line in ids_path.read_text(encoding="utf-8").splitlines()]
+            for ln, r in enumerate(rows, 1):
+                if len(r) != 2:
+                    raise XqaError(f"{ids_path}:{ln}: expected 'id<TAB>lang'")
+            vec = np.load(folder / f"chunk-{c:06d}.npy", allow_pickle=False).astype(np.float32)
+            yield vec, [r[0] for r in rows], [r[1] for r in rows]
+
+
+def build_indexes(out_dir: str | Path, num_shards: int, params: IndexParams,
+                  model_info: dict, progress: bool = True) -> Path:
+    """Group every shard's vectors by language, build the FAISS indexes, finish ``out_dir``."""
+    out_dir = Path(out_dir)
+    by_lang: dict[str, tuple[list[np.ndarray], list[str]]] = {}
+    seen: set[str] = set()
+    for vec, ids, langs in read_shards(out_dir, num_shards):
+        langs_arr = np.asarray(langs)
+        for lang in dict.fromkeys(langs):
+            sel = np.nonzero(langs_arr == lang)[0]
+            vs, is_ = by_lang.setdefault(lang, ([], []))
+            vs.append(vec[sel])
+            is_.extend(ids[i] for i in sel)
+        for pid in ids:
+            if pid in seen:
+                raise XqaError(f"passage id {pid!r} occurs twice in the passages")
+            seen.add(pid)
+    groups = {lang: (np.concatenate(vs), is_) for lang, (vs, is_) in by_lang.items()}
+    indexes = LanguageIndexes.build(groups, params, progress=progress)
+    indexes.save(out_dir / "index")
+    save_config(out_dir, KIND, {
+        "model": model_info, "dim": indexes.dim, "num_shards": num_shards,
+        "index": vars(params), "passages": len(seen),
+        "languages": {k: len(v) for k, v in indexes.ids.items()},
+    })
+    return out_dir
+
+
+def index_config(out_dir: str | Path) -> dict:
+    """The finished index folder's ``config.json``."""
+    if not is_complete(out_dir):
+        raise XqaError(f"{out_dir}: not a finished dense index (run `xqa index dense`)")
+    try:
+        return load_config(out_dir, KIND)
+    except ValueError as e:
+        raise XqaError(str(e)) from None
+
+
+def model_info(model_dir: str | Path, index_dir: str | Path) -> dict:
+    """How the index records its encoder: relative path (relocatable) and absolute path."""
+    model_dir, index_dir = Path(model_dir).resolve(), Path(index_dir).resolve()
+    return {"path": os.path.relpath(model_dir, index_dir), "abs_path": str(model_dir)}
+
+
+def resolve_model_dir(index_dir: str | Path, info: dict) -> Path:
+    rel = (Path(index_dir) / info["path"]).resolve()
+    for cand in (rel, Path(info["abs_path"])):
+        if is_complete(cand):
+            return cand
+    raise XqaError(f"{index_dir}: its encoder {info['path']} ({info['abs_path']}) is gone; "
+                   f"pass model_dir / --model explicitly")

@@ -1,0 +1,362 @@
+"""The bi-encoder: a question tower and a passage tower over any HF encoder.
+
+DPR (Karpukhin et al., 2020) as used by the MIA system (paper 002 §3.1): the
+representation of a text is the last layer's hidden state of its first token
+(``pooling="cls"``); relevance is the dot product of the two vectors. The
+towers are any Hugging Face encoder — ``LukeModel`` (mLUKE, word inputs only:
+mLUKE-W), ``BertModel`` (mBERT), ``DPRQuestionEncoder``/``DPRContextEncoder`` —
+shared (one set of weights) or separate.
+
+Artifact (kind ``bi_encoder``)::
+
+    config.json        backbone, pooling, shared, max lengths, tower classes
+    query_encoder/     HF folder (safetensors)
+    passage_encoder/   HF folder (absent when the towers are shared)
+    tokenizer/         HF tokenizer folder
+
+Inputs: a question is ``[CLS] question [SEP]``; a passage is
+``[CLS] title [SEP] text [SEP]`` in the model's own special tokens. Tokenizers
+without a CLS token (the embedded T5-style SentencePiece one) use their
+``<cls>``/``<sep>`` control symbols and ``</s>`` at the end.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from xqa.artifacts import atomic_dir, load_config, save_config
+from xqa.errors import XqaError
+from xqa.records import Passage
+
+KIND = "bi_encoder"
+POOLINGS = ("cls", "mean", "pooler")
+# Tower classes an artifact may name; anything else loads through AutoModel.
+_TOWER_CLASSES = ("LukeModel", "BertModel", "XLMRobertaModel", "RobertaModel",
+                  "DistilBertModel", "DPRQuestionEncoder", "DPRContextEncoder")
+
+# Architectures for models built from scratch (``--config``). "tiny" is the
+# embedded default: small enough to train on a 2-core CPU in minutes.
+SIZES: dict[str, dict[str, int]] = {
+    "tiny": dict(hidden_size=128, num_hidden_layers=2, num_attention_heads=4, intermediate_size=512),
+    "small": dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024),
+    "base": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072),
+}
+
+
+@dataclass
+class BiEncoderConfig:
+    """What the artifact's ``config.json`` records besides the tower weights."""
+
+    backbone: str = "luke"            # HF model_type of the towers
+    pooling: str = "cls"              # cls | mean | pooler (DPR's pooler_output)
+    shared: bool = True               # one tower for questions and passages
+    query_max_length: int = 64
+    passage_max_length: int = 256
+    query_class: str = "LukeModel"
+    passage_class: str = "LukeModel"
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "BiEncoderConfig":
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+
+def _tower_class(name: str):
+    import transformers
+
+    if name in _TOWER_CLASSES:
+        return getattr(transformers, name)
+    return transformers.AutoModel
+
+
+def _special_ids(tok) -> tuple[int, int, int]:
+    """``(cls, sep, end)`` ids for the manual input layout of CLS-less tokenizers."""
+    cls_id = tok.convert_tokens_to_ids("<cls>")
+    sep_id = tok.convert_tokens_to_ids("<sep>")
+    if cls_id is None or cls_id == tok.unk_token_id or sep_id is None or sep_id == tok.unk_token_id:
+        raise XqaError("tokenizer has neither a CLS token nor <cls>/<sep> control symbols; "
+                       "train it with `xqa train tokenizer`")
+    end = tok.eos_token_id if tok.eos_token_id is not None else sep_id
+    return cls_id, sep_id, end
+
+
+class BiEncoder(nn.Module):
+    """Question and passage towers plus the tokenizer that feeds them.
+
+    ``forward`` is not used; training calls :meth:`embed_queries` /
+    :meth:`embed_passages` on tokenized batches, inference calls
+    :meth:`encode_queries` / :meth:`encode_passages` on raw records.
+    """
+
+    def __init__(self, query_encoder: nn.Module, passage_encoder: nn.Module | None,
+                 tokenizer, config: BiEncoderConfig):
+        super().__init__()
+        if config.pooling not in POOLINGS:
+            raise XqaError(f"unknown pooling {config.pooling!r}; choose from {', '.join(POOLINGS)}")
+        self.query_encoder = query_encoder
+        self.passage_encoder = passage_encoder  # None when shared
+        self.tokenizer = tokenizer
+        self.config = config
+        self._native_cls = tokenizer.cls_token_id is not None
+        self._ids = None if self._native_cls else _special_ids(tokenizer)
+        self._freeze_unused()
+
+    def _freeze_unused(self) -> None:
+        """Parameters the representation never uses get no gradient (DDP requires it).
+
+        LUKE's entity embeddings (word inputs only) and, unless ``pooling="pooler"``,
+        the towers' pooler layers.
+        """
+        for tower in self.towers():
+            ent = getattr(tower, "entity_embeddings", None)
+            if ent is not None:
+                ent.requires_grad_(False)
+            pooler = getattr(tower, "pooler", None)
+            if pooler is not None and self.config.pooling != "pooler":
+                pooler.requires_grad_(False)
+
+    def forward(self, q_input_ids: torch.Tensor, q_attention_mask: torch.Tensor,
+                p_input_ids: torch.Tensor, p_attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Question vectors ``[b, d]`` and passage vectors ``[m, d]`` (the training step)."""
+        return (self.embed_queries(q_input_ids, q_attention_mask),
+                self.embed_passages(p_input_ids, p_attention_mask))
+
+    # ------------------------------------------------------------------ build
+    @classmethod
+    def from_scratch(cls, tokenizer_dir: str | Path, size: str = "tiny", *, shared: bool = True,
+                     pooling: str = "cls", query_max_length: int = 32, passage_max_length: int = 128,
+                     seed: int | None = None) -> "BiEncoder":
+        """A randomly initialised mLUKE-architecture bi-encoder (word inputs only)."""
+        from transformers import AutoTokenizer, LukeConfig, LukeModel
+
+        if size not in SIZES:
+            raise XqaError(f"unknown model size {size!r}; choose from {', '.join(SIZES)}")
+        tok = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+        lc = LukeConfig(
+            vocab_size=len(tok), **SIZES[size],
+            max_position_embeddings=max(query_max_length, passage_max_length) + 2,
+            type_vocab_size=1, entity_vocab_size=2, entity_emb_size=8,
+            use_entity_aware_attention=False,
+            pad_token_id=tok.pad_token_id, bos_token_id=None,
+            eos_token_id=tok.eos_token_id,
+        )
+        if seed is not None:
+            torch.manual_seed(seed)
+        q = LukeModel(lc)
+        p = None if shared else LukeModel(lc)
+        cfg = BiEncoderConfig("luke", pooling, shared, query_max_length, passage_max_length,
+                              "LukeModel", "LukeModel")
+        return cls(q, p, tok, cfg)
+
+    @classmethod
+    def from_pretrained(cls, name: str, passage_name: str | None = None, *, shared: bool | None = None,
+                        pooling: str | None = None, query_max_length: int = 64,
+                        passage_max_length: int = 256) -> "BiEncoder":
+        """Start from a hub model or a local HF folder (an xqa bi-encoder folder works too).
+
+        ``passage_name`` gives a separate passage tower (e.g. DPR's ctx encoder);
+        without it the towers are shared unless ``shared=False`` (then the
+        passage tower starts as a copy of the question tower).
+        """
+        from transformers import AutoConfig, AutoTokenizer
+
+        if (Path(name) / "config.json").is_file():
+            try:
+                load_config(name, KIND)
+                return cls.load(name)
+            except ValueError:
+                pass  # a plain HF folder
+        hf_cfg = AutoConfig.from_pretrained(name)
+        mtype = hf_cfg.model_type
+        if mtype == "dpr":
+            q_cls, p_cls = "DPRQuestionEncoder", "DPRContextEncoder"
+            pooling = pooling or "pooler"
+        else:
+            arch = (hf_cfg.architectures or [""])[0]
+            base = {"luke": "LukeModel", "bert": "BertModel", "xlm-roberta": "XLMRobertaModel",
+                    "roberta": "RobertaModel", "distilbert": "DistilBertModel"}.get(mtype, arch)
+            q_cls = p_cls = base
+            pooling = pooling or "cls"
+        if shared is None:
+            shared = passage_name is None
+        tok = AutoTokenizer.from_pretrained(name)
+        q = _tower_class(q_cls).from_pretrained(name)
+        p = None
+        if not shared:
+            p = _tower_class(p_cls).from_pretrained(passage_name or name)
+        cfg = BiEncoderConfig(mtype, pooling, shared, query_max_length, passage_max_length,
+                              q_cls, q_cls if shared else p_cls)
+        return cls(q, p, tok, cfg)
+
+    # ------------------------------------------------------------ save / load
+    def save(self, out_dir: str | Path, overwrite: bool = True) -> Path:
+        """Write the artifact folder atomically (safetensors towers + tokenizer)."""
+        with atomic_dir(out_dir, overwrite=overwrite) as tmp:
+            self.write(tmp)
+        return Path(out_dir)
+
+    def write(self, folder: str | Path) -> None:
+        """Write the artifact into an existing (temporary) folder; ``config.json`` last."""
+        folder = Path(folder)
+        self.query_encoder.save_pretrained(str(folder / "query_encoder"))
+        if self.passage_encoder is not None:
+            self.passage_encoder.save_pretrained(str(folder / "passage_encoder"))
+        self.tokenizer.save_pretrained(str(folder / "tokenizer"))
+        save_config(folder, KIND, {**asdict(self.config), "dim": self.dim})
+
+    @classmethod
+    def load(cls, model_dir: str | Path, device: str | torch.device = "cpu") -> "BiEncoder":
+        from transformers import AutoTokenizer
+
+        model_dir = Path(model_dir)
+        if (model_dir / "best" / "config.json").is_file() and not (model_dir / "query_encoder").is_dir():
+            model_dir = model_dir / "best"  # a training-run folder: its best model
+        try:
+            cfg = BiEncoderConfig.from_dict(load_config(model_dir, KIND))
+        except ValueError as e:
+            raise XqaError(str(e)) from None
+        tok = AutoTokenizer.from_pretrained(str(model_dir / "tokenizer"))
+        q = _tower_class(cfg.query_class).from_pretrained(str(model_dir / "query_encoder"))
+        p = None
+        if not cfg.shared:
+            p = _tower_class(cfg.passage_class).from_pretrained(str(model_dir / "passage_encoder"))
+        model = cls(q, p, tok, cfg).to(device)
+        model.eval()
+        return model
+
+    # ------------------------------------------------------------- properties
+    @property
+    def dim(self) -> int:
+        c = self.query_encoder.config
+        if self.config.pooling == "pooler" and getattr(c, "projection_dim", 0):
+            return int(c.projection_dim)
+        return int(c.hidden_size)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.parameters()).device
+
+    def towers(self) -> list[nn.Module]:
+        return [self.query_encoder] + ([self.passage_encoder] if self.passage_encoder is not None else [])
+
+    def enable_gradient_checkpointing(self) -> None:
+        """Recompute each layer's activations in the backward pass (saves memory on GPU)."""
+        for m in self.towers():
+            fn = getattr(m, "activation_checkpointing_enable", None) or m.gradient_checkpointing_enable
+            fn()
+
+    # ------------------------------------------------------------ tokenizing
+    def tokenize_queries(self, questions: Sequence[str]) -> dict[str, torch.Tensor]:
+        """``{"input_ids", "attention_mask"}``, both ``[n, L<=query_max_length]`` long tensors."""
+        L = self.config.query_max_length
+        if self._native_cls:
+            enc = self.tokenizer(list(questions), truncation=True, max_length=L)
+            return self._pad(enc["input_ids"])
+        cls_id, _, end = self._ids
+        body = self.tokenizer(list(questions), add_special_tokens=False)["input_ids"]
+        return self._pad([[cls_id] + b[: L - 2] + [end] for b in body])
+
+    def tokenize_passages(self, passages: Sequence[Passage]) -> dict[str, torch.Tensor]:
+        """``title [SEP] text`` in the model's own layout; ``[n, L<=passage_max_length]``."""
+        L = self.config.passage_max_length
+        titles = [p.title or "" for p in passages]
+        texts = [p.text or "" for p in passages]
+        if self._native_cls:
+            enc = self.tokenizer(titles, texts, truncation="only_second", max_length=L)
+            return self._pad(enc["input_ids"])
+        cls_id, sep_id, end = self._ids
+        t_ids = self.tokenizer(titles, add_special_tokens=False)["input_ids"]
+        x_ids = self.tokenizer(texts, add_special_tokens=False)["input_ids"]
+        rows = []
+        for t, x in zip(t_ids, x_ids):
+            t = t[: max(0, L // 2 - 2)]
+            rows.append(([cls_id] + t + [sep_id] + x)[: L - 1] + [end])
+        return self._pad(rows)
+
+    def _pad(self, rows: list[list[int]]) -> dict[str, torch.Tensor]:
+        n, width = len(rows), max((len(r) for r in rows), default=1)
+        ids = torch.full((n, width), int(self.tokenizer.pad_token_id or 0), dtype=torch.long)
+        mask = torch.zeros((n, width), dtype=torch.long)
+        for i, r in enumerate(rows):
+            ids[i, : len(r)] = torch.as_tensor(r, dtype=torch.long)
+            mask[i, : len(r)] = 1
+        return {"input_ids": ids, "attention_mask": mask}
+
+    # ----------------------------------------------------------- embeddings
+    def _embed(self, tower: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        pooling = self.config.pooling
+        is_dpr = type(tower).__name__.startswith("DPR")
+        out = tower(input_ids=input_ids, attention_mask=attention_mask,
+                    output_hidden_states=(pooling == "mean" and is_dpr))
+        if pooling == "pooler" or (is_dpr and pooling == "cls"):
+            return out.pooler_output
+        hidden = out.hidden_states[-1] if is_dpr else out.last_hidden_state  # [b, L, h]
+        if pooling == "cls":
+            return hidden[:, 0]
+        m = attention_mask.unsqueeze(-1).to(hidden.dtype)  # [b, L, 1]
+        return (hidden * m).sum(1) / m.sum(1).clamp_min(1.0)
+
+    def embed_queries(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """Question vectors ``[b, d]`` from token ids ``[b, L]`` (differentiable)."""
+        return self._embed(self.query_encoder, input_ids, attention_mask)
+
+    def embed_passages(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """Passage vectors ``[b, d]`` from token ids ``[b, L]`` (differentiable)."""
+        tower = self.passage_encoder if self.passage_encoder is not None else self.query_encoder
+        return self._embed(tower, input_ids, attention_mask)
+
+    # ------------------------------------------------------------- inference
+    def encode_queries(self, questions: Sequence[str], batch_size: int = 128,
+                       progress: bool = False) -> np.ndarray:
+        """Question vectors ``[n, d]`` float32 (inference mode)."""
+        return self._encode(list(questions), self.tokenize_queries, self.embed_queries,
+                            batch_size, progress, key=len)
+
+    def encode_passages(self, passages: Sequence[Passage], batch_size: int = 64,
+                        progress: bool = False) -> np.ndarray:
+        """Passage vectors ``[n, d]`` float32 (inference mode)."""
+        return self._encode(list(passages), self.tokenize_passages, self.embed_passages,
+                            batch_size, progress, key=lambda p: len(p.title) + len(p.text))
+
+    def _encode(self, items: list, tokenize, embed, batch_size: int, progress: bool, key) -> np.ndarray:
+        out = np.zeros((len(items), self.dim), dtype=np.float32)
+        if not items:
+            return out
+        # Length-sorted batches waste little on padding; the output keeps input order.
+        order = sorted(range(len(items)), key=lambda i: key(items[i]), reverse=True)
+        was_training = self.training
+        self.eval()
+        device = self.device
+        bar = None
+        if progress:
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(items), desc="encoding", unit="text")
+        try:
+            with torch.inference_mode(), _autocast(device):
+                for s in range(0, len(order), batch_size):
+                    idx = order[s: s + batch_size]
+                    batch = tokenize([items[i] for i in idx])
+                    vec = embed(batch["input_ids"].to(device), batch["attention_mask"].to(device))
+                    out[idx] = vec.float().cpu().numpy()
+                    if bar is not None:
+                        bar.update(len(idx))
+        finally:
+            if bar is not None:
+                bar.close()
+            self.train(was_training)
+        return out
+
+
+def _autocast(device: torch.device):
+    """bf16 autocast on CUDA; nothing on CPU (bf16 matmuls are slow on most CPUs)."""
+    import contextlib
+
+    if device.type == "cuda":
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
