@@ -8,7 +8,11 @@ torch and transformers) is not imported at all.
   language's analyzer (:mod:`.analyzers`), written atomically and resumably.
 - :class:`SparseRetriever` — batch-first search in each question's language.
 """
-from retriever.sparse.analyzers import AnalyzerChoice, AnalyzerFallbackWarning, choose_analyzer
+from retriever.sparse.analyzers import (
+    AnalyzerChoice,
+    AnalyzerFallbackWarning,
+    choose_analyzer,
+)
 from retriever.sparse.index import build_sparse_indexes
 from retriever.sparse.java import ensure_jvm, import_pyserini
 from retriever.sparse.searcher import SparseRetriever

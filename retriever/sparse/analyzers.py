@@ -75,8 +75,8 @@ LUCENE_LANGUAGES: dict[str, tuple[str, str]] = {
 
 # Languages with another language's analyzer as the documented fallback.
 ALIASES: dict[str, tuple[str, str]] = {
-    "ms": ("id", "Malay has no Lucene analyzer; Malay and Indonesian share the affix "
-                 "morphology the Indonesian stemmer removes (me-, ber-, -kan, -nya)"),
+    "ms": ("id", ("Malay has no Lucene analyzer; Malay and Indonesian share the affix "
+                  "morphology the Indonesian stemmer removes (me-, ber-, -kan, -nya)")),
     "nb": ("no", "Norwegian Bokmål uses the Norwegian analyzer"),
 }
 

@@ -22,13 +22,15 @@ How it is built, and why:
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import shutil
 import warnings
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from tqdm import tqdm
 
@@ -76,7 +78,7 @@ def _spool(passages: Iterable[Passage], spool: Path, progress: bool) -> dict[str
     hashes: dict[str, Any] = {}
     counts: dict[str, int] = {}
     seen: set[str] = set()
-    try:
+    with contextlib.ExitStack() as stack:
         for n, p in enumerate(tqdm(passages, desc="reading passages", unit=" passages",
                                    disable=not progress), start=1):
             if not p.lang:
@@ -86,7 +88,7 @@ def _spool(passages: Iterable[Passage], spool: Path, progress: bool) -> dict[str
                     analyzers.base_language(p.lang)
                 except ValueError as e:
                     raise XqaError(f"passage #{n} (id {p.id!r}): {e}") from None
-                files[p.lang] = open(spool / f"{p.lang}.jsonl", "w", encoding="utf-8")
+                files[p.lang] = stack.enter_context(open(spool / f"{p.lang}.jsonl", "w", encoding="utf-8"))
                 hashes[p.lang] = hashlib.sha256()
                 counts[p.lang] = 0
             if p.id in seen:
@@ -96,9 +98,6 @@ def _spool(passages: Iterable[Passage], spool: Path, progress: bool) -> dict[str
             files[p.lang].write(line)
             hashes[p.lang].update(line.encode("utf-8"))
             counts[p.lang] += 1
-    finally:
-        for f in files.values():
-            f.close()
     if not counts:
         raise XqaError("no passages to index")
     return {lang: {"count": counts[lang], "sha256": hashes[lang].hexdigest(),
@@ -155,8 +154,10 @@ def _index_language(lang: str, spooled: dict[str, Any], choice: analyzers.Analyz
                                         ensure_ascii=False) for d in docs]
                 added += int(indexer.addRawDocuments(batch))
                 bar.update(len(batch))
-        finally:
-            indexer.close(optimize)
+        except BaseException:
+            indexer.close(False)  # release the writer; atomic_dir discards the folder
+            raise
+        indexer.close(optimize)
         indexed = count_documents(lucene_dir)
         if added != spooled["count"] or indexed != spooled["count"]:
             raise XqaError(f"BM25 index for {lang!r}: {spooled['count']} passages given, "

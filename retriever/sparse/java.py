@@ -82,16 +82,17 @@ def inspect_java_home(home: str | Path, source: str) -> JavaRuntime | None:
     modules = ""
     if release.is_file():
         text = release.read_text(encoding="utf-8", errors="replace")
-        m = re.search(r'^JAVA_VERSION="([^"]+)"', text, re.M)
+        m = re.search(r'^JAVA_VERSION="([^"]+)"', text, re.MULTILINE)
         version = _parse_version(m.group(1)) if m else ()
-        m = re.search(r'^MODULES="([^"]*)"', text, re.M)
+        m = re.search(r'^MODULES="([^"]*)"', text, re.MULTILINE)
         modules = m.group(1) if m else ""
     if not version:
         java = home / "bin" / "java"
         if not java.exists():
             return None
         try:
-            out = subprocess.run([str(java), "-version"], capture_output=True, text=True, timeout=30)
+            out = subprocess.run([str(java), "-version"], capture_output=True, text=True, timeout=30,
+                                 check=False)
         except (OSError, subprocess.TimeoutExpired):
             return None
         m = re.search(r'version "([^"]+)"', out.stderr + out.stdout)
@@ -144,7 +145,7 @@ def anserini_jar() -> Path:
         spec = importlib.util.find_spec("pyserini")  # finds the package without importing it
         if spec is None or not spec.submodule_search_locations:
             raise XqaError("BM25 needs Pyserini: `pip install 'pyserini>=1.0'`")
-        folder = str(Path(list(spec.submodule_search_locations)[0]) / "resources" / "jars")
+        folder = str(Path(next(iter(spec.submodule_search_locations))) / "resources" / "jars")
     jars = glob.glob(os.path.join(folder, "anserini-*-fatjar.jar"))
     if not jars:
         raise XqaError(f"no anserini-*-fatjar.jar in {folder}; reinstall pyserini")

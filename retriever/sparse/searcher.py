@@ -11,8 +11,9 @@ Pyserini) without the ~8 s import of Pyserini's Python side.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 from retriever.base import check_k
 from retriever.sparse import analyzers
@@ -116,7 +117,7 @@ class SparseRetriever:
 
     @classmethod
     def load(cls, folder: str | Path, threads: int | None = None, k1: float | None = None,
-             b: float | None = None) -> "SparseRetriever":
+             b: float | None = None) -> SparseRetriever:
         """Open every language's index in ``folder`` (made by ``build_sparse_indexes``).
 
         ``threads``: search threads per batch (default: CPU count). ``k1``/``b``
@@ -200,7 +201,7 @@ class SparseRetriever:
             index.close()
         self._indexes = {}
 
-    def __enter__(self) -> "SparseRetriever":
+    def __enter__(self) -> SparseRetriever:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -20,14 +20,16 @@ pseudo-word vocabulary (queries: 6 sampled words). The table says which.
 from __future__ import annotations
 
 import json
+import math
 import random
 import re
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from xqa.records import Passage, Question
 
@@ -156,7 +158,7 @@ def bench_lucene(corpus: Corpus, work: Path, n_small: int, threads: Sequence[int
             for n_threads in threads:
                 retriever.threads = n_threads
                 t = time.perf_counter()
-                hits = retriever.search(questions, k)
+                retriever.search(questions, k)
                 r.qps[f"k={k} threads={n_threads}"] = len(questions) / (time.perf_counter() - t)
         retriever.threads = 1
         lat = []
@@ -251,7 +253,7 @@ class SparseBench:
         rows: list[tuple[str, list[str]]] = []
 
         def add(label: str, values: list[Any], fmt: str) -> None:
-            rows.append((label, [fmt.format(v) if isinstance(v, (int, float)) and v == v else "–"
+            rows.append((label, [fmt.format(v) if isinstance(v, (int, float)) and not math.isnan(v) else "–"
                                  for v in values]))
 
         lucene = self.engines[0]
@@ -268,7 +270,8 @@ class SparseBench:
             add(f"queries/s, batch of {self.n_queries:,}, {key}", [e.qps.get(key) for e in self.engines], "{:,.0f}")
         add("one query, 1 thread, median (ms)", [e.latency_ms for e in self.engines], "{:.1f}")
         if len(self.engines) > 1:
-            add("top-10 overlap with Lucene (500 queries)", [1.0, self.overlap_top10], "{:.2f}")
+            add(f"top-10 overlap with Lucene ({min(500, self.n_queries)} queries)",
+                [1.0, self.overlap_top10], "{:.2f}")
         header = f"| measure | {' | '.join(names)} |"
         lines = [header, "|---|" + "---:|" * len(names)]
         lines += [f"| {label} | {' | '.join(vals)} |" for label, vals in rows]

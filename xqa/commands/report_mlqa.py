@@ -14,12 +14,12 @@ and a retriever; BM25 is built here from the corpus.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from xqa.records import Passage, Question
 
