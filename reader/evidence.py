@@ -15,7 +15,11 @@ candidate a in passage i as
 where m_{i,a} = 1 when the normalised candidate occurs in passage i (title or
 text; word-boundary match, or plain substring for scripts written without
 spaces) and 0 otherwise, and ε ∈ (0, 1] (``miss``) is the mass a candidate
-keeps in a passage that does not contain it. Then
+keeps in a passage that does not contain it. Optionally (``soft``, with the
+reader's per-candidate cross-attention ``candidate_relevance`` [k, N]), a
+candidate that occurs in *no* passage — typically a translation of a span —
+takes m_{i,a} = its own cross-attention share of passage i, i.e. the
+passage it was generated from counts as (partly) containing it. Then
 
     score(a) = Σ_i softmax(β·r + γ·R)_i · softmax_a(s_i)_a
 
@@ -55,18 +59,21 @@ _NO_SPACE = re.compile(r"[\u0E00-\u0EFF\u1000-\u109F\u1780-\u17FF\u3040-\u30FF\u
 
 @dataclass(frozen=True)
 class FusionParams:
-    """β (reader relevance), γ (retriever score), ε (mass kept where a candidate is absent)."""
+    """β (reader relevance), γ (retriever score), ε (mass kept where a candidate is absent),
+    and whether a candidate found in no passage is matched softly by its cross-attention."""
 
     beta: float = 1.0
     gamma: float = 0.0
     miss: float = 0.1
+    soft: bool = False
 
     def to_dict(self) -> dict[str, float]:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "FusionParams":
-        return cls(float(d.get("beta", 1.0)), float(d.get("gamma", 0.0)), float(d.get("miss", 0.1)))
+        return cls(float(d.get("beta", 1.0)), float(d.get("gamma", 0.0)), float(d.get("miss", 0.1)),
+                   bool(d.get("soft", False)))
 
 
 def normalize_answer(text: str) -> str:
@@ -98,6 +105,15 @@ def match_matrix(candidates: Sequence[str], contexts: Sequence[Context | str]) -
         for j, key in enumerate(keys):
             m[i, j] = occurs_in(key, passage)
     return m
+
+
+def soften(match: np.ndarray, candidate_relevance: np.ndarray | None) -> np.ndarray:
+    """Soft occurrence [N, k]: a candidate in no passage takes its cross-attention share per passage."""
+    if candidate_relevance is None or match.size == 0:
+        return match
+    share = np.asarray(candidate_relevance, dtype=np.float64).T[: match.shape[0], : match.shape[1]]  # [N, k]
+    absent = match.sum(axis=0, keepdims=True) == 0
+    return np.where(absent, np.clip(share, 0.0, 1.0), match)
 
 
 def log_softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -166,18 +182,21 @@ def merge_duplicates(texts: Sequence[str], log_scores: np.ndarray,
 
 def fuse_evidence(candidates: Sequence[tuple[str, float]], relevance: Sequence[float],
                   retriever_scores: Sequence[float], contexts: Sequence[Context | str],
-                  beta: float = 1.0, gamma: float = 0.0, miss: float = 0.1) -> list[Candidate]:
+                  beta: float = 1.0, gamma: float = 0.0, miss: float = 0.1,
+                  candidate_relevance: np.ndarray | None = None) -> list[Candidate]:
     """Score FiD's n-best ``candidates`` (text, log-prob) with the evidence of N passages.
 
     ``relevance`` [N] (reader cross-attention mass), ``retriever_scores`` [N] and
     ``contexts`` (the N passages the reader saw, ``Context`` or plain text).
-    Returns de-duplicated candidates sorted by fused probability (see module doc).
+    ``candidate_relevance`` [k, N] (``ReaderOutput.candidate_relevance``), when
+    given, matches candidates found in no passage softly (see module doc).
+    Returns de-duplicated candidates sorted by fused probability.
     """
     if len(contexts) < len(relevance):
         raise ValueError(f"{len(relevance)} relevance values but only {len(contexts)} contexts")
     texts = [t for t, _ in candidates]
     lps = [float(s) for _, s in candidates]
-    match = match_matrix(texts, list(contexts)[: len(relevance)])
+    match = soften(match_matrix(texts, list(contexts)[: len(relevance)]), candidate_relevance)
     log_scores = candidate_log_scores(lps, match, relevance, retriever_scores,
                                       FusionParams(beta, gamma, miss))
     return merge_duplicates(texts, log_scores, lps)
@@ -191,10 +210,12 @@ def reader_only(candidates: Sequence[tuple[str, float]]) -> list[Candidate]:
 
 
 def build_answer(question_id: str, candidates: Sequence[tuple[str, float]], relevance: Sequence[float],
-                 contexts: Sequence[Context], params: FusionParams | None = None) -> Answer:
+                 contexts: Sequence[Context], params: FusionParams | None = None,
+                 candidate_relevance: np.ndarray | None = None) -> Answer:
     """An :class:`~xqa.records.Answer`: fused best answer, n-best, and the passages as
     evidence ordered by their fused weight softmax(β·r + γ·R); retriever scores
-    are the contexts' ``score``. ``params=None`` gives the reader-only answer."""
+    are the contexts' ``score``. ``params=None`` gives the reader-only answer;
+    ``candidate_relevance`` is used when ``params.soft``."""
     n = len(relevance)
     ctxs = list(contexts)[:n]
     scores = [c.score for c in ctxs]
@@ -202,7 +223,8 @@ def build_answer(question_id: str, candidates: Sequence[tuple[str, float]], rele
         ranked = reader_only(candidates)
         order = np.argsort(-np.asarray(relevance, dtype=np.float64), kind="stable")
     else:
-        ranked = fuse_evidence(candidates, relevance, scores, ctxs, params.beta, params.gamma, params.miss)
+        ranked = fuse_evidence(candidates, relevance, scores, ctxs, params.beta, params.gamma, params.miss,
+                               candidate_relevance if params.soft else None)
         order = np.argsort(-passage_log_weights(relevance, scores, params.beta, params.gamma), kind="stable")
     evidence = tuple(Evidence(context=ctxs[i], relevance=float(relevance[i])) for i in order)
     best = ranked[0] if ranked else Candidate("", 0.0)

@@ -19,7 +19,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from reader.evidence import FusionParams, log_softmax, match_matrix, normalize_answer
+from reader.evidence import FusionParams, log_softmax, match_matrix, normalize_answer, soften
 from xqa.records import Context
 
 COARSE = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
@@ -34,6 +34,7 @@ class FusionSet:
 
     logprobs: np.ndarray    # [Q, k], -inf for padding candidates
     match: np.ndarray       # [Q, N, k]
+    soft_match: np.ndarray  # [Q, N, k] match with cross-attention shares for candidates in no passage
     relevance: np.ndarray   # [Q, N]
     retriever: np.ndarray   # [Q, N]
     passages: np.ndarray    # [Q, N] bool, real passages
@@ -51,13 +52,17 @@ def prepare(outputs: Sequence[Any], contexts: Sequence[Sequence[Context]],
     Q = len(outputs)
     k = max([len(o.candidates) for o in outputs] + [1])
     N = max([len(o.relevance) for o in outputs] + [1])
-    s = FusionSet(np.full((Q, k), -np.inf), np.zeros((Q, N, k)), np.zeros((Q, N)), np.zeros((Q, N)),
-                  np.zeros((Q, N), bool), np.zeros((Q, k, k)), np.zeros((Q, k)), np.zeros((Q, k)))
+    s = FusionSet(logprobs=np.full((Q, k), -np.inf), match=np.zeros((Q, N, k)), soft_match=np.zeros((Q, N, k)),
+                  relevance=np.zeros((Q, N)), retriever=np.zeros((Q, N)), passages=np.zeros((Q, N), bool),
+                  same=np.zeros((Q, k, k)), em=np.zeros((Q, k)), f1=np.zeros((Q, k)))
     for q, (out, ctxs) in enumerate(zip(outputs, contexts)):
         texts = [t for t, _ in out.candidates]
         n = len(out.relevance)
         s.logprobs[q, : len(texts)] = [lp for _, lp in out.candidates]
         s.match[q, :n, : len(texts)] = match_matrix(texts, list(ctxs)[:n])
+        cand_rel = getattr(out, "candidate_relevance", None)
+        has_soft = cand_rel is not None and np.shape(cand_rel) == (len(texts), n)
+        s.soft_match[q, :n, : len(texts)] = soften(s.match[q, :n, : len(texts)], cand_rel if has_soft else None)
         s.relevance[q, :n] = out.relevance
         s.retriever[q, :n] = [c.score for c in list(ctxs)[:n]]
         s.passages[q, : max(n, 1)] = True  # no passage: one empty slot -> reader-only ranking
@@ -81,7 +86,8 @@ def choose(s: FusionSet, params: FusionParams) -> np.ndarray:
     """Index [Q] of the answer evidence fusion picks (group total, best surface form)."""
     passage_logits = params.beta * s.relevance + params.gamma * s.retriever
     log_p = log_softmax(np.where(s.passages, passage_logits, -np.inf), axis=1)          # [Q, N]
-    within = s.logprobs[:, None, :] + np.log(s.match + params.miss * (1 - s.match))     # [Q, N, k]
+    m = s.soft_match if params.soft else s.match
+    within = s.logprobs[:, None, :] + np.log(m + params.miss * (1 - m))                 # [Q, N, k]
     within = log_softmax(within, axis=2)
     with np.errstate(invalid="ignore"):
         joint = np.where(s.passages[:, :, None], log_p[:, :, None] + within, -np.inf)
@@ -113,8 +119,9 @@ def tune_fusion(s: FusionSet, passes: int = 3, progress: bool = False) -> dict[s
     """Grid-search β, γ, ε on ``s`` to maximise mean F1, coarse to fine.
 
     Pass 1: β, γ over :data:`COARSE` multipliers of the spread of r and R,
-    ε over :data:`MISSES`. Each further pass: a 9-point linear grid between the
-    previous best value's neighbours, for β and γ (ε fixed). Ties keep the
+    ε over :data:`MISSES`, soft matching off and on (when the outputs carry
+    per-candidate relevance). Each further pass: a 9-point linear grid between
+    the previous best value's neighbours, for β and γ (ε and soft fixed). Ties keep the
     earlier point (smaller weights). Returns the best parameters and scores,
     the reader-only scores and the number of points tried.
     """
@@ -123,14 +130,15 @@ def tune_fusion(s: FusionSet, passes: int = 3, progress: bool = False) -> dict[s
     betas = [m * unit_r for m in COARSE]
     gammas = [m * unit_R for m in COARSE]
     misses = list(MISSES)
+    softs = [False, True] if np.any(s.soft_match != s.match) else [False]
     best: tuple[float, float, FusionParams] | None = None
     tried = 0
     for p in range(max(1, passes)):
-        grid = [(b, g, e) for e in misses for b in betas for g in gammas]
+        grid = [(b, g, e, m) for m in softs for e in misses for b in betas for g in gammas]
         if progress:
             print(f"fusion grid pass {p + 1}: {len(grid)} points")
-        for b, g, e in grid:
-            params = FusionParams(float(b), float(g), float(e))
+        for b, g, e, m in grid:
+            params = FusionParams(float(b), float(g), float(e), m)
             em, f1 = evaluate(s, params)
             tried += 1
             if best is None or f1 > best[1] + 1e-12:
@@ -139,6 +147,7 @@ def tune_fusion(s: FusionSet, passes: int = 3, progress: bool = False) -> dict[s
         betas = _around(betas, best[2].beta)
         gammas = _around(gammas, best[2].gamma)
         misses = [best[2].miss]
+        softs = [best[2].soft]
     reader_em, reader_f1 = evaluate(s, None)
     em, f1, params = best
     return {**params.to_dict(), "dev_em": em, "dev_f1": f1, "reader_only_em": reader_em,

@@ -317,3 +317,19 @@ def test_score_predictions_macro_and_simple_score():
     s = score_predictions(examples, ["a b", "x", "ignored"])
     assert s["em"] == 0.5 and s["f1"] == 0.5 and s["macro_f1"] == 0.5
     assert simple_score("the a", ["a b"], "en") == (0.0, 0.5)
+
+
+def test_soft_match_credits_the_passage_a_translation_came_from():
+    ctxs = ["Die Hauptstadt ist Rom.", "Paris liegt in Frankreich."]
+    cands = [("Rome", -0.7), ("Paris", -0.6)]
+    cand_rel = np.array([[0.9, 0.1], [0.5, 0.5]])  # 'Rome' was generated looking at passage 0
+    hard = fuse_evidence(cands, [0.5, 0.5], [9.0, 0.0], ctxs, beta=0.0, gamma=1.0, miss=0.1)
+    soft = fuse_evidence(cands, [0.5, 0.5], [9.0, 0.0], ctxs, beta=0.0, gamma=1.0, miss=0.1,
+                         candidate_relevance=cand_rel)
+    assert hard[0].text == "Paris" and soft[0].text == "Rome"
+    assert sum(c.score for c in soft) == pytest.approx(1.0)
+    out = ReaderOutput(cands, np.array([0.5, 0.5], np.float32), cand_rel.astype(np.float32))
+    s = prepare([out], [[Context("a", "", ctxs[0], "de", 9.0, "d"), Context("b", "", ctxs[1], "de", 0.0, "d")]],
+                [["Rome"]], ["en"], simple_score)
+    assert choose(s, FusionParams(0.0, 1.0, 0.1, soft=True))[0] == 0
+    assert choose(s, FusionParams(0.0, 1.0, 0.1, soft=False))[0] == 1
