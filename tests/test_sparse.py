@@ -301,6 +301,22 @@ def test_interrupted_build_resumes_and_overwrite_rebuilds(tmp_path, monkeypatch)
         assert r.languages == ["en"]
 
 
+def test_concurrent_builds_are_refused_and_stale_locks_taken_over(tmp_path):
+    import os
+
+    out = tmp_path / "bm25"
+    work = sparse_index.work_dir(out)
+    work.mkdir()
+    (work / "build.pid").write_text(str(os.getppid()))  # a live process
+    with pytest.raises(XqaError, match="being written by another build"):
+        build_sparse_indexes(CORPUS[:2], out, progress=False)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    (work / "build.pid").write_text(dead)
+    assert build_sparse_indexes(CORPUS[:2], out, progress=False)["built"] == ["en"]
+    assert not work.exists() and not (out / "build.pid").exists()
+
+
 @pytest.mark.parametrize("bad,match", [
     ([P("a", "", "x", "")], "no language"),
     ([P("a", "", "x", "en"), P("a", "", "y", "ja")], "duplicate passage id 'a'"),

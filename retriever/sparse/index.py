@@ -177,6 +177,29 @@ def _index_language(lang: str, spooled: dict[str, Any], choice: analyzers.Analyz
     return config
 
 
+def _take_lock(work: Path) -> Path:
+    """Claim ``work`` for this process; a live other build holding it is an error."""
+    lock = work / "build.pid"
+    for _ in range(2):
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            try:
+                pid = int(lock.read_text().strip() or 0)
+                os.kill(pid, 0)  # raises if no such process
+            except (ValueError, ProcessLookupError, FileNotFoundError):
+                lock.unlink(missing_ok=True)  # left by a killed build: take over
+                continue
+            except PermissionError:
+                pass  # alive, owned by someone else
+            raise XqaError(f"{work} is being written by another build (pid {pid}); "
+                           "wait for it, or delete the folder if that process is gone") from None
+        with os.fdopen(fd, "w") as f:
+            f.write(str(os.getpid()))
+        return lock
+    raise XqaError(f"could not lock {work}")
+
+
 def _reusable(target: Path, spooled: dict[str, Any], choice: analyzers.AnalyzerChoice) -> dict[str, Any] | None:
     if not is_complete(target):
         return None
@@ -207,11 +230,20 @@ def build_sparse_indexes(passages: Iterable[Passage], out_dir: str | Path, threa
     runtime = ensure_jvm()
     work = work_dir(out)
     work.mkdir(parents=True, exist_ok=True)
+    lock = _take_lock(work)
+    try:
+        return _build(passages, out, work, runtime, threads, batch_size, optimize, progress)
+    finally:
+        lock.unlink(missing_ok=True)
+
+
+def _build(passages: Iterable[Passage], out: Path, work: Path, runtime: Any, threads: int,
+           batch_size: int, optimize: bool, progress: bool) -> dict[str, Any]:
     spooled = _spool(passages, work / "spool", progress)
     choices = {lang: analyzers.choose_analyzer(lang, warn=False) for lang in sorted(spooled)}
     for choice in choices.values():
         if choice.fallback:
-            warnings.warn(choice.fallback_message(), analyzers.AnalyzerFallbackWarning, stacklevel=2)
+            warnings.warn(choice.fallback_message(), analyzers.AnalyzerFallbackWarning, stacklevel=3)
     for stale in work.iterdir():  # languages of an earlier, different input
         if stale.is_dir() and stale.name != "spool" and stale.name not in spooled:
             shutil.rmtree(stale)
@@ -231,6 +263,7 @@ def build_sparse_indexes(passages: Iterable[Passage], out_dir: str | Path, threa
             languages[lang] = {k: config[k] for k in ("analyzer", "analyzer_description", "fallback",
                                                       "pretokenized", "num_passages", "index_bytes")}
     shutil.rmtree(work / "spool")
+    (work / "build.pid").unlink()
     top = {
         "format": FORMAT,
         "languages": languages,
