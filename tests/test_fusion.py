@@ -359,3 +359,26 @@ def test_fusion_config_round_trips_and_rejects_unknown_keys():
     assert r.alpha == 0.35 and r.normalize
     with pytest.raises(XqaError, match="unknown fusion settings: beta"):
         FusionConfig.from_dict({"beta": 1})
+
+
+# --- benchmark helpers (correctness only; speed lives in `xqa bench fusion`) ---------
+
+
+@given(n=st.integers(1, 5), k=st.integers(1, 70), overlap=st.floats(0, 1))
+def test_synthetic_lists_have_the_requested_overlap(n, k, overlap):
+    from xqa.bench.fusion import synthetic_lists
+
+    for dense, sparse in synthetic_lists(n, k, overlap, seed=1):
+        assert len(dense) == len(sparse) == k
+        assert len({h.id for h in dense} & {h.id for h in sparse}) == int(round(overlap * k))
+        assert [h.score for h in dense] == sorted((h.score for h in dense), reverse=True)
+
+
+def test_bench_fusion_renders_every_function():
+    from xqa.bench.fusion import Report, bench_fusion_functions, render
+
+    rows = bench_fusion_functions(k=60, n=20, repeats=1)
+    assert {r.name for r in rows} >= {"SCD (max_frac 0.2)", "hybrid (raw)", "hybrid (normalised)", "RRF (k=60)"}
+    assert all(r.per_query_us > 0 for r in rows)
+    text = render(Report(k=60, fusion=rows))
+    assert text.count("\n| ") == len(rows) + 2 and "k = 60" in text  # header, rule, rows

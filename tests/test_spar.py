@@ -331,3 +331,20 @@ def test_tune_commands_end_to_end(stack, tmp_path):
     m = json.loads((tmp_path / "mu.json").read_text())
     assert len(m["grid"]) == 19 == len(MU_GRID)
     assert m["best_mu"] in MU_GRID and m["grid"][f"{m['best_mu']:.6g}"] == max(m["grid"].values())
+
+
+def test_diagnose_lexical_end_to_end(stack, tmp_path):
+    import json
+
+    from fusion_stack import _cli
+
+    _cli("diagnose", "lexical", "--questions", stack.world / "dev.jsonl", "--bm25", stack.bm25,
+         "--spar", stack.spar, "--passages", stack.passages_file, "--config", tmp_path / "none.json",
+         "--depth", 20, "--ks", 5, 20, "--out", tmp_path / "diag.json")
+    d = json.loads((tmp_path / "diag.json").read_text())
+    assert set(d["rbo"]) == {"Λ", "dense", "SPAR (μ=1)"}  # no config: the index's own μ
+    assert all(0.0 <= v <= 1.0 for v in d["rbo"].values())
+    bm25 = d["shuffle"]["BM25"]
+    assert bm25["original"] == bm25["shuffled"]  # a bag of words does not see word order
+    indexed = [q for q in stack.dev if q.lang != NO_BM25_LANG]
+    assert d["rbo_questions"] == sum(bool(h) for h in stack.sparse_retriever().search(indexed, 1))
