@@ -1,0 +1,161 @@
+"""``xqa report retrieval``: retrieval accuracy of every method on the embedded world's test split.
+
+Top-k answer accuracy (a passage holds one of the question's answers, or its
+English ones, DPR ``has_answer`` with the language-aware rule for unsegmented
+scripts) of BM25, dense, Λ, SCD, hybrid, SPAR and SPAR+SCD, with the weights
+of the pipeline config (tuned on dev by ``xqa tune alpha`` / ``xqa tune mu``);
+overall, per language, and split into same-language and cross-lingual
+questions (the world marks which). Writes ``report.md``, ``report.json`` and
+``recall.png`` (accuracy@k for k = 1..K) into ``--out``.
+"""
+from __future__ import annotations
+
+import argparse
+
+ALL_METHODS = ("bm25", "dense", "lexical", "scd", "hybrid", "spar", "spar+scd")
+LABELS = {"bm25": "BM25", "dense": "dense", "lexical": "Λ", "scd": "SCD", "hybrid": "hybrid",
+          "spar": "SPAR", "spar+scd": "SPAR+SCD"}
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from xqa.commands._fusion_common import add_source_arguments
+
+    add_source_arguments(p)
+    p.add_argument("--questions", help="question set (default: test.jsonl beside the config's passages)")
+    p.add_argument("--lang", help="language of question files that carry none")
+    p.add_argument("--max-questions", type=int, default=0, help="use the first N questions only (0: all)")
+    p.add_argument("--match", choices=("dpr", "lang_aware"), default="lang_aware",
+                   help="answer matching: DPR's token rule, or substring for unsegmented scripts")
+    p.add_argument("--ks", type=int, nargs="+", default=[5, 20, 60], help="top-k accuracies in the tables")
+    p.add_argument("--methods", nargs="+", choices=ALL_METHODS, default=list(ALL_METHODS),
+                   help="methods to compare (those whose indexes the config lacks are left out)")
+    p.add_argument("--out", default="build/embedded/reports/retrieval",
+                   help="folder for report.md, report.json and recall.png")
+    p.add_argument("--batch-size", type=int, default=64, help="questions per search call")
+
+
+def _groups(questions) -> dict[str, list[int]]:
+    """Question indices by group: all, same-language, cross-lingual, then per language and split."""
+    g: dict[str, list[int]] = {"all": [], "same-language": [], "cross-lingual": []}
+    for i, q in enumerate(questions):
+        split = "cross-lingual" if q.meta.get("crosslingual") else "same-language"
+        g["all"].append(i)
+        g[split].append(i)
+        g.setdefault(f"{q.lang} all", []).append(i)
+        g.setdefault(f"{q.lang} {split}", []).append(i)
+    return g
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from retriever.fused import build_retriever, sparse_search
+    from xqa.artifacts import write_json_atomic, write_text_atomic
+    from xqa.commands._fusion_common import Judge, batched, format_table, load_pipeline, pipeline_config
+    from xqa.errors import XqaError
+    from xqa.io import read_questions
+
+    cfg = pipeline_config(args)
+    r = cfg.retrieval
+    have = {"sparse": bool(r.sparse_index), "dense": bool(r.dense_index), "spar": bool(r.spar_index)}
+    needs = {"bm25": ("sparse",), "dense": ("dense",), "lexical": ("spar",), "scd": ("dense", "sparse"),
+             "hybrid": ("dense", "sparse"), "spar": ("spar",), "spar+scd": ("spar", "sparse")}
+    methods = [m for m in args.methods if all(have[n] for n in needs[m])]
+    skipped = [m for m in args.methods if m not in methods]
+    if not methods:
+        raise XqaError("no method can run: the config names no index (give --config or --bm25/--dense/--spar)")
+    pipe = load_pipeline(args, sorted({n for m in methods for n in needs[m]}))
+    qfile = args.questions or str(Path(cfg.path(cfg.passages)).with_name("test.jsonl"))
+    questions = read_questions(qfile, lang=args.lang)
+    if args.max_questions:
+        questions = questions[: args.max_questions]
+    if not questions:
+        raise XqaError(f"{qfile}: no questions")
+    k = max(args.ks)
+    parts = {n: pipe.component(n) for n in ("sparse", "dense", "spar") if any(n in needs[m] for m in methods)}
+    retrievers = {}
+    for m in methods:
+        if m == "bm25":
+            retrievers[m] = parts["sparse"]
+        elif m == "lexical":
+            retrievers[m] = parts["spar"].part("lexical")
+        else:
+            retrievers[m] = build_retriever(m, **{n: parts[n] for n in needs[m]}, max_frac=r.max_frac,
+                                            alpha=r.alpha, normalize=r.normalize, mu=r.mu if "spar" in needs[m] else None,
+                                            corroborated_order=r.corroborated_order)
+    from tqdm.auto import tqdm
+
+    lists = {}
+    for m, ret in retrievers.items():
+        out = []
+        for chunk in tqdm(list(batched(questions, args.batch_size)), desc=LABELS[m], unit="batch"):
+            out.extend(sparse_search(ret, chunk, k))
+        lists[m] = out
+    judge = Judge(questions, pipe.store, "accuracy", args.match)
+    groups = _groups(questions)
+    scores = {g: {m: judge.scores(lists[m], args.ks, idx) for m in methods} for g, idx in groups.items()}
+    curves = {split: {m: judge.scores(lists[m], list(range(1, k + 1)), groups[split]) for m in methods}
+              for split in ("all", "same-language", "cross-lingual")}
+
+    weights = (f"α = {r.alpha:g}{' (normalised)' if r.normalize else ''}, μ = {r.mu:g}, "
+               f"max_frac = {r.max_frac:g}")
+    md = [f"# Retrieval on {Path(qfile).name} ({len(questions)} questions)\n",
+          f"Top-k answer accuracy (%), answer strings matched with `{args.match}`; {weights}.\n"]
+    head = ["method"] + [f"{split} @{kk}" for split in ("all", "same-language", "cross-lingual") for kk in args.ks]
+    rows = [[LABELS[m]] + [scores[split][m][kk] for split in ("all", "same-language", "cross-lingual")
+                           for kk in args.ks] for m in methods]
+    n = {s: len(groups[s]) for s in ("all", "same-language", "cross-lingual")}
+    md += [f"## Overall (all {n['all']}, same-language {n['same-language']}, cross-lingual {n['cross-lingual']})\n",
+           format_table(head, rows), ""]
+    langs = sorted({q.lang for q in questions})
+    for kk in args.ks:
+        md.append(f"## Per language, top-{kk}\n")
+        prow = []
+        for lang in langs:
+            for split in ("all", "same-language", "cross-lingual"):
+                key = f"{lang} {split}"
+                if key in groups:
+                    prow.append([lang, split, len(groups[key])] + [scores[key][m][kk] for m in methods])
+        md += [format_table(["lang", "split", "n"] + [LABELS[m] for m in methods], prow), ""]
+    if skipped:
+        md.append(f"Not run (no index in the config): {', '.join(LABELS[m] for m in skipped)}.\n")
+    md.append("![accuracy@k](recall.png)\n")
+    text = "\n".join(md)
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    _plot(curves, methods, k, out / "recall.png")
+    write_text_atomic(out / "report.md", text)
+    write_json_atomic(out / "report.json", {
+        "questions": qfile, "n": len(questions), "ks": args.ks, "match": args.match,
+        "weights": {"alpha": r.alpha, "normalize": r.normalize, "mu": r.mu, "max_frac": r.max_frac},
+        "scores": {g: {LABELS[m]: {str(kk): v for kk, v in s.items()} for m, s in per.items()}
+                   for g, per in scores.items()},
+        "curves": {split: {LABELS[m]: [c[kk] for kk in range(1, k + 1)] for m, c in per.items()}
+                   for split, per in curves.items()},
+    })
+    print(text)
+    print(f"\nwritten: {out / 'report.md'}, {out / 'report.json'}, {out / 'recall.png'}")
+    return 0
+
+
+def _plot(curves: dict, methods, k: int, path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2), sharey=True)
+    xs = list(range(1, k + 1))
+    for ax, (split, per) in zip(axes, curves.items()):
+        for m in methods:
+            ax.plot(xs, [per[m][x] for x in xs], label=LABELS[m], lw=2 if "+" in m or m == "scd" else 1.3)
+        ax.set_title(split)
+        ax.set_xlabel("k (passages)")
+        ax.set_xscale("log")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("top-k answer accuracy (%)")
+    axes[-1].legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
