@@ -348,3 +348,21 @@ def test_diagnose_lexical_end_to_end(stack, tmp_path):
     assert bm25["original"] == bm25["shuffled"]  # a bag of words does not see word order
     indexed = [q for q in stack.dev if q.lang != NO_BM25_LANG]
     assert d["rbo_questions"] == sum(bool(h) for h in stack.sparse_retriever().search(indexed, 1))
+
+
+def test_lexical_index_alone_global_and_same_language(stack, tmp_path):
+    from retriever.spar.lexical_index import LexicalRetriever, build_lexical_index
+
+    build_lexical_index(stack.lexical, stack.passages, tmp_path / "lam", progress=False)
+    qs = stack.dev[:10]
+    shared = stack.spar_retriever()
+    pl = passage_vectors(stack, shared.lexical_model)
+    ql = shared.lexical_model.encode_queries([q.question for q in qs])
+    glob = LexicalRetriever.load(tmp_path / "lam").search(qs, 8)
+    same = LexicalRetriever.load(tmp_path / "lam", same_language=True).search(qs, 8)
+    for i, q in enumerate(qs):
+        brute = {p.id: float(ql[i] @ pl[j]) for j, p in enumerate(stack.passages)}
+        assert_top_k(glob[i], brute, 8)
+        in_lang = {pid: v for pid, v in brute.items() if pid.startswith(q.lang + "-")}
+        assert_top_k(same[i], in_lang, min(8, len(in_lang)))
+        assert {h.lang for h in same[i]} == {q.lang}

@@ -141,7 +141,15 @@ def bm25_retriever(data: Mapping[str, MlqaLanguage], folder: Path, rebuild: bool
 # name -> factory(data, work_dir, args) -> retriever; other columns register here.
 RETRIEVERS: dict[str, Callable[[Mapping[str, MlqaLanguage], Path, argparse.Namespace], Any]] = {
     "BM25": lambda data, work, args: bm25_retriever(data, work / "bm25", args.rebuild, args.threads),
+    "Λ": lambda data, work, args: _lexical(data, work, args),
 }
+
+
+def _lexical(data: Mapping[str, MlqaLanguage], work: Path, args: argparse.Namespace) -> Any:
+    """SPAR's Λ trained on the MLQA contexts' sentences, BM25 as teacher (``_mlqa_lexical``)."""
+    from xqa.commands._mlqa_lexical import lexical_retriever
+
+    return lexical_retriever(data, work, args)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
