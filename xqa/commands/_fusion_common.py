@@ -48,7 +48,15 @@ def pipeline_config(args: argparse.Namespace):
     from xqa.config import PipelineConfig
 
     if args.config and Path(args.config).is_file():
-        cfg = PipelineConfig.load(args.config)
+        import json
+
+        path = Path(args.config)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as e:
+            raise XqaError(f"{path}:{e.lineno}: invalid JSON ({e.msg})") from None
+        data.pop("tuned", None)  # the record of tuned values that `write_tuned` / the embedded build keep
+        cfg = PipelineConfig.from_dict(data, base_dir=path.parent)
     else:
         cfg = PipelineConfig(base_dir=os.getcwd())
     r = cfg.retrieval
