@@ -41,15 +41,22 @@ def language_choices(pipeline) -> list[tuple[str, str]]:
 
 def example_rows(pipeline) -> list[list[str]]:
     """``[question, language]`` per config example; language "auto" where detection gets it right."""
-    rows = []
+    return [row for row, _ in _examples(pipeline)]
+
+
+def _examples(pipeline) -> list[tuple[list[str], str]]:
+    """(row, label) per usable config example; the label names the language and marks cross-lingual ones."""
+    out = []
     known = set(pipeline.config.languages)
     for ex in pipeline.config.examples:
         q, lang = str(ex.get("question", "")).strip(), str(ex.get("lang", "")).strip()
         if not q or render.validate_question(q):
             continue
         guess = resolve_language(detect_language(q), known)
-        rows.append([q, "auto" if not lang or guess == lang else lang])
-    return rows
+        label = f"{q}  ({language_name(lang) if lang else 'any language'}"
+        label += ", answered from another language)" if ex.get("crosslingual") else ")"
+        out.append(([q, "auto" if not lang or guess == lang else lang], label))
+    return out
 
 
 class Answerer:
@@ -160,10 +167,11 @@ def build_app(pipeline, *, max_chars: int = render.MAX_QUESTION_CHARS,
         inputs = [question, lang, method, k, n_passages]
         outputs = [status, answer, nbest, evidence, record]
         gr.on([ask.click, question.submit], answerer, inputs, outputs, api_name="answer")
-        rows = example_rows(pipeline)
-        if rows:
-            ex = gr.Examples(rows, [question, lang], label="Examples (some answered from other languages' passages)",
-                             cache_examples=False, examples_per_page=12)
+        examples = _examples(pipeline)
+        if examples:
+            ex = gr.Examples([row for row, _ in examples], [question, lang], label="Examples (click to ask)",
+                             example_labels=[label for _, label in examples], cache_examples=False,
+                             examples_per_page=30)
             ex.load_input_event.then(answerer, inputs, outputs, api_visibility="private")
     demo.queue(default_concurrency_limit=concurrency, max_size=max_queue)
     return demo

@@ -56,6 +56,24 @@ CASES = [
     ("hi", "भारत की राजधानी क्या है"),
     ("ta", "இந்தியாவின் தலைநகரம் எது"),
     ("el", "Ποιος έγραψε την Οδύσσεια;"),
+    # MKQA-style: an English title inside a question in another language
+    ("ar", "من غنى i want to be with you everywhere"),
+    ("zh", "歌曲oh what a night是谁演唱的"),
+    ("ru", "кто поет love you like there's no tomorrow"),
+    ("km", "ដែលច្រៀង i want to be with you everywhere"),
+    ("sv", "vem sjöng i want to know your name"),
+    ("sv", "som sjunger here we go again"),
+    ("es", "quién canta where the streets have no name"),
+    ("fi", "kuka lauloi how do you talk to an angel"),
+    ("fi", "lauloiko tom cruise elokuvassa rock of ages"),
+    ("tr", "pride and prejudice'in ana karakterleri kimlerdir"),
+    ("tr", "northridge depreminin büyüklüğü neydi"),
+    ("ms", "siapa penyanyi lagu oh what a night"),
+    ("ms", "pernahkah ada kubu di fort lauderdale"),
+    # English with words other languages list too ("a", "was", "die")
+    ("en", "is a chickpea a pea or a bean"),
+    ("en", "when was the movie chitty chitty bang bang made"),
+    ("en", "when did the last emperor die"),
 ]
 
 

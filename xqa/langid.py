@@ -16,6 +16,12 @@ weakest and where two cheap signals are strongest:
    å for Swedish/Danish/Norwegian, æ ø for Danish/Norwegian...). The language
    with the highest score wins; English when nothing matches.
 
+On the 70,048 MIA 2022 test questions (``../shared/data``: XOR-TyDi's seven
+languages and MKQA's twelve, many quoting English titles) the detected
+language is the labelled one for 99.2% (these questions were used to choose
+the rules; the residue is mostly English-title-only questions and MKQA's
+Khmer file holding Vietnamese and Japanese lines).
+
 No model, no network, microseconds per question. :func:`detect_language`
 returns an ISO 639-1 code; :func:`resolve_language` maps it onto the codes a
 pipeline actually has (``zh`` → ``zh_cn``, ``id`` ↔ ``ms``...).
@@ -77,42 +83,62 @@ _PERSIAN = set("پچژگکی")  # kāf and yā in their Persian forms as well
 _URDU = set("ٹڈڑںےھ")
 _UKRAINIAN = set("іїєґІЇЄҐ")
 
-# Latin-script languages: frequent words (question words first) and telling letters.
-_WORDS: dict[str, str] = {
-    "en": "what who whom whose when where which why how is are was were did does do the of and "
-          "in on a an to by for from with many much first name called largest",
-    "es": "qué que quién quien quiénes cuándo cuando dónde donde cuál cual cuáles cómo como "
-          "cuántos cuántas cuánto es el la los las de del y un una por fue se su en son",
-    "fi": "mikä mitä mikä mitkä kuka ketkä kenen milloin missä mistä mihin minkä miksi kuinka "
-          "monta montako paljonko onko oliko on oli ovat ja se joka vuonna nimi suomen",
-    "sv": "vad vem vems när var vart vilken vilket vilka hur är och det som av på till med "
-          "för många heter har hette ett",
-    "da": "hvad hvem hvornår hvor hvilken hvilket hvilke hvordan er og det som af på til med "
-          "for mange hedder har blev et",
-    "no": "hva hvem når hvor hvilken hvilket hvilke hvordan er og det som av på til med for "
-          "mange heter har ble et",
-    "tr": "ne kim kimdir nedir nerede nereye nereden hangi hangisi nasıl zaman kaç kaçta mı mi "
-          "mu mü ve bir bu ile için olan ilk yılında",
-    "ms": "apakah apa siapa siapakah bila bilakah bilakah mana manakah di berapa berapakah yang "
-          "dan ini itu untuk dengan adalah dalam ke dari bagaimana kenapa mengapa tahun pada oleh",
-    "id": "apakah apa siapa siapakah kapan kapankah mana di berapa yang dan ini itu untuk dengan "
-          "adalah dalam ke dari bagaimana mengapa tahun pada oleh tidak",
-    "tl": "ano sino kailan saan alin paano ilan bakit ang ng mga sa si ni na ay kay nang",
-    "de": "was wer wen wem wessen wann wo woher wohin welche welcher welches wie ist der die das "
-          "und ein eine von im den dem hat wurde viele sind",
-    "fr": "qui que quoi quand où quel quelle quels quelles comment combien est le la les de des "
-          "du un une et été en sont",
-    "it": "chi che cosa quando dove quale quali come quanti quante quanto è il lo gli le di del "
-          "della un una ha stato sono nel",
-    "pt": "o que quem quando onde qual quais como quantos quantas quanto é os as do da dos das "
-          "um uma foi em no na são",
-    "nl": "wat wie wanneer waar welke welk hoe hoeveel is de het een van en werd heeft zijn",
-    "pl": "co kto kiedy gdzie który która które jak jaki jaka ile jest w na i z się był była",
-    "hu": "mi mit ki kik mikor hol honnan hova melyik hogyan hány milyen a az és egy van volt",
-    "vi": "gì ai khi nào ở đâu là của và có những được bao nhiêu năm người",
+# Latin-script languages. Question words weigh most: a question in Swedish or
+# Malay often quotes an English title ("vem sjöng i want to be with you"), but
+# it asks with its own question word. Stop words of one or two letters ("a",
+# "i", "en", "de") are shared by many languages and weigh least.
+_QUESTION_WORDS: dict[str, str] = {
+    "en": "what who whom whose when where which why how",
+    "es": "qué que quién quien quiénes quienes cuándo cuando dónde donde cuál cual cuáles cómo como "
+          "cuántos cuántas cuánto cuantos cuantas",
+    "fi": "mikä mitä mitkä kuka ketkä kenen kenet milloin missä mistä mihin minkä miksi kuinka monta "
+          "montako paljonko onko oliko koska mikäli millä mille kumpi ketä kenelle kenellä kenestä "
+          "keneltä kenen minkälainen millainen minne",
+    "sv": "vad vem vems vilka vilken vilket när var varifrån vart hur varför som",
+    "da": "hvad hvem hvornår hvor hvilken hvilket hvilke hvordan hvorfor",
+    "no": "hva hvem når hvor hvilken hvilket hvilke hvordan hvorfor",
+    "tr": "ne kim kimdir kimdi kimdedir kimde kimin kime kimi nedir neydi neler nelerdir nerede "
+          "nerededir neresi neresidir nereye nereden nerden nereli hangi hangisi hangisidir nasıl "
+          "zaman kaç kaçta kaçıncı niçin neden mı mi mu mü",
+    "ms": "apakah apa siapa siapakah bila bilakah mana manakah dimana dimanakah berapa berapakah "
+          "bagaimana kenapa mengapa adakah",
+    "id": "kapan kapankah",
+    "tl": "ano sino kailan saan alin paano ilan bakit",
+    "de": "was wer wen wem wessen wann wo woher wohin welche welcher welches wie warum",
+    "fr": "qui quoi quand où quel quelle quels quelles comment combien pourquoi",
+    "it": "chi cosa quando dove quale quali come quanti quante quanto perché",
+    "pt": "quem quando onde qual quais como quantos quantas quanto porque",
+    "nl": "wat wie wanneer waar welke welk hoe hoeveel waarom",
+    "pl": "co kto kiedy gdzie który która które jak jaki jaka ile dlaczego",
+    "hu": "mi mit ki kik mikor hol honnan hova melyik hogyan hány milyen miért",
+    "vi": "gì ai khi nào đâu bao nhiêu sao",
+}
+_STOP_WORDS: dict[str, str] = {
+    "en": "is are was were did does do the of and in on a an to by for from with many much first "
+          "name called largest or that have has there ever been it made before last time most",
+    "es": "es el la los las de del y un una por fue se su en son lista nombre canciones está hay "
+          "desde hasta",
+    "fi": "on oli ovat ja se joka vuonna nimi suomen kappaleen sarjan elokuvan",
+    "sv": "är och det av på till med för många heter har hette ett låten spelade i den",
+    "da": "er og det som af på til med for mange hedder har blev et",
+    "no": "er og det som av på til med for mange heter har ble et",
+    "tr": "ve bir bu ile için olan ilk yılında en son var fazla büyük",
+    "ms": "yang dan ini itu untuk dengan adalah dalam ke dari tahun pada oleh lagu penyanyi kali "
+          "terakhir di ada daripada sebahagian mempunyai menjadi salah satu musim rancangan terdapat beberapa "
+          "berada atau pelakon",
+    "id": "yang dan ini itu untuk dengan adalah dalam ke dari tahun pada oleh tidak di ada",
+    "tl": "ang ng mga sa si ni na ay kay nang",
+    "de": "ist der die das und ein eine von im den dem hat wurde viele sind",
+    "fr": "est le la les de des du un une et été en sont",
+    "it": "è il lo gli le di del della un una ha stato sono nel",
+    "pt": "o é os as do da dos das um uma foi em no na são",
+    "nl": "is de het een van en werd heeft zijn",
+    "pl": "jest w na i z się był była",
+    "hu": "a az és egy van volt",
+    "vi": "là của và có những được năm người ở",
 }
 _LETTERS: dict[str, str] = {
-    "es": "ñ¿¡", "tr": "ığşİ", "sv": "å", "da": "æøå", "no": "æøå", "de": "ßü",
+    "es": "ñ¿¡", "tr": "ığşİüç", "sv": "å", "da": "æøå", "no": "æøå", "de": "ßü",
     "fr": "çèêœëîûù", "it": "òìù", "pt": "ãõç", "pl": "ąęłśźżńć", "hu": "őű",
     "vi": "đơư", "fi": "", "en": "", "ms": "", "id": "", "tl": "", "nl": "",
 }
@@ -121,12 +147,21 @@ _SEQUENCES: dict[str, tuple[str, ...]] = {
     "nl": ("ij", "ee", "oo", "oe", "uu", "aa"), "de": ("ei", "tz", "ch"), "pt": ("ção", "ões", "nh", "lh"),
     "es": ("ción", "ll"), "fr": ("eau", "oux", "qu'"), "pl": ("sz", "cz", "rz"), "hu": ("gy", "sz", "zs", "ny"),
 }
-_WORD_SETS = {lang: frozenset(words.split()) for lang, words in _WORDS.items()}
+_QUESTION_SETS = {lang: frozenset(words.split()) for lang, words in _QUESTION_WORDS.items()}
+_STOP_SETS = {lang: frozenset(words.split()) for lang, words in _STOP_WORDS.items()}
+# How many languages list a word: "was" (English stop word, German question word) or
+# "en" (Spanish, French, Swedish, Turkish...) says little about which language it is.
+_SHARED = Counter(w for sets in (_QUESTION_SETS, _STOP_SETS) for ws in sets.values() for w in ws)
 # Ties go to the language listed first: the MIA languages before their neighbours.
 _PRIORITY = ["en", "es", "fi", "sv", "tr", "ms", "de", "fr", "pt", "it", "nl", "no", "da", "pl",
              "hu", "vi", "id", "tl"]
 _FINNISH_SUFFIX = re.compile(r"(ssa|ssä|sta|stä|lla|llä|lta|ltä|lle|ksi|ineen|aan|ään|tti)$")
+# Turkish suffixes after an apostrophe on a proper name: "Türkiye'nin", "Galaxy'de", "houston'u"
+_TURKISH_SUFFIX = re.compile(r"['’](?:n?[ıiuü]n|[ıiuü]|y[ıiuü]|[dt][ae](?:ki|n)?|[ae]|l[ae]|n[ıiuü]n)\b")
+_TURKISH_QUESTION = re.compile(r"^(?:kim|nere|hangi|kaç|ne(?:dir|ydi|ler))\w+$")
 _TOKEN = re.compile(r"[^\W\d_]+")
+MIN_SCRIPT_LETTERS = 2  # letters of a non-Latin script that outweigh any amount of Latin text
+ENGLISH_HANDICAP = 0.6  # English must outscore a language with its own question word clearly
 
 
 def script_of(ch: str) -> str | None:
@@ -152,26 +187,50 @@ def script_counts(text: str) -> Counter:
 def latin_scores(text: str) -> dict[str, float]:
     """A score per Latin-script language.
 
-    Evidence: 2 per known word, 1.5 per telling letter (Finnish: 0.5 per ä/ö
-    in a text without å). Typical letter sequences (0.75 each) and Finnish case
-    endings / doubled letters only break ties between languages that already
-    have evidence, so a proper name alone ("Beethoven") does not make Dutch.
+    Evidence: 3 per question word (6 when it opens the question, 4 when it
+    closes it; Turkish: a closing word of the kim-/nere-/hangi- families;
+    Finnish: a closing or opening word with the clitic -ko/-kö, Malay and
+    Indonesian with the particle -kah), 1.5 per stop
+    word, each divided by the number of languages listing the word; 1.5 per
+    telling letter (Finnish: 0.5 per ä/ö in a text without å; Turkish: 2 per
+    suffix after an apostrophe). When another language's question word occurs,
+    English counts at ``ENGLISH_HANDICAP``: English titles inside other
+    languages' questions are common, the reverse is not.
+    Typical letter sequences (0.75 each) and Finnish case endings only break
+    ties between languages that already have evidence, so a proper name alone
+    ("Beethoven") does not make Dutch.
     """
     lowered = unicodedata.normalize("NFC", text).lower()
     tokens = _TOKEN.findall(lowered)
+    edges = {0, len(tokens) - 1}
     scores: dict[str, float] = {}
     for lang in _PRIORITY:
-        words = _WORD_SETS[lang]
-        s = 2.0 * sum(t in words for t in tokens)
+        qwords, stops = _QUESTION_SETS[lang], _STOP_SETS[lang]
+        s = 0.0
+        for i, t in enumerate(tokens):
+            if t in qwords:
+                s += (6.0 if i == 0 else 4.0 if i in edges else 3.0) / _SHARED[t]
+            elif t in stops:
+                s += 1.5 / _SHARED[t]
+            elif lang == "fi" and len(t) > 4 and t.endswith(("ko", "kö")) and i in edges:
+                s += 3.0  # the question clitic: "lauloiko", "ovatko"
+            elif lang in ("ms", "id") and len(t) > 5 and t.endswith("kah") and i in edges:
+                s += 3.0  # the question particle: "pernahkah", "bolehkah"
+            elif lang == "tr" and i in edges and _TURKISH_QUESTION.match(t):
+                s += 3.0  # "kimlerdir", "nerelidir", "hangisidir"
         s += 1.5 * sum(lowered.count(ch.lower()) for ch in _LETTERS.get(lang, ""))
         if lang == "fi" and "å" not in lowered:
             s += 0.5 * (lowered.count("ä") + lowered.count("ö"))
+        if lang == "tr":
+            s += 2.0 * len(_TURKISH_SUFFIX.findall(lowered))
         if s > 0:
             s += 0.75 * sum(lowered.count(seq) for seq in _SEQUENCES.get(lang, ()))
             if lang == "fi":
                 s += 0.5 * sum(1 for t in tokens if len(t) > 4 and _FINNISH_SUFFIX.search(t))
                 s += 0.25 * sum(lowered.count(d) for d in ("aa", "ää", "ii", "uu", "yy", "öö", "kk", "tt"))
         scores[lang] = s
+    if any(t in _QUESTION_SETS[lang] for lang in _PRIORITY if lang != "en" for t in tokens):
+        scores["en"] *= ENGLISH_HANDICAP
     return scores
 
 
@@ -188,7 +247,12 @@ def detect_language(text: str, default: str = "en") -> str:
         return "ja"  # kana never occur in Chinese; Japanese mixes them with kanji
     if counts["hangul"] and counts["hangul"] >= counts["han"] / 2:
         return "ko"
-    script, _ = max(counts.items(), key=lambda kv: (kv[1], kv[0] == "latin"))
+    # A question quoting an English title ("من غنى i want to be with you") is in the
+    # language of its other script: any non-Latin script with a few letters wins.
+    others = [(n, sc) for sc, n in counts.items() if sc != "latin"]
+    n_other, script = max(others) if others else (0, "latin")
+    if n_other < min(MIN_SCRIPT_LETTERS, counts["latin"] + 1):
+        script = "latin"
     if script == "han":
         return "zh"
     if script == "arabic":
