@@ -78,10 +78,7 @@ def build_index(vectors: np.ndarray, params: IndexParams):
         if d % m:
             raise XqaError(f"--pq-m {m} must divide the vector size {d}")
         bits = min(params.pq_bits, max(1, int(math.log2(max(n, 2)))))  # PQ needs >= 2^bits points
-        quantizer = faiss.IndexFlatIP(d)
-        index = faiss.IndexIVFPQ(quantizer, d, nlist, m, bits, ip)
-        index.own_fields = True
-        index.__dict__["_quantizer"] = quantizer  # keep the Python object alive
+        index = faiss.index_factory(d, f"IVF{nlist},PQ{m}x{bits}", ip)  # owns its coarse quantizer
         index.train(x)
         index.nprobe = min(params.nprobe, nlist)
     else:

@@ -88,6 +88,9 @@ def _special_ids(tok) -> tuple[int, int, int]:
 class BiEncoder(nn.Module):
     """Question and passage towers plus the tokenizer that feeds them.
 
+    Every constructor returns the model in eval mode (as HF ``from_pretrained``
+    does); the training loop switches it to train mode.
+
     ``forward`` is not used; training calls :meth:`embed_queries` /
     :meth:`embed_passages` on tokenized batches, inference calls
     :meth:`encode_queries` / :meth:`encode_passages` on raw records.
@@ -151,7 +154,7 @@ class BiEncoder(nn.Module):
         p = None if shared else LukeModel(lc)
         cfg = BiEncoderConfig("luke", pooling, shared, query_max_length, passage_max_length,
                               "LukeModel", "LukeModel")
-        return cls(q, p, tok, cfg)
+        return cls(q, p, tok, cfg).eval()
 
     @classmethod
     def from_pretrained(cls, name: str, passage_name: str | None = None, *, shared: bool | None = None,
@@ -191,7 +194,7 @@ class BiEncoder(nn.Module):
             p = _tower_class(p_cls).from_pretrained(passage_name or name)
         cfg = BiEncoderConfig(mtype, pooling, shared, query_max_length, passage_max_length,
                               q_cls, q_cls if shared else p_cls)
-        return cls(q, p, tok, cfg)
+        return cls(q, p, tok, cfg).eval()
 
     # ------------------------------------------------------------ save / load
     def save(self, out_dir: str | Path, overwrite: bool = True) -> Path:

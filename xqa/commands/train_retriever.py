@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 
 # Tuned for the embedded world on a 2-core CPU (docs/dense.md): ~3 min.
-EMBEDDED_DEFAULTS = dict(config="tiny", batch_size=64, epochs=2.0, lr=1e-3, warmup_steps=50,
+EMBEDDED_DEFAULTS = dict(config="tiny", pooling="mean", batch_size=64, epochs=2.0, lr=3e-4, warmup_steps=50,
                          query_max_length=32, passage_max_length=96, hard_negatives=1)
 
 
@@ -44,7 +44,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     m.add_argument("--tokenizer", help="tokenizer folder for --config (xqa train tokenizer)")
     m.add_argument("--separate", action="store_true", help="separate question and passage towers (default shared)")
     m.add_argument("--pooling", choices=("cls", "mean", "pooler"), default=None,
-                   help="representation: first token of the last layer (cls; DPR models: pooler), or mean")
+                   help="representation: first token of the last layer (cls; DPR models: pooler), or mean; "
+                        "default cls for --init, mean for --config (a small model trained from scratch "
+                        "collapses with cls, see docs/dense.md)")
     m.add_argument("--query-max-length", type=int, default=d["query_max_length"], help="question tokens")
     m.add_argument("--passage-max-length", type=int, default=d["passage_max_length"], help="passage tokens")
     t = p.add_argument_group("training")
@@ -89,7 +91,7 @@ def build_model(args: argparse.Namespace):
     if not args.tokenizer:
         raise XqaError("--config needs --tokenizer (a folder from `xqa train tokenizer`)")
     return BiEncoder.from_scratch(args.tokenizer, args.config or EMBEDDED_DEFAULTS["config"],
-                                  shared=not args.separate, pooling=args.pooling or "cls",
+                                  shared=not args.separate, pooling=args.pooling or EMBEDDED_DEFAULTS["pooling"],
                                   query_max_length=args.query_max_length,
                                   passage_max_length=args.passage_max_length, seed=args.seed)
 
