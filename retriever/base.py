@@ -8,7 +8,9 @@ one they hold (``tests/test_retriever_contract.py`` checks each kind).
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from itertools import pairwise
 from typing import Protocol, runtime_checkable
 
 from xqa.records import Hit, Question
@@ -42,9 +44,9 @@ def contract_violations(hits: Sequence[Hit], k: int) -> list[str]:
     if len(set(ids)) != len(ids):
         problems.append("repeated passage ids")
     scores = [h.score for h in hits]
-    if any(a < b for a, b in zip(scores, scores[1:])):
+    if any(a < b for a, b in pairwise(scores)):
         problems.append("scores not sorted in descending order")
-    if any(s != s for s in scores):
+    if any(math.isnan(s) for s in scores):
         problems.append("NaN score")
     return problems
 

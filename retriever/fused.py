@@ -138,7 +138,7 @@ class FusionConfig:
     mu: float | None = None           # SPAR: query-side weight of Λ (None: the index's own)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "FusionConfig":
+    def from_dict(cls, d: dict[str, Any]) -> FusionConfig:
         names = {f.name for f in fields(cls)}
         unknown = set(d) - names
         if unknown:
@@ -188,5 +188,14 @@ def build_from_config(config: FusionConfig, **components: Retriever | None) -> R
     return build_retriever(method, **components, **settings)
 
 
-__all__ = ["METHODS", "NEEDS", "FusionConfig", "ScdRetriever", "HybridRetriever", "RrfRetriever",
-           "build_retriever", "build_from_config", "sparse_search"]
+__all__ = [
+    "METHODS",
+    "NEEDS",
+    "FusionConfig",
+    "HybridRetriever",
+    "RrfRetriever",
+    "ScdRetriever",
+    "build_from_config",
+    "build_retriever",
+    "sparse_search",
+]

@@ -20,11 +20,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from typing import Union
 
 from xqa.records import Hit
 
-HitLike = Union[Hit, tuple[str, float]]
+HitLike = Hit | tuple[str, float]
 
 SCD_ORDERS = ("dense", "sparse")
 RRF_K = 60
@@ -64,8 +63,8 @@ def _rank_score(rank: int, k: int) -> float:
 
 def scd_budget(k: int, max_frac: float, n_sparse: int) -> int:
     """The sparse budget ``B = min(floor(max_frac*K), len(sparse))`` of DESIGN.md."""
-    # The epsilon keeps e.g. floor(0.6 * 5) == 3 although 0.6 * 5 == 2.9999999999999996.
-    return min(int(math.floor(max_frac * k + 1e-9)), n_sparse)
+    # The epsilon keeps e.g. floor(0.29 * 100) == 29 although 0.29 * 100 == 28.999999999999996.
+    return min(math.floor(max_frac * k + 1e-9), n_sparse)
 
 
 def sparse_corroborate_dense(
@@ -201,5 +200,13 @@ def rrf(lists: Sequence[Sequence[HitLike]], k: int, rrf_k: int = RRF_K) -> list[
     return [Hit(id=i, score=fused[i], source="rrf", lang=lang[i]) for i in ranked]
 
 
-__all__ = ["HitLike", "as_hits", "scd_budget", "sparse_corroborate_dense", "hybrid", "rrf",
-           "SCD_ORDERS", "RRF_K"]
+__all__ = [
+    "RRF_K",
+    "SCD_ORDERS",
+    "HitLike",
+    "as_hits",
+    "hybrid",
+    "rrf",
+    "scd_budget",
+    "sparse_corroborate_dense",
+]

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 NO_BM25_LANG = "te"
-_CACHE: dict[str, "Stack"] = {}
+_CACHE: dict[str, Stack] = {}
 
 
 @dataclass

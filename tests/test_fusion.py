@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from itertools import pairwise
 
 import pytest
 from hypothesis import given, settings
@@ -71,7 +72,7 @@ def test_worked_example_sparse_order():
 def test_scores_strictly_decrease_and_survive_a_resort():
     out = sparse_corroborate_dense(pairs(DENSE), pairs(SPARSE), k=5, max_frac=0.6)
     scores = [h.score for h in out]
-    assert all(a > b for a, b in zip(scores, scores[1:]))
+    assert all(a > b for a, b in pairwise(scores))
     # FiD's loader re-sorts ctxs by score: the fused order must survive it.
     assert ids(sorted(out, key=lambda h: -h.score)) == ids(out)
 
@@ -128,9 +129,9 @@ def test_duplicate_ids_in_an_input_keep_their_first_occurrence():
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    (dict(k=-1, max_frac=0.2), "k must be"),
-    (dict(k=5, max_frac=1.5), "max_frac"),
-    (dict(k=5, max_frac=0.2, corroborated_order="bm25"), "corroborated_order"),
+    ({"k": -1, "max_frac": 0.2}, "k must be"),
+    ({"k": 5, "max_frac": 1.5}, "max_frac"),
+    ({"k": 5, "max_frac": 0.2, "corroborated_order": "bm25"}, "corroborated_order"),
 ])
 def test_scd_rejects_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -180,7 +181,7 @@ def test_scd_properties(dense, sparse, k, max_frac, order):
     # corroborated passages all make it (there are at most k of them)
     assert sum(h.source == "corroborated" for h in out) == min(n_corr, k)
     scores = [h.score for h in out]
-    assert all(a > b for a, b in zip(scores, scores[1:]))
+    assert all(a > b for a, b in pairwise(scores))
     if not sparse:
         assert got == dense[:k]
 
@@ -370,7 +371,7 @@ def test_synthetic_lists_have_the_requested_overlap(n, k, overlap):
 
     for dense, sparse in synthetic_lists(n, k, overlap, seed=1):
         assert len(dense) == len(sparse) == k
-        assert len({h.id for h in dense} & {h.id for h in sparse}) == int(round(overlap * k))
+        assert len({h.id for h in dense} & {h.id for h in sparse}) == round(overlap * k)
         assert [h.score for h in dense] == sorted((h.score for h in dense), reverse=True)
 
 

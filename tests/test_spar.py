@@ -4,10 +4,19 @@ from __future__ import annotations
 import random
 
 import pytest
+from fusion_stack import NO_BM25_LANG, build_stack
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from retriever.spar.data import (
+    TeacherConfig,
+    label,
+    sample_sentence_queries,
+    split_sentences,
+)
 from retriever.spar.diagnostics import mean_rbo, rbo, shuffle_tokens
+from xqa.errors import XqaError
+from xqa.records import Hit, Passage, Question
 
 # --- rank-biased overlap ----------------------------------------------------------
 
@@ -87,10 +96,6 @@ def test_shuffle_tokens_permutes_tokens(tokens, seed):
 
 # --- teacher data (pure parts) ------------------------------------------------------
 
-from retriever.spar.data import (TeacherConfig, label, sample_sentence_queries,  # noqa: E402
-                                 split_sentences)
-from xqa.errors import XqaError  # noqa: E402
-from xqa.records import Hit, Passage, Question  # noqa: E402
 
 
 def test_split_sentences_latin_and_cjk():
@@ -146,8 +151,6 @@ def test_teacher_config_rejects_nonsense():
 
 # --- on the real tiny stack ------------------------------------------------------------
 
-import numpy as np  # noqa: E402
-from fusion_stack import NO_BM25_LANG, build_stack  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ Names are imported lazily: ``import retriever.spar`` loads neither torch nor FAI
 - :mod:`.lexical` — training Λ with the dense retriever's task and the shared loop.
 - :mod:`.index` — the one FAISS index of ``[P ; PΛ]`` and :class:`SparRetriever`
   (query ``[Q ; μ·QΛ]``), the μ grid.
+- :mod:`.lexical_index` — Λ alone (its own index; same-language search for MLQA).
 - :mod:`.diagnostics` — rank-biased overlap, token shuffling (SPAR Tables 6, 7).
 """
 from __future__ import annotations
@@ -21,9 +22,29 @@ _EXPORTS = {
     "teacher_data": "lexical", "lexical_task": "lexical",
     "SparRetriever": "index", "build_spar_index": "index", "MU_GRID": "index", "MODES": "index",
     "combine": "index",
+    "LexicalRetriever": "lexical_index", "build_lexical_index": "lexical_index",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "LexicalRetriever",
+    "MODES",
+    "MU_GRID",
+    "RBO_P",
+    "SparRetriever",
+    "TeacherConfig",
+    "build_lexical_index",
+    "build_spar_index",
+    "combine",
+    "label",
+    "lexical_task",
+    "mean_rbo",
+    "rbo",
+    "sample_sentence_queries",
+    "shuffle_tokens",
+    "split_sentences",
+    "teacher_data",
+    "teacher_examples",
+]
 
 
 def __getattr__(name: str):

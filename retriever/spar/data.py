@@ -147,5 +147,11 @@ def teacher_examples(teacher, questions: Iterable[Question], config: TeacherConf
     return examples, unlabelled
 
 
-__all__ = ["TeacherConfig", "split_sentences", "word_count", "sample_sentence_queries", "label",
-           "teacher_examples"]
+__all__ = [
+    "TeacherConfig",
+    "label",
+    "sample_sentence_queries",
+    "split_sentences",
+    "teacher_examples",
+    "word_count",
+]

@@ -102,4 +102,4 @@ def _dedup(items: Sequence[Hashable]) -> list:
     return out
 
 
-__all__ = ["RBO_P", "rbo", "mean_rbo", "shuffle_tokens"]
+__all__ = ["RBO_P", "mean_rbo", "rbo", "shuffle_tokens"]

@@ -104,7 +104,12 @@ def build_spar_index(dense_dir: str | Path, lexical_dir: str | Path, passages: I
     its training run); ``passages``: the same passages the dense index holds.
     Returns the written config.
     """
-    from retriever.dense.encode import encode_shard, index_config, read_shards, resolve_model_dir
+    from retriever.dense.encode import (
+        encode_shard,
+        index_config,
+        read_shards,
+        resolve_model_dir,
+    )
     from retriever.dense.index import IndexParams, LanguageIndexes
     from retriever.dense.model import BiEncoder
 
@@ -186,7 +191,7 @@ class SparRetriever:
 
     @classmethod
     def load(cls, folder: str | Path, mu: float | None = None, *, languages: Iterable[str] | None = None,
-             device: str = "cpu", use_gpu: bool | None = None, batch_size: int = 128) -> "SparRetriever":
+             device: str = "cpu", use_gpu: bool | None = None, batch_size: int = 128) -> SparRetriever:
         """Load ``xqa index spar``'s folder; ``mu`` overrides the recorded weight (default 1)."""
         from retriever.dense.index import LanguageIndexes
         from retriever.dense.model import BiEncoder
@@ -205,13 +210,13 @@ class SparRetriever:
                    batch_size=batch_size)
 
     # ------------------------------------------------------------------ views
-    def with_mu(self, mu: float) -> "SparRetriever":
+    def with_mu(self, mu: float) -> SparRetriever:
         """The same retriever with query weight ``mu`` (index and encoders shared)."""
         view = copy.copy(self)
         view.mu = float(mu)
         return view
 
-    def part(self, which: str) -> "SparRetriever":
+    def part(self, which: str) -> SparRetriever:
         """Only one half of a concatenated index: ``"dense"`` (weights 1, 0) or ``"lexical"`` (0, 1).
 
         Exact: the other half of each query vector is zero, so the scores are

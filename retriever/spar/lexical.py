@@ -122,4 +122,4 @@ def summary(meta: dict[str, Any]) -> str:
             f"{meta['dev']} validation queries")
 
 
-__all__ = ["teacher_data", "lexical_task", "summary", "TEACHER_DIR"]
+__all__ = ["TEACHER_DIR", "lexical_task", "summary", "teacher_data"]

@@ -62,7 +62,7 @@ class LexicalRetriever:
         self.same_language, self.batch_size = same_language, batch_size
 
     @classmethod
-    def load(cls, folder: str | Path, *, same_language: bool = False, device: str = "cpu") -> "LexicalRetriever":
+    def load(cls, folder: str | Path, *, same_language: bool = False, device: str = "cpu") -> LexicalRetriever:
         from retriever.dense.index import LanguageIndexes
         from retriever.dense.model import BiEncoder
 

@@ -14,6 +14,7 @@ Measured in one run, on this machine:
 """
 from __future__ import annotations
 
+import math
 import random
 import statistics
 import time
@@ -46,7 +47,7 @@ def synthetic_lists(n: int, k: int, overlap: float, seed: int = 0) -> list[tuple
     out = []
     for q in range(n):
         dense_ids = [f"d{q}-{i}" for i in range(k)]
-        shared = rng.sample(dense_ids, int(round(overlap * k)))
+        shared = rng.sample(dense_ids, round(overlap * k))
         sparse_ids = shared + [f"s{q}-{i}" for i in range(k - len(shared))]
         rng.shuffle(sparse_ids)
         dense = [Hit(i, 80.0 - 0.1 * r, "dense") for r, i in enumerate(dense_ids)]
@@ -164,7 +165,7 @@ def bench_retrievers(parts: dict, questions: Sequence[Question], k: int = 60, ba
 
 def render(report: Report) -> str:
     def fmt(us: float) -> str:
-        if us != us:
+        if math.isnan(us):
             return "–"
         return f"{us:,.1f} µs" if us < 1000 else f"{us / 1000:,.2f} ms"
 
@@ -184,4 +185,4 @@ def render(report: Report) -> str:
     return "\n".join(out)
 
 
-__all__ = ["Report", "Row", "synthetic_lists", "bench_fusion_functions", "bench_retrievers", "render"]
+__all__ = ["Report", "Row", "bench_fusion_functions", "bench_retrievers", "render", "synthetic_lists"]

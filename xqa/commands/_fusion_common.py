@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -196,7 +197,7 @@ def format_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str
     """A GitHub-markdown table (numbers with one decimal)."""
     def cell(x: object) -> str:
         if isinstance(x, float):
-            return "–" if x != x else f"{x:.1f}"
+            return "–" if math.isnan(x) else f"{x:.1f}"
         return str(x)
 
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 # A tiny model on a 2-core CPU (docs/fusion.md): 300 steps, 1-5 s each depending on the load.
-SETTINGS = dict(vocab_size=8000, sentences_per_passage=3, steps=300, batch_size=32, lr=1e-3, warmup=30,
-                query_max_length=48, passage_max_length=128, rbo_depth=100)
+SETTINGS = {"vocab_size": 8000, "sentences_per_passage": 3, "steps": 300, "batch_size": 32, "lr": 1e-3,
+            "warmup": 30, "query_max_length": 48, "passage_max_length": 128, "rbo_depth": 100}
 
 
 def lexical_retriever(data: Mapping[str, Any], work: Path, args: argparse.Namespace):

@@ -29,7 +29,12 @@ def run(args: argparse.Namespace) -> int:
     import platform
     from pathlib import Path
 
-    from xqa.bench.fusion import Report, bench_fusion_functions, bench_retrievers, render
+    from xqa.bench.fusion import (
+        Report,
+        bench_fusion_functions,
+        bench_retrievers,
+        render,
+    )
     from xqa.commands._fusion_common import pipeline_config
     from xqa.errors import XqaError
 

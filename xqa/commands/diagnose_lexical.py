@@ -15,7 +15,11 @@ from __future__ import annotations
 
 import argparse
 
-from xqa.commands._fusion_common import METRICS, add_question_arguments, add_source_arguments
+from xqa.commands._fusion_common import (
+    METRICS,
+    add_question_arguments,
+    add_source_arguments,
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -43,8 +47,14 @@ def run(args: argparse.Namespace) -> int:
     from retriever.fused import sparse_search
     from retriever.spar.diagnostics import mean_rbo, shuffle_tokens
     from xqa.artifacts import write_json_atomic
-    from xqa.commands._fusion_common import (Judge, batched, format_table, load_pipeline, read_questions,
-                                             search_all)
+    from xqa.commands._fusion_common import (
+        Judge,
+        batched,
+        format_table,
+        load_pipeline,
+        read_questions,
+        search_all,
+    )
     from xqa.records import Question
 
     questions = read_questions(args)

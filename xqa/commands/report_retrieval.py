@@ -51,7 +51,13 @@ def run(args: argparse.Namespace) -> int:
 
     from retriever.fused import build_retriever, sparse_search
     from xqa.artifacts import write_json_atomic, write_text_atomic
-    from xqa.commands._fusion_common import Judge, batched, format_table, load_pipeline, pipeline_config
+    from xqa.commands._fusion_common import (
+        Judge,
+        batched,
+        format_table,
+        load_pipeline,
+        pipeline_config,
+    )
     from xqa.errors import XqaError
     from xqa.io import read_questions
 

@@ -13,8 +13,8 @@ import argparse
 from pathlib import Path
 
 # The embedded default on a 2-core CPU (docs/fusion.md).
-EMBEDDED_DEFAULTS = dict(config="tiny", batch_size=64, epochs=2.0, lr=1e-3, warmup_steps=50,
-                         query_max_length=48, passage_max_length=96)
+EMBEDDED_DEFAULTS = {"config": "tiny", "batch_size": 64, "epochs": 2.0, "lr": 1e-3, "warmup_steps": 50,
+                     "query_max_length": 48, "passage_max_length": 96}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -74,9 +74,9 @@ def train_lexical(args: argparse.Namespace) -> dict:
     """Label sentence queries with BM25, build Λ and its task, run the shared loop."""
     import torch
 
-    from retriever.sparse import SparseRetriever
     from retriever.spar.data import TeacherConfig
     from retriever.spar.lexical import lexical_task, summary, teacher_data
+    from retriever.sparse import SparseRetriever
     from xqa.commands.train_retriever import build_model
     from xqa.io import read_passages, read_questions
     from xqa.training import TrainConfig, init_distributed, train

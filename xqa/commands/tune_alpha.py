@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import argparse
 
-from xqa.commands._fusion_common import METRICS, add_question_arguments, add_source_arguments
+from xqa.commands._fusion_common import (
+    METRICS,
+    add_question_arguments,
+    add_source_arguments,
+)
 
 
 def alpha_grid(lo: float = 0.0, hi: float = 2.0, step: float = 0.05) -> list[float]:
     """``lo, lo+step, ..., hi`` without float drift (41 values by default)."""
-    n = int(round((hi - lo) / step))
+    n = round((hi - lo) / step)
     return [round(lo + i * step, 10) for i in range(n + 1)]
 
 
@@ -39,8 +43,15 @@ def run(args: argparse.Namespace) -> int:
     from retriever.fused import sparse_search
     from retriever.fusion import hybrid
     from xqa.artifacts import write_json_atomic
-    from xqa.commands._fusion_common import (Judge, batched, format_table, load_pipeline, read_questions,
-                                             search_all, write_tuned)
+    from xqa.commands._fusion_common import (
+        Judge,
+        batched,
+        format_table,
+        load_pipeline,
+        read_questions,
+        search_all,
+        write_tuned,
+    )
     from xqa.errors import XqaError
 
     if args.at < 1 or args.depth < args.at:

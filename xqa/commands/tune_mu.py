@@ -11,7 +11,11 @@ from __future__ import annotations
 import argparse
 import math
 
-from xqa.commands._fusion_common import METRICS, add_question_arguments, add_source_arguments
+from xqa.commands._fusion_common import (
+    METRICS,
+    add_question_arguments,
+    add_source_arguments,
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -32,7 +36,13 @@ def run(args: argparse.Namespace) -> int:
 
     from retriever.spar.index import MU_GRID
     from xqa.artifacts import write_json_atomic
-    from xqa.commands._fusion_common import Judge, format_table, load_pipeline, read_questions, write_tuned
+    from xqa.commands._fusion_common import (
+        Judge,
+        format_table,
+        load_pipeline,
+        read_questions,
+        write_tuned,
+    )
     from xqa.errors import XqaError
 
     if args.at < 1:
