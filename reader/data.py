@@ -63,6 +63,26 @@ def example_from_records(question: Question, contexts: Sequence[Context]) -> dic
     }
 
 
+def select_contexts(ctxs: Sequence[Any], n: int, gold: Sequence[bool], max_gold: int | None = None) -> list[Any]:
+    """Training contexts that include the gold passages: ``n`` of ``ctxs``, in the given order.
+
+    Takes the gold passages first (at most ``max_gold``, default ``n - 1`` so one
+    non-gold passage always remains to learn to ignore), then the best-ranked
+    others, and returns the chosen ones in their fused order: a selection, never a
+    re-sort. With no gold passage this is simply the first ``n``.
+    """
+    max_gold = n - 1 if max_gold is None else max_gold
+    if n <= 1:
+        max_gold = n
+    chosen = [i for i, g in enumerate(gold) if g][:max_gold]
+    for i in range(len(ctxs)):
+        if len(chosen) >= n:
+            break
+        if i not in chosen:
+            chosen.append(i)
+    return [ctxs[i] for i in sorted(chosen)]
+
+
 def encode_passages(tokenizer, examples: Sequence[Mapping[str, Any]], n_context: int,
                     max_length: int) -> dict[str, torch.Tensor]:
     """Tokenize ``examples`` into FiD encoder blocks.

@@ -333,3 +333,14 @@ def test_soft_match_credits_the_passage_a_translation_came_from():
                 [["Rome"]], ["en"], simple_score)
     assert choose(s, FusionParams(0.0, 1.0, 0.1, soft=True))[0] == 0
     assert choose(s, FusionParams(0.0, 1.0, 0.1, soft=False))[0] == 1
+
+
+def test_select_contexts_keeps_gold_and_fused_order():
+    from reader.data import select_contexts
+
+    ctxs = list("abcdefgh")
+    gold = [False, False, False, False, True, False, True, False]
+    assert select_contexts(ctxs, 3, gold) == ["a", "e", "g"]      # gold 'e', 'g' + best other 'a', fused order
+    assert select_contexts(ctxs, 2, gold) == ["a", "e"]           # one slot stays non-gold
+    assert select_contexts(ctxs, 3, [False] * 8) == ["a", "b", "c"]
+    assert select_contexts(ctxs, 1, gold) == ["e"]

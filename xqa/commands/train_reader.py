@@ -28,6 +28,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-length", type=int, default=192, help="tokens per encoded passage (truncated)")
     p.add_argument("--max-answer-len", type=int, default=24, help="tokens of the target answer")
     p.add_argument("--sample-answers", action="store_true", help="train on a random gold answer each time")
+    p.add_argument("--train-contexts", choices=["top", "gold"], default="top",
+                   help="training passages: the first N in fused order (top), or the gold passages "
+                        "(positive_ids / has_answer / answer string) among the first --train-pool plus "
+                        "the best-ranked others, still in fused order (gold)")
+    p.add_argument("--train-pool", type=int, default=0,
+                   help="with --train-contexts gold: look for gold passages among the first K (0: all)")
     p.add_argument("--train-limit", type=int, default=0, help="use only the first N training questions (0: all)")
     p.add_argument("--dev-limit", type=int, default=500, help="validate on the first N dev questions (0: all)")
     p.add_argument("--eval-mode", choices=["official", "lang_aware", "simple"], default="official",
@@ -50,9 +56,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch default)")
 
 
-def load_examples(path: str, n_context: int, limit: int = 0, need_answers: bool = False) -> list[dict]:
-    """Example dicts (``reader.data``) from a retrieval-result file, ctxs in the given order."""
-    from reader.data import example_from_records
+def is_gold(result, ctx) -> bool:
+    """A passage is gold when the question lists it (``positive_ids``), the retrieval file marks
+    it ``has_answer``, or it contains a gold answer (question language or English)."""
+    from reader.evidence import normalize_answer, occurs_in
+
+    q = result.question
+    if ctx.id in set(q.meta.get("positive_ids") or ()) or ctx.has_answer:
+        return True
+    passage = normalize_answer(f"{ctx.title} {ctx.text}")
+    return any(occurs_in(normalize_answer(a), passage) for a in (*q.answers, *q.answers_en))
+
+
+def load_examples(path: str, n_context: int, limit: int = 0, need_answers: bool = False,
+                  contexts: str = "top", pool: int = 0) -> list[dict]:
+    """Example dicts (``reader.data``) from a retrieval-result file, ctxs in the given order;
+    ``contexts="gold"`` makes sure the gold passages among the first ``pool`` are included."""
+    from reader.data import example_from_records, select_contexts
     from xqa.errors import XqaError
     from xqa.io import read_results
 
@@ -61,7 +81,11 @@ def load_examples(path: str, n_context: int, limit: int = 0, need_answers: bool 
         results = results[:limit]
     examples = []
     for r in results:
-        ex = example_from_records(r.question, r.ctxs[:n_context])
+        ctxs = list(r.ctxs)
+        if contexts == "gold":
+            ctxs = ctxs[:pool] if pool else ctxs
+            ctxs = select_contexts(ctxs, n_context, [is_gold(r, c) for c in ctxs])
+        ex = example_from_records(r.question, ctxs[:n_context])
         if need_answers and not ex["answers"]:
             continue
         examples.append(ex)
@@ -109,7 +133,8 @@ def run(args: argparse.Namespace) -> int:
         tok = AutoTokenizer.from_pretrained(args.tokenizer)
         reader = FiDReader.from_config(args.config or "tiny", tok, seed=args.seed, max_length=args.max_length,
                                        max_answer_len=args.max_answer_len, n_context=args.n_context)
-    train_set = load_examples(args.train, args.n_context, args.train_limit, need_answers=True)
+    train_set = load_examples(args.train, args.n_context, args.train_limit, need_answers=True,
+                              contexts=args.train_contexts, pool=args.train_pool)
     dev_set = load_examples(args.dev, args.n_context, args.dev_limit, need_answers=True) if args.dev else []
     collator = FiDCollator(reader.tokenizer, args.n_context, args.max_length, args.max_answer_len,
                            sample_answers=args.sample_answers, seed=args.seed)
