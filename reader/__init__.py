@@ -30,7 +30,10 @@ _EXPORTS = {
     "FiDTask": "reader.task",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "FiD", "FiDCollator", "FiDReader", "FiDTask", "FusionParams", "ReaderOutput",
+    "build_answer", "fuse_evidence", "reader_only", "tune_fusion",
+]
 
 
 def __getattr__(name: str) -> Any:

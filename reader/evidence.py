@@ -44,8 +44,9 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -71,7 +72,7 @@ class FusionParams:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "FusionParams":
+    def from_dict(cls, d: Mapping[str, Any]) -> FusionParams:
         return cls(float(d.get("beta", 1.0)), float(d.get("gamma", 0.0)), float(d.get("miss", 0.1)),
                    bool(d.get("soft", False)))
 

@@ -20,12 +20,12 @@ from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput
 # Architectures of the configs ``xqa train reader --config`` can build (random weights).
 # ``small`` is mt5-small's shape; ``tiny`` is the embedded default.
 SIZES: dict[str, dict[str, Any]] = {
-    "tiny": dict(d_model=128, d_kv=32, d_ff=384, num_layers=2, num_decoder_layers=2, num_heads=4,
-                 dropout_rate=0.0, relative_attention_num_buckets=32,
-                 relative_attention_max_distance=128, feed_forward_proj="gated-gelu"),
-    "small": dict(d_model=512, d_kv=64, d_ff=1024, num_layers=8, num_decoder_layers=8, num_heads=6,
-                  dropout_rate=0.1, relative_attention_num_buckets=32,
-                  relative_attention_max_distance=128, feed_forward_proj="gated-gelu"),
+    "tiny": {"d_model": 128, "d_kv": 32, "d_ff": 384, "num_layers": 2, "num_decoder_layers": 2,
+             "num_heads": 4, "dropout_rate": 0.0, "relative_attention_num_buckets": 32,
+             "relative_attention_max_distance": 128, "feed_forward_proj": "gated-gelu"},
+    "small": {"d_model": 512, "d_kv": 64, "d_ff": 1024, "num_layers": 8, "num_decoder_layers": 8,
+              "num_heads": 6, "dropout_rate": 0.1, "relative_attention_num_buckets": 32,
+              "relative_attention_max_distance": 128, "feed_forward_proj": "gated-gelu"},
 }
 
 SUPPORTED_MODEL_TYPES = ("mt5", "t5")
@@ -52,7 +52,11 @@ def build_t5(size: str | dict[str, Any], vocab_size: int, seed: int | None = 0):
 
 def load_t5(name_or_path: str):
     """Load a T5/mT5 seq2seq checkpoint (hub name or local folder); no remote code."""
-    from transformers import AutoConfig, MT5ForConditionalGeneration, T5ForConditionalGeneration
+    from transformers import (
+        AutoConfig,
+        MT5ForConditionalGeneration,
+        T5ForConditionalGeneration,
+    )
 
     config = AutoConfig.from_pretrained(name_or_path)
     if config.model_type not in SUPPORTED_MODEL_TYPES:
@@ -114,8 +118,8 @@ class FiD(torch.nn.Module):
         k = max(1, min(n_best, beams))
         B, N, _ = input_ids.shape
         enc, mask = self.encode(input_ids, attention_mask, passage_mask)
-        gen_kwargs: dict[str, Any] = dict(num_beams=beams, num_return_sequences=k, do_sample=False,
-                                          max_new_tokens=max_new_tokens)
+        gen_kwargs: dict[str, Any] = {"num_beams": beams, "num_return_sequences": k, "do_sample": False,
+                                      "max_new_tokens": max_new_tokens}
         if beams > 1:
             gen_kwargs["length_penalty"] = 0.0  # rank beams by their summed log-prob, the score we report
         hidden = enc.last_hidden_state                                                   # [B, N*L, d]

@@ -12,9 +12,10 @@ model with default settings.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -51,7 +52,7 @@ class ReaderOutput:
                 "candidate_relevance": np.asarray(self.candidate_relevance).round(6).tolist()}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "ReaderOutput":
+    def from_dict(cls, d: Mapping[str, Any]) -> ReaderOutput:
         cr = np.asarray(d.get("candidate_relevance") or np.zeros((0, 0)), dtype=np.float32)
         return cls([(str(t), float(s)) for t, s in d["candidates"]],
                    np.asarray(d["relevance"], dtype=np.float32), cr)
@@ -77,14 +78,14 @@ class FiDReader:
     # ------------------------------------------------------------------ construction
 
     @classmethod
-    def from_config(cls, size: str | dict[str, Any], tokenizer, seed: int = 0, **settings) -> "FiDReader":
+    def from_config(cls, size: str | dict[str, Any], tokenizer, seed: int = 0, **settings) -> FiDReader:
         """A randomly initialised reader of a named size (``tiny``, ``small``) over ``tokenizer``."""
         t5 = build_t5(size, vocab_size=len(tokenizer), seed=seed)
         return cls(FiD(t5), tokenizer, base=f"config:{size if isinstance(size, str) else 'custom'}", **settings)
 
     @classmethod
     def load(cls, name_or_folder: str | Path, device: str | torch.device | None = None,
-             **overrides) -> "FiDReader":
+             **overrides) -> FiDReader:
         """Load an xqa reader artifact (or a training run folder: its ``best/``), or start
         from a Hugging Face T5/mT5 checkpoint (hub name or folder)."""
         from transformers import AutoTokenizer

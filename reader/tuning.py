@@ -14,12 +14,19 @@ costs a few numpy operations on [Q, N, k] arrays.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
-from reader.evidence import FusionParams, log_softmax, match_matrix, normalize_answer, soften
+from reader.evidence import (
+    FusionParams,
+    log_softmax,
+    match_matrix,
+    normalize_answer,
+    soften,
+)
 from xqa.records import Context
 
 COARSE = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)

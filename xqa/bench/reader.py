@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 VOCAB = {"tiny": 8000, "small": 250_112}
 
@@ -83,7 +83,7 @@ def latency(sizes: Sequence[str], passages: Sequence[int], length: int, answer_l
             ids, mask, pmask = _inputs(1, n, length, VOCAB[size])
             timings = []
             for b in (1, beams):
-                def call(b=b):
+                def call(b=b, model=model, ids=ids, mask=mask, pmask=pmask):
                     with torch.no_grad():
                         model.generate(ids, mask, pmask, beams=b, n_best=b, max_new_tokens=answer_len)
                 t0 = time.perf_counter()
@@ -108,7 +108,7 @@ def training(sizes: Sequence[str], passages: int, length: int, batch: int, answe
         ids, mask, pmask = _inputs(batch, passages, length, VOCAB[size], seed=1)
         labels = torch.randint(3, VOCAB[size], (batch, answer_len))
 
-        def step():
+        def step(model=model, opt=opt, ids=ids, mask=mask, pmask=pmask, labels=labels):
             loss = model(ids, mask, pmask, labels=labels).loss
             loss.backward()
             opt.step()
@@ -123,9 +123,9 @@ def training(sizes: Sequence[str], passages: int, length: int, batch: int, answe
 
 def format_tables(lat: Sequence[LatencyRow], train: Sequence[TrainRow], threads: int, length: int,
                   answer_len: int, beams: int) -> str:
-    lines = [f"FiD reader on CPU ({threads} torch threads), passages of {length} tokens, "
-             f"{answer_len} decoded tokens, batch 1", "",
-             "| config | params (M) | passages | greedy ms/question | beam-%d ms/question |" % beams,
+    lines = [(f"FiD reader on CPU ({threads} torch threads), passages of {length} tokens, "
+              f"{answer_len} decoded tokens, batch 1"), "",
+             f"| config | params (M) | passages | greedy ms/question | beam-{beams} ms/question |",
              "|---|---:|---:|---:|---:|"]
     lines += [f"| {r.size} | {r.params_m:.1f} | {r.passages} | {r.greedy_ms:.1f} | {r.beam_ms:.1f} |" for r in lat]
     lines += ["", "| config | passages x tokens | batch | s/step | encoder tokens/s | questions/s |",

@@ -54,15 +54,21 @@ def summarize(rows: list[dict]) -> dict:
             "language": {f"{lang}/{s}": _group_scores(v) for (lang, s), v in sorted(by_lang.items())}}
 
 
+def _speed(meta: dict) -> str:
+    if meta["greedy_q_per_s"] is None:
+        return "Reading speed: not measured (reader outputs from the cache)."
+    return f"Reading speed: {meta['greedy_q_per_s']:.1f} q/s greedy, {meta['beam_q_per_s']:.1f} q/s beam."
+
+
 def markdown(summary: dict, fusion: dict, meta: dict) -> str:
-    f = lambda x: f"{x:.3f}"  # noqa: E731
+    f = lambda x: f"{x:.3f}"
     lines = [f"# Reader report: {meta['model']}", "",
-             f"Test: `{meta['test']}` ({summary['overall']['n']} questions), {meta['n_context']} passages, "
+             (f"Test: `{meta['test']}` ({summary['overall']['n']} questions), {meta['n_context']} passages, "
              f"beam {meta['beams']} / n-best {meta['n_best']}, EM/F1 mode `{meta['eval_mode']}`. "
              f"Fusion: β={fusion['beta']:.4g}, γ={fusion['gamma']:.4g}, ε={fusion['miss']:.3g} "
              f"(tuned on dev: F1 {fusion.get('dev_f1', float('nan')):.3f}, "
              f"reader alone {fusion.get('reader_only_f1', float('nan')):.3f}). "
-             f"Reading speed: {meta['greedy_q_per_s']:.1f} q/s greedy, {meta['beam_q_per_s']:.1f} q/s beam.", "",
+             + _speed(meta)), "",
              "| | " + " | ".join(f"{m} EM | {m} F1" for m in METHODS) + " |",
              "|---|" + "---:|" * (2 * len(METHODS))]
 
@@ -109,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
                                  cache / f"dev.beam{args.beams}.jsonl" if cache else None)
         fusion = tune_fusion(fusion_set(dev_out, dev, n_context, scorer), progress=True)
     test = [r for r in load_results(args.test, args.limit) if r.question.answers]
+    cached = bool(cache) and (cache / "test.greedy.jsonl").is_file()  # then speeds are not measured
     t0 = time.perf_counter()
     greedy = reader_outputs(reader, test, n_context, 1, 1, args.batch_size,
                             cache / "test.greedy.jsonl" if cache else None)
@@ -131,7 +138,8 @@ def run(args: argparse.Namespace) -> int:
     summary = summarize(rows)
     meta = {"model": str(args.model), "test": str(args.test), "n_context": n_context, "beams": args.beams,
             "n_best": args.n_best, "eval_mode": args.eval_mode,
-            "greedy_q_per_s": len(test) / max(t1 - t0, 1e-9), "beam_q_per_s": len(test) / max(t2 - t1, 1e-9)}
+            "greedy_q_per_s": None if cached else len(test) / max(t1 - t0, 1e-9),
+            "beam_q_per_s": None if cached else len(test) / max(t2 - t1, 1e-9)}
     out = Path(args.out)
     write_text_atomic(out, markdown(summary, fusion, meta))
     write_json_atomic(out.with_suffix(".json"), {"meta": meta, "fusion": fusion, "summary": summary})
