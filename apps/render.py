@@ -98,7 +98,8 @@ def answer_html(answer: Answer, fused: bool) -> str:
     """The answer in large type with its probability and where it was found."""
     if not answer.text.strip():
         return ('<div class="xqa-answer xqa-empty"><div class="xqa-label">Answer</div>'
-                '<div class="xqa-answer-text">(no answer)</div></div>')
+                '<div class="xqa-answer-text" id="xqa-answer-text">(no answer)</div>'
+                f'<div class="xqa-prob">probability <b id="xqa-answer-prob">{answer.score:.3f}</b></div></div>')
     n_found = sum(contains(e.context.text, answer.text) or contains(e.context.title, answer.text)
                   for e in answer.evidence)
     if n_found:

@@ -110,7 +110,7 @@ def test_ask_read_answer_and_evidence(page, served, tmp_path):
     _ask(page, question)
     answer = page.locator("#xqa-answer-text")
     answer.wait_for()
-    assert answer.inner_text().strip() == expected["answer"].strip()
+    assert answer.inner_text().strip() == (expected["answer"].strip() or "(no answer)")
     assert float(page.locator("#xqa-answer-prob").inner_text()) == pytest.approx(expected["score"], abs=1e-3)
 
     status = page.locator("#status").inner_text()
