@@ -23,6 +23,7 @@ import torch
 from reader.data import encode_passages, example_from_records
 from reader.fid import FiD, build_t5, load_t5
 from xqa.artifacts import CONFIG_NAME, atomic_dir, save_config
+from xqa.errors import XqaError
 from xqa.records import Context, Question
 
 KIND = "fid_reader"
@@ -104,8 +105,11 @@ class FiDReader:
             return cls(FiD(t5), tok, base=cfg.get("base", ""), device=device, **settings)
         if folder.exists() and not (folder / CONFIG_NAME).is_file():
             raise FileNotFoundError(f"{folder}: neither an xqa reader nor a Hugging Face model folder")
-        t5 = load_t5(str(name_or_folder))
-        tok = AutoTokenizer.from_pretrained(str(name_or_folder))
+        try:
+            t5 = load_t5(str(name_or_folder))
+            tok = AutoTokenizer.from_pretrained(str(name_or_folder))
+        except OSError as e:  # not a folder, and not on the hub (or the hub is offline)
+            raise XqaError(f"{name_or_folder}: no xqa reader, HF folder or reachable hub model ({e})") from None
         return cls(FiD(t5), tok, base=str(name_or_folder), device=device, **overrides)
 
     def write_to(self, folder: str | Path) -> None:
