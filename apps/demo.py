@@ -18,7 +18,8 @@ import itertools
 import logging
 import os
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from apps import render
 from xqa.errors import XqaError
@@ -194,7 +195,7 @@ def warm_up(pipeline, say: Callable[[str], Any] = print) -> float | None:
         q = Question(id="warm-up", question=ex["question"], lang=ex.get("lang") or "en")
         if methods:
             pipeline.answer([q], n_passages=min(2, pipeline.config.reader.n_passages))
-    except Exception as e:  # noqa: BLE001 - reported, and each question reports it again
+    except Exception as e:
         say(f"xqa demo: warm-up failed: {e}")
         log.debug("warm-up failed", exc_info=True)
         return None

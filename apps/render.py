@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 import re
 import unicodedata
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from xqa.langid import language_name, script_of
 from xqa.records import Answer
@@ -111,7 +111,7 @@ def answer_html(answer: Answer, fused: bool) -> str:
     return (
         '<div class="xqa-answer">'
         '<div class="xqa-label">Answer</div>'
-        f'<div class="xqa-answer-text" id="xqa-answer-text">{html.escape(answer.text)}</div>'
+        f'<div class="xqa-answer-text" id="xqa-answer-text" dir="auto">{html.escape(answer.text)}</div>'
         f'<div class="xqa-prob"><span class="xqa-bar"><span style="width:{pct:.1f}%"></span></span> '
         f'<b id="xqa-answer-prob">{answer.score:.3f}</b> {html.escape(kind)}</div>'
         f'<div class="xqa-where">{html.escape(where)}</div>'
@@ -124,7 +124,8 @@ def nbest_rows(answer: Answer) -> list[list]:
     rows = []
     for i, c in enumerate(answer.candidates, 1):
         n = sum(contains(e.context.text, c.text) for e in answer.evidence)
-        rows.append([i, c.text, round(float(c.score), 4), round(float(c.reader_score), 3), n])
+        text = c.text if c.text.strip() else "(empty)"
+        rows.append([i, text, round(float(c.score), 4), round(float(c.reader_score), 3), n])
     return rows
 
 
@@ -141,12 +142,12 @@ def evidence_html(answer: Answer, extra: Sequence[str] = ()) -> str:
         rows.append(
             f'<tr class="xqa-passage{" xqa-hit" if hit else ""}" data-id="{html.escape(c.id, quote=True)}">'
             f'<td class="xqa-rank">{i}</td>'
-            f'<td class="xqa-title">{highlight(c.title, needles)}</td>'
+            f'<td class="xqa-title" dir="auto">{highlight(c.title, needles)}</td>'
             f'<td class="xqa-lang" title="{html.escape(language_name(c.lang), quote=True)}">{html.escape(c.lang)}</td>'
             f'<td><span class="xqa-src xqa-src-{html.escape(c.source, quote=True)}">{html.escape(c.source)}</span></td>'
             f'<td class="xqa-num">{c.score:.3f}</td>'
             f'<td class="xqa-num">{_relevance_cell(e.relevance)}</td>'
-            f'<td class="xqa-text">{highlight(c.text, needles)}</td>'
+            f'<td class="xqa-text" dir="auto">{highlight(c.text, needles)}</td>'
             "</tr>")
     return (f'<table class="xqa-evidence"><thead><tr>{head}</tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table>')

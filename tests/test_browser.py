@@ -99,7 +99,7 @@ def test_ask_read_answer_and_evidence(page, served, tmp_path):
     from apps.demo import Answerer
     from xqa.langid import language_name
 
-    url, pipe = served
+    _url, pipe = served
     cfg = pipe.config
     method = cfg.retrieval.method if cfg.retrieval.method in pipe.methods else pipe.methods[0]
     question, _ = _example(pipe)
@@ -156,7 +156,7 @@ def test_method_and_language_can_be_chosen(page, served):
     from apps.render import METHOD_LABELS
     from xqa.langid import language_name
 
-    url, pipe = served
+    _url, pipe = served
     other = [m for m in pipe.methods if m != pipe.config.retrieval.method] or pipe.methods
     method = "dense" if "dense" in other else other[0]
     page.locator("#method input").click()

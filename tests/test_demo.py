@@ -122,7 +122,7 @@ def _answer():
 
 def test_answer_html_shows_text_probability_and_where_found():
     out = render.answer_html(_answer(), fused=True)
-    assert 'id="xqa-answer-text">Lönnrot<' in out
+    assert 'id="xqa-answer-text" dir="auto">Lönnrot<' in out
     assert ">0.800<" in out and "fused probability" in out
     assert "found in 2 of 2 passages read" in out
     assert "reader probability" in render.answer_html(_answer(), fused=False)
@@ -365,7 +365,7 @@ def test_twenty_concurrent_users_are_all_answered(served):
     ids = set()
     for (q, _), res in zip(questions, results):
         assert res is not None
-        status, answer_html, nbest, evidence, record = res
+        status, answer_html, _nbest, evidence, record = res
         assert not status.startswith("⚠️"), status
         assert record["answer"] == expected[q][0], q
         assert [e["id"] for e in record["evidence"]] == expected[q][1], q

@@ -3,7 +3,13 @@ from __future__ import annotations
 
 import pytest
 
-from xqa.langid import LANGUAGE_NAMES, detect_language, language_name, resolve_language, script_of
+from xqa.langid import (
+    LANGUAGE_NAMES,
+    detect_language,
+    language_name,
+    resolve_language,
+    script_of,
+)
 
 # Short questions as users type them: with and without punctuation, accents, capitals.
 CASES = [

@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
-from typing import Iterable
+from collections.abc import Iterable
 
 # English names of every code this module can return (the demo shows them).
 LANGUAGE_NAMES: dict[str, str] = {

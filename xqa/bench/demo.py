@@ -14,8 +14,8 @@ p50 under 1 s on a 2-core CPU machine with the embedded models.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Sequence
 
 import numpy as np
 
@@ -54,10 +54,10 @@ class DemoBench:
                 "methods": [{**asdict(m), "meets_target": m.meets_target} for m in self.methods]}
 
     def table(self) -> str:
-        lines = [f"end-to-end answer latency (K={self.k}, {self.n_passages} passages read; "
-                 f"cold start {self.load_seconds:.1f} s, not included)",
-                 f"{'method':<10} {'n':>4} {'p50 ms':>8} {'p95 ms':>8} {'mean ms':>8} "
-                 f"{'retrieve p50':>13} {'read p50':>9} {'langid ok':>9}  p50 < {TARGET_P50_S:g} s"]
+        lines = [(f"end-to-end answer latency (K={self.k}, {self.n_passages} passages read; "
+                 f"cold start {self.load_seconds:.1f} s, not included)"),
+                 (f"{'method':<10} {'n':>4} {'p50 ms':>8} {'p95 ms':>8} {'mean ms':>8} "
+                 f"{'retrieve p50':>13} {'read p50':>9} {'langid ok':>9}  p50 < {TARGET_P50_S:g} s")]
         for m in self.methods:
             lines.append(f"{m.method:<10} {m.n:>4} {m.p50 * 1e3:>8.0f} {m.p95 * 1e3:>8.0f} {m.mean * 1e3:>8.0f} "
                          f"{m.retrieve_p50 * 1e3:>13.0f} {m.read_p50 * 1e3:>9.0f} {m.lang_accuracy:>9.0%}  "
