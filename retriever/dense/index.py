@@ -61,6 +61,14 @@ def _faiss():
 
 def build_index(vectors: np.ndarray, params: IndexParams):
     """A trained and filled FAISS index of ``vectors`` ``[n, d]`` (inner-product metric)."""
+    x = np.ascontiguousarray(vectors, dtype=np.float32)
+    index = new_index(x, params)
+    index.add(x)
+    return index
+
+
+def new_index(vectors: np.ndarray, params: IndexParams):
+    """An empty FAISS index of ``params.kind``, trained on ``vectors`` ``[n, d]`` where it needs training."""
     faiss = _faiss()
     x = np.ascontiguousarray(vectors, dtype=np.float32)
     n, d = x.shape
@@ -79,14 +87,23 @@ def build_index(vectors: np.ndarray, params: IndexParams):
             raise XqaError(f"--pq-m {m} must divide the vector size {d}")
         bits = min(params.pq_bits, max(1, int(math.log2(max(n, 2)))))  # PQ needs >= 2^bits points
         index = faiss.index_factory(d, f"IVF{nlist},PQ{m}x{bits}", ip)  # owns its coarse quantizer
+        # Polysemous training (on by default) only serves Hamming-filtered search, which we do
+        # not use, and costs ~100x the rest of training.
+        index.do_polysemous_training = False
+        _quiet_kmeans(index)
         index.train(x)
         index.nprobe = min(params.nprobe, nlist)
     else:
         raise XqaError(f"unknown index type {params.kind!r}; choose from {', '.join(INDEX_TYPES)}")
     if not index.is_trained:
         index.train(x)
-    index.add(x)
     return index
+
+
+def _quiet_kmeans(index) -> None:
+    """Silence FAISS's "please provide at least 256*39 training points" for PQ codebooks:
+    with fewer points we already lowered the bits; a few points per centroid is fine there."""
+    _faiss().downcast_index(index).pq.cp.min_points_per_centroid = 1
 
 
 def _divisor_at_most(d: int, m: int) -> int:

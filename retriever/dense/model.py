@@ -133,7 +133,7 @@ class BiEncoder(nn.Module):
     @classmethod
     def from_scratch(cls, tokenizer_dir: str | Path, size: str = "tiny", *, shared: bool = True,
                      pooling: str = "cls", query_max_length: int = 32, passage_max_length: int = 128,
-                     seed: int | None = None) -> "BiEncoder":
+                     dropout: float = 0.1, seed: int | None = None) -> "BiEncoder":
         """A randomly initialised mLUKE-architecture bi-encoder (word inputs only)."""
         from transformers import AutoTokenizer, LukeConfig, LukeModel
 
@@ -143,6 +143,7 @@ class BiEncoder(nn.Module):
         lc = LukeConfig(
             vocab_size=len(tok), **SIZES[size],
             max_position_embeddings=max(query_max_length, passage_max_length) + 2,
+            hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout,
             type_vocab_size=1, entity_vocab_size=2, entity_emb_size=8,
             use_entity_aware_attention=False,
             pad_token_id=tok.pad_token_id, bos_token_id=None,

@@ -10,7 +10,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
+
+# OpenMP threads that spin while waiting are 4-5x slower than sleeping ones when the cores
+# are shared (measured: docs/dense.md). Only effective before torch/FAISS load OpenMP.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -8,11 +8,20 @@ rerun resume. Under ``torchrun`` every process runs this same command.
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
-# Tuned for the embedded world on a 2-core CPU (docs/dense.md): ~3 min.
-EMBEDDED_DEFAULTS = dict(config="tiny", pooling="mean", batch_size=64, epochs=2.0, lr=3e-4, warmup_steps=50,
-                         query_max_length=32, passage_max_length=96, hard_negatives=1)
+# OpenMP threads that spin while waiting are 4-5x slower than sleeping ones when the cores
+# are shared (measured: docs/dense.md). Only effective before torch/FAISS load OpenMP.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+# Tuned for the embedded world on a 2-core CPU (docs/dense.md): half an epoch of in-batch
+# negatives (the MIA system used no hard negatives) takes ~1-2 minutes. Dev MRR peaks after
+# about a third of an epoch: longer training memorises the training entities, and dev/test
+# subjects are unseen ones. Validation every 40 steps keeps the best model.
+EMBEDDED_DEFAULTS = dict(config="tiny", pooling="mean", dropout=0.0, batch_size=64, epochs=0.5, lr=3e-4,
+                         warmup_steps=30, query_max_length=32, passage_max_length=80, hard_negatives=0,
+                         dev_questions=500, eval_every=40)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -47,22 +56,28 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="representation: first token of the last layer (cls; DPR models: pooler), or mean; "
                         "default cls for --init, mean for --config (a small model trained from scratch "
                         "collapses with cls, see docs/dense.md)")
+    m.add_argument("--dropout", type=float, default=d["dropout"],
+                   help="dropout of a --config model (hub models keep their own)")
     m.add_argument("--query-max-length", type=int, default=d["query_max_length"], help="question tokens")
     m.add_argument("--passage-max-length", type=int, default=d["passage_max_length"], help="passage tokens")
     t = p.add_argument_group("training")
     t.add_argument("--out", required=True, help="output folder (OUT/best is the model; rerun to resume)")
     t.add_argument("--batch-size", type=int, default=d["batch_size"], help="questions per batch and process")
     t.add_argument("--num-hard-negatives", type=int, default=d["hard_negatives"],
-                   help="hard (or random) negatives per question in a batch, besides in-batch negatives")
+                   help="hard (or random) negatives per question in a batch, besides in-batch negatives "
+                        "(the MIA system used none; with 0, --hard-negatives only harden validation)")
     t.add_argument("--epochs", type=float, default=d["epochs"], help="passes over the training questions")
     t.add_argument("--max-steps", type=int, default=0, help="stop after this many steps (0: use --epochs)")
-    t.add_argument("--lr", type=float, default=d["lr"], help="peak learning rate (AdamW; 2e-5 for hub models)")
+    t.add_argument("--lr", type=float, default=None,
+                   help=f"peak learning rate (AdamW); default {d['lr']} for --config, 2e-5 for --init")
     t.add_argument("--weight-decay", type=float, default=0.01, help="AdamW weight decay")
     t.add_argument("--warmup-steps", type=int, default=d["warmup_steps"], help="linear warm-up steps")
     t.add_argument("--grad-accum", type=int, default=1, help="gradient accumulation steps")
-    t.add_argument("--eval-every", type=int, default=0, help="validate every N steps (0: every epoch)")
+    t.add_argument("--eval-every", type=int, default=d["eval_every"],
+                   help="validate every N steps, keeping the best model (0: every epoch)")
     t.add_argument("--save-every", type=int, default=200, help="checkpoint every N steps")
-    t.add_argument("--dev-questions", type=int, default=1000, help="validate on at most this many dev questions")
+    t.add_argument("--dev-questions", type=int, default=d["dev_questions"],
+                   help="validate on at most this many dev questions")
     t.add_argument("--no-mask-false-negatives", action="store_true",
                    help="do not mask a question's other positives out of its softmax (plain DPR)")
     t.add_argument("--gradient-checkpointing", action="store_true", help="recompute activations (CUDA only)")
@@ -93,7 +108,8 @@ def build_model(args: argparse.Namespace):
     return BiEncoder.from_scratch(args.tokenizer, args.config or EMBEDDED_DEFAULTS["config"],
                                   shared=not args.separate, pooling=args.pooling or EMBEDDED_DEFAULTS["pooling"],
                                   query_max_length=args.query_max_length,
-                                  passage_max_length=args.passage_max_length, seed=args.seed)
+                                  passage_max_length=args.passage_max_length, dropout=args.dropout,
+                                  seed=args.seed)
 
 
 def train_retriever(args: argparse.Namespace) -> dict:
@@ -132,6 +148,8 @@ def train_retriever(args: argparse.Namespace) -> dict:
     keep = needed_ids(train_ex, dev_ex)
     passages = load_passages(read_passages(args.passages, lang=args.lang), keep, extra=10_000)
     say(f"{len(passages)} passages loaded ({len(keep)} named by the questions)")
+    if hard is not None and args.num_hard_negatives == 0:
+        say("hard negatives harden validation only (pass --num-hard-negatives N to train with them)")
 
     model = build_model(args)
     tcfg = TaskConfig(hard_negatives=args.num_hard_negatives, mask_false_negatives=not args.no_mask_false_negatives,
@@ -140,8 +158,9 @@ def train_retriever(args: argparse.Namespace) -> dict:
     dataset = train_ex
     if args.arrow_cache or len(train_ex) > 200_000:
         dataset = to_dataset(train_ex, cache_dir=args.arrow_cache or str(Path(args.out) / "arrow"))
+    lr = args.lr if args.lr is not None else (2e-5 if args.init else EMBEDDED_DEFAULTS["lr"])
     config = TrainConfig(out_dir=args.out, batch_size=args.batch_size, epochs=args.epochs,
-                         max_steps=args.max_steps, lr=args.lr, weight_decay=args.weight_decay,
+                         max_steps=args.max_steps, lr=lr, weight_decay=args.weight_decay,
                          warmup_steps=args.warmup_steps, grad_accum=args.grad_accum,
                          max_grad_norm=2.0, eval_every=args.eval_every, save_every=args.save_every,
                          seed=args.seed, bf16=not args.no_bf16,
