@@ -40,8 +40,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         f"default {d['config']} when no --init)")
     m.add_argument("--tokenizer", help="tokenizer folder for --config (xqa train tokenizer)")
     m.add_argument("--separate", action="store_true", help="separate question and passage towers (default shared)")
-    m.add_argument("--pooling", choices=("cls", "mean", "pooler"), default=None,
-                   help="representation: first token of the last layer (cls) or mean")
+    m.add_argument("--pooling", choices=("cls", "mean", "pooler"), default="mean",
+                   help="representation: mean of the last layer (Λ imitates a bag of words; learns faster "
+                        "from scratch) or its first token (cls, as DPR)")
+    m.add_argument("--dropout", type=float, default=0.0, help="dropout of a --config model (hub models keep their own)")
     m.add_argument("--query-max-length", type=int, default=d["query_max_length"], help="query tokens")
     m.add_argument("--passage-max-length", type=int, default=d["passage_max_length"], help="passage tokens")
     t = p.add_argument_group("training")
