@@ -15,3 +15,26 @@ try:
     torch.set_num_threads(min(2, os.cpu_count() or 1))
 except ImportError:  # pragma: no cover - torch is a hard dependency
     pass
+
+
+# --------------------------------------------------------------------------- a real tiny pipeline
+
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def tiny_pipeline() -> Path:
+    """``pipeline.json`` of a fully built small embedded default (world, BM25, dense, Λ, SPAR, FiD).
+
+    Built once per session by ``xqa embedded build --profile small`` into
+    ``build/tests-small`` (or ``$XQA_TEST_BUILD``); completed stages are reused,
+    so only the first run on a machine pays for training (a few minutes on CPU).
+    """
+    from xqa.embedded import Build
+
+    out = Path(os.environ.get("XQA_TEST_BUILD", ROOT / "build" / "tests-small"))
+    return Build(out, profile="small").run()

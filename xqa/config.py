@@ -48,6 +48,8 @@ class ReaderConfig:
     evidence_fusion: bool = True
     beta: float = 1.0
     gamma: float = 0.0
+    miss: float = 0.1  # evidence fusion: mass a candidate keeps in a passage it does not occur in
+    soft: bool = False  # evidence fusion: credit a non-span candidate to the passages it attended to
 
 
 @dataclass

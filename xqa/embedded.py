@@ -25,10 +25,9 @@ from xqa.errors import XqaError
 class Profile:
     world_size: str
     vocab_size: int
-    retriever_epochs: float
-    retriever_batch: int
+    retriever_args: tuple[str, ...]  # beyond the command's tuned embedded defaults
     lexical_steps: int
-    reader_epochs: float
+    reader_steps: int
     reader_batch: int
     reader_train_questions: int
     n_context: int
@@ -37,11 +36,12 @@ class Profile:
 
 
 PROFILES = {
-    "default": Profile(world_size="default", vocab_size=8000, retriever_epochs=2.0, retriever_batch=32,
-                       lexical_steps=600, reader_epochs=2.0, reader_batch=8, reader_train_questions=20000,
+    "default": Profile(world_size="default", vocab_size=8000, retriever_args=(),
+                       lexical_steps=600, reader_steps=1500, reader_batch=16, reader_train_questions=20000,
                        n_context=8, k=60, tune_questions=500),
-    "small": Profile(world_size="small", vocab_size=1500, retriever_epochs=2.0, retriever_batch=16,
-                     lexical_steps=40, reader_epochs=1.0, reader_batch=8, reader_train_questions=400,
+    "small": Profile(world_size="small", vocab_size=1500, retriever_args=("--max-steps", "30", "--batch-size", "32", "--eval-every", "10",
+                                                    "--dev-questions", "100"),
+                     lexical_steps=40, reader_steps=60, reader_batch=8, reader_train_questions=400,
                      n_context=4, k=20, tune_questions=60),
 }
 
@@ -90,16 +90,10 @@ class Build:
                           "--out", self.tok, "--vocab-size", p.vocab_size)),
             ("BM25 indexes", lambda: is_complete(self.bm25),
              lambda: _xqa("index", "sparse", "--passages", self.passages, "--out", self.bm25)),
-            ("BM25 hard negatives", lambda: (self.retrieved / "bm25-train.jsonl").is_file(),
-             lambda: _xqa("search", "--method", "sparse", "--sparse-index", self.bm25, "--passages", self.passages,
-                          "--questions", w / "train.jsonl", "--k", 20, "--out", self.retrieved / "bm25-train.jsonl",
-                          "--config", self.out / "none.json")),
             ("dense retriever", lambda: is_complete(self.retr / "best") and self._finished(self.retr),
              lambda: _xqa("train", "retriever", "--train", w / "train.jsonl", "--dev", w / "dev.jsonl",
                           "--passages", self.passages, "--config", "tiny", "--tokenizer", self.tok,
-                          "--hard-negatives", self.retrieved / "bm25-train.jsonl",
-                          "--epochs", p.retriever_epochs, "--batch-size", p.retriever_batch,
-                          "--out", self.retr, "--seed", self.seed)),
+                          *p.retriever_args, "--out", self.retr, "--seed", self.seed)),
             ("dense index", lambda: is_complete(self.dense),
              lambda: _xqa("index", "dense", "--model", self.retr / "best", "--passages", self.passages,
                           "--out", self.dense)),
@@ -117,8 +111,9 @@ class Build:
             ("FiD reader", lambda: is_complete(self.reader / "best") and self._finished(self.reader),
              lambda: _xqa("train", "reader", "--train", self.retrieved / "train.jsonl",
                           "--dev", self.retrieved / "dev.jsonl", "--config", "tiny", "--tokenizer", self.tok,
-                          "--n-context", p.n_context, "--epochs", p.reader_epochs, "--batch-size", p.reader_batch,
-                          "--out", self.reader, "--seed", self.seed)),
+                          "--n-context", p.n_context, "--train-contexts", "gold", "--lr", "1e-3",
+                          "--warmup-steps", 50, "--max-steps", p.reader_steps, "--batch-size", p.reader_batch,
+                          "--dev-limit", p.tune_questions, "--out", self.reader, "--seed", self.seed)),
             ("tune β, γ (evidence fusion)", lambda: self._tuned("fusion"), self.tune_fusion),
         ]
 
@@ -185,8 +180,14 @@ class Build:
                  "--k", self.p.k, "--out", self.retrieved / f"{split}.jsonl")
 
     def tune_fusion(self) -> None:
-        _xqa("tune", "fusion", "--config", self.config_path, "--dev", self.retrieved / "dev.jsonl",
-             "--max-questions", self.p.tune_questions, "--write-config")
+        out = self.out / "fusion.json"
+        _xqa("tune", "fusion", "--model", self.reader, "--dev", self.retrieved / "dev.jsonl",
+             "--limit", self.p.tune_questions, "--out", out)
+        best = json.loads(out.read_text(encoding="utf-8"))
+        self._update_config(**{f"reader__{k}": best[k] for k in ("beta", "gamma", "miss", "soft")})
+        cfg = self._config()
+        cfg["tuned"]["fusion"] = best
+        write_json_atomic(self.config_path, cfg)
 
     # ------------------------------------------------------------------ run
 

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 from xqa.config import METHODS, PipelineConfig
 from xqa.errors import XqaError
-from xqa.records import Answer, Candidate, Context, Evidence, Hit, Passage, Question
+from xqa.records import Answer, Context, Hit, Passage, Question
 
 # which artifacts a method needs
 _NEEDS = {
@@ -199,21 +199,11 @@ class Pipeline:
         return [self._answer(q, c, o, fuse) for q, c, o in zip(questions, contexts, outs)]
 
     def _answer(self, q: Question, ctxs: list[Context], out, fuse: bool) -> Answer:
-        import numpy as np
+        """Evidence fusion (or the reader alone) over one question's reader output."""
+        from reader.evidence import FusionParams, build_answer
 
-        from reader.evidence import fuse_evidence
-
-        rel = np.asarray(out.relevance, dtype=float)[: len(ctxs)]
-        if fuse and ctxs and out.candidates:
-            cands = fuse_evidence(out.candidates, rel, [c.score for c in ctxs], ctxs,
-                                  beta=self.config.reader.beta, gamma=self.config.reader.gamma,
-                                  candidate_relevance=getattr(out, "candidate_relevance", None))
-        else:
-            logp = np.array([s for _, s in out.candidates], dtype=float)
-            probs = np.exp(logp - logp.max()) / np.exp(logp - logp.max()).sum() if len(logp) else logp
-            cands = [Candidate(text=t, score=float(p), reader_score=float(s))
-                     for (t, s), p in zip(out.candidates, probs)]
-        evidence = tuple(Evidence(context=c, relevance=float(r)) for c, r in zip(ctxs, rel))
-        best = cands[0] if cands else Candidate(text="", score=0.0)
-        return Answer(question_id=q.id, text=best.text, score=float(best.score), candidates=tuple(cands),
-                      evidence=evidence)
+        rc = self.config.reader
+        params = FusionParams(rc.beta, rc.gamma, rc.miss, rc.soft) if fuse and ctxs else None
+        n = min(len(ctxs), len(out.relevance))
+        return build_answer(q.id, out.candidates, list(out.relevance)[:n], ctxs[:n], params,
+                            getattr(out, "candidate_relevance", None))
