@@ -560,4 +560,6 @@ def test_training_improves_dev_mrr_and_resumes_as_done(world, tokenizer_dir, tmp
     assert evals[-1]["mrr"] > before["mrr"] + 0.15, (before, evals)
     trained = BiEncoder.load(out)  # the run folder resolves to OUT/best
     assert trained.config.passage_max_length == 48
+    again = BiEncoder.from_pretrained(str(out))  # --init from an xqa run continues from its best model
+    np.testing.assert_allclose(again.encode_queries(["x y"]), trained.encode_queries(["x y"]), atol=1e-6)
     assert cli(args) == 0  # finished: nothing to do

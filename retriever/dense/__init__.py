@@ -9,6 +9,8 @@ FAISS; the first attribute access loads the module that defines it.
 - :class:`LanguageIndexes`, :class:`IndexParams` (``index``): per-language FAISS.
 - :class:`DenseRetriever` (``retriever``): ``load(index_dir)``, ``search(questions, k)``.
 - :class:`RetrieverTask` (``task``), :func:`build_examples` (``data``): training.
+- :func:`retriever_accuracy_table` (``accuracy``): top-k accuracy per language,
+  same-language vs cross-lingual, against gold passage ids.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ _EXPORTS = {
     "DenseRetriever": "retriever",
     "RetrieverTask": "task", "TaskConfig": "task",
     "build_examples": "data", "Example": "data",
+    "retriever_accuracy_table": "accuracy", "format_accuracy_table": "accuracy",
 }
 
 __all__ = sorted(_EXPORTS)

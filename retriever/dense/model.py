@@ -74,6 +74,14 @@ def _tower_class(name: str):
     return transformers.AutoModel
 
 
+def _is_bi_encoder(folder: Path) -> bool:
+    try:
+        load_config(folder, KIND)
+        return True
+    except (FileNotFoundError, ValueError):
+        return False
+
+
 def _special_ids(tok) -> tuple[int, int, int]:
     """``(cls, sep, end)`` ids for the manual input layout of CLS-less tokenizers."""
     cls_id = tok.convert_tokens_to_ids("<cls>")
@@ -169,12 +177,8 @@ class BiEncoder(nn.Module):
         """
         from transformers import AutoConfig, AutoTokenizer
 
-        if (Path(name) / "config.json").is_file():
-            try:
-                load_config(name, KIND)
-                return cls.load(name)
-            except ValueError:
-                pass  # a plain HF folder
+        if _is_bi_encoder(Path(name)) or _is_bi_encoder(Path(name) / "best"):
+            return cls.load(name)  # continue from an xqa model (or its training run)
         hf_cfg = AutoConfig.from_pretrained(name)
         mtype = hf_cfg.model_type
         if mtype == "dpr":
