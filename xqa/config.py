@@ -59,6 +59,7 @@ class PipelineConfig:
     reader: ReaderConfig = field(default_factory=ReaderConfig)
     languages: list[str] = field(default_factory=list)
     examples: list[dict[str, str]] = field(default_factory=list)  # demo examples: {"question", "lang"}
+    tuned: dict[str, Any] = field(default_factory=dict)  # what was tuned on dev, and the result
     base_dir: str = ""
 
     def to_dict(self) -> dict[str, Any]:

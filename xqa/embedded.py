@@ -37,7 +37,7 @@ class Profile:
 
 PROFILES = {
     "default": Profile(world_size="default", vocab_size=8000, retriever_args=(),
-                       lexical_steps=600, reader_steps=1500, reader_batch=16, reader_train_questions=20000,
+                       lexical_steps=200, reader_steps=400, reader_batch=16, reader_train_questions=20000,
                        n_context=8, k=60, tune_questions=500),
     "small": Profile(world_size="small", vocab_size=1500, retriever_args=("--max-steps", "30", "--batch-size", "32", "--eval-every", "10",
                                                     "--dev-questions", "100"),
