@@ -521,6 +521,21 @@ def test_collate_shapes_and_targets(model, passages):
     assert b["pos_keys_valid"].sum(1).tolist() == [1, 2]
 
 
+def test_arrow_examples_collate_like_lists(model, passages, tmp_path):
+    from retriever.dense.data import to_dataset
+
+    ex = [{"id": f"q{i}", "question": f"q {i}", "lang": "en", "positive_ids": [passages[i].id],
+           "hard_negative_ids": [passages[i + 1].id] if i % 2 else []} for i in range(6)]
+    ds = to_dataset(ex, cache_dir=str(tmp_path))  # Arrow, memory-mapped
+    assert len(ds) == 6 and ds[3] == ex[3]
+    task = RetrieverTask(model, {p.id: p for p in passages}, config=TaskConfig(hard_negatives=1))
+    random.seed(1)
+    a = task.collate(ex)
+    random.seed(1)
+    b = task.collate([ds[i] for i in range(6)])
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
 def test_accuracy_table_splits_same_and_cross_lingual():
     qs = [Question("1", "a", "en", meta={"positive_ids": ["x"], "crosslingual": False}),
           Question("2", "b", "en", meta={"positive_ids": ["y"], "crosslingual": True}),
