@@ -16,6 +16,7 @@ export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 export GRADIO_ANALYTICS_ENABLED := False
 export TOKENIZERS_PARALLELISM := false
+export OMP_WAIT_POLICY ?= PASSIVE
 
 .PHONY: demo test env embedded browser clean help
 
