@@ -16,6 +16,7 @@ from retriever.dense.accuracy import format_accuracy_table, retriever_accuracy_t
 from retriever.dense.data import (build_examples, hard_negatives_from_results, load_passages,
                                   positives_from_results)
 from retriever.dense.encode import build_indexes, encode_shard, model_info, shard_dir
+from retriever.dense.gradcache import chunk_bounds
 from retriever.dense.index import IndexParams, LanguageIndexes
 from retriever.dense.loss import contrastive_loss, false_negative_mask
 from retriever.dense.model import BiEncoder
@@ -268,20 +269,25 @@ def _gloo_worker(rank: int, world: int, model_dir: str, batch_file: str, out_dir
         model.eval()  # no dropout: the two runs must compute identical functions
         ddp = DistributedDataParallel(model)
         batch = _slice(load_file(batch_file), rank, world)
-        for mask in (True, False):
+        for mask, chunk in ((True, 0), (False, 0), (True, 3)):  # chunk 3 of 4 local questions: uneven
             model.zero_grad()
-            task = RetrieverTask(model, {}, config=TaskConfig(mask_false_negatives=mask))
-            loss = task.loss(ddp, batch)
-            loss.backward()
+            task = RetrieverTask(model, {}, config=TaskConfig(mask_false_negatives=mask, grad_cache_chunk=chunk))
+            if chunk:
+                loss = task.backward_step(ddp, batch)  # gradient cache through DDP
+            else:
+                loss = task.loss(ddp, batch)
+                loss.backward()
             grads = {n: p.grad.contiguous() for n, p in model.named_parameters() if p.grad is not None}
-            save_file({**grads, "__loss__": loss.detach().reshape(1)}, f"{out_dir}/mask{mask}-rank{rank}.safetensors")
+            save_file({**grads, "__loss__": loss.detach().reshape(1)},
+                      f"{out_dir}/mask{mask}-gc{chunk}-rank{rank}.safetensors")
     finally:
         dist.destroy_process_group()
 
 
 def test_two_process_gloo_step_equals_one_process_full_batch(model_dir, passages, tmp_path):
     """Gathered negatives: the loss and the DDP-averaged gradients of 2 processes
-    holding half a batch each equal one process over the whole batch."""
+    holding half a batch each equal one process over the whole batch — also
+    with the gradient cache (chunks of 3 questions) under DDP."""
     import torch.multiprocessing as mp
     from safetensors.torch import load_file, save_file
 
@@ -308,14 +314,148 @@ def test_two_process_gloo_step_equals_one_process_full_batch(model_dir, passages
         loss = task.loss(model, batch)
         loss.backward()
         ref = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
-        for rank in (0, 1):
-            r = load_file(str(tmp_path / f"mask{mask}-rank{rank}.safetensors"))
+        for rank, chunk in ((0, 0), (1, 0)) + (((0, 3), (1, 3)) if mask else ()):
+            r = load_file(str(tmp_path / f"mask{mask}-gc{chunk}-rank{rank}.safetensors"))
             assert torch.allclose(r["__loss__"], loss.detach().reshape(1), atol=1e-5), (r["__loss__"], loss)
             assert set(r) - {"__loss__"} == set(ref)
             for n, g in ref.items():
-                assert torch.allclose(r[n], g, rtol=1e-4, atol=1e-6), n
+                assert torch.allclose(r[n], g, rtol=1e-4, atol=1e-6), (chunk, n)
         losses[mask] = float(loss.detach())
     assert abs(losses[True] - losses[False]) > 1e-4  # the shared positive was masked out
+
+
+# --------------------------------------------------------------------------- gradient cache
+
+
+def _gc_examples(passages: list[Passage], n: int = 6) -> list[dict]:
+    ids = [p.id for p in passages]
+    ex = [{"id": f"q{i}", "question": f"question {i} about {passages[i].title}",
+           "positive_ids": [ids[i]], "hard_negative_ids": [ids[30 + i]]} for i in range(n)]
+    ex[0]["positive_ids"] = ex[4]["positive_ids"] = [ids[0], ids[4]]  # a false negative across chunks
+    return ex
+
+
+def _grads(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+
+def _assert_same_grads(got: dict, want: dict) -> None:
+    """Equal up to float32 summation order: rtol 1e-4, atol 1e-5 of the largest gradient entry.
+
+    (Some gradients are zero in exact arithmetic — a passage tower's last bias
+    shifts every score of a question alike — and only rounding noise in float.)
+    """
+    assert set(got) == set(want) and want
+    atol = 1e-5 * max(float(g.abs().max()) for g in want.values())
+    for n, g in want.items():
+        assert torch.allclose(got[n], g, rtol=1e-4, atol=atol), (n, float((got[n] - g).abs().max()), atol)
+
+
+def test_chunk_bounds_cover_the_batch_question_by_question():
+    bounds = chunk_bounds(5, 15, 2)
+    assert [(q.start, q.stop, p.start, p.stop) for q, p in bounds] == [(0, 2, 0, 6), (2, 4, 6, 12),
+                                                                        (4, 5, 12, 15)]
+    with pytest.raises(ValueError):
+        chunk_bounds(4, 10, 2)  # passages not evenly laid out per question
+    with pytest.raises(ValueError):
+        chunk_bounds(4, 8, 0)
+
+
+@pytest.mark.parametrize("shared,chunk", [(True, 2), (False, 4)])
+def test_grad_cache_gradients_equal_full_batch_with_dropout(tokenizer_dir, passages, shared, chunk):
+    """Gradient cache (6 questions, 12 passages, chunks of ``chunk`` questions) vs
+    the plain loss: every parameter gradient, with dropout on (so the saved and
+    restored RNG state is what makes them equal) and off (the exact full-batch
+    forward), for shared and separate towers, in-batch + hard negatives and a
+    masked false negative."""
+    torch.set_num_threads(1)
+    model = BiEncoder.from_scratch(tokenizer_dir, "tiny", shared=shared, pooling="mean", dropout=0.2, seed=1,
+                                   query_max_length=16, passage_max_length=32)
+    pmap = {p.id: p for p in passages}
+    task = RetrieverTask(model, pmap, config=TaskConfig(hard_negatives=1, grad_cache_chunk=chunk))
+    random.seed(2)
+    batch = task.collate(_gc_examples(passages))
+    assert batch["q_input_ids"].shape[0] == 6 and batch["p_input_ids"].shape[0] == 12
+
+    def reference(seed: int) -> tuple[float, dict, torch.Tensor]:
+        """The plain loss over the whole batch, the towers run chunk by chunk (as the dropout
+        masks of the gradient cache are drawn), one backward through everything."""
+        model.zero_grad()
+        torch.manual_seed(seed)
+        qs, ps = [], []
+        for q_sl, p_sl in chunk_bounds(6, 12, chunk):
+            q, p = model(batch["q_input_ids"][q_sl], batch["q_attention_mask"][q_sl],
+                         batch["p_input_ids"][p_sl], batch["p_attention_mask"][p_sl])
+            qs.append(q)
+            ps.append(p)
+        scaled, value = task.loss_from_vectors(torch.cat(qs), torch.cat(ps), batch)
+        scaled.backward()
+        return float(value), _grads(model), torch.get_rng_state()
+
+    model.train()
+    ref_loss, ref, ref_rng = reference(seed=7)
+    model.zero_grad()
+    torch.manual_seed(7)
+    loss = task.backward_step(model, batch)
+    assert abs(float(loss) - ref_loss) < 1e-5
+    _assert_same_grads(_grads(model), ref)
+    assert torch.equal(torch.get_rng_state(), ref_rng)  # the generator advanced as one pass over the chunks
+    # dropout really matters here: other masks give other gradients
+    _, other, _ = reference(seed=8)
+    assert any(not torch.allclose(other[n], ref[n], rtol=1e-4, atol=1e-6) for n in ref)
+
+    model.eval()  # no dropout: the plain full-batch forward, the loop's scale, accumulation over calls
+    model.zero_grad()
+    full = task.loss(model, batch)
+    full.backward()
+    want = _grads(model)
+    model.zero_grad()
+    halves = [task.backward_step(model, batch, scale=0.5) for _ in range(2)]
+    assert all(abs(float(h) - float(full.detach())) < 1e-5 for h in halves)
+    _assert_same_grads(_grads(model), want)
+
+
+def test_cli_grad_cache_trains_like_the_whole_batch(world, tokenizer_dir, tmp_path, monkeypatch, capsys):
+    """``--grad-cache-chunk`` goes through the loop's hook, and (no dropout) one step
+    moves the weights as the plain whole-batch step does."""
+    import retriever.dense.task as task_module
+
+    torch.set_num_threads(1)
+    calls = []
+    real = task_module.grad_cache_backward
+
+    def counting(*a, **k):
+        calls.append(a[2])
+        return real(*a, **k)
+
+    monkeypatch.setattr(task_module, "grad_cache_backward", counting)
+    base = ["train", "retriever", "--train", str(world / "train.jsonl"), "--passages", str(world / "passages.jsonl"),
+            "--config", "tiny", "--tokenizer", str(tokenizer_dir), "--max-steps", "2", "--batch-size", "8",
+            "--num-hard-negatives", "1", "--grad-accum", "2", "--warmup-steps", "0", "--lr", "1e-3",
+            "--query-max-length", "16", "--passage-max-length", "32", "--quiet", "--seed", "0"]
+    assert cli(base + ["--out", str(tmp_path / "gc"), "--grad-cache-chunk", "3"]) == 0
+    assert calls == [3] * 4  # 2 steps x 2 accumulated batches
+    assert cli(base + ["--out", str(tmp_path / "plain")]) == 0
+    assert len(calls) == 4
+    loss = {r: [json.loads(x)["loss"] for x in (tmp_path / r / "metrics.jsonl").read_text().splitlines()
+                if '"loss"' in x] for r in ("gc", "plain")}
+    assert loss["gc"] and np.allclose(loss["gc"], loss["plain"], rtol=1e-5), loss
+    from safetensors.torch import load_file
+
+    a = load_file(str(tmp_path / "gc" / "best" / "query_encoder" / "model.safetensors"))
+    b = load_file(str(tmp_path / "plain" / "best" / "query_encoder" / "model.safetensors"))
+    init = BiEncoder.from_scratch(tokenizer_dir, "tiny", seed=0, pooling="mean", dropout=0.0,
+                                  query_max_length=16, passage_max_length=32).query_encoder.state_dict()
+    # Both runs moved the weights alike. Compared as whole updates: AdamW's first steps are
+    # ~lr·sign(g), so a gradient that is rounding noise in both runs may flip one entry.
+    da = torch.cat([(a[k] - init[k]).flatten() for k in a])
+    db = torch.cat([(b[k] - init[k]).flatten() for k in a])
+    assert float(db.norm()) > 0.1  # training changed the weights
+    assert float((da - db).norm()) < 1e-3 * float(db.norm()), float((da - db).norm() / db.norm())
+
+    capsys.readouterr()
+    assert cli(base + ["--out", str(tmp_path / "bad"), "--grad-cache-chunk", "-2"]) == 1
+    assert "--grad-cache-chunk" in capsys.readouterr().err
 
 
 # --------------------------------------------------------------------------- FAISS

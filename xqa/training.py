@@ -59,6 +59,18 @@ class TrainConfig:
 
 
 class TrainTask(Protocol):
+    """What a model package supplies to :func:`train`.
+
+    Optional hook: a task with ``backward_step(model, batch, *, scale, autocast)``
+    runs its own forward and backward passes — it must add ``scale ×`` the
+    gradient of the batch loss to the parameters' ``.grad``, run its forward
+    computations inside ``autocast()`` contexts, and return the detached loss.
+    The loop then calls it, with ``scale = 1 / grad_accum``, instead of
+    ``task.loss`` and ``backward`` (the dense retriever's gradient cache needs
+    several passes per batch);
+    accumulation, clipping and the optimizer step stay the loop's.
+    """
+
     model: torch.nn.Module
     metric: str
 
@@ -310,6 +322,10 @@ def train(task: TrainTask, dataset: Sequence[dict], config: TrainConfig, progres
                         task.save(model, tmp)
         _barrier(info)
 
+    def autocast():
+        return torch.autocast("cuda", dtype=torch.bfloat16, enabled=cuda and config.bf16)
+
+    backward_step = getattr(task, "backward_step", None)  # optional hook, see TrainTask
     model.train()
     window_loss, window_examples, t0 = 0.0, 0, time.perf_counter()
     accum = 0
@@ -318,9 +334,12 @@ def train(task: TrainTask, dataset: Sequence[dict], config: TrainConfig, progres
         batches = [order[i:i + config.batch_size] for i in range(0, len(order), config.batch_size)]
         for b in range(state["batch_in_epoch"], len(batches)):
             batch = _to_device(task.collate([dataset[i] for i in batches[b]]), info.device)
-            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=cuda and config.bf16):
-                loss = task.loss(wrapped, batch)
-            (loss / config.grad_accum).backward()
+            if backward_step is not None:
+                loss = backward_step(wrapped, batch, scale=1.0 / config.grad_accum, autocast=autocast)
+            else:
+                with autocast():
+                    loss = task.loss(wrapped, batch)
+                (loss / config.grad_accum).backward()
             window_loss += float(loss.detach())
             window_examples += len(batches[b])
             accum += 1

@@ -13,21 +13,31 @@ processes). A passage that is *another* positive of the question — two
 questions about the same fact in one batch — is masked out of its softmax
 instead of being pushed away (``mask_false_negatives``).
 
+With ``grad_cache_chunk`` set, the loop's backward goes through
+:meth:`RetrieverTask.backward_step`, which encodes the batch in chunks and
+backpropagates through a gradient cache (``gradcache.py``): the same gradients
+as the whole batch at once, with the activations of one chunk in memory.
+
 Validation is DPR-style MRR on a mini-index: the dev questions' positives and
 hard (or random) negatives, encoded afresh.
 """
 from __future__ import annotations
 
+import contextlib
 import random
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import torch
 
+from xqa.errors import XqaError
 from xqa.records import Passage
 
 from .data import Example, id_key
+from .gradcache import grad_cache_backward
 from .loss import distributed_contrastive_loss
 from .model import BiEncoder
 
@@ -40,6 +50,7 @@ class TaskConfig:
     dev_questions: int = 1000          # validation: at most this many dev questions
     dev_negatives: int = 4             # validation: hard/random negatives per dev question
     seed: int = 0
+    grad_cache_chunk: int = 0          # gradient cache: questions per encoder chunk (0: off)
 
 
 class RetrieverTask:
@@ -52,6 +63,8 @@ class RetrieverTask:
         self.model = model
         self.passages = passages
         self.config = config or TaskConfig()
+        if self.config.grad_cache_chunk < 0:
+            raise XqaError(f"grad_cache_chunk must be >= 0 (0: off), got {self.config.grad_cache_chunk}")
         self._pool = list(passages)  # random-negative pool
         self.dev = list(dev)[: self.config.dev_questions]
         self._mini_index = self._build_mini_index() if self.dev else None
@@ -100,11 +113,34 @@ class RetrieverTask:
         """Global-batch NLL; its value is the loss, its gradient world-size-scaled (see ``loss.py``)."""
         q, p = model(batch["q_input_ids"], batch["q_attention_mask"],
                      batch["p_input_ids"], batch["p_attention_mask"])
+        scaled, value = self.loss_from_vectors(q, p, batch)
+        return scaled - (scaled - value).detach()
+
+    def loss_from_vectors(self, q: torch.Tensor, p: torch.Tensor,
+                          batch: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(loss_to_backward, loss_value)`` of local vectors ``q`` ``[b, d]``, ``p`` ``[m, d]``."""
         mask = None
         if self.config.mask_false_negatives:
             mask = (batch["pos_keys"], batch["pos_keys_valid"], batch["p_keys"])
-        scaled, value = distributed_contrastive_loss(q, p, batch["positive"], false_negatives=mask)
-        return scaled - (scaled - value).detach()
+        return distributed_contrastive_loss(q, p, batch["positive"], false_negatives=mask)
+
+    def backward_step(self, model: torch.nn.Module, batch: dict[str, Any], *, scale: float = 1.0,
+                      autocast: Callable[[], AbstractContextManager] | None = None) -> torch.Tensor:
+        """Backpropagate ``scale ×`` the batch loss into ``.grad``; returns the detached loss.
+
+        The training loop's hook (``xqa.training``). With ``grad_cache_chunk``
+        smaller than the batch, the gradient cache; otherwise one forward and
+        backward, as without the hook.
+        """
+        autocast = autocast or contextlib.nullcontext
+        chunk = self.config.grad_cache_chunk
+        if 0 < chunk < batch["q_input_ids"].shape[0]:
+            return grad_cache_backward(model, batch, chunk, self.loss_from_vectors,
+                                       scale=scale, autocast=autocast)
+        with autocast():
+            loss = self.loss(model, batch)
+        (loss * scale).backward()
+        return loss.detach()
 
     # -------------------------------------------------------------- validation
     def _build_mini_index(self) -> tuple[list[str], list[list[int]]]:

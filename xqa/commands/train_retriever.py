@@ -73,6 +73,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     t.add_argument("--weight-decay", type=float, default=0.01, help="AdamW weight decay")
     t.add_argument("--warmup-steps", type=int, default=d["warmup_steps"], help="linear warm-up steps")
     t.add_argument("--grad-accum", type=int, default=1, help="gradient accumulation steps")
+    t.add_argument("--grad-cache-chunk", type=int, default=0, metavar="N",
+                   help="gradient cache: encode the batch N questions (and their passages) at a time, "
+                        "so a large --batch-size, and with it many in-batch negatives, fits in memory; "
+                        "same gradients as the whole batch at the cost of one extra forward pass (0: off)")
     t.add_argument("--eval-every", type=int, default=d["eval_every"],
                    help="validate every N steps, keeping the best model (0: every epoch)")
     t.add_argument("--save-every", type=int, default=200, help="checkpoint every N steps")
@@ -123,6 +127,9 @@ def train_retriever(args: argparse.Namespace) -> dict:
     from xqa.io import read_passages, read_questions, read_results
     from xqa.training import TrainConfig, init_distributed, train
 
+    if args.grad_cache_chunk < 0:
+        raise XqaError(f"--grad-cache-chunk must be 0 (off) or a positive number of questions, "
+                       f"got {args.grad_cache_chunk}")
     if args.threads:
         torch.set_num_threads(args.threads)
     info = init_distributed()
@@ -148,12 +155,15 @@ def train_retriever(args: argparse.Namespace) -> dict:
     keep = needed_ids(train_ex, dev_ex)
     passages = load_passages(read_passages(args.passages, lang=args.lang), keep, extra=10_000)
     say(f"{len(passages)} passages loaded ({len(keep)} named by the questions)")
+    if args.grad_cache_chunk >= args.batch_size:
+        say(f"--grad-cache-chunk {args.grad_cache_chunk} >= --batch-size {args.batch_size}: "
+            f"one chunk per batch, gradient cache off")
     if hard is not None and args.num_hard_negatives == 0:
         say("hard negatives harden validation only (pass --num-hard-negatives N to train with them)")
 
     model = build_model(args)
     tcfg = TaskConfig(hard_negatives=args.num_hard_negatives, mask_false_negatives=not args.no_mask_false_negatives,
-                      dev_questions=args.dev_questions, seed=args.seed)
+                      dev_questions=args.dev_questions, seed=args.seed, grad_cache_chunk=args.grad_cache_chunk)
     task = RetrieverTask(model, passages, dev_ex, tcfg)
     dataset = train_ex
     if args.arrow_cache or len(train_ex) > 200_000:
