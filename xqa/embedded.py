@@ -32,17 +32,19 @@ class Profile:
     reader_train_questions: int
     n_context: int
     k: int
+    reader_train_context: int  # passages per question while training (fewer = far faster; FiD reads n_context later)
+    train_k: int  # passages kept per training question in retrieved/train.jsonl (the reader's pool)
     tune_questions: int
 
 
 PROFILES = {
     "default": Profile(world_size="default", vocab_size=8000, retriever_args=(),
-                       lexical_steps=200, reader_steps=400, reader_batch=16, reader_train_questions=20000,
-                       n_context=8, k=60, tune_questions=500),
+                       lexical_steps=100, reader_steps=400, reader_batch=32, reader_train_questions=20000,
+                       n_context=8, k=60, tune_questions=500, reader_train_context=2, train_k=16),
     "small": Profile(world_size="small", vocab_size=1500, retriever_args=("--max-steps", "30", "--batch-size", "32", "--eval-every", "10",
                                                     "--dev-questions", "100"),
                      lexical_steps=40, reader_steps=60, reader_batch=8, reader_train_questions=400,
-                     n_context=4, k=20, tune_questions=60),
+                     n_context=4, k=20, tune_questions=60, reader_train_context=2, train_k=10),
 }
 
 
@@ -111,7 +113,7 @@ class Build:
             ("FiD reader", lambda: is_complete(self.reader / "best") and self._finished(self.reader),
              lambda: _xqa("train", "reader", "--train", self.retrieved / "train.jsonl",
                           "--dev", self.retrieved / "dev.jsonl", "--config", "tiny", "--tokenizer", self.tok,
-                          "--n-context", p.n_context, "--train-contexts", "gold", "--lr", "1e-3",
+                          "--n-context", p.reader_train_context, "--train-contexts", "gold", "--lr", "1e-3",
                           "--warmup-steps", 50, "--max-steps", p.reader_steps, "--batch-size", p.reader_batch,
                           "--dev-limit", p.tune_questions, "--out", self.reader, "--seed", self.seed)),
             ("tune β, γ (evidence fusion)", lambda: self._tuned("fusion"), self.tune_fusion),
@@ -177,7 +179,8 @@ class Build:
     def retrieve_for_reader(self) -> None:
         for split in ("train", "dev", "test"):
             _xqa("search", "--config", self.config_path, "--questions", self.world / f"{split}.jsonl",
-                 "--k", self.p.k, "--out", self.retrieved / f"{split}.jsonl")
+                 "--k", self.p.train_k if split == "train" else self.p.k,
+                 "--out", self.retrieved / f"{split}.jsonl")
 
     def tune_fusion(self) -> None:
         out = self.out / "fusion.json"
