@@ -29,21 +29,20 @@ class Profile:
     lexical_steps: int
     reader_steps: int
     reader_batch: int
-    reader_train_questions: int
     n_context: int
     k: int
-    reader_train_context: int  # passages per question while training (fewer = far faster; FiD reads n_context later)
+    reader_train_context: int  # passages per question in training (far cheaper; inference reads n_context)
     train_k: int  # passages kept per training question in retrieved/train.jsonl (the reader's pool)
     tune_questions: int
 
 
 PROFILES = {
     "default": Profile(world_size="default", vocab_size=8000, retriever_args=(),
-                       lexical_steps=100, reader_steps=400, reader_batch=32, reader_train_questions=20000,
+                       lexical_steps=100, reader_steps=400, reader_batch=32,
                        n_context=8, k=60, tune_questions=500, reader_train_context=2, train_k=16),
     "small": Profile(world_size="small", vocab_size=1500, retriever_args=("--max-steps", "30", "--batch-size", "32", "--eval-every", "10",
                                                     "--dev-questions", "100"),
-                     lexical_steps=40, reader_steps=60, reader_batch=8, reader_train_questions=400,
+                     lexical_steps=40, reader_steps=60, reader_batch=8,
                      n_context=4, k=20, tune_questions=60, reader_train_context=2, train_k=10),
 }
 
