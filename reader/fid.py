@@ -31,8 +31,44 @@ SIZES: dict[str, dict[str, Any]] = {
 SUPPORTED_MODEL_TYPES = ("mt5", "t5")
 
 
-def build_t5(size: str | dict[str, Any], vocab_size: int, seed: int | None = 0):
-    """A randomly initialised ``MT5ForConditionalGeneration`` of a named size (or explicit kwargs)."""
+# Initial bias of the "previous token" and "next token" heads (see ``locality_prior``).
+LOCALITY_BIAS = 8.0
+
+
+def locality_prior(model: torch.nn.Module, bias: float = LOCALITY_BIAS) -> list[int]:
+    """Start two encoder heads as previous-token and next-token heads; returns the buckets set.
+
+    In T5 the only position signal is one learned scalar per (bucket, head) in the
+    first layer's relative attention bias. From a zero start, Adam moves each by
+    about the learning rate per step, so a head needs thousands of steps before it
+    can look at its neighbour (bias ~log(passage length)), and until then no
+    "copy the words after X" circuit can form: a from-scratch tiny model learns
+    answer types and never copies (docs/reader.md, "Session 3"). Setting the
+    relative-position-bias entries for offsets -1 (head 0) and +1 (head 1) of the
+    encoder's first layer is an initialisation only: the weights stay ordinary
+    trainable parameters of the stock model, and pretrained checkpoints are
+    never touched.
+    """
+    from transformers.models.mt5.modeling_mt5 import MT5Attention
+
+    att = model.encoder.block[0].layer[0].SelfAttention
+    if not getattr(att, "has_relative_attention_bias", False) or att.n_heads < 2:
+        return []
+    buckets = MT5Attention._relative_position_bucket(
+        torch.tensor([-1, 1]), bidirectional=True, num_buckets=att.relative_attention_num_buckets,
+        max_distance=att.relative_attention_max_distance).tolist()
+    with torch.no_grad():
+        att.relative_attention_bias.weight[buckets[0], 0] = bias   # head 0 looks one token back
+        att.relative_attention_bias.weight[buckets[1], 1] = bias   # head 1 looks one token ahead
+    return buckets
+
+
+def build_t5(size: str | dict[str, Any], vocab_size: int, seed: int | None = 0, locality: bool = True):
+    """A randomly initialised ``MT5ForConditionalGeneration`` of a named size (or explicit kwargs).
+
+    ``locality`` applies :func:`locality_prior` (on by default: without it a small
+    model trained from scratch on a CPU budget does not learn to copy).
+    """
     from transformers import MT5Config, MT5ForConditionalGeneration
 
     kwargs = dict(SIZES[size]) if isinstance(size, str) else dict(size)
@@ -47,6 +83,8 @@ def build_t5(size: str | dict[str, Any], vocab_size: int, seed: int | None = 0):
     # embedding at std d_model**-0.5 instead (the RMS norms make the encoder insensitive to it).
     if model.lm_head.weight is model.shared.weight:
         torch.nn.init.normal_(model.shared.weight, std=config.d_model ** -0.5)
+    if locality:
+        locality_prior(model)
     return model
 
 

@@ -25,7 +25,7 @@ from reader.evidence import (
     match_matrix,
     reader_only,
 )
-from reader.fid import FiD, build_t5
+from reader.fid import FiD, build_t5, locality_prior
 from reader.inference import FiDReader, ReaderOutput
 from reader.task import FiDTask, score_predictions, simple_score
 from reader.tuning import choose, evaluate, prepare, tune_fusion
@@ -147,6 +147,27 @@ def test_padding_passages_change_nothing(tokenizer):
     assert rel.shape == (1, 2, 5)
     assert torch.all(rel[..., 2:] == 0)
     torch.testing.assert_close(rel.sum(-1), torch.ones(1, 2))
+
+
+def test_locality_prior_starts_neighbour_heads_and_stays_trainable():
+    """Heads 0/1 of the first encoder layer look one token back/ahead from the start."""
+    cfg = dict(MICRO, num_heads=4)
+    plain, local = build_t5(cfg, 50, seed=0, locality=False), build_t5(cfg, 50, seed=0)
+    ids = torch.randint(3, 50, (1, 12))
+    attn = {}
+    for name, model in (("plain", plain), ("local", local)):
+        model.encoder.set_attn_implementation("eager")                         # SDPA returns no weights
+        out = model.encoder(input_ids=ids, output_attentions=True)
+        attn[name] = out.attentions[0][0]                                      # [H, L, L] of layer 0
+    rows = torch.arange(1, 11)
+    back = attn["local"][0, rows, rows - 1]                                    # head 0: previous token
+    ahead = attn["local"][1, rows, rows + 1]                                   # head 1: next token
+    assert back.min() > 0.9 and ahead.min() > 0.9
+    assert attn["plain"][0, rows, rows - 1].max() < 0.5                        # not so without the prior
+    assert torch.allclose(attn["local"][2:], attn["plain"][2:])                 # other heads untouched
+    bias = local.encoder.block[0].layer[0].SelfAttention.relative_attention_bias.weight
+    assert bias.requires_grad
+    assert locality_prior(build_t5(dict(cfg, num_heads=1), 50, locality=False)) == []  # needs two heads
 
 
 def test_beam_scores_are_sequence_logprobs(tokenizer):
@@ -357,3 +378,31 @@ def test_select_contexts_keeps_gold_and_fused_order():
     assert select_contexts(ctxs, 2, gold) == ["a", "e"]           # one slot stays non-gold
     assert select_contexts(ctxs, 3, [False] * 8) == ["a", "b", "c"]
     assert select_contexts(ctxs, 1, gold) == ["e"]
+    # priorities: the passage holding the answer itself (2) beats an earlier gold one (1)
+    assert select_contexts(ctxs, 2, [0, 0, 1, 0, 2, 0, 1, 0]) == ["a", "e"]
+    assert select_contexts(ctxs, 3, [0, 0, 1, 0, 2, 0, 1, 0]) == ["a", "c", "e"]
+
+
+def test_train_contexts_answer_puts_the_answer_passage_first_and_skips_the_rest(tmp_path, capsys):
+    from xqa.commands.train_reader import load_examples
+
+    def ctx(pid, text):
+        return {"id": pid, "title": "", "text": text, "score": 1.0}
+
+    rows = [
+        {"id": "q1", "question": "Where was Ana born?", "answers": ["Oslo"], "lang": "en",
+         "positive_ids": ["de-1"],  # gold by id, but in German: no span of the target
+         "ctxs": [ctx("x", "Bob was born in Rome."), ctx("de-1", "Ana wurde in der Hauptstadt Norwegens geboren."),
+                  ctx("en-1", "Ana was born in Oslo.")]},
+        {"id": "q2", "question": "Where was Eva born?", "answers": ["Lima"], "lang": "en",
+         "ctxs": [ctx("y", "Eva is a painter."), ctx("z", "Max was born in Quito.")]},
+    ]
+    path = tmp_path / "train.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    gold = load_examples(str(path), 2, need_answers=True, contexts="gold")
+    assert [e["id"] for e in gold] == ["q1", "q2"]
+    assert gold[0]["texts"][1].startswith("Ana wurde")                 # first gold by rank: the German one
+    ans = load_examples(str(path), 2, need_answers=True, contexts="answer")
+    assert [e["id"] for e in ans] == ["q1"]                             # q2: nothing holds "Lima"
+    assert ans[0]["texts"] == ["Bob was born in Rome.", "Ana was born in Oslo."]  # fused order kept
+    assert "1 of 2 questions skipped" in capsys.readouterr().out
