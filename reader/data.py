@@ -64,18 +64,20 @@ def example_from_records(question: Question, contexts: Sequence[Context]) -> dic
     }
 
 
-def select_contexts(ctxs: Sequence[Any], n: int, gold: Sequence[bool], max_gold: int | None = None) -> list[Any]:
+def select_contexts(ctxs: Sequence[Any], n: int, gold: Sequence[bool | int], max_gold: int | None = None) -> list[Any]:
     """Training contexts that include the gold passages: ``n`` of ``ctxs``, in the given order.
 
     Takes the gold passages first (at most ``max_gold``, default ``n - 1`` so one
     non-gold passage always remains to learn to ignore), then the best-ranked
     others, and returns the chosen ones in their fused order: a selection, never a
-    re-sort. With no gold passage this is simply the first ``n``.
+    re-sort. ``gold`` may also hold priorities (ints, 0 = not gold): higher ones are
+    taken first, ties by rank. With no gold passage this is simply the first ``n``.
     """
     max_gold = n - 1 if max_gold is None else max_gold
     if n <= 1:
         max_gold = n
-    chosen = [i for i, g in enumerate(gold) if g][:max_gold]
+    ranked = sorted((i for i, g in enumerate(gold) if g), key=lambda i: (-int(gold[i]), i))
+    chosen = ranked[:max_gold]
     for i in range(len(ctxs)):
         if len(chosen) >= n:
             break

@@ -28,12 +28,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-length", type=int, default=192, help="tokens per encoded passage (truncated)")
     p.add_argument("--max-answer-len", type=int, default=24, help="tokens of the target answer")
     p.add_argument("--sample-answers", action="store_true", help="train on a random gold answer each time")
-    p.add_argument("--train-contexts", choices=["top", "gold"], default="top",
+    p.add_argument("--train-contexts", choices=["top", "gold", "answer"], default="top",
                    help="training passages: the first N in fused order (top), or the gold passages "
                         "(positive_ids / has_answer / answer string) among the first --train-pool plus "
-                        "the best-ranked others, still in fused order (gold)")
+                        "the best-ranked others, still in fused order (gold); or as gold, but passages "
+                        "holding the target answer itself (question's language) first and questions with "
+                        "no such passage in the pool skipped (answer: learns to copy soonest from scratch)")
     p.add_argument("--train-pool", type=int, default=0,
-                   help="with --train-contexts gold: look for gold passages among the first K (0: all)")
+                   help="with --train-contexts gold/answer: look for gold passages among the first K (0: all)")
     p.add_argument("--train-limit", type=int, default=0, help="use only the first N training questions (0: all)")
     p.add_argument("--dev-limit", type=int, default=500, help="validate on the first N dev questions (0: all)")
     p.add_argument("--eval-mode", choices=["official", "lang_aware", "simple"], default="official",
@@ -68,10 +70,19 @@ def is_gold(result, ctx) -> bool:
     return any(occurs_in(normalize_answer(a), passage) for a in (*q.answers, *q.answers_en))
 
 
+def holds_target(result, ctx) -> bool:
+    """Does the passage contain the training target (the first answer, question's language)?"""
+    from reader.evidence import normalize_answer, occurs_in
+
+    answers = result.question.answers
+    return bool(answers) and occurs_in(normalize_answer(answers[0]), normalize_answer(f"{ctx.title} {ctx.text}"))
+
+
 def load_examples(path: str, n_context: int, limit: int = 0, need_answers: bool = False,
                   contexts: str = "top", pool: int = 0) -> list[dict]:
     """Example dicts (``reader.data``) from a retrieval-result file, ctxs in the given order;
-    ``contexts="gold"`` makes sure the gold passages among the first ``pool`` are included."""
+    ``contexts="gold"`` makes sure the gold passages among the first ``pool`` are included;
+    ``contexts="answer"`` puts passages holding the target first and skips questions without one."""
     from reader.data import example_from_records, select_contexts
     from xqa.errors import XqaError
     from xqa.io import read_results
@@ -79,16 +90,26 @@ def load_examples(path: str, n_context: int, limit: int = 0, need_answers: bool 
     results = read_results(path)
     if limit:
         results = results[:limit]
-    examples = []
+    examples, skipped = [], 0
     for r in results:
         ctxs = list(r.ctxs)
-        if contexts == "gold":
+        if contexts in ("gold", "answer"):
             ctxs = ctxs[:pool] if pool else ctxs
-            ctxs = select_contexts(ctxs, n_context, [is_gold(r, c) for c in ctxs])
+            gold = [int(is_gold(r, c)) for c in ctxs]
+            if contexts == "answer":
+                gold = [2 if holds_target(r, c) else g for c, g in zip(ctxs, gold)]
+                if 2 not in gold:
+                    skipped += 1
+                    continue
+            ctxs = select_contexts(ctxs, n_context, gold)
         ex = example_from_records(r.question, ctxs[:n_context])
         if need_answers and not ex["answers"]:
             continue
         examples.append(ex)
+    if skipped:
+        where = f"among its first {pool} passages" if pool else "among its passages"
+        print(f"{path}: {skipped} of {len(results)} questions skipped: none {where} holds the answer "
+              f"(--train-contexts answer)")
     if not examples:
         raise XqaError(f"{path}: no usable questions" + (" with answers" if need_answers else ""))
     return examples
