@@ -406,3 +406,25 @@ def test_train_contexts_answer_puts_the_answer_passage_first_and_skips_the_rest(
     assert [e["id"] for e in ans] == ["q1"]                             # q2: nothing holds "Lima"
     assert ans[0]["texts"] == ["Bob was born in Rome.", "Ana was born in Oslo."]  # fused order kept
     assert "1 of 2 questions skipped" in capsys.readouterr().out
+
+
+def test_diagnose_copy_probe_batches_and_cli(tmp_path):
+    import random
+
+    from xqa.cli import main
+    from xqa.commands.diagnose_copy import MARKER, make_batch
+
+    x, y = make_batch(random.Random(0), 16, 12, 3, 30)
+    assert x.shape == (16, 13) and y.shape == (16, 4)
+    for row, target in zip(x.tolist(), y.tolist()):
+        assert row.count(MARKER) == 1 and row[-1] == 1 and target[-1] == 1
+        at = row.index(MARKER)
+        assert row[at + 1: at + 4] == target[:3]
+    out = tmp_path / "copy.json"
+    assert main(["diagnose", "copy", "--steps", "2", "--every", "1", "--length", "10", "--vocab", "30",
+                 "--eval-size", "4", "--threads", "1", "--out", str(out)]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["step"] for r in rows] == [1, 2]
+    assert all(0.0 <= r["plain_acc"] <= 1.0 and 0.0 <= r["locality_acc"] <= 1.0 for r in rows)
+    assert rows[0]["plain_loss"] != rows[0]["locality_loss"]  # the prior changes the model
+    assert main(["diagnose", "copy", "--length", "3"]) == 1   # no room for marker + answer: a clear error
