@@ -32,6 +32,8 @@ def test_config_names_every_method_and_tuned_weights(pipe, tiny_pipeline):
     assert {"alpha", "mu"} <= set(tuned)
     cfg = PipelineConfig.load(tiny_pipeline)
     assert cfg.examples and any(e["crosslingual"] for e in cfg.examples)
+    # evidence fusion is tuned reading as many passages as the pipeline reads (not the training setting)
+    assert tuned["fusion"]["n_context"] == cfg.reader.n_passages
 
 
 @pytest.mark.parametrize("method", ["sparse", "dense", "scd", "hybrid", "rrf", "spar", "spar+scd"])

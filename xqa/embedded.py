@@ -183,8 +183,10 @@ class Build:
 
     def tune_fusion(self) -> None:
         out = self.out / "fusion.json"
+        # Tune with as many passages as the pipeline reads (the reader trains on fewer, and the
+        # artifact records its training setting).
         _xqa("tune", "fusion", "--model", self.reader, "--dev", self.retrieved / "dev.jsonl",
-             "--limit", self.p.tune_questions, "--out", out)
+             "--n-context", self.p.n_context, "--limit", self.p.tune_questions, "--out", out)
         best = json.loads(out.read_text(encoding="utf-8"))
         self._update_config(**{f"reader__{k}": best[k] for k in ("beta", "gamma", "miss", "soft")})
         cfg = self._config()
