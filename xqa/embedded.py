@@ -32,18 +32,21 @@ class Profile:
     n_context: int
     k: int
     reader_train_context: int  # passages per question in training (far cheaper; inference reads n_context)
+    reader_train_contexts: str  # xqa train reader --train-contexts: which passages those are
     train_k: int  # passages kept per training question in retrieved/train.jsonl (the reader's pool)
     tune_questions: int
 
 
 PROFILES = {
     "default": Profile(world_size="default", vocab_size=8000, retriever_args=(),
-                       lexical_steps=100, reader_steps=400, reader_batch=32,
-                       n_context=8, k=60, tune_questions=500, reader_train_context=2, train_k=16),
+                       lexical_steps=100, reader_steps=1500, reader_batch=16,
+                       n_context=8, k=60, tune_questions=500, reader_train_context=1,
+                       reader_train_contexts="answer", train_k=16),
     "small": Profile(world_size="small", vocab_size=1500, retriever_args=("--max-steps", "30", "--batch-size", "32", "--eval-every", "10",
                                                     "--dev-questions", "100"),
                      lexical_steps=40, reader_steps=60, reader_batch=8,
-                     n_context=4, k=20, tune_questions=60, reader_train_context=2, train_k=10),
+                     n_context=4, k=20, tune_questions=60, reader_train_context=2,
+                     reader_train_contexts="gold", train_k=10),
 }
 
 
@@ -112,7 +115,7 @@ class Build:
             ("FiD reader", lambda: is_complete(self.reader / "best") and self._finished(self.reader),
              lambda: _xqa("train", "reader", "--train", self.retrieved / "train.jsonl",
                           "--dev", self.retrieved / "dev.jsonl", "--config", "tiny", "--tokenizer", self.tok,
-                          "--n-context", p.reader_train_context, "--train-contexts", "gold", "--lr", "1e-3",
+                          "--n-context", p.reader_train_context, "--train-contexts", p.reader_train_contexts, "--lr", "1e-3",
                           "--warmup-steps", 50, "--max-steps", p.reader_steps, "--batch-size", p.reader_batch,
                           "--dev-limit", p.tune_questions, "--out", self.reader, "--seed", self.seed)),
             ("tune β, γ (evidence fusion)", lambda: self._tuned("fusion"), self.tune_fusion),
