@@ -39,7 +39,7 @@ class Profile:
 
 PROFILES = {
     "default": Profile(world_size="default", vocab_size=8000, retriever_args=(),
-                       lexical_steps=100, reader_steps=1500, reader_batch=16,
+                       lexical_steps=100, reader_steps=1300, reader_batch=16,
                        n_context=8, k=60, tune_questions=500, reader_train_context=1,
                        reader_train_contexts="answer", train_k=16),
     "small": Profile(world_size="small", vocab_size=1500, retriever_args=("--max-steps", "30", "--batch-size", "32", "--eval-every", "10",
@@ -117,6 +117,7 @@ class Build:
                           "--dev", self.retrieved / "dev.jsonl", "--config", "tiny", "--tokenizer", self.tok,
                           "--n-context", p.reader_train_context, "--train-contexts", p.reader_train_contexts, "--lr", "1e-3",
                           "--warmup-steps", 50, "--max-steps", p.reader_steps, "--batch-size", p.reader_batch,
+                          "--eval-every", p.reader_steps,  # one validation, at the end: the build's clock is tight
                           "--dev-limit", p.tune_questions, "--out", self.reader, "--seed", self.seed)),
             ("tune β, γ (evidence fusion)", lambda: self._tuned("fusion"), self.tune_fusion),
         ]
