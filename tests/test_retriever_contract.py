@@ -66,9 +66,29 @@ def test_batch_equals_one_by_one_and_is_deterministic(stack, kind):
     batch = r.search(qs, 10)
     assert batch == r.search(qs, 10)
     singles = [r.search([q], 10)[0] for q in qs]
-    for b, s in zip(batch, singles):
+    tols = normalized_tolerances(stack, qs) if kind == "hybrid-norm" else [1e-4] * len(qs)
+    for b, s, tol in zip(batch, singles, tols):
         assert [h.id for h in b] == [h.id for h in s]
-        assert [h.score for h in b] == pytest.approx([h.score for h in s], rel=1e-4, abs=1e-4)
+        assert [h.score for h in b] == pytest.approx([h.score for h in s], rel=1e-4, abs=tol)
+
+
+def normalized_tolerances(stack, qs, k_each=40):
+    """Per question, how far min-max normalisation may carry the dense side's float noise.
+
+    Batched and single encodings differ by float rounding (bounded for the dense kind
+    above). Normalising a list by its spread R moves a score by at most ~3δ/R for raw
+    noise δ; a tiny test model's scores can sit within 0.003 of each other near 128
+    (float32 steps of 1.5e-5), so that bound, not 1e-4, is what batch == single can mean.
+    """
+    dense = stack.dense_retriever()
+    batch, singles = dense.search(qs, k_each), [dense.search([q], k_each)[0] for q in qs]
+    out = []
+    for b, s in zip(batch, singles):
+        single = {h.id: h.score for h in s}
+        noise = max((abs(h.score - single[h.id]) for h in b if h.id in single), default=0.0)
+        spread = max(h.score for h in b) - min(h.score for h in b)
+        out.append(1e-4 + (4 * noise / spread if spread > 0 else 0.0))
+    return out
 
 
 @pytest.mark.parametrize("kind", ["scd", "spar+scd", "hybrid", "rrf"])
