@@ -12,6 +12,7 @@ The encoder keeps the fast default kernel.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -145,32 +146,58 @@ class FiD(torch.nn.Module):
     @torch.no_grad()
     def generate(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                  passage_mask: torch.Tensor | None = None, beams: int = 4, n_best: int = 4,
-                 max_new_tokens: int = 24) -> dict[str, torch.Tensor]:
+                 max_new_tokens: int = 24, span_beams: int = 0,
+                 allowed_tokens_fn: Callable[[int, torch.Tensor], list[int]] | None = None,
+                 ) -> dict[str, torch.Tensor]:
         """Greedy (``beams=1``) or beam search; every candidate re-scored exactly.
+
+        With ``span_beams`` > 0 and ``allowed_tokens_fn`` (a Hugging Face
+        ``prefix_allowed_tokens_fn``, e.g. :func:`reader.spans.allowed_tokens_fn`), a
+        second, constrained beam search adds its ``span_beams`` best candidates to
+        the free ones (same encoder pass); a candidate both searches found is kept
+        once (the copy gets log-probability ``-inf``).
 
         Returns ``sequences`` [B, k, T] (decoder-start token first), ``logprobs``
         [B, k] (sum of token log-probabilities up to and including ``</s>``, best
         first) and ``relevance`` [B, k, N] (each candidate's cross-attention mass
-        per passage, see :meth:`score`), with ``k = min(n_best, beams)``.
+        per passage, see :meth:`score`), with ``k = min(n_best, beams)`` plus
+        ``span_beams`` when the constrained search runs.
         """
-        k = max(1, min(n_best, beams))
         B, N, _ = input_ids.shape
         enc, mask = self.encode(input_ids, attention_mask, passage_mask)
-        gen_kwargs: dict[str, Any] = {"num_beams": beams, "num_return_sequences": k, "do_sample": False,
-                                      "max_new_tokens": max_new_tokens}
-        if beams > 1:
-            gen_kwargs["length_penalty"] = 0.0  # rank beams by their summed log-prob, the score we report
         hidden = enc.last_hidden_state                                                   # [B, N*L, d]
-        # generate() expands encoder_outputs in place for the beams: hand it its own wrapper.
-        seqs = self.t5.generate(encoder_outputs=BaseModelOutput(last_hidden_state=hidden),
-                                attention_mask=mask, **gen_kwargs)                        # [B*k, T]
+        k = max(1, min(n_best, beams))
+        runs = [self._search(hidden, mask, beams, k, max_new_tokens)]                    # [B, k, T]
+        if span_beams > 0 and allowed_tokens_fn is not None:
+            runs.append(self._search(hidden, mask, span_beams, span_beams, max_new_tokens, allowed_tokens_fn))
+        T = max(r.shape[-1] for r in runs)
+        pad = self.config.pad_token_id
+        seqs = torch.cat([torch.nn.functional.pad(r, (0, T - r.shape[-1]), value=pad) for r in runs], dim=1)
+        k = seqs.shape[1]
+        seqs = seqs.reshape(B * k, T)                                                     # [B, k, T] -> [B*k, T]
         hidden = hidden.repeat_interleave(k, dim=0)                                       # [B*k, N*L, d]
         logprobs, relevance = self.score(hidden, mask.repeat_interleave(k, dim=0), seqs, N)
         logprobs, relevance = logprobs.view(B, k), relevance.view(B, k, N)
+        if len(runs) > 1:
+            logprobs = _drop_repeats(seqs.view(B, k, T), logprobs)
         order = logprobs.argsort(dim=1, descending=True)
         seqs = seqs.view(B, k, -1).gather(1, order[:, :, None].expand(-1, -1, seqs.shape[-1]))
         return {"sequences": seqs, "logprobs": logprobs.gather(1, order),
                 "relevance": relevance.gather(1, order[:, :, None].expand(-1, -1, N))}
+
+    def _search(self, hidden: torch.Tensor, mask: torch.Tensor, beams: int, k: int, max_new_tokens: int,
+                allowed_tokens_fn: Callable[[int, torch.Tensor], list[int]] | None = None) -> torch.Tensor:
+        """One (possibly constrained) search over encoded passages -> sequences [B, k, T]."""
+        gen_kwargs: dict[str, Any] = {"num_beams": beams, "num_return_sequences": k, "do_sample": False,
+                                      "max_new_tokens": max_new_tokens}
+        if beams > 1:
+            gen_kwargs["length_penalty"] = 0.0  # rank beams by their summed log-prob, the score we report
+        if allowed_tokens_fn is not None:
+            gen_kwargs["prefix_allowed_tokens_fn"] = allowed_tokens_fn
+        # generate() expands encoder_outputs in place for the beams: hand it its own wrapper.
+        seqs = self.t5.generate(encoder_outputs=BaseModelOutput(last_hidden_state=hidden),
+                                attention_mask=mask, **gen_kwargs)                        # [B*k, T]
+        return seqs.view(hidden.shape[0], k, -1)
 
     @torch.no_grad()
     def score(self, hidden: torch.Tensor, mask: torch.Tensor, sequences: torch.Tensor,
@@ -197,3 +224,17 @@ class FiD(torch.nn.Module):
         per_passage = per_passage * (mask.view(S, n_passages, -1).sum(-1) > 0)     # padding passages get 0
         relevance = per_passage / per_passage.sum(1, keepdim=True).clamp(min=1e-12)
         return logprobs, relevance
+
+
+def _drop_repeats(seqs: torch.Tensor, logprobs: torch.Tensor) -> torch.Tensor:
+    """``logprobs`` [B, k] with -inf for every candidate that repeats an earlier one of its
+    row in ``seqs`` [B, k, T] (compared up to the first ``</s>``, padding ignored)."""
+    out = logprobs.clone()
+    for b in range(seqs.shape[0]):
+        seen: set[tuple[int, ...]] = set()
+        for j in range(seqs.shape[1]):
+            key = tuple(t for t in seqs[b, j].tolist() if t != 0)
+            if key in seen:
+                out[b, j] = float("-inf")
+            seen.add(key)
+    return out

@@ -133,22 +133,28 @@ class FiDReader:
     def read(self, questions: Sequence[Question], contexts: Sequence[Sequence[Context]],
              n_context: int | None = None, beams: int = 4, n_best: int = 4,
              max_answer_len: int | None = None, batch_size: int = 8,
-             progress: bool = False) -> list[ReaderOutput]:
+             progress: bool = False, span_beams: int = 0) -> list[ReaderOutput]:
         """Answer each question from its contexts (kept in the given order; the first
-        ``n_context`` are read). ``beams=1`` is greedy decoding (one candidate)."""
+        ``n_context`` are read). ``beams=1`` is greedy decoding (one candidate).
+        ``span_beams`` > 0 adds that many candidates from a beam search restricted to
+        spans of the passages read (:mod:`reader.spans`)."""
         if len(questions) != len(contexts):
             raise ValueError(f"{len(questions)} questions but {len(contexts)} context lists")
         examples = [example_from_records(q, c) for q, c in zip(questions, contexts)]
         return self.read_examples(examples, n_context=n_context, beams=beams, n_best=n_best,
-                                  max_answer_len=max_answer_len, batch_size=batch_size, progress=progress)
+                                  max_answer_len=max_answer_len, batch_size=batch_size, progress=progress,
+                                  span_beams=span_beams)
 
     def read_examples(self, examples: Sequence[Mapping[str, Any]], n_context: int | None = None,
                       beams: int = 4, n_best: int = 4, max_answer_len: int | None = None,
-                      batch_size: int = 8, progress: bool = False) -> list[ReaderOutput]:
+                      batch_size: int = 8, progress: bool = False, span_beams: int = 0) -> list[ReaderOutput]:
         """:meth:`read` over example dicts (``reader.data.example_from_record``)."""
+        from reader.spans import allowed_tokens_fn, piece_twins, span_indexes
+
         n_context = n_context or self.n_context
         max_answer_len = max_answer_len or self.max_answer_len
         outputs: list[ReaderOutput] = []
+        twins = piece_twins(self.tokenizer) if span_beams > 0 else None
         self.model.eval()
         for start in _batches(len(examples), batch_size, progress):
             chunk = examples[start:start + batch_size]
@@ -156,8 +162,12 @@ class FiDReader:
             n = max(1, min(n_context, max(len(ex["texts"]) for ex in chunk)))
             batch = encode_passages(self.tokenizer, chunk, n, self.max_length)
             batch = {k: v.to(self.device) for k, v in batch.items()}
+            allowed = None
+            if span_beams > 0:
+                allowed = allowed_tokens_fn(span_indexes(self.tokenizer, chunk, n, self.max_length, twins))
             gen = self.model.generate(batch["input_ids"], batch["attention_mask"], batch["passage_mask"],
-                                      beams=beams, n_best=n_best, max_new_tokens=max_answer_len)
+                                      beams=beams, n_best=n_best, max_new_tokens=max_answer_len,
+                                      span_beams=span_beams, allowed_tokens_fn=allowed)
             outputs.extend(self._outputs(chunk, gen, n_context))
         return outputs
 
@@ -169,9 +179,10 @@ class FiDReader:
         weights = logprobs.softmax(dim=1)                                         # [B, k] within the n-best
         for b, ex in enumerate(chunk):
             n_real = min(len(ex["texts"]), n_context)
-            cand_rel = rel[b, :, :n_real].numpy()                                # [k, n_real]
-            pooled = (weights[b, :, None] * rel[b, :, :n_real]).sum(0).numpy()
-            yield ReaderOutput(candidates=[(texts[b * k + j].strip(), float(logprobs[b, j])) for j in range(k)],
+            keep = [j for j in range(k) if torch.isfinite(logprobs[b, j])]       # repeats were set to -inf
+            cand_rel = rel[b, keep, :n_real].numpy()                             # [k', n_real]
+            pooled = (weights[b, keep, None] * rel[b, keep, :n_real]).sum(0).numpy()
+            yield ReaderOutput(candidates=[(texts[b * k + j].strip(), float(logprobs[b, j])) for j in keep],
                                relevance=pooled.astype(np.float32), candidate_relevance=cand_rel.astype(np.float32))
 
 

@@ -391,21 +391,29 @@ def test_train_contexts_answer_puts_the_answer_passage_first_and_skips_the_rest(
 
     rows = [
         {"id": "q1", "question": "Where was Ana born?", "answers": ["Oslo"], "lang": "en",
-         "positive_ids": ["de-1"],  # gold by id, but in German: no span of the target
+         "positive_ids": ["de-1", "en-1"],  # de-1: evidence, but in German: no span of the target
          "ctxs": [ctx("x", "Bob was born in Rome."), ctx("de-1", "Ana wurde in der Hauptstadt Norwegens geboren."),
                   ctx("en-1", "Ana was born in Oslo.")]},
         {"id": "q2", "question": "Where was Eva born?", "answers": ["Lima"], "lang": "en",
          "ctxs": [ctx("y", "Eva is a painter."), ctx("z", "Max was born in Quito.")]},
+        {"id": "q3", "question": "Where was Ida born?", "answers": ["Oslo"], "lang": "en",
+         "positive_ids": ["de-2"],  # the only "Oslo" is about someone else: not a passage to copy from
+         "ctxs": [ctx("w", "Max was born in Oslo."), ctx("de-2", "Ida wurde in der Hauptstadt Norwegens geboren.")]},
+        {"id": "q4", "question": "Where was Uma born?", "answers": ["Kyiv"], "lang": "en",  # no evidence listed
+         "ctxs": [ctx("v", "Uma is a poet."), ctx("u", "Uma was born in Kyiv.")]},
     ]
     path = tmp_path / "train.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     gold = load_examples(str(path), 2, need_answers=True, contexts="gold")
-    assert [e["id"] for e in gold] == ["q1", "q2"]
+    assert [e["id"] for e in gold] == ["q1", "q2", "q3", "q4"]
     assert gold[0]["texts"][1].startswith("Ana wurde")                 # first gold by rank: the German one
     ans = load_examples(str(path), 2, need_answers=True, contexts="answer")
-    assert [e["id"] for e in ans] == ["q1"]                             # q2: nothing holds "Lima"
+    assert [e["id"] for e in ans] == ["q1", "q4"]                       # q2: nothing holds "Lima"; q3: see above
     assert ans[0]["texts"] == ["Bob was born in Rome.", "Ana was born in Oslo."]  # fused order kept
-    assert "1 of 2 questions skipped" in capsys.readouterr().out
+    assert ans[1]["texts"] == ["Uma is a poet.", "Uma was born in Kyiv."]
+    one = load_examples(str(path), 1, need_answers=True, contexts="answer")
+    assert [e["texts"] for e in one] == [["Ana was born in Oslo."], ["Uma was born in Kyiv."]]
+    assert "2 of 4 questions skipped" in capsys.readouterr().out
 
 
 def test_diagnose_copy_probe_batches_and_cli(tmp_path):
@@ -428,3 +436,58 @@ def test_diagnose_copy_probe_batches_and_cli(tmp_path):
     assert all(0.0 <= r["plain_acc"] <= 1.0 and 0.0 <= r["locality_acc"] <= 1.0 for r in rows)
     assert rows[0]["plain_loss"] != rows[0]["locality_loss"]  # the prior changes the model
     assert main(["diagnose", "copy", "--length", "3"]) == 1   # no room for marker + answer: a clear error
+
+
+# ----------------------------------------------------------------------------- span-constrained candidates
+
+
+def test_span_index_allows_exactly_the_continuations_of_passage_spans():
+    from reader.spans import SEP, SpanIndex
+
+    # two passages: [5 6 7] (title) | [8 5 9] (text); piece 6 has a ▁-marked twin 60; 3 is the bare ▁
+    idx = SpanIndex([5, 6, 7, SEP, 8, 5, 9, SEP], eos=1, twin={6: 60}, bare=3)
+    assert idx.allowed(()) == [3, 5, 6, 7, 8, 9, 60]
+    assert idx.allowed((5,)) == [1, 6, 9]
+    assert idx.allowed((5, 6)) == [1, 7]
+    assert idx.allowed((7,)) == [1]              # spans never cross into the next part
+    assert idx.allowed((60,)) == idx.allowed((6,)) == [1, 7]   # a span may start with the twin
+    assert idx.allowed((3,)) == [6] and idx.allowed((3, 6)) == [1, 7]
+    assert idx.allowed((42,)) == [1]              # off-span prefixes (beam fill-ins) can only end
+    assert idx.allowed((5, 9, 1)) == [1]
+    assert SpanIndex([], eos=1, twin={}, bare=None).allowed(()) == [1]
+
+
+def test_constrained_search_only_writes_passage_spans(tokenizer):
+    from reader.spans import allowed_tokens_fn, span_indexes
+
+    reader = FiDReader.from_config(MICRO, tokenizer, seed=3, max_length=40, max_answer_len=6, n_context=2)
+    examples = [example_from_record(_record(i)) for i in range(4)]
+    batch = encode_passages(tokenizer, examples, 2, 40)
+    fn = allowed_tokens_fn(span_indexes(tokenizer, examples, 2, 40))
+    with torch.no_grad():
+        enc, mask = reader.model.encode(batch["input_ids"], batch["attention_mask"], batch["passage_mask"])
+        seqs = reader.model._search(enc.last_hidden_state, mask, beams=4, k=4, max_new_tokens=6,
+                                    allowed_tokens_fn=fn)
+    assert seqs.shape[:2] == (4, 4)
+    for ex, rows in zip(examples, seqs):
+        sources = [" ".join(part.split()) for part in ex["titles"] + ex["texts"]]
+        for text in tokenizer.batch_decode(rows, skip_special_tokens=True):
+            text = " ".join(text.split())
+            assert text and any(text in s for s in sources), (text, sources)
+
+
+def test_span_beams_add_exactly_scored_candidates_without_repeats(trained):
+    reader = FiDReader.load(trained["out"])
+    examples = trained["examples"]
+    plain = reader.read_examples(examples, beams=2, n_best=2)
+    both = reader.read_examples(examples, beams=2, n_best=2, span_beams=3)
+    for p, b, ex in zip(plain, both, examples):
+        assert 2 <= len(b.candidates) <= 5 and b.text == p.text == ex["answers"][0]
+        scores = [s for _, s in b.candidates]
+        assert scores == sorted(scores, reverse=True) and all(math.isfinite(s) for s in scores)
+        assert len({t for t, _ in b.candidates}) == len(b.candidates)
+        assert b.candidate_relevance.shape == (len(b.candidates), 2)
+        # the free candidates keep their exact scores in the merged list
+        merged = dict(b.candidates)
+        for t, s in p.candidates:
+            assert merged[t] == pytest.approx(s, abs=1e-4)

@@ -44,6 +44,7 @@ class ReaderConfig:
     n_passages: int = 20
     beams: int = 4
     n_best: int = 4
+    span_beams: int = 0  # extra candidates from a beam search restricted to passage spans (reader.spans)
     max_answer_len: int = 24
     evidence_fusion: bool = True
     beta: float = 1.0

@@ -195,7 +195,7 @@ class Pipeline:
         contexts = [list(c)[:n] for c in contexts]
         with self._lock:  # one reader, many demo users: torch inference is not re-entrant per module
             outs = self.reader.read(list(questions), contexts, n_context=n, beams=rc.beams, n_best=rc.n_best,
-                                    max_answer_len=rc.max_answer_len)
+                                    max_answer_len=rc.max_answer_len, span_beams=rc.span_beams)
         return [self._answer(q, c, o, fuse) for q, c, o in zip(questions, contexts, outs)]
 
     def _answer(self, q: Question, ctxs: list[Context], out, fuse: bool) -> Answer:

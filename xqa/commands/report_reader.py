@@ -60,11 +60,17 @@ def _speed(meta: dict) -> str:
     return f"Reading speed: {meta['greedy_q_per_s']:.1f} q/s greedy, {meta['beam_q_per_s']:.1f} q/s beam."
 
 
+def _spans(meta: dict) -> str:
+    n = meta.get("span_beams", 0)
+    return (f" + {n} span-constrained candidates (the beam columns rank the merged n-best by the reader alone)"
+            if n else "")
+
+
 def markdown(summary: dict, fusion: dict, meta: dict) -> str:
     f = lambda x: f"{x:.3f}"
     lines = [f"# Reader report: {meta['model']}", "",
              (f"Test: `{meta['test']}` ({summary['overall']['n']} questions), {meta['n_context']} passages, "
-             f"beam {meta['beams']} / n-best {meta['n_best']}, EM/F1 mode `{meta['eval_mode']}`. "
+             f"beam {meta['beams']} / n-best {meta['n_best']}{_spans(meta)}, EM/F1 mode `{meta['eval_mode']}`. "
              f"Fusion: β={fusion['beta']:.4g}, γ={fusion['gamma']:.4g}, ε={fusion['miss']:.3g} "
              f"(tuned on dev: F1 {fusion.get('dev_f1', float('nan')):.3f}, "
              f"reader alone {fusion.get('reader_only_f1', float('nan')):.3f}). "
@@ -96,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     from reader.tuning import choose, params_from, tune_fusion
     from xqa.artifacts import write_json_atomic, write_text_atomic
     from xqa.commands.train_reader import make_scorer
-    from xqa.commands.tune_fusion import fusion_set, load_results, reader_outputs
+    from xqa.commands.tune_fusion import beam_key, fusion_set, load_results, reader_outputs
     from xqa.errors import XqaError
 
     if args.threads:
@@ -112,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         dev = [r for r in load_results(args.dev, args.limit) if r.question.answers]
         dev_out = reader_outputs(reader, dev, n_context, args.beams, args.n_best, args.batch_size,
-                                 cache / f"dev.beam{args.beams}.jsonl" if cache else None)
+                                 cache / f"dev.{beam_key(args)}.jsonl" if cache else None, args.span_beams)
         fusion = tune_fusion(fusion_set(dev_out, dev, n_context, scorer), progress=True)
     test = [r for r in load_results(args.test, args.limit) if r.question.answers]
     cached = bool(cache) and (cache / "test.greedy.jsonl").is_file()  # then speeds are not measured
@@ -121,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
                             cache / "test.greedy.jsonl" if cache else None)
     t1 = time.perf_counter()
     beam = reader_outputs(reader, test, n_context, args.beams, args.n_best, args.batch_size,
-                          cache / f"test.beam{args.beams}.jsonl" if cache else None)
+                          cache / f"test.{beam_key(args)}.jsonl" if cache else None, args.span_beams)
     t2 = time.perf_counter()
     packed = fusion_set(beam, test, n_context, scorer)
     picked = choose(packed, params_from(fusion))
@@ -137,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
         rows.append(row)
     summary = summarize(rows)
     meta = {"model": str(args.model), "test": str(args.test), "n_context": n_context, "beams": args.beams,
-            "n_best": args.n_best, "eval_mode": args.eval_mode,
+            "n_best": args.n_best, "span_beams": args.span_beams, "eval_mode": args.eval_mode,
             "greedy_q_per_s": None if cached else len(test) / max(t1 - t0, 1e-9),
             "beam_q_per_s": None if cached else len(test) / max(t2 - t1, 1e-9)}
     out = Path(args.out)

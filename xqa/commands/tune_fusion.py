@@ -26,6 +26,9 @@ def add_reading_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--n-context", type=int, default=0, help="passages per question (0: the model's setting)")
     p.add_argument("--beams", type=int, default=4, help="beam size")
     p.add_argument("--n-best", type=int, default=4, help="candidates kept per question")
+    p.add_argument("--span-beams", type=int, default=0,
+                   help="add this many candidates from a beam search restricted to spans of the passages read "
+                        "(0: free beam search only)")
     p.add_argument("--batch-size", type=int, default=8, help="questions per reader batch")
     p.add_argument("--limit", type=int, default=0, help="use only the first N questions of each file (0: all)")
     p.add_argument("--eval-mode", choices=["official", "lang_aware", "simple"], default="official",
@@ -46,7 +49,7 @@ def load_results(path: str, limit: int = 0):
 
 
 def reader_outputs(reader, results, n_context: int, beams: int, n_best: int, batch_size: int,
-                   cache: Path | None = None) -> list:
+                   cache: Path | None = None, span_beams: int = 0) -> list:
     """``ReaderOutput`` per result, read from ``cache`` when it holds exactly these questions."""
     from reader.data import example_from_records
     from reader.inference import ReaderOutput
@@ -60,11 +63,16 @@ def reader_outputs(reader, results, n_context: int, beams: int, n_best: int, bat
             return [ReaderOutput.from_dict(r) for r in rows]
     examples = [example_from_records(r.question, r.ctxs[:n_context]) for r in results]
     outputs = reader.read_examples(examples, n_context=n_context, beams=beams, n_best=n_best,
-                                   batch_size=batch_size, progress=True)
+                                   batch_size=batch_size, progress=True, span_beams=span_beams)
     if cache is not None:
         write_text_atomic(cache, "".join(json.dumps({"id": i, **o.to_dict()}, ensure_ascii=False) + "\n"
                                          for i, o in zip(ids, outputs)))
     return outputs
+
+
+def beam_key(args: argparse.Namespace) -> str:
+    """Cache-file stem of a beam-search setting (the n-best differs with span candidates)."""
+    return f"beam{args.beams}" + (f".span{args.span_beams}" if args.span_beams else "")
 
 
 def fusion_set(outputs, results, n_context: int, scorer):
@@ -87,12 +95,14 @@ def run(args: argparse.Namespace) -> int:
     reader = FiDReader.load(args.model)
     n_context = args.n_context or reader.n_context
     results = [r for r in load_results(args.dev, args.limit) if r.question.answers]
-    cache = Path(args.cache) / f"dev.beam{args.beams}.jsonl" if args.cache else None
-    outputs = reader_outputs(reader, results, n_context, args.beams, args.n_best, args.batch_size, cache)
+    cache = Path(args.cache) / f"dev.{beam_key(args)}.jsonl" if args.cache else None
+    outputs = reader_outputs(reader, results, n_context, args.beams, args.n_best, args.batch_size, cache,
+                             args.span_beams)
     best = tune_fusion(fusion_set(outputs, results, n_context, make_scorer(args.eval_mode)),
                        passes=args.passes, progress=True)
     best.update({"model": str(args.model), "dev": str(args.dev), "n_context": n_context,
-                 "beams": args.beams, "n_best": args.n_best, "eval_mode": args.eval_mode})
+                 "beams": args.beams, "n_best": args.n_best, "span_beams": args.span_beams,
+                 "eval_mode": args.eval_mode})
     write_json_atomic(args.out, best)
     print(f"beta={best['beta']:.4g} gamma={best['gamma']:.4g} miss={best['miss']:.3g}: "
           f"dev F1 {best['dev_f1']:.4f} (reader alone {best['reader_only_f1']:.4f}) -> {args.out}")

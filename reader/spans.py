@@ -1,0 +1,137 @@
+"""Copy-constrained decoding: candidates that are spans of the passages the reader read.
+
+A small reader trained from scratch on a CPU budget learns the *type* of an
+answer (a city, a year, a company) long before it copies the right string
+reliably: its free beam search often writes a plausible name that occurs in no
+passage. Evidence fusion can only reward what occurs in a passage, so the reader
+also runs a second beam search whose every step is restricted to continuations
+of a span of the passages (title or text; spans never cross passages), the
+decoder's own probabilities deciding which span. The two n-best lists are merged
+and every candidate is re-scored exactly, unconstrained, so the scores stay the
+model's log-probabilities and the free candidates (translations, which are
+spans of no passage) compete on equal terms.
+
+Token level, with one subtlety: SentencePiece tokenizes a word the same wherever
+it stands (pieces never cross whitespace), so a span of space-separated words
+has the same ids in the passage as on its own. In scripts without spaces (zh,
+ja) a span may start inside a passage's "word", where its first piece lacks the
+word-start marker ``▁`` that a stand-alone answer starts with; the first step
+therefore also allows the ``▁``-marked twin of every unmarked passage piece
+(and the bare ``▁`` piece followed by an unmarked piece).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+SEP = -1  # between the title and the text, and between passages: spans never cross it
+
+WORD_START = "\u2581"  # SentencePiece's ▁
+
+
+class SpanIndex:
+    """The spans one example's passages allow; ``allowed(prefix)`` -> next token ids.
+
+    ``ids``: the passages' token ids (title and text of each passage), joined with
+    :data:`SEP`. ``twin``: unmarked piece id -> id of its ``▁``-marked twin;
+    ``bare``: id of the piece ``▁`` alone (or None).
+    """
+
+    def __init__(self, ids: np.ndarray, eos: int, twin: Mapping[int, int], bare: int | None):
+        self.ids = np.asarray(ids, dtype=np.int64)
+        self.eos = int(eos)
+        self.untwin = {m: u for u, m in twin.items()}  # marked twin -> unmarked piece
+        self.bare = bare
+        real = self.ids[self.ids != SEP]
+        unmarked = [int(t) for t in np.unique(real) if int(t) in twin]
+        first = set(int(t) for t in np.unique(real)) | {twin[t] for t in unmarked}
+        if bare is not None and unmarked:
+            first.add(bare)
+        self._first = sorted(first)
+        self._unmarked = sorted(unmarked)
+        self._cache: dict[tuple[int, ...], list[int]] = {}
+
+    def _ends(self, seq: Sequence[int]) -> np.ndarray:
+        """Positions just after each occurrence of ``seq`` in the passages."""
+        ids, k = self.ids, len(seq)
+        if k == 0 or k > len(ids):
+            return np.zeros(0, dtype=np.int64)
+        starts = np.nonzero(ids[: len(ids) - k + 1] == seq[0])[0]
+        for j in range(1, k):
+            if starts.size == 0:
+                break
+            starts = starts[ids[starts + j] == seq[j]]
+        return starts + k
+
+    def allowed(self, prefix: Sequence[int]) -> list[int]:
+        """Token ids that may follow ``prefix`` (the answer tokens so far, no start token)."""
+        key = tuple(int(t) for t in prefix)
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        if not key:
+            out = self._first or [self.eos]  # no passage text: only the empty answer
+        elif key[-1] == self.eos:
+            out = [self.eos]  # finished beams only ever continue with </s> (padding)
+        elif self.bare is not None and key == (self.bare,):
+            out = self._unmarked or [self.eos]
+        else:
+            readings = [key]
+            if self.bare is not None and key[0] == self.bare:
+                readings = [key[1:]]
+            elif key[0] in self.untwin:
+                readings.append((self.untwin[key[0]],) + key[1:])
+            nxt: set[int] = set()
+            for seq in readings:
+                ends = self._ends(seq)
+                ends = ends[ends < len(self.ids)]
+                nxt.update(int(t) for t in np.unique(self.ids[ends]) if t != SEP)
+            nxt.add(self.eos)
+            out = sorted(nxt)
+        self._cache[key] = out
+        return out
+
+
+def piece_twins(tokenizer) -> tuple[dict[int, int], int | None]:
+    """(unmarked piece id -> id of ``▁`` + piece, id of the bare ``▁`` piece) for a SentencePiece vocab."""
+    vocab: dict[str, int] = tokenizer.get_vocab()
+    twin = {}
+    for piece, i in vocab.items():
+        if piece and not piece.startswith(WORD_START):
+            j = vocab.get(WORD_START + piece)
+            if j is not None:
+                twin[i] = j
+    return twin, vocab.get(WORD_START)
+
+
+def span_indexes(tokenizer, examples: Sequence[Mapping[str, Any]], n_context: int,
+                 max_length: int, twins: tuple[dict[int, int], int | None] | None = None) -> list[SpanIndex]:
+    """One :class:`SpanIndex` per example over the titles and texts of its first
+    ``n_context`` passages, each text cut where the encoder row is cut (``max_length``)."""
+    from reader.data import format_passage
+
+    twin, bare = twins if twins is not None else piece_twins(tokenizer)
+    eos = tokenizer.eos_token_id
+    out = []
+    for ex in examples:
+        parts: list[int] = []
+        for title, text in list(zip(ex["titles"], ex["texts"]))[:n_context]:
+            room = max_length - 1 - len(tokenizer(format_passage(ex["question"], ex.get("lang", ""), title, ""),
+                                                  add_special_tokens=False)["input_ids"])
+            t_ids = tokenizer(title, add_special_tokens=False)["input_ids"] if title else []
+            x_ids = tokenizer(text, add_special_tokens=False)["input_ids"][: max(0, room)] if text else []
+            parts += t_ids + [SEP] + x_ids + [SEP]
+        out.append(SpanIndex(np.asarray(parts, dtype=np.int64), eos, twin, bare))
+    return out
+
+
+def allowed_tokens_fn(indexes: Sequence[SpanIndex], start_len: int = 1):
+    """A ``prefix_allowed_tokens_fn`` for Hugging Face ``generate`` (the decoder's
+    sequences start with ``start_len`` start tokens)."""
+
+    def fn(batch_id: int, input_ids) -> list[int]:
+        return indexes[batch_id].allowed(input_ids[start_len:].tolist())
+
+    return fn
