@@ -34,6 +34,8 @@ def test_config_names_every_method_and_tuned_weights(pipe, tiny_pipeline):
     assert cfg.examples and any(e["crosslingual"] for e in cfg.examples)
     # evidence fusion is tuned reading as many passages as the pipeline reads (not the training setting)
     assert tuned["fusion"]["n_context"] == cfg.reader.n_passages
+    # ... and with the span-constrained candidates the pipeline's reader adds
+    assert cfg.reader.span_beams > 0 and tuned["fusion"]["span_beams"] == cfg.reader.span_beams
 
 
 @pytest.mark.parametrize("method", ["sparse", "dense", "scd", "hybrid", "rrf", "spar", "spar+scd"])

@@ -35,18 +35,19 @@ class Profile:
     reader_train_contexts: str  # xqa train reader --train-contexts: which passages those are
     train_k: int  # passages kept per training question in retrieved/train.jsonl (the reader's pool)
     tune_questions: int
+    span_beams: int  # reader candidates from a search restricted to passage spans (reader.spans)
 
 
 PROFILES = {
     "default": Profile(world_size="default", vocab_size=8000, retriever_args=(),
                        lexical_steps=100, reader_steps=1300, reader_batch=16,
                        n_context=8, k=60, tune_questions=500, reader_train_context=1,
-                       reader_train_contexts="answer", train_k=16),
+                       reader_train_contexts="answer", train_k=16, span_beams=8),
     "small": Profile(world_size="small", vocab_size=1500, retriever_args=("--max-steps", "30", "--batch-size", "32", "--eval-every", "10",
                                                     "--dev-questions", "100"),
                      lexical_steps=40, reader_steps=60, reader_batch=8,
                      n_context=4, k=20, tune_questions=60, reader_train_context=2,
-                     reader_train_contexts="gold", train_k=10),
+                     reader_train_contexts="gold", train_k=10, span_beams=2),
 }
 
 
@@ -151,7 +152,7 @@ class Build:
             passages="world/passages.jsonl",
             retrieval=RetrievalConfig(method="spar+scd", k=self.p.k, sparse_index="bm25", dense_index="dense",
                                       spar_index="spar"),
-            reader=ReaderConfig(model="reader/best", n_passages=self.p.n_context),
+            reader=ReaderConfig(model="reader/best", n_passages=self.p.n_context, span_beams=self.p.span_beams),
             languages=sorted(json.loads((self.world / "config.json").read_text())["languages"]),
             examples=self._examples(),
         )
@@ -190,7 +191,8 @@ class Build:
         # Tune with as many passages as the pipeline reads (the reader trains on fewer, and the
         # artifact records its training setting).
         _xqa("tune", "fusion", "--model", self.reader, "--dev", self.retrieved / "dev.jsonl",
-             "--n-context", self.p.n_context, "--limit", self.p.tune_questions, "--out", out)
+             "--n-context", self.p.n_context, "--span-beams", self.p.span_beams,
+             "--limit", self.p.tune_questions, "--out", out)
         best = json.loads(out.read_text(encoding="utf-8"))
         self._update_config(**{f"reader__{k}": best[k] for k in ("beta", "gamma", "miss", "soft")})
         cfg = self._config()
