@@ -74,6 +74,12 @@ class FiDTask:
     def collate(self, examples: list[dict]) -> dict[str, torch.Tensor]:
         return self.collator(examples)
 
+    def length(self, example: Mapping[str, Any]) -> int:
+        """Characters of the example's longest encoder row (for length-grouped batches)."""
+        q = len(example["question"]) + len(example.get("lang", ""))
+        rows = list(zip(example["titles"], example["texts"]))[: self.collator.n_context]
+        return q + max((len(t) + len(x) for t, x in rows), default=0)
+
     def loss(self, model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """Mean token cross-entropy; ``model`` is the FiD module or its DDP wrapper."""
         return model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],

@@ -114,3 +114,48 @@ def test_epoch_order_covers_data_across_ranks():
     assert set(sum(parts, [])) == set(range(n))
     assert epoch_order(n, 2, 7, 0, world) == parts[0]
     assert epoch_order(n, 3, 7, 0, world) != parts[0]
+
+
+def test_length_grouped_batches_cover_the_epoch_with_less_spread():
+    from xqa.training import length_grouped_batches
+
+    lengths = [(i * 37) % 101 for i in range(200)]
+    order = epoch_order(200, 0, seed=1, rank=0, world=1)
+    batches = length_grouped_batches(order, lengths, batch_size=8, window=5, seed=1, epoch=0)
+    assert sorted(i for b in batches for i in b) == list(range(200))    # every example once
+    assert all(len(b) == 8 for b in batches)
+    spread = lambda bs: sum(max(lengths[i] for i in b) - min(lengths[i] for i in b) for b in bs) / len(bs)
+    plain = [order[i:i + 8] for i in range(0, 200, 8)]
+    assert spread(batches) < 0.5 * spread(plain)                          # padding per batch shrinks
+    assert batches == length_grouped_batches(order, lengths, 8, 5, seed=1, epoch=0)   # deterministic
+    assert batches != length_grouped_batches(order, lengths, 8, 5, seed=1, epoch=1)   # reshuffled per epoch
+
+
+class LengthTask(RegressionTask):
+    def length(self, example):
+        return int(example["x"] * 8)
+
+
+def test_resume_is_exact_with_length_grouped_batches(tmp_path):
+    cfg = dict(batch_size=8, epochs=3, lr=0.05, save_every=5, log_every=1, group_by_length=2)
+    train(LengthTask(evaluate=False), DATA, TrainConfig(out_dir=str(tmp_path / "a"), **cfg), progress=False)
+
+    class DyingLengthTask(DyingTask, LengthTask):
+        pass
+
+    b = tmp_path / "b"
+    try:
+        train(DyingLengthTask(die_at=8), DATA, TrainConfig(out_dir=str(b), **cfg), progress=False)
+    except Killed:
+        pass
+    train(LengthTask(evaluate=False), DATA, TrainConfig(out_dir=str(b), **cfg), progress=False)
+    wa, wb = _weights(tmp_path / "a" / "best"), _weights(b / "best")
+    for k in wa:
+        torch.testing.assert_close(wa[k], wb[k], rtol=0, atol=0)
+    # and a task without length() is refused, not silently batched at random
+    try:
+        train(RegressionTask(evaluate=False), DATA, TrainConfig(out_dir=str(tmp_path / "c"), **cfg), progress=False)
+    except ValueError as e:
+        assert "length(example)" in str(e)
+    else:
+        raise AssertionError("group_by_length without task.length() must fail")

@@ -51,6 +51,7 @@ class TrainConfig:
     bf16: bool = True
     gradient_checkpointing: bool = False
     log_every: int = 10
+    group_by_length: int = 0  # >0: batches of similar length within windows of this many batches
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "TrainConfig":
@@ -149,6 +150,24 @@ def epoch_order(n: int, epoch: int, seed: int, rank: int, world: int) -> list[in
     per_rank = math.ceil(n / world)
     perm += perm[: per_rank * world - n]
     return perm[rank::world]
+
+
+def length_grouped_batches(order: Sequence[int], lengths: Sequence[int], batch_size: int, window: int,
+                           seed: int, epoch: int) -> list[list[int]]:
+    """``order`` cut into batches of similar length: each window of ``window`` batches is
+    sorted by length and cut, then all batches are shuffled (seeded by ``seed``, ``epoch``).
+
+    Padding to the longest row of a batch is what a random batch wastes; grouping
+    keeps the examples of an epoch and its randomness across windows and batches,
+    and is deterministic, so a resumed run replays exactly the same batches.
+    """
+    span = max(1, window) * batch_size
+    batches: list[list[int]] = []
+    for start in range(0, len(order), span):
+        chunk = sorted(order[start:start + span], key=lambda i: lengths[i])      # stable: ties keep order
+        batches += [chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size)]
+    g = torch.Generator().manual_seed(seed * 100_003 + epoch + 7)
+    return [batches[i] for i in torch.randperm(len(batches), generator=g).tolist()]
 
 
 def _to_device(batch: Any, device: torch.device) -> Any:
@@ -326,12 +345,21 @@ def train(task: TrainTask, dataset: Sequence[dict], config: TrainConfig, progres
         return torch.autocast("cuda", dtype=torch.bfloat16, enabled=cuda and config.bf16)
 
     backward_step = getattr(task, "backward_step", None)  # optional hook, see TrainTask
+    lengths = None
+    if config.group_by_length > 0:
+        if not hasattr(task, "length"):
+            raise ValueError(f"group_by_length needs a task with length(example); {type(task).__name__} has none")
+        lengths = [task.length(ex) for ex in dataset]
     model.train()
     window_loss, window_examples, t0 = 0.0, 0, time.perf_counter()
     accum = 0
     while state["step"] < total:
         order = epoch_order(n, state["epoch"], config.seed, info.rank, info.world_size)
-        batches = [order[i:i + config.batch_size] for i in range(0, len(order), config.batch_size)]
+        if lengths is None:
+            batches = [order[i:i + config.batch_size] for i in range(0, len(order), config.batch_size)]
+        else:
+            batches = length_grouped_batches(order, lengths, config.batch_size, config.group_by_length,
+                                             config.seed, state["epoch"])
         for b in range(state["batch_in_epoch"], len(batches)):
             batch = _to_device(task.collate([dataset[i] for i in batches[b]]), info.device)
             if backward_step is not None:
