@@ -491,3 +491,34 @@ def test_span_beams_add_exactly_scored_candidates_without_repeats(trained):
         merged = dict(b.candidates)
         for t, s in p.candidates:
             assert merged[t] == pytest.approx(s, abs=1e-4)
+
+
+def test_diagnose_reading_reads_the_evidence_passage_alone(trained, tmp_path, capsys):
+    from xqa.cli import main
+
+    rows = []
+    for i in range(len(FACTS)):
+        rec = _record(i)
+        rec["relation"] = "capital"
+        rows.append(rec)
+    # listed evidence wins over a passage that merely contains the answer string (about something else)
+    decoy = {"id": "d", "title": "Dornik", "text": "Velora is far from Dornik.", "lang": "en", "score": 9.0}
+    rows[0]["positive_ids"] = ["p0"]
+    rows[0]["ctxs"] = [decoy] + rows[0]["ctxs"]
+    rows.append({"id": "qx", "question": "What is the capital of Nowhere?", "answers": ["Atlantis"],
+                 "lang": "en", "ctxs": rows[1]["ctxs"]})                       # no passage holds it: skipped
+    path = tmp_path / "r.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    from xqa.commands.diagnose_reading import evidence_passage
+    from xqa.io import read_results
+
+    assert evidence_passage(read_results(path)[0]).id == "p0"
+    out = tmp_path / "reading.json"
+    assert main(["diagnose", "reading", "--model", str(trained["out"]), "--results", str(path),
+                 "--out", str(out), "--threads", "1"]) == 0
+    assert "6 questions read with their evidence passage (1 skipped" in capsys.readouterr().out
+    groups = json.loads(out.read_text())["groups"]
+    assert groups["all"]["n"] == 6 and groups["relation capital"]["n"] == 6
+    assert groups["all"]["em"] == 1.0 and groups["all"]["copied"] == 1.0   # the micro reader memorised them
+    assert groups["lang en"]["n"] + groups["lang de"]["n"] == 6
+    assert 0 <= groups["all"]["ce_first"] < 1.0

@@ -32,6 +32,7 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
     ("tune", "fusion"): ("tune_fusion", "grid-search evidence-fusion β, γ on a dev set"),
     ("diagnose", "lexical"): ("diagnose_lexical", "RBO of Λ with BM25 and token-shuffled accuracy (SPAR Tables 6-7)"),
     ("diagnose", "copy"): ("diagnose_copy", "can a from-scratch reader learn to copy? with vs without the locality prior"),
+    ("diagnose", "reading"): ("diagnose_reading", "the reader alone, given the passage that holds the answer"),
     ("report", "retrieval"): ("report_retrieval", "retrieval accuracy table and recall@k plot on the embedded world"),
     ("report", "mlqa"): ("report_mlqa", "BM25 / Λ top-k accuracy per language on MLQA dev (../shared/data)"),
     ("report", "reader"): ("report_reader", "reader EM/F1 (greedy, beam, evidence fusion) on the embedded world"),
