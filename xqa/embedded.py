@@ -36,6 +36,7 @@ class Profile:
     train_k: int  # passages kept per training question in retrieved/train.jsonl (the reader's pool)
     tune_questions: int
     span_beams: int  # reader candidates from a search restricted to passage spans (reader.spans)
+    reader_group_by_length: int = 50  # xqa train reader --group-by-length (less padding: ~11 % faster steps)
 
 
 PROFILES = {
@@ -119,6 +120,7 @@ class Build:
                           "--n-context", p.reader_train_context, "--train-contexts", p.reader_train_contexts, "--lr", "1e-3",
                           "--warmup-steps", 50, "--max-steps", p.reader_steps, "--batch-size", p.reader_batch,
                           "--eval-every", p.reader_steps,  # one validation, at the end: the build's clock is tight
+                          "--group-by-length", p.reader_group_by_length,
                           "--dev-limit", p.tune_questions, "--out", self.reader, "--seed", self.seed)),
             ("tune β, γ (evidence fusion)", lambda: self._tuned("fusion"), self.tune_fusion),
         ]
