@@ -391,29 +391,21 @@ def test_train_contexts_answer_puts_the_answer_passage_first_and_skips_the_rest(
 
     rows = [
         {"id": "q1", "question": "Where was Ana born?", "answers": ["Oslo"], "lang": "en",
-         "positive_ids": ["de-1", "en-1"],  # de-1: evidence, but in German: no span of the target
+         "positive_ids": ["de-1"],  # gold by id, but in German: no span of the target
          "ctxs": [ctx("x", "Bob was born in Rome."), ctx("de-1", "Ana wurde in der Hauptstadt Norwegens geboren."),
                   ctx("en-1", "Ana was born in Oslo.")]},
         {"id": "q2", "question": "Where was Eva born?", "answers": ["Lima"], "lang": "en",
          "ctxs": [ctx("y", "Eva is a painter."), ctx("z", "Max was born in Quito.")]},
-        {"id": "q3", "question": "Where was Ida born?", "answers": ["Oslo"], "lang": "en",
-         "positive_ids": ["de-2"],  # the only "Oslo" is about someone else: not a passage to copy from
-         "ctxs": [ctx("w", "Max was born in Oslo."), ctx("de-2", "Ida wurde in der Hauptstadt Norwegens geboren.")]},
-        {"id": "q4", "question": "Where was Uma born?", "answers": ["Kyiv"], "lang": "en",  # no evidence listed
-         "ctxs": [ctx("v", "Uma is a poet."), ctx("u", "Uma was born in Kyiv.")]},
     ]
     path = tmp_path / "train.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     gold = load_examples(str(path), 2, need_answers=True, contexts="gold")
-    assert [e["id"] for e in gold] == ["q1", "q2", "q3", "q4"]
+    assert [e["id"] for e in gold] == ["q1", "q2"]
     assert gold[0]["texts"][1].startswith("Ana wurde")                 # first gold by rank: the German one
     ans = load_examples(str(path), 2, need_answers=True, contexts="answer")
-    assert [e["id"] for e in ans] == ["q1", "q4"]                       # q2: nothing holds "Lima"; q3: see above
+    assert [e["id"] for e in ans] == ["q1"]                             # q2: nothing holds "Lima"
     assert ans[0]["texts"] == ["Bob was born in Rome.", "Ana was born in Oslo."]  # fused order kept
-    assert ans[1]["texts"] == ["Uma is a poet.", "Uma was born in Kyiv."]
-    one = load_examples(str(path), 1, need_answers=True, contexts="answer")
-    assert [e["texts"] for e in one] == [["Ana was born in Oslo."], ["Uma was born in Kyiv."]]
-    assert "2 of 4 questions skipped" in capsys.readouterr().out
+    assert "1 of 2 questions skipped" in capsys.readouterr().out
 
 
 def test_diagnose_copy_probe_batches_and_cli(tmp_path):
