@@ -422,3 +422,27 @@ def test_cli_retrieval_and_errors(tmp_path, capsys):
     empty_preds = write(tmp_path / "ep.json", "")
     assert main(["eval", "--gold", str(empty), "--predictions", str(empty_preds), "--json", str(out)]) == 0
     assert json.loads(out.read_text())["end_to_end"]["n"] == 0
+
+
+def test_cli_coverage_checks_a_submission_without_answers(tmp_path, capsys):
+    from xqa.cli import main
+
+    # test questions carry no answers; MKQA ids are <number>_<lang> and may be answered by the bare number
+    gold = write(tmp_path / "q.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in [
+        {"id": "a1", "question": "?", "lang": "ja"},
+        {"id": "7_ja", "question": "?", "lang": "ja"},
+        {"id": "a2", "question": "?", "lang": "en"},
+        {"id": "a3", "question": "?", "lang": "en"},
+    ]))
+    preds = write(tmp_path / "p.json", json.dumps({"a1": "東京", "7": "x", "a2": "  "}, ensure_ascii=False))
+    out = tmp_path / "c.json"
+    assert main(["eval", "--gold", str(gold), "--predictions", str(preds), "--coverage", "--json", str(out)]) == 1
+    captured = capsys.readouterr()
+    assert "coverage: INCOMPLETE" in captured.out and "missing: e.g. a3" in captured.err
+    cov = json.loads(out.read_text())["coverage"]
+    assert cov["total"] == {"questions": 4, "answered": 2, "empty": 1, "missing": 1}
+    assert cov["per_language"]["ja"]["answered"] == 2 and cov["per_language"]["en"]["empty"] == 1
+    full = write(tmp_path / "full.json", json.dumps({"a1": "東京", "7": "x", "a2": "y", "a3": "z"}, ensure_ascii=False))
+    assert main(["eval", "--gold", str(gold), "--predictions", str(full), "--coverage"]) == 0
+    assert "coverage: complete" in capsys.readouterr().out
+    assert main(["eval", "--predictions", str(full), "--coverage"]) == 1     # needs the questions

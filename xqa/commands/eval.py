@@ -6,6 +6,7 @@ Examples::
     xqa eval --gold xor_dev.jsonl mkqa_dev/ --predictions preds/ --mia
     xqa eval --retrieval dense.json scd.json --names dense scd --k 1 5 20 100
     xqa eval --gold dev.jsonl --compare a.json b.json
+    xqa eval --gold test_questions/ --predictions preds/ --coverage   # a submission check, no scores
     xqa eval --gold dev.jsonl --sweep 1=p1.json 5=p5.json 20=p20.json --report out/
 """
 from __future__ import annotations
@@ -33,6 +34,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="score the gold as the MIA 2022 evaluation: XOR-TyDi and MKQA questions "
                           "(source field, else ids <number>_<lang>) as two parts; the MIA score is "
                           "the mean of the two macro averages")
+    e2e.add_argument("--coverage", action="store_true",
+                     help="check, without scoring, that every --gold question (answers not needed, e.g. "
+                          "a test set) has one non-empty string prediction; lists what is missing per "
+                          "language and exits 1 if anything is")
     e2e.add_argument("--per-question", action="store_true",
                      help="include every question's EM and F1 in the --json output")
 
@@ -140,6 +145,43 @@ def _print_retrieval(name: str, scores: Any) -> None:
     print(f"{'macro':<8} {'':>7} " + " ".join(f"{scores.macro_topk[k]:>8.2f}" for k in ks))
 
 
+def _coverage(args: argparse.Namespace) -> int:
+    """``--coverage``: one non-empty string answer per gold question id (a submission check)."""
+    from collections import Counter
+
+    from xqa.artifacts import write_json_atomic
+    from xqa.evaluation import inputs, mia
+
+    gold = inputs.load_gold(args.gold)
+    preds = inputs.load_predictions(args.predictions)
+    n, answered, empty, missing = Counter(), Counter(), Counter(), Counter()
+    examples: dict[str, list[str]] = {"missing": [], "empty": []}
+    for q in gold:
+        n[q.lang] += 1
+        pred = mia.lookup_prediction(preds, q.id)
+        kind = "missing" if pred is None else "empty" if not pred.strip() else "answered"
+        {"missing": missing, "empty": empty, "answered": answered}[kind][q.lang] += 1
+        if kind != "answered" and len(examples[kind]) < 5:
+            examples[kind].append(q.id)
+    print(f"{'lang':<8} {'questions':>9} {'answered':>9} {'empty':>7} {'missing':>8}")
+    for lang in sorted(n):
+        print(f"{lang:<8} {n[lang]:>9} {answered[lang]:>9} {empty[lang]:>7} {missing[lang]:>8}")
+    total = {k: sum(c.values()) for k, c in (("questions", n), ("answered", answered), ("empty", empty),
+                                            ("missing", missing))}
+    print(f"{'all':<8} {total['questions']:>9} {total['answered']:>9} {total['empty']:>7} {total['missing']:>8}")
+    print(f"{len(preds)} predictions read")
+    for kind, ids in examples.items():
+        if ids:
+            print(f"{kind}: e.g. {', '.join(ids)}", file=sys.stderr)
+    if args.json:
+        write_json_atomic(args.json, {"coverage": {"total": total, "per_language": {
+            lang: {"questions": n[lang], "answered": answered[lang], "empty": empty[lang],
+                   "missing": missing[lang]} for lang in sorted(n)}}})
+    ok = total["questions"] > 0 and total["answered"] == total["questions"]
+    print("coverage: complete" if ok else "coverage: INCOMPLETE")
+    return 0 if ok else 1
+
+
 def run(args: argparse.Namespace) -> int:
     from xqa.artifacts import write_json_atomic
     from xqa.errors import XqaError
@@ -153,6 +195,10 @@ def run(args: argparse.Namespace) -> int:
         raise XqaError("--names needs exactly one name per --retrieval file")
     if args.mia and not args.predictions:
         raise XqaError("--mia scores --predictions; give them")
+    if args.coverage:
+        if not (args.gold and args.predictions):
+            raise XqaError("--coverage needs --gold (the questions) and --predictions")
+        return _coverage(args)
 
     out: dict[str, Any] = {}
     report: dict[str, Any] = {}
