@@ -31,8 +31,8 @@ class Profile:
     reader_batch: int
     n_context: int
     k: int
-    reader_train_context: int  # passages per question in training (far cheaper; inference reads n_context)
-    reader_train_contexts: str  # xqa train reader --train-contexts: which passages those are
+    reader_train_passages: int  # passages per question in training (far cheaper; inference reads n_context)
+    reader_train_choice: str  # xqa train reader --train-contexts: which passages those are
     train_k: int  # passages kept per training question in retrieved/train.jsonl (the reader's pool)
     tune_questions: int
     span_beams: int  # reader candidates from a search restricted to passage spans (reader.spans)
@@ -42,13 +42,13 @@ class Profile:
 PROFILES = {
     "default": Profile(world_size="default", vocab_size=8000, retriever_args=(),
                        lexical_steps=100, reader_steps=1300, reader_batch=16,
-                       n_context=8, k=60, tune_questions=500, reader_train_context=1,
-                       reader_train_contexts="answer", train_k=16, span_beams=8),
+                       n_context=8, k=60, tune_questions=500, reader_train_passages=1,
+                       reader_train_choice="answer", train_k=16, span_beams=8),
     "small": Profile(world_size="small", vocab_size=1500, retriever_args=("--max-steps", "30", "--batch-size", "32", "--eval-every", "10",
                                                     "--dev-questions", "100"),
                      lexical_steps=40, reader_steps=60, reader_batch=8,
-                     n_context=4, k=20, tune_questions=60, reader_train_context=2,
-                     reader_train_contexts="gold", train_k=10, span_beams=2),
+                     n_context=4, k=20, tune_questions=60, reader_train_passages=2,
+                     reader_train_choice="gold", train_k=10, span_beams=2),
 }
 
 
@@ -117,7 +117,7 @@ class Build:
             ("FiD reader", lambda: is_complete(self.reader / "best") and self._finished(self.reader),
              lambda: _xqa("train", "reader", "--train", self.retrieved / "train.jsonl",
                           "--dev", self.retrieved / "dev.jsonl", "--config", "tiny", "--tokenizer", self.tok,
-                          "--n-context", p.reader_train_context, "--train-contexts", p.reader_train_contexts, "--lr", "1e-3",
+                          "--n-context", p.reader_train_passages, "--train-contexts", p.reader_train_choice, "--lr", "1e-3",
                           "--warmup-steps", 50, "--max-steps", p.reader_steps, "--batch-size", p.reader_batch,
                           "--eval-every", p.reader_steps,  # one validation, at the end: the build's clock is tight
                           "--group-by-length", p.reader_group_by_length,
