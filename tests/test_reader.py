@@ -514,3 +514,14 @@ def test_diagnose_reading_reads_the_evidence_passage_alone(trained, tmp_path, ca
     assert groups["all"]["em"] == 1.0 and groups["all"]["copied"] == 1.0   # the micro reader memorised them
     assert groups["lang en"]["n"] + groups["lang de"]["n"] == 6
     assert 0 <= groups["all"]["ce_first"] < 1.0
+
+
+def test_tokenizer_keeps_zero_width_joiners_and_normalises_width(tmp_path):
+    from transformers import AutoTokenizer
+
+    from xqa.tokenizer import train_tokenizer
+
+    texts = ["కోల్‌కతా భారతదేశంలోని ఒక నగరం.", "Tokyo is a city.", "কলকাতা‍ শহর"] * 30
+    tok = AutoTokenizer.from_pretrained(str(train_tokenizer(texts, tmp_path / "tok", vocab_size=400)))
+    for text, expected in [("కోల్‌కతా", "కోల్‌కతా"), ("Ｔｏｋｙｏ", "Tokyo")]:
+        assert tok.decode(tok(text)["input_ids"], skip_special_tokens=True) == expected

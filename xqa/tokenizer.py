@@ -43,6 +43,9 @@ def train_tokenizer(texts: Iterable[str], out_dir: str | Path, vocab_size: int =
             vocab_size=vocab_size, hard_vocab_limit=False, model_type="unigram",
             pad_id=0, eos_id=1, unk_id=2, bos_id=-1, character_coverage=0.9999,
             control_symbols=list(SPECIAL), byte_fallback=True,
+            # plain NFKC: the default nmt_nfkc also turns the zero-width (non-)joiner into a space,
+            # and Telugu/Bengali/Persian names written with it could never be produced exactly
+            normalization_rule_name="nfkc",
             input_sentence_size=max_sentences, shuffle_input_sentence=True,
             num_threads=2, minloglevel=2,
         )
