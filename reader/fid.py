@@ -179,7 +179,7 @@ class FiD(torch.nn.Module):
         logprobs, relevance = self.score(hidden, mask.repeat_interleave(k, dim=0), seqs, N)
         logprobs, relevance = logprobs.view(B, k), relevance.view(B, k, N)
         if len(runs) > 1:
-            logprobs = _drop_repeats(seqs.view(B, k, T), logprobs)
+            logprobs = _drop_repeats(seqs.view(B, k, T), logprobs, pad)
         order = logprobs.argsort(dim=1, descending=True)
         seqs = seqs.view(B, k, -1).gather(1, order[:, :, None].expand(-1, -1, seqs.shape[-1]))
         return {"sequences": seqs, "logprobs": logprobs.gather(1, order),
@@ -226,14 +226,14 @@ class FiD(torch.nn.Module):
         return logprobs, relevance
 
 
-def _drop_repeats(seqs: torch.Tensor, logprobs: torch.Tensor) -> torch.Tensor:
+def _drop_repeats(seqs: torch.Tensor, logprobs: torch.Tensor, pad: int) -> torch.Tensor:
     """``logprobs`` [B, k] with -inf for every candidate that repeats an earlier one of its
-    row in ``seqs`` [B, k, T] (compared up to the first ``</s>``, padding ignored)."""
+    row in ``seqs`` [B, k, T] (``pad``, also T5's decoder start, ignored)."""
     out = logprobs.clone()
     for b in range(seqs.shape[0]):
         seen: set[tuple[int, ...]] = set()
         for j in range(seqs.shape[1]):
-            key = tuple(t for t in seqs[b, j].tolist() if t != 0)
+            key = tuple(t for t in seqs[b, j].tolist() if t != pad)
             if key in seen:
                 out[b, j] = float("-inf")
             seen.add(key)

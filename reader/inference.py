@@ -73,6 +73,7 @@ class FiDReader:
         self.model, self.tokenizer = model, tokenizer
         self.max_length, self.max_answer_len, self.n_context = max_length, max_answer_len, n_context
         self.base = base
+        self._twins = None  # reader.spans.piece_twins of the tokenizer, made on first span-constrained read
         self.device = _device(device)
         self.model.to(self.device).eval()
 
@@ -154,7 +155,8 @@ class FiDReader:
         n_context = n_context or self.n_context
         max_answer_len = max_answer_len or self.max_answer_len
         outputs: list[ReaderOutput] = []
-        twins = piece_twins(self.tokenizer) if span_beams > 0 else None
+        if span_beams > 0 and self._twins is None:
+            self._twins = piece_twins(self.tokenizer)  # a pass over the vocabulary: once per reader
         self.model.eval()
         for start in _batches(len(examples), batch_size, progress):
             chunk = examples[start:start + batch_size]
@@ -164,7 +166,7 @@ class FiDReader:
             batch = {k: v.to(self.device) for k, v in batch.items()}
             allowed = None
             if span_beams > 0:
-                allowed = allowed_tokens_fn(span_indexes(self.tokenizer, chunk, n, self.max_length, twins))
+                allowed = allowed_tokens_fn(span_indexes(self.tokenizer, chunk, n, self.max_length, self._twins))
             gen = self.model.generate(batch["input_ids"], batch["attention_mask"], batch["passage_mask"],
                                       beams=beams, n_best=n_best, max_new_tokens=max_answer_len,
                                       span_beams=span_beams, allowed_tokens_fn=allowed)
