@@ -21,7 +21,34 @@ def test_a_reader_of_another_profile_is_not_silently_reused(tmp_path):
     state.parent.mkdir(parents=True)
     state.write_text(json.dumps({"step": PROFILES["default"].reader_steps, "done": True}))
     assert Build(tmp_path, profile="default")._reader_finished()
-    with pytest.raises(XqaError, match="trained 1300 steps, but profile 'long' trains 4000"):
+    d, lg = PROFILES["default"].reader_steps, PROFILES["long"].reader_steps
+    with pytest.raises(XqaError, match=f"trained {d} steps, but profile 'long' trains {lg}"):
         Build(tmp_path, profile="long")._reader_finished()
     state.write_text(json.dumps({"step": 10, "done": False}))         # unfinished: resumed, not an error
     assert not Build(tmp_path, profile="long")._reader_finished()
+
+
+def test_training_a_reader_forgets_fusion_weights_tuned_for_the_last_one(tmp_path, monkeypatch):
+    import xqa.embedded as embedded
+
+    build = Build(tmp_path, profile="default")
+    build.config_path.write_text(json.dumps({"reader": {}, "tuned": {"fusion": {"beta": 1.0}}}))
+    (tmp_path / "fusion.json").write_text("{}")
+    tuned = dict((name, done) for name, done, _ in build.stages())["tune β, γ (evidence fusion)"]
+    assert tuned()
+    calls = []
+    monkeypatch.setattr(embedded, "_xqa_distributed", lambda procs, *argv: calls.append((procs, argv)))
+    build.train_reader()
+    assert not tuned()                                      # the next stage tunes β, γ again
+    (procs, argv), = calls
+    p = PROFILES["default"]
+    assert procs == p.train_procs == 2                      # the whole batch, split over the processes
+    assert argv[argv.index("--batch-size") + 1] * procs == p.reader_batch
+    assert argv[argv.index("--threads") + 1] == 1
+
+
+def test_a_batch_that_does_not_split_over_the_processes_is_refused():
+    from dataclasses import replace
+
+    with pytest.raises(ValueError, match="reader_batch 15 must split evenly over train_procs 2"):
+        replace(PROFILES["default"], reader_batch=15)

@@ -37,6 +37,14 @@ class Profile:
     tune_questions: int
     span_beams: int  # reader candidates from a search restricted to passage spans (reader.spans)
     reader_group_by_length: int = 50  # xqa train reader --group-by-length (less padding: ~11 % faster steps)
+    # The reader is trained by this many one-thread processes of one torch-distributed job, each
+    # taking reader_batch / train_procs questions of every batch: on 2 cores the tiny model trains
+    # 2 % faster with a second thread, 48 % faster with a second process (docs/reader.md, "Session 6").
+    train_procs: int = 2
+
+    def __post_init__(self) -> None:
+        if self.train_procs < 1 or self.reader_batch % self.train_procs:
+            raise ValueError(f"reader_batch {self.reader_batch} must split evenly over train_procs {self.train_procs}")
 
 
 PROFILES = {
@@ -63,6 +71,29 @@ def _xqa(*argv: str) -> None:
     code = main([str(a) for a in argv])
     if code:
         raise XqaError(f"stage failed: xqa {' '.join(map(str, argv))} (exit {code})")
+
+
+def _xqa_distributed(procs: int, *argv: str) -> None:
+    """``xqa argv`` as ``procs`` one-thread processes of one torch-distributed job (gloo on CPU).
+
+    The processes meet at a free port of 127.0.0.1; the training loop gives each its share of
+    every batch and averages the gradients. With ``procs`` 1 the command runs in this process.
+    """
+    if procs <= 1:
+        return _xqa(*argv)
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as s:  # a free port for the rendezvous, on the loopback interface only
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc-per-node", str(procs),
+           "--master-addr", "127.0.0.1", "--master-port", str(port), "-m", "xqa.cli", *map(str, argv)]
+    code = subprocess.run(cmd, env=dict(os.environ, OMP_NUM_THREADS="1")).returncode
+    if code:
+        raise XqaError(f"stage failed: {procs} processes of xqa {' '.join(map(str, argv))} (exit {code})")
 
 
 class Build:
@@ -119,15 +150,9 @@ class Build:
             ("tune α (hybrid) and μ (SPAR)", lambda: self._tuned("alpha") and self._tuned("mu"), self.tune_retrieval),
             ("reader training data", lambda: all((self.retrieved / f"{s}.jsonl").is_file() for s in ("train", "dev", "test")),
              self.retrieve_for_reader),
-            ("FiD reader", lambda: is_complete(self.reader / "best") and self._reader_finished(),
-             lambda: _xqa("train", "reader", "--train", self.retrieved / "train.jsonl",
-                          "--dev", self.retrieved / "dev.jsonl", "--config", "tiny", "--tokenizer", self.tok,
-                          "--n-context", p.reader_train_passages, "--train-contexts", p.reader_train_choice, "--lr", "1e-3",
-                          "--warmup-steps", 50, "--max-steps", p.reader_steps, "--batch-size", p.reader_batch,
-                          "--eval-every", p.reader_steps,  # one validation, at the end: the build's clock is tight
-                          "--group-by-length", p.reader_group_by_length,
-                          "--dev-limit", p.tune_questions, "--out", self.reader, "--seed", self.seed)),
-            ("tune β, γ (evidence fusion)", lambda: self._tuned("fusion"), self.tune_fusion),
+            ("FiD reader", lambda: is_complete(self.reader / "best") and self._reader_finished(), self.train_reader),
+            ("tune β, γ (evidence fusion)", lambda: self._tuned("fusion") and (self.out / "fusion.json").is_file(),
+             self.tune_fusion),
         ]
 
     # ------------------------------------------------------------------ helpers
@@ -145,8 +170,8 @@ class Build:
         if state.get("step") != self.p.reader_steps:
             raise XqaError(f"{self.reader} holds a reader trained {state.get('step')} steps, but profile "
                            f"{self.profile!r} trains {self.p.reader_steps}: build into another --out "
-                           f"(e.g. build/embedded-{self.profile}), or delete {self.reader} and "
-                           f"{self.out / 'fusion.json'} to retrain it here")
+                           f"(e.g. build/embedded-{self.profile}), or delete {self.reader} to retrain it "
+                           f"here (β, γ are then tuned again)")
         return True
 
     def _config(self) -> dict:
@@ -204,6 +229,19 @@ class Build:
             _xqa("search", "--config", self.config_path, "--questions", self.world / f"{split}.jsonl",
                  "--k", self.p.train_k if split == "train" else self.p.k,
                  "--out", self.retrieved / f"{split}.jsonl")
+
+    def train_reader(self) -> None:
+        p = self.p
+        # β, γ tuned for another reader are stale: forget them, so that the next stage tunes again
+        (self.out / "fusion.json").unlink(missing_ok=True)
+        _xqa_distributed(p.train_procs, "train", "reader", "--train", self.retrieved / "train.jsonl",
+                         "--dev", self.retrieved / "dev.jsonl", "--config", "tiny", "--tokenizer", self.tok,
+                         "--n-context", p.reader_train_passages, "--train-contexts", p.reader_train_choice,
+                         "--lr", "1e-3", "--warmup-steps", 50, "--max-steps", p.reader_steps,
+                         "--batch-size", p.reader_batch // p.train_procs, "--threads", 1 if p.train_procs > 1 else 0,
+                         "--eval-every", p.reader_steps,  # one validation, at the end: the build's clock is tight
+                         "--group-by-length", p.reader_group_by_length,
+                         "--dev-limit", p.tune_questions, "--out", self.reader, "--seed", self.seed)
 
     def tune_fusion(self) -> None:
         out = self.out / "fusion.json"

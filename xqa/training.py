@@ -101,6 +101,12 @@ class DistInfo:
         return self.rank == 0
 
 
+def main_process() -> bool:
+    """False in every process of a torchrun job but rank 0 (which alone reports), before or after
+    ``init_distributed``: commands print their summaries only where this holds."""
+    return int(os.environ.get("RANK", "0")) == 0
+
+
 def init_distributed() -> DistInfo:
     """Initialise torch distributed from torchrun's environment (no-op for one process)."""
     world = int(os.environ.get("WORLD_SIZE", "1"))

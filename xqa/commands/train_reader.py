@@ -89,6 +89,7 @@ def load_examples(path: str, n_context: int, limit: int = 0, need_answers: bool 
     from reader.data import example_from_records, select_contexts
     from xqa.errors import XqaError
     from xqa.io import read_results
+    from xqa.training import main_process
 
     results = read_results(path)
     if limit:
@@ -109,7 +110,7 @@ def load_examples(path: str, n_context: int, limit: int = 0, need_answers: bool 
         if need_answers and not ex["answers"]:
             continue
         examples.append(ex)
-    if skipped:
+    if skipped and main_process():
         where = f"among its first {pool} passages" if pool else "among its passages"
         print(f"{path}: {skipped} of {len(results)} questions skipped: none {where} holds the answer "
               f"(--train-contexts answer)")
@@ -144,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
     from reader.inference import FiDReader
     from reader.task import FiDTask
     from xqa.errors import XqaError
-    from xqa.training import TrainConfig, train
+    from xqa.training import TrainConfig, main_process, train
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -171,8 +172,10 @@ def run(args: argparse.Namespace) -> int:
                          gradient_checkpointing=args.gradient_checkpointing, log_every=args.log_every,
                          group_by_length=args.group_by_length)
     n_params = sum(p.numel() for p in reader.model.parameters())
-    print(f"FiD reader: {n_params / 1e6:.1f}M parameters, {len(train_set)} training questions, "
-          f"{len(dev_set)} dev questions, {args.n_context} passages x {args.max_length} tokens")
+    if main_process():
+        print(f"FiD reader: {n_params / 1e6:.1f}M parameters, {len(train_set)} training questions, "
+              f"{len(dev_set)} dev questions, {args.n_context} passages x {args.max_length} tokens")
     result = train(task, train_set, config)
-    print(f"reader written to {args.out}/best: " + ", ".join(f"{k}={v}" for k, v in result.items()))
+    if main_process():
+        print(f"reader written to {args.out}/best: " + ", ".join(f"{k}={v}" for k, v in result.items()))
     return 0

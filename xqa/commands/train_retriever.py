@@ -92,8 +92,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from xqa.training import main_process
+
     result = train_retriever(args)
-    print(f"model written to {Path(args.out) / 'best'} (step {result['step']}, best mrr {result.get('best')})")
+    if main_process():  # one line per torchrun job, from rank 0
+        print(f"model written to {Path(args.out) / 'best'} (step {result['step']}, best mrr {result.get('best')})")
     return 0
 
 
