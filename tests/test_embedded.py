@@ -42,7 +42,7 @@ def test_training_a_reader_forgets_fusion_weights_tuned_for_the_last_one(tmp_pat
     assert not tuned()                                      # the next stage tunes β, γ again
     (procs, argv), = calls
     p = PROFILES["default"]
-    assert procs == p.train_procs == 2                      # the whole batch, split over the processes
+    assert procs == p.reader_procs == 2                      # the whole batch, split over the processes
     assert argv[argv.index("--batch-size") + 1] * procs == p.reader_batch
     assert argv[argv.index("--threads") + 1] == 1
 
@@ -50,5 +50,5 @@ def test_training_a_reader_forgets_fusion_weights_tuned_for_the_last_one(tmp_pat
 def test_a_batch_that_does_not_split_over_the_processes_is_refused():
     from dataclasses import replace
 
-    with pytest.raises(ValueError, match="reader_batch 15 must split evenly over train_procs 2"):
+    with pytest.raises(ValueError, match="reader_batch 15 must split evenly over reader_procs 2"):
         replace(PROFILES["default"], reader_batch=15)

@@ -259,6 +259,32 @@ def test_two_process_gloo_training_via_torchrun(tokenizer, tmp_path):
     assert FiDReader.load(tmp_path / "run").read_examples([example_from_record(_record(0))], beams=1)
 
 
+def test_tune_fusion_in_two_processes_reads_and_tunes_as_one(trained, tmp_path):
+    """Under torchrun the processes share the reading (strided shards) and rank 0 tunes: the
+    reader outputs, gathered back in question order, and the tuned weights are those of one process."""
+    trained["reader"].save(tmp_path / "model")
+    dev = tmp_path / "dev.jsonl"
+    dev.write_text("".join(json.dumps(_record(i)) + "\n" for i in range(len(FACTS))), encoding="utf-8")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+
+    def tune(name: str, launcher: list[str]) -> dict:
+        cmd = [*launcher, "-m", "xqa.cli", "tune", "fusion", "--model", str(tmp_path / "model"), "--dev", str(dev),
+               "--n-context", "2", "--beams", "3", "--n-best", "3", "--batch-size", "2", "--threads", "1",
+               "--passes", "1", "--cache", str(tmp_path / name), "--out", str(tmp_path / f"{name}.json")]
+        proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=240, check=False)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        rows = [json.loads(line) for line in (tmp_path / name / "dev.beam3.jsonl").read_text().splitlines()]
+        return {"rows": rows, "best": json.loads((tmp_path / f"{name}.json").read_text())}
+
+    one = tune("one", [sys.executable])
+    two = tune("two", [str(Path(sys.executable).with_name("torchrun")), "--standalone", "--nproc-per-node", "2"])
+    assert [r["id"] for r in two["rows"]] == [f"q{i}" for i in range(len(FACTS))]
+    for a, b in zip(one["rows"], two["rows"]):
+        assert [c[0] for c in a["candidates"]] == [c[0] for c in b["candidates"]]
+        np.testing.assert_allclose([c[1] for c in a["candidates"]], [c[1] for c in b["candidates"]], atol=1e-4)
+    assert two["best"]["dev_f1"] == pytest.approx(one["best"]["dev_f1"])
+
+
 # ----------------------------------------------------------------------------- evidence fusion
 
 

@@ -37,25 +37,26 @@ class Profile:
     tune_questions: int
     span_beams: int  # reader candidates from a search restricted to passage spans (reader.spans)
     reader_group_by_length: int = 50  # xqa train reader --group-by-length (less padding: ~11 % faster steps)
-    # The reader is trained by this many one-thread processes of one torch-distributed job, each
-    # taking reader_batch / train_procs questions of every batch: on 2 cores the tiny model trains
-    # 2 % faster with a second thread, 48 % faster with a second process (docs/reader.md, "Session 6").
-    train_procs: int = 2
+    # The reader is trained, and read for β/γ tuning, by this many one-thread processes of one
+    # torch-distributed job; in training each takes reader_batch / reader_procs questions of every
+    # batch. On 2 cores the tiny model trains 2 % faster with a second thread, 48 % faster with a
+    # second process (docs/reader.md, "Session 6").
+    reader_procs: int = 2
 
     def __post_init__(self) -> None:
-        if self.train_procs < 1 or self.reader_batch % self.train_procs:
-            raise ValueError(f"reader_batch {self.reader_batch} must split evenly over train_procs {self.train_procs}")
+        if self.reader_procs < 1 or self.reader_batch % self.reader_procs:
+            raise ValueError(f"reader_batch {self.reader_batch} must split evenly over reader_procs {self.reader_procs}")
 
 
 PROFILES = {
     "default": Profile(world_size="default", vocab_size=8000, retriever_args=(),
-                       lexical_steps=100, reader_steps=1300, reader_batch=16,
+                       lexical_steps=100, reader_steps=1800, reader_batch=16,
                        n_context=8, k=60, tune_questions=500, reader_train_passages=1,
                        reader_train_choice="answer", train_k=16, span_beams=8),
 }
-# The default world and models with a reader trained three times longer: what the reader lacks most
-# is optimizer steps (docs/reader.md, "Session 5"), and `make demo` cannot wait for them.
-PROFILES["long"] = replace(PROFILES["default"], reader_steps=4000)
+# The default world and models with a reader trained 6.7 times longer (~20 min on 2 cores): what the
+# reader lacks most is optimizer steps (docs/reader.md, "Session 6"), and `make demo` cannot wait for them.
+PROFILES["long"] = replace(PROFILES["default"], reader_steps=12000)
 PROFILES |= {
     "small": Profile(world_size="small", vocab_size=1500, retriever_args=("--max-steps", "30", "--batch-size", "32", "--eval-every", "10",
                                                     "--dev-questions", "100"),
@@ -234,11 +235,11 @@ class Build:
         p = self.p
         # β, γ tuned for another reader are stale: forget them, so that the next stage tunes again
         (self.out / "fusion.json").unlink(missing_ok=True)
-        _xqa_distributed(p.train_procs, "train", "reader", "--train", self.retrieved / "train.jsonl",
+        _xqa_distributed(p.reader_procs, "train", "reader", "--train", self.retrieved / "train.jsonl",
                          "--dev", self.retrieved / "dev.jsonl", "--config", "tiny", "--tokenizer", self.tok,
                          "--n-context", p.reader_train_passages, "--train-contexts", p.reader_train_choice,
                          "--lr", "1e-3", "--warmup-steps", 50, "--max-steps", p.reader_steps,
-                         "--batch-size", p.reader_batch // p.train_procs, "--threads", 1 if p.train_procs > 1 else 0,
+                         "--batch-size", p.reader_batch // p.reader_procs, "--threads", 1 if p.reader_procs > 1 else 0,
                          "--eval-every", p.reader_steps,  # one validation, at the end: the build's clock is tight
                          "--group-by-length", p.reader_group_by_length,
                          "--dev-limit", p.tune_questions, "--out", self.reader, "--seed", self.seed)
@@ -247,9 +248,10 @@ class Build:
         out = self.out / "fusion.json"
         # Tune with as many passages as the pipeline reads (the reader trains on fewer, and the
         # artifact records its training setting).
-        _xqa("tune", "fusion", "--model", self.reader, "--dev", self.retrieved / "dev.jsonl",
-             "--n-context", self.p.n_context, "--span-beams", self.p.span_beams,
-             "--limit", self.p.tune_questions, "--out", out)
+        _xqa_distributed(self.p.reader_procs, "tune", "fusion", "--model", self.reader,
+                         "--dev", self.retrieved / "dev.jsonl", "--n-context", self.p.n_context,
+                         "--span-beams", self.p.span_beams, "--limit", self.p.tune_questions, "--out", out,
+                         "--threads", 1 if self.p.reader_procs > 1 else 0)
         best = json.loads(out.read_text(encoding="utf-8"))
         self._update_config(**{f"reader__{k}": best[k] for k in ("beta", "gamma", "miss", "soft")})
         cfg = self._config()

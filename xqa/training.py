@@ -26,7 +26,7 @@ import random
 import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 import torch
@@ -122,6 +122,31 @@ def init_distributed() -> DistInfo:
         dist.init_process_group(backend="nccl" if cuda else "gloo")
     return DistInfo(rank=dist.get_rank(), world_size=dist.get_world_size(), local_rank=local,
                     device=torch.device(f"cuda:{local}" if cuda else "cpu"))
+
+
+def map_sharded(fn: Callable[[list], list], items: Sequence) -> list | None:
+    """``fn(items)`` shared by the processes of a torchrun job (one process: just ``fn``).
+
+    Rank r maps ``items[r::world]`` (strided, so that sorted inputs spread evenly); rank 0
+    gets every result back in the order of ``items``, the other ranks get None. ``fn`` must
+    return one result per item.
+    """
+    info = init_distributed()
+    if info.world_size == 1:
+        return fn(list(items))
+    import torch.distributed as dist
+
+    mine = fn(list(items[info.rank::info.world_size]))
+    if len(mine) != len(items[info.rank::info.world_size]):
+        raise ValueError(f"map_sharded: {len(mine)} results for {len(items[info.rank::info.world_size])} items")
+    parts: list | None = [None] * info.world_size if info.main else None
+    dist.gather_object(mine, parts, dst=0)
+    if not info.main:
+        return None
+    out: list = [None] * len(items)
+    for rank, part in enumerate(parts):
+        out[rank::info.world_size] = part
+    return out
 
 
 def _barrier(info: DistInfo) -> None:

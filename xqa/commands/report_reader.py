@@ -104,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
     from xqa.commands.train_reader import make_scorer
     from xqa.commands.tune_fusion import beam_key, fusion_set, load_results, reader_outputs
     from xqa.errors import XqaError
+    from xqa.training import main_process
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -119,7 +120,8 @@ def run(args: argparse.Namespace) -> int:
         dev = [r for r in load_results(args.dev, args.limit) if r.question.answers]
         dev_out = reader_outputs(reader, dev, n_context, args.beams, args.n_best, args.batch_size,
                                  cache / f"dev.{beam_key(args)}.jsonl" if cache else None, args.span_beams)
-        fusion = tune_fusion(fusion_set(dev_out, dev, n_context, scorer), progress=True)
+        # under torchrun the processes share the reading; rank 0 alone tunes and reports
+        fusion = tune_fusion(fusion_set(dev_out, dev, n_context, scorer), progress=True) if main_process() else None
     test = [r for r in load_results(args.test, args.limit) if r.question.answers]
     cached = bool(cache) and (cache / "test.greedy.jsonl").is_file()  # then speeds are not measured
     t0 = time.perf_counter()
@@ -129,6 +131,8 @@ def run(args: argparse.Namespace) -> int:
     beam = reader_outputs(reader, test, n_context, args.beams, args.n_best, args.batch_size,
                           cache / f"test.{beam_key(args)}.jsonl" if cache else None, args.span_beams)
     t2 = time.perf_counter()
+    if not main_process():
+        return 0
     packed = fusion_set(beam, test, n_context, scorer)
     picked = choose(packed, params_from(fusion))
     rows = []

@@ -49,11 +49,16 @@ def load_results(path: str, limit: int = 0):
 
 
 def reader_outputs(reader, results, n_context: int, beams: int, n_best: int, batch_size: int,
-                   cache: Path | None = None, span_beams: int = 0) -> list:
-    """``ReaderOutput`` per result, read from ``cache`` when it holds exactly these questions."""
+                   cache: Path | None = None, span_beams: int = 0) -> list | None:
+    """``ReaderOutput`` per result, read from ``cache`` when it holds exactly these questions.
+
+    Under torchrun the processes share the reading and only rank 0 gets the outputs (the
+    others get None and should stop there).
+    """
     from reader.data import example_from_records
     from reader.inference import ReaderOutput
     from xqa.artifacts import write_text_atomic
+    from xqa.training import main_process, map_sharded
 
     ids = [r.question.id for r in results]
     if cache is not None and cache.is_file():
@@ -62,8 +67,11 @@ def reader_outputs(reader, results, n_context: int, beams: int, n_best: int, bat
             print(f"reader outputs from {cache}")
             return [ReaderOutput.from_dict(r) for r in rows]
     examples = [example_from_records(r.question, r.ctxs[:n_context]) for r in results]
-    outputs = reader.read_examples(examples, n_context=n_context, beams=beams, n_best=n_best,
-                                   batch_size=batch_size, progress=True, span_beams=span_beams)
+    outputs = map_sharded(lambda part: reader.read_examples(part, n_context=n_context, beams=beams, n_best=n_best,
+                                                            batch_size=batch_size, progress=main_process(),
+                                                            span_beams=span_beams), examples)
+    if outputs is None:
+        return None
     if cache is not None:
         write_text_atomic(cache, "".join(json.dumps({"id": i, **o.to_dict()}, ensure_ascii=False) + "\n"
                                          for i, o in zip(ids, outputs)))
@@ -89,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
     from reader.tuning import tune_fusion
     from xqa.artifacts import write_json_atomic
     from xqa.commands.train_reader import make_scorer
+    from xqa.training import main_process
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -98,6 +107,8 @@ def run(args: argparse.Namespace) -> int:
     cache = Path(args.cache) / f"dev.{beam_key(args)}.jsonl" if args.cache else None
     outputs = reader_outputs(reader, results, n_context, args.beams, args.n_best, args.batch_size, cache,
                              args.span_beams)
+    if not main_process():  # another process of a torchrun job: it shared the reading, rank 0 tunes
+        return 0
     best = tune_fusion(fusion_set(outputs, results, n_context, make_scorer(args.eval_mode)),
                        passes=args.passes, progress=True)
     best.update({"model": str(args.model), "dev": str(args.dev), "n_context": n_context,
