@@ -118,6 +118,32 @@ def test_answer_resumes_without_duplicates_then_eval_scores_it(tiny_pipeline, tm
     assert any(report.glob("*.md"))
 
 
+def test_answer_in_two_processes_writes_what_one_process_writes(tiny_pipeline, tmp_path, test_questions):
+    """torchrun: each process answers a strided share of every round, rank 0 writes them in order."""
+    import os
+
+    qs = test_questions[:13]                          # rounds of 2 x 4, the last one short
+    qfile = tmp_path / "q.jsonl"
+    qfile.write_text("".join(json.dumps(q.to_dict(), ensure_ascii=False) + "\n" for q in qs))
+    args = ["answer", "--config", str(tiny_pipeline), "--questions", str(qfile), "--batch-size", "4"]
+    assert main([*args, "--out", str(tmp_path / "one")]) == 0
+    torchrun = Path(sys.executable).with_name("torchrun")
+    proc = subprocess.run([str(torchrun), "--standalone", "--nproc-per-node", "2", "-m", "xqa.cli", *args,
+                           "--out", str(tmp_path / "two")], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"}, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+    def records(name):
+        return [json.loads(line) for line in (tmp_path / name / "records.jsonl").read_text().splitlines()]
+
+    one, two = records("one"), records("two")
+    assert [r["id"] for r in two] == [q.id for q in qs]          # question order, each once
+    assert [(r["answer"], [e["id"] for e in r["evidence"]]) for r in two] == \
+        [(r["answer"], [e["id"] for e in r["evidence"]]) for r in one]
+    assert json.loads((tmp_path / "two" / "predictions.json").read_text()) == \
+        json.loads((tmp_path / "one" / "predictions.json").read_text())
+
+
 def test_ask_prints_answer_and_evidence(tiny_pipeline, test_questions):
     q = test_questions[0]
     out = _cli("ask", q.question, "--config", tiny_pipeline, "--show", "2")

@@ -6,10 +6,14 @@ continues where it stopped with nothing duplicated or lost. When all questions
 are answered the predictions are written in the MIA submission layout: one
 JSON object per language mapping id → answer (``OUT/predictions/{lang}.json``),
 and all of them in ``OUT/predictions.json``.
+
+Under ``torchrun --nproc-per-node N -m xqa.cli answer ...`` N processes share
+every round of questions (torchrun gives each one CPU thread); rank 0 writes.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -66,11 +70,30 @@ def write_predictions(out: Path, records: Path, order: list[str]) -> dict[str, i
     return {lang: len(p) for lang, p in per_lang.items()}
 
 
+def answer_lines(pipe, batch: list, args: argparse.Namespace, fuse: bool | None) -> list[str]:
+    """One ``records.jsonl`` line per question of ``batch`` (an empty answer for an empty question)."""
+    answerable = [q for q in batch if q.question.strip()]
+    answers = {a.question_id: a for a in pipe.answer(answerable, n_passages=args.n_passages,
+                                                      evidence_fusion=fuse)} if answerable else {}
+    lines = []
+    for q in batch:
+        a = answers.get(q.id)
+        rec = {"id": q.id, "lang": q.lang, "question": q.question, "answer": a.text if a else "",
+               "score": a.score if a else 0.0, "gold": list(q.answers)}
+        if a:
+            d = a.to_dict()
+            rec["candidates"] = d["candidates"]
+            rec["evidence"] = d["evidence"][: args.evidence]
+        lines.append(json.dumps(rec, ensure_ascii=False) + "\n")
+    return lines
+
+
 def run(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
     from xqa.commands._common import load_pipeline, read_question_files
     from xqa.errors import XqaError
+    from xqa.training import main_process, map_sharded
 
     questions = read_question_files(args.questions, args.lang)
     ids = [q.id for q in questions]
@@ -82,31 +105,28 @@ def run(args: argparse.Namespace) -> int:
     records = out / "records.jsonl"
     finished = done_ids(records)
     todo = [q for q in questions if q.id not in finished]
-    if finished:
+    if finished and main_process():
         print(f"resuming: {len(finished)} of {len(questions)} questions already answered")
     pipe = load_pipeline(args) if todo else None
     fuse = False if args.no_evidence_fusion else None
-    with open(records, "a", encoding="utf-8") as f, \
-            tqdm(total=len(questions), initial=len(questions) - len(todo), desc="answer", unit="q") as bar:
-        for i in range(0, len(todo), args.batch_size):
-            batch = todo[i:i + args.batch_size]
-            answerable = [q for q in batch if q.question.strip()]
-            answers = {a.question_id: a for a in pipe.answer(answerable, n_passages=args.n_passages,
-                                                              evidence_fusion=fuse)} if answerable else {}
-            lines = []
-            for q in batch:
-                a = answers.get(q.id)
-                rec = {"id": q.id, "lang": q.lang, "question": q.question, "answer": a.text if a else "",
-                       "score": a.score if a else 0.0, "gold": list(q.answers)}
-                if a:
-                    d = a.to_dict()
-                    rec["candidates"] = d["candidates"]
-                    rec["evidence"] = d["evidence"][: args.evidence]
-                lines.append(json.dumps(rec, ensure_ascii=False) + "\n")
+    # Under torchrun each process answers a strided share of every round of world x batch-size
+    # questions; rank 0 gathers the records, in order, and alone writes them.
+    world, main = int(os.environ.get("WORLD_SIZE", "1")), main_process()
+    step = args.batch_size * world
+    with (open(records, "a", encoding="utf-8") if main else contextlib.nullcontext()) as f, \
+            tqdm(total=len(questions), initial=len(questions) - len(todo), desc="answer", unit="q",
+                 disable=not main) as bar:
+        for i in range(0, len(todo), step):
+            batch = todo[i:i + step]
+            lines = map_sharded(lambda share: answer_lines(pipe, share, args, fuse), batch)
+            if lines is None:
+                continue
             f.write("".join(lines))
             f.flush()
             os.fsync(f.fileno())
             bar.update(len(batch))
+    if not main:
+        return 0
     counts = write_predictions(out, records, ids)
     print(f"{len(ids)} predictions → {out / 'predictions'} ({', '.join(f'{k}: {v}' for k, v in sorted(counts.items()))})")
     return 0
