@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
 
     from xqa.commands._common import load_pipeline, read_question_files
     from xqa.errors import XqaError
-    from xqa.training import main_process, map_sharded
+    from xqa.training import init_distributed, main_process, map_sharded
 
     questions = read_question_files(args.questions, args.lang)
     ids = [q.id for q in questions]
@@ -107,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
     todo = [q for q in questions if q.id not in finished]
     if finished and main_process():
         print(f"resuming: {len(finished)} of {len(questions)} questions already answered")
+    init_distributed()  # under torchrun: join the job (and on GPUs take this process's own) before loading
     pipe = load_pipeline(args) if todo else None
     fuse = False if args.no_evidence_fusion else None
     # Under torchrun each process answers a strided share of every round of world x batch-size

@@ -104,10 +104,11 @@ def run(args: argparse.Namespace) -> int:
     from xqa.commands.train_reader import make_scorer
     from xqa.commands.tune_fusion import beam_key, fusion_set, load_results, reader_outputs
     from xqa.errors import XqaError
-    from xqa.training import main_process
+    from xqa.training import init_distributed, main_process
 
     if args.threads:
         torch.set_num_threads(args.threads)
+    init_distributed()  # under torchrun: join the job (and on GPUs take this process's own) before loading
     if not (args.fusion or args.dev):
         raise XqaError("give --dev to tune evidence fusion, or --fusion with tuned weights")
     scorer = make_scorer(args.eval_mode)

@@ -97,10 +97,11 @@ def run(args: argparse.Namespace) -> int:
     from reader.tuning import tune_fusion
     from xqa.artifacts import write_json_atomic
     from xqa.commands.train_reader import make_scorer
-    from xqa.training import main_process
+    from xqa.training import init_distributed, main_process
 
     if args.threads:
         torch.set_num_threads(args.threads)
+    init_distributed()  # under torchrun: join the job (and on GPUs take this process's own) before loading
     reader = FiDReader.load(args.model)
     n_context = args.n_context or reader.n_context
     results = [r for r in load_results(args.dev, args.limit) if r.question.answers]
