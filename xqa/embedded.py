@@ -50,7 +50,7 @@ class Profile:
 
 PROFILES = {
     "default": Profile(world_size="default", vocab_size=8000, retriever_args=(),
-                       lexical_steps=100, reader_steps=1800, reader_batch=16,
+                       lexical_steps=100, reader_steps=1600, reader_batch=16,
                        n_context=8, k=60, tune_questions=500, reader_train_passages=1,
                        reader_train_choice="answer", train_k=16, span_beams=8),
 }
