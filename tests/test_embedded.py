@@ -44,7 +44,6 @@ def test_training_a_reader_forgets_fusion_weights_tuned_for_the_last_one(tmp_pat
     p = PROFILES["default"]
     assert procs == p.reader_procs == 2                      # the whole batch, split over the processes
     assert argv[argv.index("--batch-size") + 1] * procs == p.reader_batch
-    assert argv[argv.index("--threads") + 1] == 1
 
 
 def test_a_batch_that_does_not_split_over_the_processes_is_refused():
@@ -52,3 +51,21 @@ def test_a_batch_that_does_not_split_over_the_processes_is_refused():
 
     with pytest.raises(ValueError, match="reader_batch 15 must split evenly over reader_procs 2"):
         replace(PROFILES["default"], reader_batch=15)
+
+
+def test_the_distributed_launcher_runs_one_thread_processes_on_the_loopback(monkeypatch):
+    import subprocess
+
+    import xqa.embedded as embedded
+
+    seen = {}
+    monkeypatch.setattr(subprocess, "run", lambda cmd, env: seen.update(cmd=cmd, env=env) or
+                        subprocess.CompletedProcess(cmd, 0))
+    embedded._xqa_distributed(2, "tune", "fusion", "--limit", 5)
+    cmd = seen["cmd"]
+    assert cmd[cmd.index("--nproc-per-node") + 1] == "2" and cmd[cmd.index("--master-addr") + 1] == "127.0.0.1"
+    assert cmd[cmd.index("xqa.cli"):] == ["xqa.cli", "tune", "fusion", "--limit", "5", "--threads", "1"]
+    assert seen["env"]["OMP_NUM_THREADS"] == "1"
+    monkeypatch.setattr(subprocess, "run", lambda cmd, env: subprocess.CompletedProcess(cmd, 3))
+    with pytest.raises(XqaError, match="2 processes of xqa tune fusion"):
+        embedded._xqa_distributed(2, "tune", "fusion")

@@ -76,10 +76,11 @@ def _xqa(*argv: str) -> None:
 
 
 def _xqa_distributed(procs: int, *argv: str) -> None:
-    """``xqa argv`` as ``procs`` one-thread processes of one torch-distributed job (gloo on CPU).
+    """``xqa argv --threads 1`` as ``procs`` processes of one torch-distributed job (gloo on CPU).
 
-    The processes meet at a free port of 127.0.0.1; the training loop gives each its share of
-    every batch and averages the gradients. With ``procs`` 1 the command runs in this process.
+    The processes meet at a free port of 127.0.0.1; the command shares its work between them
+    (training: each takes its share of every batch). With ``procs`` 1 the command runs in this
+    process, with the torch default threads. ``argv`` must be a command with ``--threads``.
     """
     if procs <= 1:
         return _xqa(*argv)
@@ -92,7 +93,8 @@ def _xqa_distributed(procs: int, *argv: str) -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc-per-node", str(procs),
-           "--master-addr", "127.0.0.1", "--master-port", str(port), "-m", "xqa.cli", *map(str, argv)]
+           "--master-addr", "127.0.0.1", "--master-port", str(port), "-m", "xqa.cli", *map(str, argv),
+           "--threads", "1"]
     code = subprocess.run(cmd, env=dict(os.environ, OMP_NUM_THREADS="1")).returncode
     if code:
         raise XqaError(f"stage failed: {procs} processes of xqa {' '.join(map(str, argv))} (exit {code})")
@@ -240,7 +242,7 @@ class Build:
                          "--dev", self.retrieved / "dev.jsonl", "--config", "tiny", "--tokenizer", self.tok,
                          "--n-context", p.reader_train_passages, "--train-contexts", p.reader_train_choice,
                          "--lr", "1e-3", "--warmup-steps", 50, "--max-steps", p.reader_steps,
-                         "--batch-size", p.reader_batch // p.reader_procs, "--threads", 1 if p.reader_procs > 1 else 0,
+                         "--batch-size", p.reader_batch // p.reader_procs,
                          "--eval-every", p.reader_steps,  # one validation, at the end: the build's clock is tight
                          "--group-by-length", p.reader_group_by_length,
                          "--dev-limit", p.tune_questions, "--out", self.reader, "--seed", self.seed)
@@ -251,8 +253,7 @@ class Build:
         # artifact records its training setting).
         _xqa_distributed(self.p.reader_procs, "tune", "fusion", "--model", self.reader,
                          "--dev", self.retrieved / "dev.jsonl", "--n-context", self.p.n_context,
-                         "--span-beams", self.p.span_beams, "--limit", self.p.tune_questions, "--out", out,
-                         "--threads", 1 if self.p.reader_procs > 1 else 0)
+                         "--span-beams", self.p.span_beams, "--limit", self.p.tune_questions, "--out", out)
         best = json.loads(out.read_text(encoding="utf-8"))
         self._update_config(**{f"reader__{k}": best[k] for k in ("beta", "gamma", "miss", "soft")})
         cfg = self._config()

@@ -136,9 +136,10 @@ def map_sharded(fn: Callable[[list], list], items: Sequence) -> list | None:
         return fn(list(items))
     import torch.distributed as dist
 
-    mine = fn(list(items[info.rank::info.world_size]))
-    if len(mine) != len(items[info.rank::info.world_size]):
-        raise ValueError(f"map_sharded: {len(mine)} results for {len(items[info.rank::info.world_size])} items")
+    share = list(items[info.rank::info.world_size])
+    mine = fn(share)
+    if len(mine) != len(share):
+        raise ValueError(f"map_sharded: {len(mine)} results for {len(share)} items")
     parts: list | None = [None] * info.world_size if info.main else None
     dist.gather_object(mine, parts, dst=0)
     if not info.main:

@@ -107,13 +107,13 @@ def run(args: argparse.Namespace) -> int:
     todo = [q for q in questions if q.id not in finished]
     if finished and main_process():
         print(f"resuming: {len(finished)} of {len(questions)} questions already answered")
-    init_distributed()  # under torchrun: join the job (and on GPUs take this process's own) before loading
+    info = init_distributed()  # under torchrun: join the job (and on GPUs take this process's own) before loading
     pipe = load_pipeline(args) if todo else None
     fuse = False if args.no_evidence_fusion else None
     # Under torchrun each process answers a strided share of every round of world x batch-size
     # questions; rank 0 gathers the records, in order, and alone writes them.
-    world, main = int(os.environ.get("WORLD_SIZE", "1")), main_process()
-    step = args.batch_size * world
+    main = info.main
+    step = args.batch_size * info.world_size
     with (open(records, "a", encoding="utf-8") if main else contextlib.nullcontext()) as f, \
             tqdm(total=len(questions), initial=len(questions) - len(todo), desc="answer", unit="q",
                  disable=not main) as bar:
