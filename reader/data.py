@@ -116,6 +116,61 @@ def encode_passages(tokenizer, examples: Sequence[Mapping[str, Any]], n_context:
     }
 
 
+def _piece_spans(pieces: Sequence[str]) -> tuple[str, list[tuple[int, int]]]:
+    """SentencePiece pieces -> (their text, "▁" read as a space; each piece's [start, end) in it)."""
+    text, spans = "", []
+    for piece in pieces:
+        piece = piece.replace("\u2581", " ")
+        spans.append((len(text), len(text) + len(piece)))
+        text += piece
+    return text, spans
+
+
+def copy_attention_targets(tokenizer, input_ids: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Where the decoder should look to copy each answer token: a mask [B, T, N*L].
+
+    ``mask[b, t, p]`` is 1 when encoder position ``p`` (row-major over the N
+    passage rows of question ``b``, as :meth:`reader.fid.FiD.encode` lays them
+    out for the decoder) holds text of answer token ``t`` in an occurrence of the
+    whole answer in one of the rows. Matching is done on the pieces' text, not on
+    token ids, because SentencePiece cuts an answer differently alone and in
+    context ("▁東京" alone, "は東京で" in a Japanese sentence, "▁1958." before a
+    full stop): a decoder step points at every passage token overlapping its
+    piece's characters. Steps with no target (``</s>``, padding, answers found in
+    no passage) are all-zero rows; the loss skips them.
+    """
+    B, N, L = input_ids.shape
+    T = labels.shape[1]
+    mask = torch.zeros(B, T, N * L)
+    special = set(getattr(tokenizer, "all_special_ids", ()))
+    rows: dict[tuple[int, ...], tuple[str, list[tuple[int, int]]]] = {}
+    for b in range(B):
+        steps = [(t, i) for t, i in enumerate(labels[b].tolist()) if i >= 0 and i not in special]
+        if not steps:
+            continue
+        a_text, a_spans = _piece_spans(tokenizer.convert_ids_to_tokens([i for _, i in steps]))
+        lead = len(a_text) - len(a_text.lstrip())
+        core = a_text.strip()
+        if not core:
+            continue
+        for n in range(N):
+            row = input_ids[b, n].tolist()
+            key = tuple(row)
+            if key not in rows:   # candidates of one question share its passages: read each row once
+                rows[key] = _piece_spans(tokenizer.convert_ids_to_tokens(row))
+            p_text, p_spans = rows[key]
+            start = p_text.find(core)
+            while start >= 0:
+                for (t, _), (s, e) in zip(steps, a_spans):
+                    s, e = max(s - lead, 0) + start, max(e - lead, 1) + start   # a leading "▁" -> first char
+                    e = min(e, start + len(core))
+                    for p, (ps, pe) in enumerate(p_spans):
+                        if ps < e and pe > s and row[p] not in special:
+                            mask[b, t, n * L + p] = 1.0
+                start = p_text.find(core, start + 1)
+    return mask
+
+
 def encode_answers(tokenizer, answers: Sequence[str], max_length: int) -> torch.Tensor:
     """Decoder targets [B, T] ending in ``</s>``, padding set to -100 (ignored by the loss)."""
     enc = tokenizer(list(answers), max_length=max_length, truncation=True, padding="longest",
@@ -139,6 +194,7 @@ class FiDCollator:
     max_length: int = 192
     max_answer_len: int = 24
     sample_answers: bool = False
+    copy_targets: bool = False   # add ``copy_mask`` (copy_attention_targets) for guided cross-attention
     seed: int = 0
     _rng: random.Random = field(init=False, repr=False)
 
@@ -153,4 +209,6 @@ class FiDCollator:
         batch = encode_passages(self.tokenizer, examples, self.n_context, self.max_length)
         batch["labels"] = encode_answers(self.tokenizer, [self.target(ex) for ex in examples],
                                          self.max_answer_len)
+        if self.copy_targets:
+            batch["copy_mask"] = copy_attention_targets(self.tokenizer, batch["input_ids"], batch["labels"])
         return batch

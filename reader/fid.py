@@ -12,7 +12,7 @@ The encoder keeps the fast default kernel.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -31,6 +31,10 @@ SIZES: dict[str, dict[str, Any]] = {
 
 SUPPORTED_MODEL_TYPES = ("mt5", "t5")
 
+
+# Added to the copy head's attention mass before the log in the pointer score (FiD.score):
+# what a token found in no passage costs, log(1e-4) = -9.2 nats.
+POINTER_FLOOR = 1e-4
 
 # Initial bias of the "previous token" and "next token" heads (see ``locality_prior``).
 LOCALITY_BIAS = 8.0
@@ -111,10 +115,25 @@ class FiD(torch.nn.Module):
     question, L tokens per passage) and ``passage_mask`` [B, N] (0 for padding rows).
     """
 
-    def __init__(self, t5: torch.nn.Module):
+    def __init__(self, t5: torch.nn.Module, copy_head: Sequence[int] | None = None,
+                 copy_weight: float = 1.0):
         super().__init__()
         self.t5 = t5
         self.t5.decoder.set_attn_implementation("eager")  # cross-attention weights for relevance
+        # (decoder layer, head) trained by guided cross-attention to point at the answer in the
+        # passages (``xqa train reader --copy-attention``), or None. When set, candidates are
+        # scored with the pointer too (see ``score``) and the span search starts where it points.
+        self.copy_head = tuple(int(x) for x in copy_head) if copy_head is not None else None
+        self.copy_weight = float(copy_weight)
+
+    def pointer(self, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """The copy head's attention at the first answer step: [B, N*L] over the encoder positions."""
+        layer, head = self.copy_head
+        start = torch.full((hidden.shape[0], 1), self.config.decoder_start_token_id,
+                           dtype=torch.long, device=hidden.device)
+        out = self.t5(encoder_outputs=BaseModelOutput(last_hidden_state=hidden), attention_mask=mask,
+                      decoder_input_ids=start, output_attentions=True)
+        return out.cross_attentions[layer][:, head, 0].float()
 
     @property
     def config(self):
@@ -148,6 +167,8 @@ class FiD(torch.nn.Module):
                  passage_mask: torch.Tensor | None = None, beams: int = 4, n_best: int = 4,
                  max_new_tokens: int = 24, span_beams: int = 0,
                  allowed_tokens_fn: Callable[[int, torch.Tensor], list[int]] | None = None,
+                 point_first: Callable[[torch.Tensor], None] | None = None,
+                 copy_targets: Callable[[torch.Tensor, int], torch.Tensor] | None = None,
                  ) -> dict[str, torch.Tensor]:
         """Greedy (``beams=1``) or beam search; every candidate re-scored exactly.
 
@@ -156,6 +177,12 @@ class FiD(torch.nn.Module):
         second, constrained beam search adds its ``span_beams`` best candidates to
         the free ones (same encoder pass); a candidate both searches found is kept
         once (the copy gets log-probability ``-inf``).
+
+        With a ``copy_head``: ``point_first`` (if given) is called with :meth:`pointer`'s
+        attention [B, N*L] before the constrained search (the reader uses it to start
+        the spans where the pointer looks), and ``copy_targets(labels [S, T-1], k)``
+        gives the copy mask of the candidates (``reader.data.copy_attention_targets``
+        over the passages repeated ``k`` times) for :meth:`score`.
 
         Returns ``sequences`` [B, k, T] (decoder-start token first), ``logprobs``
         [B, k] (sum of token log-probabilities up to and including ``</s>``, best
@@ -169,6 +196,8 @@ class FiD(torch.nn.Module):
         k = max(1, min(n_best, beams))
         runs = [self._search(hidden, mask, beams, k, max_new_tokens)]                    # [B, k, T]
         if span_beams > 0 and allowed_tokens_fn is not None:
+            if self.copy_head is not None and point_first is not None:
+                point_first(self.pointer(hidden, mask))
             runs.append(self._search(hidden, mask, span_beams, span_beams, max_new_tokens, allowed_tokens_fn))
         T = max(r.shape[-1] for r in runs)
         pad = self.config.pad_token_id
@@ -176,7 +205,8 @@ class FiD(torch.nn.Module):
         k = seqs.shape[1]
         seqs = seqs.reshape(B * k, T)                                                     # [B, k, T] -> [B*k, T]
         hidden = hidden.repeat_interleave(k, dim=0)                                       # [B*k, N*L, d]
-        logprobs, relevance = self.score(hidden, mask.repeat_interleave(k, dim=0), seqs, N)
+        copy_mask = copy_targets(seqs[:, 1:], k) if self.copy_head is not None and copy_targets else None
+        logprobs, relevance = self.score(hidden, mask.repeat_interleave(k, dim=0), seqs, N, copy_mask)
         logprobs, relevance = logprobs.view(B, k), relevance.view(B, k, N)
         if len(runs) > 1:
             logprobs = _drop_repeats(seqs.view(B, k, T), logprobs, pad)
@@ -201,8 +231,15 @@ class FiD(torch.nn.Module):
 
     @torch.no_grad()
     def score(self, hidden: torch.Tensor, mask: torch.Tensor, sequences: torch.Tensor,
-              n_passages: int) -> tuple[torch.Tensor, torch.Tensor]:
+              n_passages: int, copy_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Log-probability of ``sequences`` [S, T] and their per-passage relevance.
+
+        With ``copy_mask`` [S, T-1, N*L] (and a ``copy_head``), the score also counts
+        the pointer: ``copy_weight`` x the sum over answer tokens (``</s>`` excluded) of
+        log(mass the copy head puts on that token's text in the passages + POINTER_FLOOR).
+        A candidate that occurs in no passage pays log(POINTER_FLOOR) per token; one the
+        pointer found pays little. So the generator says what kind of answer and when to
+        stop, and the pointer says where it is (docs/reader.md, "Session 7").
 
         ``hidden`` [S, N*L, d] and ``mask`` [S, N*L] are the (repeated) encoder outputs.
         Tokens after the first ``</s>`` are ignored. Relevance: cross-attention
@@ -217,6 +254,11 @@ class FiD(torch.nn.Module):
                       decoder_input_ids=dec_in, output_attentions=True)
         logp = out.logits.float().log_softmax(-1).gather(-1, target[:, :, None]).squeeze(-1)  # [S, T-1]
         logprobs = (logp * token_mask).sum(1)
+        if copy_mask is not None and self.copy_head is not None:
+            layer, head = self.copy_head
+            mass = (out.cross_attentions[layer][:, head].float() * copy_mask.to(hidden.device)).sum(-1)  # [S, T-1]
+            answer_tokens = token_mask * (target != eos).float() * (target != self.config.pad_token_id).float()
+            logprobs = logprobs + self.copy_weight * ((mass + POINTER_FLOOR).log() * answer_tokens).sum(1)
         attn = torch.stack(out.cross_attentions).float().mean(dim=(0, 2))         # [layers,S,H,T-1,N*L] -> [S,T-1,N*L]
         attn = (attn * token_mask[:, :, None]).sum(1) / token_mask.sum(1, keepdim=True).clamp(min=1)  # [S, N*L]
         S = attn.shape[0]

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from reader.data import encode_passages, example_from_records
+from reader.data import copy_attention_targets, encode_passages, example_from_records
 from reader.fid import FiD, build_t5, load_t5
 from xqa.artifacts import CONFIG_NAME, atomic_dir, save_config
 from xqa.errors import XqaError
@@ -103,7 +104,8 @@ class FiDReader:
             tok = AutoTokenizer.from_pretrained(str(folder / "tokenizer"))
             settings = {k: cfg[k] for k in ("max_length", "max_answer_len", "n_context") if k in cfg}
             settings.update(overrides)
-            return cls(FiD(t5), tok, base=cfg.get("base", ""), device=device, **settings)
+            fid = FiD(t5, copy_head=cfg.get("copy_head"), copy_weight=cfg.get("copy_weight", 1.0))
+            return cls(fid, tok, base=cfg.get("base", ""), device=device, **settings)
         if folder.exists() and not (folder / CONFIG_NAME).is_file():
             raise FileNotFoundError(f"{folder}: neither an xqa reader nor a Hugging Face model folder")
         try:
@@ -121,7 +123,9 @@ class FiDReader:
         save_config(folder, KIND, {"max_length": self.max_length, "max_answer_len": self.max_answer_len,
                                    "n_context": self.n_context, "base": self.base,
                                    "model_type": self.model.config.model_type,
-                                   "parameters": sum(p.numel() for p in self.model.parameters())})
+                                   "parameters": sum(p.numel() for p in self.model.parameters()),
+                                   "copy_head": list(self.model.copy_head) if self.model.copy_head else None,
+                                   "copy_weight": self.model.copy_weight})
 
     def save(self, folder: str | Path, overwrite: bool = True) -> Path:
         """Write the artifact to ``folder`` atomically (temporary folder, then rename)."""
@@ -164,12 +168,20 @@ class FiDReader:
             n = max(1, min(n_context, max(len(ex["texts"]) for ex in chunk)))
             batch = encode_passages(self.tokenizer, chunk, n, self.max_length)
             batch = {k: v.to(self.device) for k, v in batch.items()}
-            allowed = None
+            allowed = indexes = None
             if span_beams > 0:
-                allowed = allowed_tokens_fn(span_indexes(self.tokenizer, chunk, n, self.max_length, self._twins))
+                indexes = span_indexes(self.tokenizer, chunk, n, self.max_length, self._twins)
+                allowed = allowed_tokens_fn(indexes)
+            point_first = copy_targets = None
+            if self.model.copy_head is not None:
+                ids = batch["input_ids"].cpu()
+                copy_targets = partial(_copy_targets, self.tokenizer, ids)
+                if indexes is not None:
+                    point_first = partial(_point_first, indexes, ids, span_beams)
             gen = self.model.generate(batch["input_ids"], batch["attention_mask"], batch["passage_mask"],
                                       beams=beams, n_best=n_best, max_new_tokens=max_answer_len,
-                                      span_beams=span_beams, allowed_tokens_fn=allowed)
+                                      span_beams=span_beams, allowed_tokens_fn=allowed,
+                                      point_first=point_first, copy_targets=copy_targets)
             outputs.extend(self._outputs(chunk, gen, n_context))
         return outputs
 
@@ -186,6 +198,26 @@ class FiDReader:
             pooled = (weights[b, keep, None] * rel[b, keep, :n_real]).sum(0).numpy()
             yield ReaderOutput(candidates=[(texts[b * k + j].strip(), float(logprobs[b, j])) for j in keep],
                                relevance=pooled.astype(np.float32), candidate_relevance=cand_rel.astype(np.float32))
+
+
+def _copy_targets(tokenizer, input_ids: torch.Tensor, labels: torch.Tensor, k: int) -> torch.Tensor:
+    """Copy mask of k candidates per question (labels [B*k, T]) over the batch's passages [B, N, L]."""
+    return copy_attention_targets(tokenizer, input_ids.repeat_interleave(k, dim=0), labels.cpu())
+
+
+def _point_first(indexes: Sequence[Any], input_ids: torch.Tensor, n_starts: int, attention: torch.Tensor) -> None:
+    """Let each question's span search start at the ``n_starts`` distinct tokens its copy head
+    attends to most (``attention`` [B, N*L] at the first answer step)."""
+    flat = input_ids.reshape(input_ids.shape[0], -1)                              # [B, N, L] -> [B, N*L]
+    for b, index in enumerate(indexes):
+        picked: list[int] = []
+        for pos in attention[b].argsort(descending=True).tolist():
+            token = int(flat[b, pos])
+            if token not in picked and token in index.tokens:
+                picked.append(token)
+                if len(picked) == n_starts:
+                    break
+        index.point(picked)
 
 
 def _batches(n: int, batch_size: int, progress: bool):

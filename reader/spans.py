@@ -51,7 +51,30 @@ class SpanIndex:
             first.add(bare)
         self._first = sorted(first)
         self._unmarked = sorted(unmarked)
+        self._twin = dict(twin)
+        self.tokens = set(int(t) for t in np.unique(real))  # every token id of the passages
         self._cache: dict[tuple[int, ...], list[int]] = {}
+
+    def point(self, token_ids: Sequence[int]) -> list[int]:
+        """Start spans only at these passage tokens: the reader's copy head points there.
+
+        Each token may start a span as it is, as its ``▁``-marked twin, or as the bare
+        ``▁`` followed by it (the first-step readings of the class docstring). Tokens
+        that are in no passage are ignored; if none is left, nothing changes. Returns
+        the first-step tokens now allowed.
+        """
+        picked = [int(t) for t in token_ids if int(t) in self.tokens]
+        if not picked:
+            return self._first
+        first, unmarked = set(picked), sorted(t for t in picked if t in self._twin)
+        first.update(self._twin[t] for t in unmarked)
+        if self.bare is not None and unmarked:
+            first.add(self.bare)
+        self._first, self._unmarked = sorted(first), unmarked or self._unmarked
+        self._cache.pop((), None)
+        if self.bare is not None:
+            self._cache.pop((self.bare,), None)
+        return self._first
 
     def _ends(self, seq: Sequence[int]) -> np.ndarray:
         """Positions just after each occurrence of ``seq`` in the passages."""

@@ -55,6 +55,22 @@ def score_predictions(examples: Sequence[Mapping[str, Any]], predictions: Sequen
     return out
 
 
+def copy_attention_loss(cross_attention: torch.Tensor, copy_mask: torch.Tensor, head: int = 0) -> torch.Tensor:
+    """Guided cross-attention: -log of the attention mass one head puts on the answer in the passages.
+
+    ``cross_attention`` [B, H, T, N*L] is one decoder layer's, ``copy_mask``
+    [B, T, N*L] from :func:`reader.data.copy_attention_targets`. Mean over the answer tokens
+    that have a target; 0 when none has. Supervising one head of the layer whose output
+    feeds the LM head tells the decoder *where* the answer is from the first step, instead of
+    leaving it to find that out through the token loss alone (docs/reader.md, "Session 7").
+    """
+    mass = (cross_attention[:, head].float() * copy_mask).sum(-1)      # [B, T]
+    valid = copy_mask.sum(-1) > 0
+    if not bool(valid.any()):
+        return cross_attention.sum() * 0.0     # keeps the graph (DDP) with a zero gradient
+    return -mass[valid].clamp_min(1e-6).log().mean()
+
+
 class FiDTask:
     """Plug a :class:`FiDReader` into the shared training loop."""
 
@@ -62,8 +78,15 @@ class FiDTask:
 
     def __init__(self, reader: FiDReader, collator: FiDCollator,
                  dev_examples: Sequence[Mapping[str, Any]] = (), scorer: Scorer = simple_score,
-                 eval_batch_size: int = 16, eval_beams: int = 1):
+                 eval_batch_size: int = 16, eval_beams: int = 1, copy_attention: float = 0.0,
+                 eval_span_beams: int = 0):
         self.reader, self.collator = reader, collator
+        self.copy_attention, self.eval_span_beams = copy_attention, eval_span_beams
+        if copy_attention and not collator.copy_targets:
+            raise ValueError("copy_attention needs a collator made with copy_targets=True")
+        if copy_attention and reader.model.copy_head is None:
+            # head 0 of the last decoder layer, whose output feeds the LM head; saved with the artifact
+            reader.model.copy_head = (reader.model.config.num_decoder_layers - 1, 0)
         self.dev_examples, self.scorer = list(dev_examples), scorer
         self.eval_batch_size, self.eval_beams = eval_batch_size, eval_beams
 
@@ -81,18 +104,27 @@ class FiDTask:
         return q + max((len(t) + len(x) for t, x in rows), default=0)
 
     def loss(self, model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        """Mean token cross-entropy; ``model`` is the FiD module or its DDP wrapper."""
-        return model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                     passage_mask=batch["passage_mask"], labels=batch["labels"]).loss
+        """Mean token cross-entropy (+ the guided cross-attention term); ``model`` is FiD or its DDP wrapper."""
+        guided = bool(self.copy_attention) and "copy_mask" in batch
+        out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                    passage_mask=batch["passage_mask"], labels=batch["labels"], output_attentions=guided)
+        if not guided:
+            return out.loss
+        layer, head = self.reader.model.copy_head
+        return out.loss + self.copy_attention * copy_attention_loss(out.cross_attentions[layer], batch["copy_mask"],
+                                                                    head)
 
     def evaluate(self, model: torch.nn.Module) -> dict[str, float]:
-        """EM/F1 of greedy (or ``eval_beams``) answers on the dev examples; {} without dev."""
+        """EM/F1 of greedy (or ``eval_beams``) answers on the dev examples; {} without dev.
+        With ``eval_span_beams`` the dev questions are read as the pipeline reads them (4 beams
+        plus that many span candidates, the pointer's when the reader has a copy head)."""
         if not self.dev_examples:
             return {}
         self.reader.device = next(self.reader.model.parameters()).device
+        beams = max(self.eval_beams, 4) if self.eval_span_beams else self.eval_beams
         outputs = self.reader.read_examples(self.dev_examples, n_context=self.collator.n_context,
-                                            beams=self.eval_beams, n_best=1,
-                                            batch_size=self.eval_batch_size)
+                                            beams=beams, n_best=1 if beams == 1 else beams,
+                                            batch_size=self.eval_batch_size, span_beams=self.eval_span_beams)
         return score_predictions(self.dev_examples, [o.text for o in outputs], self.scorer)
 
     def save(self, model: torch.nn.Module, folder: Path) -> None:

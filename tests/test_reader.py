@@ -14,6 +14,7 @@ import torch
 
 from reader.data import (
     FiDCollator,
+    copy_attention_targets,
     encode_passages,
     example_from_record,
     format_passage,
@@ -27,7 +28,7 @@ from reader.evidence import (
 )
 from reader.fid import FiD, build_t5, locality_prior
 from reader.inference import FiDReader, ReaderOutput
-from reader.task import FiDTask, score_predictions, simple_score
+from reader.task import FiDTask, copy_attention_loss, score_predictions, simple_score
 from reader.tuning import choose, evaluate, prepare, tune_fusion
 from xqa.records import Context, Question
 
@@ -113,6 +114,119 @@ def test_collator_targets_first_answer_and_truncates(tokenizer):
 
 
 # ----------------------------------------------------------------------------- model equivalence
+
+
+def test_copy_targets_point_at_the_answer_where_a_passage_holds_it(tokenizer):
+    examples = [example_from_record(_record(i)) for i in (0, 1)]      # gold first, then gold second
+    batch = FiDCollator(tokenizer, n_context=2, max_length=96, max_answer_len=8, copy_targets=True)(examples)
+    mask = batch["copy_mask"]
+    B, N, L = batch["input_ids"].shape
+    assert mask.shape == (B, batch["labels"].shape[1], N * L)
+    for b, gold_row in ((0, 0), (1, 1)):
+        steps = [t for t, i in enumerate(batch["labels"][b].tolist()) if i not in (-100, tokenizer.eos_token_id)]
+        assert steps and all(mask[b, t].sum() > 0 for t in steps)
+        # nothing in the other passage (it holds another city), nothing for </s> or padding
+        other = 1 - gold_row
+        assert mask[b, :, other * L:(other + 1) * L].sum() == 0
+        assert all(mask[b, t].sum() == 0 for t in range(mask.shape[1]) if t not in steps)
+        marked = batch["input_ids"][b].reshape(-1)[mask[b].amax(0) > 0]
+        text = "".join(tokenizer.convert_ids_to_tokens(marked.tolist())).replace("\u2581", "")
+        assert FACTS[b][1] in text and len(text) <= len(FACTS[b][1]) + 2   # the city, at most a "." more
+
+
+def test_copy_targets_match_on_text_where_sentencepiece_cuts_differently():
+    class Pieces:  # a stand-in tokenizer: the answer is one piece alone, two pieces in context
+        all_special_ids = [0, 1]
+        vocab = {0: "<pad>", 1: "</s>", 2: "\u2581\u6771\u4eac", 3: "\u306f\u6771", 4: "\u4eac\u3067", 5: "\u2581x"}
+
+        def convert_ids_to_tokens(self, ids):
+            return [self.vocab[i] for i in ids]
+
+    input_ids = torch.tensor([[[5, 3, 4, 0]]])           # "x" "は東" "京で" <pad>
+    labels = torch.tensor([[2, 1]])                        # "▁東京" </s>
+    mask = copy_attention_targets(Pieces(), input_ids, labels)
+    assert mask[0, 0].tolist() == [0, 1, 1, 0] and mask[0, 1].sum() == 0
+
+
+def test_copy_attention_loss_is_the_mean_log_mass_of_the_guided_head():
+    att = torch.zeros(1, 2, 3, 4)
+    att[0, 0] = torch.tensor([[0.5, 0.25, 0.25, 0.0], [0.1, 0.1, 0.4, 0.4], [0.25, 0.25, 0.25, 0.25]])
+    att[0, 1] = 0.25                                       # another head: not supervised
+    mask = torch.zeros(1, 3, 4)
+    mask[0, 0, :2] = 1                                     # step 0: mass 0.75
+    mask[0, 1, 3] = 1                                      # step 1: mass 0.4; step 2 has no target
+    expected = -(math.log(0.75) + math.log(0.4)) / 2
+    assert copy_attention_loss(att, mask).item() == pytest.approx(expected)
+    assert copy_attention_loss(att, torch.zeros(1, 3, 4)).item() == 0.0
+
+
+@pytest.fixture(scope="module")
+def guided(tokenizer, tmp_path_factory):
+    """Two micro readers trained alike on the six facts, one with guided cross-attention."""
+    from xqa.training import TrainConfig, train
+
+    torch.set_num_threads(1)
+    examples = [example_from_record(_record(i)) for i in range(len(FACTS))]
+    readers = {}
+    for name, weight in (("guided", 1.0), ("plain", 0.0)):
+        reader = FiDReader.from_config(MICRO, tokenizer, seed=0, max_length=96, max_answer_len=8, n_context=2)
+        collator = FiDCollator(tokenizer, n_context=2, max_length=96, max_answer_len=8, copy_targets=True)
+        train(FiDTask(reader, collator, copy_attention=weight), examples,
+              TrainConfig(out_dir=str(tmp_path_factory.mktemp(name)), batch_size=6, max_steps=60, lr=3e-3,
+                          weight_decay=0.0, log_every=10, save_every=1000), progress=False)
+        batch = collator(examples)
+        with torch.no_grad():
+            out = reader.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                               passage_mask=batch["passage_mask"], labels=batch["labels"], output_attentions=True)
+        layer, head = reader.model.copy_head or (1, 0)
+        mass = math.exp(-copy_attention_loss(out.cross_attentions[layer], batch["copy_mask"], head).item())
+        readers[name] = {"reader": reader, "mass": mass, "batch": batch}
+    return {"examples": examples, **readers}
+
+
+def test_guided_attention_trains_a_head_to_look_at_the_answer(guided):
+    assert guided["guided"]["reader"].model.copy_head == (1, 0)      # last decoder layer, head 0
+    assert guided["plain"]["reader"].model.copy_head is None
+    assert guided["guided"]["mass"] > 0.8 and guided["guided"]["mass"] > guided["plain"]["mass"] + 0.2, \
+        (guided["guided"]["mass"], guided["plain"]["mass"])
+
+
+def test_pointer_score_adds_the_copy_heads_log_mass(guided):
+    from reader.fid import POINTER_FLOOR
+
+    fid, batch = guided["guided"]["reader"].model, guided["guided"]["batch"]
+    enc, mask = fid.encode(batch["input_ids"], batch["attention_mask"], batch["passage_mask"])
+    labels = batch["labels"].clamp(min=0)                                    # -100 padding -> <pad>
+    seqs = torch.cat([torch.zeros_like(labels[:, :1]), labels], dim=1)       # decoder start first
+    with torch.no_grad():
+        plain, _ = fid.score(enc.last_hidden_state, mask, seqs, 2)
+        pointed, _ = fid.score(enc.last_hidden_state, mask, seqs, 2, batch["copy_mask"])
+        out = fid.t5(encoder_outputs=enc, attention_mask=mask, decoder_input_ids=seqs[:, :-1], output_attentions=True)
+    att = out.cross_attentions[1][:, 0]
+    assert all(batch["copy_mask"][b].sum() > 0 for b in range(len(labels)))   # every answer is in a passage
+    for b in range(len(labels)):
+        steps = [t for t, i in enumerate(labels[b].tolist()) if i not in (0, 1)]
+        mass = [float((att[b, t] * batch["copy_mask"][b, t]).sum()) for t in steps]
+        expected = sum(math.log(m + POINTER_FLOOR) for m in mass)
+        assert float(pointed[b] - plain[b]) == pytest.approx(expected, rel=1e-4, abs=1e-4)
+        assert expected > len(steps) * math.log(0.5)                  # the head found the answer
+
+
+def test_pointer_reader_starts_spans_where_it_points_and_survives_save_load(guided, tmp_path):
+    reader, examples = guided["guided"]["reader"], guided["examples"]
+    outs = reader.read_examples(examples, beams=2, n_best=2, span_beams=2)
+    assert [o.candidates[0][0] for o in outs] == [FACTS[i][1] for i in range(len(FACTS))]
+    collator = FiDCollator(reader.tokenizer, n_context=2, max_length=96, max_answer_len=8)
+    task = FiDTask(reader, collator, dev_examples=examples, eval_span_beams=2)   # validation reads alike
+    assert task.evaluate(reader.model)["em"] == 1.0
+    reader.save(tmp_path / "pointer")
+    assert json.loads((tmp_path / "pointer" / "config.json").read_text())["copy_head"] == [1, 0]
+    loaded = FiDReader.load(tmp_path / "pointer")
+    assert loaded.model.copy_head == (1, 0)
+    again = loaded.read_examples(examples, beams=2, n_best=2, span_beams=2)
+    for x, y in zip(outs, again):
+        assert [t for t, _ in x.candidates] == [t for t, _ in y.candidates]
+        np.testing.assert_allclose([v for _, v in x.candidates], [v for _, v in y.candidates], atol=1e-4)
 
 
 def test_fid_over_one_passage_equals_plain_mt5(tokenizer):
@@ -247,7 +361,7 @@ def test_two_process_gloo_training_via_torchrun(tokenizer, tmp_path):
     cmd = [str(torchrun), "--standalone", "--nproc-per-node", "2", "-m", "xqa.cli", "train", "reader",
            "--train", str(data), "--out", str(tmp_path / "run"), "--config", "tiny", "--tokenizer",
            str(tmp_path / "tok"), "--n-context", "2", "--max-length", "32", "--batch-size", "2",
-           "--max-steps", "2", "--log-every", "1", "--threads", "1"]
+           "--max-steps", "2", "--log-every", "1", "--threads", "1", "--copy-attention", "1"]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=240,
                           check=False)
@@ -473,6 +587,18 @@ def test_span_index_allows_exactly_the_continuations_of_passage_spans():
     assert idx.allowed((42,)) == [1]              # off-span prefixes (beam fill-ins) can only end
     assert idx.allowed((5, 9, 1)) == [1]
     assert SpanIndex([], eos=1, twin={}, bare=None).allowed(()) == [1]
+
+
+def test_span_index_pointed_starts_only_where_the_pointer_looks():
+    from reader.spans import SEP, SpanIndex
+
+    idx = SpanIndex([5, 6, 7, SEP, 8, 5, 9, SEP], eos=1, twin={6: 60}, bare=3)
+    assert idx.point([42]) == [3, 5, 6, 7, 8, 9, 60]      # no passage token: nothing changes
+    assert idx.point([8, 42]) == [8] and idx.allowed(()) == [8]
+    assert idx.allowed((8,)) == [1, 5]                    # continuations are still the passages'
+    idx = SpanIndex([5, 6, 7, SEP, 8, 5, 9, SEP], eos=1, twin={6: 60}, bare=3)
+    assert idx.point([6]) == [3, 6, 60]                   # an unmarked piece: as is, its twin, or ▁ + it
+    assert idx.allowed((3,)) == [6] and idx.allowed((60,)) == [1, 7]
 
 
 def test_constrained_search_only_writes_passage_spans(tokenizer):

@@ -5,7 +5,10 @@ did not read it. This diagnosis removes the first. For each question it keeps on
 passage from the retrieval results, the first (in fused order) that is listed
 evidence (``positive_ids`` / ``has_answer``) and contains the target answer (the
 question's first answer) — or, for questions that list no evidence, the first
-that contains it — and reads it alone, greedily. Reported per language and per
+that contains it — and reads it alone, greedily (or, with ``--span-beams K``, as the
+pipeline reads: beam search plus K passage-span candidates, which a reader
+trained with ``--copy-attention`` starts where its copy head points, and the
+best-scored candidate kept). Reported per language and per
 ``relation`` (when the questions carry one, as the embedded world's do):
 
 - EM / F1 (``--eval-mode``);
@@ -27,6 +30,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--results", required=True, help="retrieval results with answers (JSON list or JSONL)")
     p.add_argument("--limit", type=int, default=400, help="questions with such a passage to read (0: all)")
     p.add_argument("--batch-size", type=int, default=16, help="questions per batch")
+    p.add_argument("--span-beams", type=int, default=0,
+                   help="also search K passage-span candidates (with 4 free beams) and keep the best-scored "
+                        "answer (0: greedy)")
     p.add_argument("--eval-mode", choices=["official", "lang_aware", "simple"], default="official",
                    help="EM/F1: MIA official, its language-aware variant, or simple normalized")
     p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch default)")
@@ -91,8 +97,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"{len(picked)} questions read with their evidence passage "
           f"({skipped} skipped: no passage holds the answer)")
     examples = [ex for _, ex in picked]
-    outs = reader.read_examples(examples, n_context=1, beams=1, n_best=1, batch_size=args.batch_size,
-                                progress=True)
+    beams = 4 if args.span_beams else 1
+    outs = reader.read_examples(examples, n_context=1, beams=beams, n_best=beams, batch_size=args.batch_size,
+                                progress=True, span_beams=args.span_beams)
     ces = []
     for i in range(0, len(examples), args.batch_size):
         ces += target_ce(reader, examples[i:i + args.batch_size])

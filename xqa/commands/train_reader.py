@@ -34,6 +34,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "the best-ranked others, still in fused order (gold); or as gold, but passages "
                         "holding the target answer itself (question's language) first and questions with "
                         "no such passage in the pool skipped (answer: learns to copy soonest from scratch)")
+    p.add_argument("--copy-attention", type=float, default=0.0, metavar="W",
+                   help="guided cross-attention: add W x (-log of the attention one head of the last decoder "
+                        "layer puts on the answer's tokens in the passages) to the loss; teaches a reader "
+                        "trained from scratch where to copy from (0: off)")
+    p.add_argument("--eval-span-beams", type=int, default=-1, metavar="K",
+                   help="validate with 4 beams plus K passage-span candidates, as the pipeline reads "
+                        "(-1: 8 with --copy-attention, whose pointer only shows there; else greedy)")
     p.add_argument("--train-pool", type=int, default=0,
                    help="with --train-contexts gold/answer: look for gold passages among the first K (0: all)")
     p.add_argument("--train-limit", type=int, default=0, help="use only the first N training questions (0: all)")
@@ -162,8 +169,12 @@ def run(args: argparse.Namespace) -> int:
                               contexts=args.train_contexts, pool=args.train_pool)
     dev_set = load_examples(args.dev, args.n_context, args.dev_limit, need_answers=True) if args.dev else []
     collator = FiDCollator(reader.tokenizer, args.n_context, args.max_length, args.max_answer_len,
-                           sample_answers=args.sample_answers, seed=args.seed)
-    task = FiDTask(reader, collator, dev_set, scorer=make_scorer(args.eval_mode))
+                           sample_answers=args.sample_answers, seed=args.seed,
+                           copy_targets=args.copy_attention > 0)
+    task = FiDTask(reader, collator, dev_set, scorer=make_scorer(args.eval_mode),
+                   copy_attention=args.copy_attention,
+                   eval_span_beams=(8 if args.copy_attention > 0 else 0) if args.eval_span_beams < 0
+                   else args.eval_span_beams)
     config = TrainConfig(out_dir=args.out, batch_size=args.batch_size, epochs=args.epochs,
                          max_steps=args.max_steps, lr=args.lr, weight_decay=args.weight_decay,
                          warmup_steps=args.warmup_steps, grad_accum=args.grad_accum,
