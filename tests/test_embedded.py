@@ -20,12 +20,26 @@ def test_a_reader_of_another_profile_is_not_silently_reused(tmp_path):
     state = tmp_path / "reader" / "checkpoint" / "trainer_state.json"
     state.parent.mkdir(parents=True)
     state.write_text(json.dumps({"step": PROFILES["default"].reader_steps, "done": True}))
+    (tmp_path / "reader" / "best").mkdir()
+    (tmp_path / "reader" / "best" / "config.json").write_text(json.dumps({"copy_head": [1, 0]}))
     assert Build(tmp_path, profile="default")._reader_finished()
     d, lg = PROFILES["default"].reader_steps, PROFILES["long"].reader_steps
     with pytest.raises(XqaError, match=f"trained {d} steps, but profile 'long' trains {lg}"):
         Build(tmp_path, profile="long")._reader_finished()
     state.write_text(json.dumps({"step": 10, "done": False}))         # unfinished: resumed, not an error
     assert not Build(tmp_path, profile="long")._reader_finished()
+
+
+def test_a_reader_without_the_copy_head_is_trained_again(tmp_path, capsys):
+    state = tmp_path / "reader" / "checkpoint" / "trainer_state.json"
+    state.parent.mkdir(parents=True)
+    state.write_text(json.dumps({"step": PROFILES["default"].reader_steps, "done": True}))
+    (tmp_path / "reader" / "best").mkdir()
+    (tmp_path / "reader" / "best" / "config.json").write_text(json.dumps({"copy_head": None}))
+    assert PROFILES["default"].reader_copy_attention > 0
+    assert not Build(tmp_path, profile="default")._reader_finished()
+    assert not (tmp_path / "reader").exists()                 # not resumed from the stale checkpoint
+    assert "trained without a copy head" in capsys.readouterr().out
 
 
 def test_training_a_reader_forgets_fusion_weights_tuned_for_the_last_one(tmp_path, monkeypatch):
@@ -44,6 +58,7 @@ def test_training_a_reader_forgets_fusion_weights_tuned_for_the_last_one(tmp_pat
     p = PROFILES["default"]
     assert procs == p.reader_procs == 2                      # the whole batch, split over the processes
     assert argv[argv.index("--batch-size") + 1] * procs == p.reader_batch
+    assert float(argv[argv.index("--copy-attention") + 1]) == p.reader_copy_attention > 0
 
 
 def test_a_batch_that_does_not_split_over_the_processes_is_refused():

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -42,6 +43,9 @@ class Profile:
     # batch. On 2 cores the tiny model trains 2 % faster with a second thread, 48 % faster with a
     # second process (docs/reader.md, "Session 6").
     reader_procs: int = 2
+    # xqa train reader --copy-attention: one decoder head is trained to point at the answer in the
+    # passages, and the reader scores candidates with it (docs/reader.md, "Session 7").
+    reader_copy_attention: float = 1.0
 
     def __post_init__(self) -> None:
         if self.reader_procs < 1 or self.reader_batch % self.reader_procs:
@@ -50,8 +54,8 @@ class Profile:
 
 PROFILES = {
     "default": Profile(world_size="default", vocab_size=8000, retriever_args=(),
-                       lexical_steps=100, reader_steps=1600, reader_batch=16,
-                       n_context=8, k=60, tune_questions=500, reader_train_passages=1,
+                       lexical_steps=100, reader_steps=1200, reader_batch=16,
+                       n_context=8, k=60, tune_questions=500, reader_train_passages=2,
                        reader_train_choice="answer", train_k=16, span_beams=8),
 }
 # The default world and models with a reader trained 4,000 steps: reading with the evidence gets better
@@ -167,8 +171,18 @@ class Build:
         return state.is_file() and json.loads(state.read_text()).get("done", False)
 
     def _reader_finished(self) -> bool:
-        """Finished with this profile's number of steps; a reader of another profile is an error."""
+        """Finished with this profile's number of steps; a reader of another profile is an error.
+        A reader made before the profile trained a copy head (an older xqa) is stale: it is
+        removed and trained again, like any build product whose recipe changed."""
         if not self._finished(self.reader):
+            return False
+        best = self.reader / "best" / "config.json"
+        has_head = best.is_file() and bool(json.loads(best.read_text(encoding="utf-8")).get("copy_head"))
+        if has_head != (self.p.reader_copy_attention > 0):
+            print(f"{self.reader}: the reader was trained {'with' if has_head else 'without'} a copy head "
+                  f"(--copy-attention), profile {self.profile!r} trains it "
+                  f"{'without' if has_head else 'with'} one: training it again", flush=True)
+            shutil.rmtree(self.reader)
             return False
         state = json.loads((self.reader / "checkpoint" / "trainer_state.json").read_text())
         if state.get("step") != self.p.reader_steps:
@@ -238,14 +252,15 @@ class Build:
         p = self.p
         # β, γ tuned for another reader are stale: forget them, so that the next stage tunes again
         (self.out / "fusion.json").unlink(missing_ok=True)
+        # No validation run: with one at the end it only cost time (the last model is kept), and the
+        # next stage reads dev anyway, reporting the reader alone and fused.
         _xqa_distributed(p.reader_procs, "train", "reader", "--train", self.retrieved / "train.jsonl",
-                         "--dev", self.retrieved / "dev.jsonl", "--config", "tiny", "--tokenizer", self.tok,
+                         "--config", "tiny", "--tokenizer", self.tok,
                          "--n-context", p.reader_train_passages, "--train-contexts", p.reader_train_choice,
                          "--lr", "1e-3", "--warmup-steps", 50, "--max-steps", p.reader_steps,
                          "--batch-size", p.reader_batch // p.reader_procs,
-                         "--eval-every", p.reader_steps,  # one validation, at the end: the build's clock is tight
                          "--group-by-length", p.reader_group_by_length,
-                         "--dev-limit", p.tune_questions, "--out", self.reader, "--seed", self.seed)
+                         "--copy-attention", p.reader_copy_attention, "--out", self.reader, "--seed", self.seed)
 
     def tune_fusion(self) -> None:
         out = self.out / "fusion.json"
