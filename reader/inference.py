@@ -196,8 +196,20 @@ class FiDReader:
             keep = [j for j in range(k) if torch.isfinite(logprobs[b, j])]       # repeats were set to -inf
             cand_rel = rel[b, keep, :n_real].numpy()                             # [k', n_real]
             pooled = (weights[b, keep, None] * rel[b, keep, :n_real]).sum(0).numpy()
-            yield ReaderOutput(candidates=[(texts[b * k + j].strip(), float(logprobs[b, j])) for j in keep],
+            yield ReaderOutput(candidates=[(answer_text(texts[b * k + j]), float(logprobs[b, j])) for j in keep],
                                relevance=pooled.astype(np.float32), candidate_relevance=cand_rel.astype(np.float32))
+
+
+# Sentence punctuation a span candidate carries over from its passage piece ("▁1958." before a
+# full stop): not part of an answer. Scores are unaffected (the metrics drop punctuation too).
+_TRAILING = ".,;:。、，؛،।"
+
+
+def answer_text(decoded: str) -> str:
+    """A decoded candidate as shown: white space and trailing sentence punctuation trimmed
+    (``"1958."`` -> ``"1958"``); a candidate that is only punctuation is kept as it is."""
+    text = decoded.strip()
+    return text.rstrip(_TRAILING).rstrip() or text
 
 
 def _copy_targets(tokenizer, input_ids: torch.Tensor, labels: torch.Tensor, k: int) -> torch.Tensor:

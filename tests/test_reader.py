@@ -589,6 +589,15 @@ def test_span_index_allows_exactly_the_continuations_of_passage_spans():
     assert SpanIndex([], eos=1, twin={}, bare=None).allowed(()) == [1]
 
 
+def test_answer_text_drops_the_full_stop_a_span_brings_along():
+    from reader.inference import answer_text
+
+    assert answer_text(" 1958. ") == "1958"
+    assert answer_text("東京。") == "東京" and answer_text("ঢাকা।") == "ঢাকা"
+    assert answer_text("Банк «Киники»") == "Банк «Киники»"       # closing quotes are part of names
+    assert answer_text(".") == "." and answer_text("") == ""
+
+
 def test_span_index_pointed_starts_only_where_the_pointer_looks():
     from reader.spans import SEP, SpanIndex
 
