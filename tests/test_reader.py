@@ -677,6 +677,19 @@ def test_diagnose_reading_reads_the_evidence_passage_alone(trained, tmp_path, ca
     assert 0 <= groups["all"]["ce_first"] < 1.0
 
 
+def test_diagnose_reading_with_span_beams_reads_through_the_pointer(guided, tmp_path, capsys):
+    from xqa.cli import main
+
+    guided["guided"]["reader"].save(tmp_path / "reader")
+    path = tmp_path / "r.jsonl"
+    path.write_text("".join(json.dumps(_record(i)) + "\n" for i in range(len(FACTS))), encoding="utf-8")
+    out = tmp_path / "reading.json"
+    assert main(["diagnose", "reading", "--model", str(tmp_path / "reader"), "--results", str(path),
+                 "--span-beams", "2", "--out", str(out), "--threads", "1"]) == 0
+    groups = json.loads(out.read_text())["groups"]
+    assert groups["all"]["n"] == 6 and groups["all"]["em"] == 1.0 and groups["all"]["copied"] == 1.0
+
+
 def test_tokenizer_keeps_zero_width_joiners_and_normalises_width(tmp_path):
     from transformers import AutoTokenizer
 
