@@ -154,6 +154,8 @@ def run(args: argparse.Namespace) -> int:
     from xqa.errors import XqaError
     from xqa.training import TrainConfig, main_process, train
 
+    if args.copy_attention < 0:
+        raise XqaError(f"--copy-attention must be >= 0 (a loss weight), got {args.copy_attention}")
     if args.threads:
         torch.set_num_threads(args.threads)
     if args.init:
