@@ -45,7 +45,7 @@ class Profile:
     reader_procs: int = 2
     # xqa train reader --copy-attention: one decoder head is trained to point at the answer in the
     # passages, and the reader scores candidates with it (docs/reader.md, "Session 7").
-    reader_copy_attention: float = 1.0
+    reader_copy_attention: float = 2.0
 
     def __post_init__(self) -> None:
         if self.reader_procs < 1 or self.reader_batch % self.reader_procs:
