@@ -42,6 +42,24 @@ def test_a_reader_without_the_copy_head_is_trained_again(tmp_path, capsys):
     assert "trained without a copy head" in capsys.readouterr().out
 
 
+def test_a_reader_of_another_recipe_is_trained_again(tmp_path, capsys, monkeypatch):
+    import xqa.embedded as embedded
+
+    monkeypatch.setattr(embedded, "_xqa_distributed", lambda procs, *argv: None)
+    build = Build(tmp_path, profile="default")
+    build.train_reader()                                       # records the recipe next to the reader
+    state = tmp_path / "reader" / "checkpoint" / "trainer_state.json"
+    state.parent.mkdir(parents=True)
+    state.write_text(json.dumps({"step": PROFILES["default"].reader_steps, "done": True}))
+    assert build._reader_finished()
+    recipe = json.loads((tmp_path / "reader" / "recipe.json").read_text())
+    assert recipe["copy_attention"] == PROFILES["default"].reader_copy_attention
+    recipe["copy_attention"] = 1.0                              # made by an older profile
+    (tmp_path / "reader" / "recipe.json").write_text(json.dumps(recipe))
+    assert not build._reader_finished() and not (tmp_path / "reader").exists()
+    assert f"copy_attention 1.0 -> {PROFILES['default'].reader_copy_attention}" in capsys.readouterr().out
+
+
 def test_training_a_reader_forgets_fusion_weights_tuned_for_the_last_one(tmp_path, monkeypatch):
     import xqa.embedded as embedded
 

@@ -172,13 +172,24 @@ class Build:
 
     def _reader_finished(self) -> bool:
         """Finished with this profile's number of steps; a reader of another profile is an error.
-        A reader made before the profile trained a copy head (an older xqa) is stale: it is
-        removed and trained again, like any build product whose recipe changed."""
+        A reader whose recorded recipe (``reader/recipe.json``) differs from the profile's, or,
+        from before recipes were recorded, one without the copy head the profile trains, is
+        stale: it is removed and trained again, like any build product whose recipe changed."""
         if not self._finished(self.reader):
             return False
+        recipe = self.reader / "recipe.json"
+        if recipe.is_file():
+            old = json.loads(recipe.read_text(encoding="utf-8"))
+            if old != self._reader_recipe():
+                changed = ", ".join(f"{k} {old.get(k)} -> {v}" for k, v in self._reader_recipe().items()
+                                    if old.get(k) != v)
+                print(f"{self.reader}: the reader was trained with another recipe ({changed}): "
+                      f"training it again", flush=True)
+                shutil.rmtree(self.reader)
+                return False
         best = self.reader / "best" / "config.json"
         has_head = best.is_file() and bool(json.loads(best.read_text(encoding="utf-8")).get("copy_head"))
-        if has_head != (self.p.reader_copy_attention > 0):
+        if not recipe.is_file() and has_head != (self.p.reader_copy_attention > 0):   # built before recipes
             print(f"{self.reader}: the reader was trained {'with' if has_head else 'without'} a copy head "
                   f"(--copy-attention), profile {self.profile!r} trains it "
                   f"{'without' if has_head else 'with'} one: training it again", flush=True)
@@ -191,6 +202,14 @@ class Build:
                            f"(e.g. build/embedded-{self.profile}), or delete {self.reader} to retrain it "
                            f"here (β, γ are then tuned again)")
         return True
+
+    def _reader_recipe(self) -> dict:
+        """What the reader stage trains with, steps aside (another step count is another profile's
+        reader, an error above); recorded next to the reader, so a changed recipe retrains it."""
+        p = self.p
+        return {"train_passages": p.reader_train_passages, "train_choice": p.reader_train_choice,
+                "batch": p.reader_batch, "lr": 1e-3, "warmup_steps": 50,
+                "group_by_length": p.reader_group_by_length, "copy_attention": p.reader_copy_attention}
 
     def _config(self) -> dict:
         return json.loads(self.config_path.read_text(encoding="utf-8"))
@@ -249,7 +268,7 @@ class Build:
                  "--out", self.retrieved / f"{split}.jsonl")
 
     def train_reader(self) -> None:
-        p = self.p
+        p, recipe = self.p, self._reader_recipe()
         # β, γ tuned for another reader are stale: forget them, so that the next stage tunes again
         (self.out / "fusion.json").unlink(missing_ok=True)
         # No validation run: with one at the end it only cost time (the last model is kept), and the
@@ -257,10 +276,12 @@ class Build:
         _xqa_distributed(p.reader_procs, "train", "reader", "--train", self.retrieved / "train.jsonl",
                          "--config", "tiny", "--tokenizer", self.tok,
                          "--n-context", p.reader_train_passages, "--train-contexts", p.reader_train_choice,
-                         "--lr", "1e-3", "--warmup-steps", 50, "--max-steps", p.reader_steps,
+                         "--lr", recipe["lr"], "--warmup-steps", recipe["warmup_steps"],
+                         "--max-steps", p.reader_steps,
                          "--batch-size", p.reader_batch // p.reader_procs,
                          "--group-by-length", p.reader_group_by_length,
                          "--copy-attention", p.reader_copy_attention, "--out", self.reader, "--seed", self.seed)
+        write_json_atomic(self.reader / "recipe.json", self._reader_recipe())
 
     def tune_fusion(self) -> None:
         out = self.out / "fusion.json"
