@@ -177,22 +177,9 @@ class Build:
         stale: it is removed and trained again, like any build product whose recipe changed."""
         if not self._finished(self.reader):
             return False
-        recipe = self.reader / "recipe.json"
-        if recipe.is_file():
-            old = json.loads(recipe.read_text(encoding="utf-8"))
-            if old != self._reader_recipe():
-                changed = ", ".join(f"{k} {old.get(k)} -> {v}" for k, v in self._reader_recipe().items()
-                                    if old.get(k) != v)
-                print(f"{self.reader}: the reader was trained with another recipe ({changed}): "
-                      f"training it again", flush=True)
-                shutil.rmtree(self.reader)
-                return False
-        best = self.reader / "best" / "config.json"
-        has_head = best.is_file() and bool(json.loads(best.read_text(encoding="utf-8")).get("copy_head"))
-        if not recipe.is_file() and has_head != (self.p.reader_copy_attention > 0):   # built before recipes
-            print(f"{self.reader}: the reader was trained {'with' if has_head else 'without'} a copy head "
-                  f"(--copy-attention), profile {self.profile!r} trains it "
-                  f"{'without' if has_head else 'with'} one: training it again", flush=True)
+        stale = self._reader_stale()
+        if stale:
+            print(f"{self.reader}: {stale}: training it again", flush=True)
             shutil.rmtree(self.reader)
             return False
         state = json.loads((self.reader / "checkpoint" / "trainer_state.json").read_text())
@@ -202,6 +189,20 @@ class Build:
                            f"(e.g. build/embedded-{self.profile}), or delete {self.reader} to retrain it "
                            f"here (β, γ are then tuned again)")
         return True
+
+    def _reader_stale(self) -> str:
+        """Why the finished reader no longer fits the profile's recipe ("" if it does)."""
+        recipe, want = self.reader / "recipe.json", self._reader_recipe()
+        if recipe.is_file():
+            old = json.loads(recipe.read_text(encoding="utf-8"))
+            changed = ", ".join(f"{k} {old.get(k)} -> {v}" for k, v in want.items() if old.get(k) != v)
+            return f"the reader was trained with another recipe ({changed})" if changed else ""
+        best = self.reader / "best" / "config.json"   # built before recipes were recorded
+        has_head = best.is_file() and bool(json.loads(best.read_text(encoding="utf-8")).get("copy_head"))
+        if has_head == (self.p.reader_copy_attention > 0):
+            return ""
+        return (f"the reader was trained {'with' if has_head else 'without'} a copy head (--copy-attention), "
+                f"profile {self.profile!r} trains it {'without' if has_head else 'with'} one")
 
     def _reader_recipe(self) -> dict:
         """What the reader stage trains with, steps aside (another step count is another profile's
