@@ -26,6 +26,8 @@ METHOD_LABELS = {
     "rrf": "RRF (reciprocal rank fusion)",
     "spar": "SPAR (dense ⊕ lexical Λ)",
     "spar+scd": "SPAR+SCD",
+    "roman": "cross-script BM25 (romanized, all languages)",
+    "sparse+roman": "BM25 + cross-script BM25",
 }
 
 NBEST_HEADERS = ["#", "answer", "probability", "reader log-prob", "passages containing it"]

@@ -13,6 +13,8 @@ lists with a pure function of :mod:`retriever.fusion`. One entry point,
 ``rrf``         reciprocal rank fusion of dense and BM25
 ``spar``        SPAR: one index of ``[dense ; Λ]`` vectors, query weight μ
 ``spar+scd``    Sparse-Corroborate-Dense over (SPAR as the dense side, BM25)
+``roman``       cross-script BM25: one romanized index of all languages
+``sparse+roman``  score hybrid ``BM25 + w·roman`` (question language + every script)
 ==============  ==========================================================
 
 :func:`load_retriever` does the same from artifact folders.
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from retriever.base import Retriever, check_k
@@ -29,7 +31,7 @@ from retriever.fusion import RRF_K, hybrid, rrf, sparse_corroborate_dense
 from xqa.errors import XqaError
 from xqa.records import Hit, Question
 
-METHODS = ("sparse", "dense", "scd", "hybrid", "rrf", "spar", "spar+scd")
+METHODS = ("sparse", "dense", "scd", "hybrid", "rrf", "spar", "spar+scd", "roman", "sparse+roman")
 # which components each method needs
 NEEDS: dict[str, tuple[str, ...]] = {
     "sparse": ("sparse",),
@@ -39,6 +41,8 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "rrf": ("dense", "sparse"),
     "spar": ("spar",),
     "spar+scd": ("spar", "sparse"),
+    "roman": ("roman",),
+    "sparse+roman": ("sparse", "roman"),
 }
 
 
@@ -105,6 +109,31 @@ class HybridRetriever:
         return [hybrid(dh, sh, k, self.alpha, self.normalize) for dh, sh in zip(d, s)]
 
 
+class SparseRomanRetriever:
+    """BM25 in the question's language plus ``weight`` × cross-script BM25 (score hybrid).
+
+    The question-language index finds passages in the question's own words; the
+    cross-script one (:mod:`retriever.sparse.roman`) finds passages that name the
+    question's people and places in another script, which is where the evidence
+    of a cross-lingual question is. A question whose language has no BM25 index
+    gets the cross-script list alone.
+    """
+
+    def __init__(self, sparse: Retriever, roman: Retriever, weight: float = 1.0, k_each: int | None = None):
+        hybrid([], [], 0, weight)  # validate early
+        self.sparse, self.roman, self.weight, self.k_each = sparse, roman, weight, k_each
+
+    def search(self, questions: Sequence[Question], k: int) -> list[list[Hit]]:
+        k = check_k(k)
+        kk = max(k, self.k_each or 0)
+        s = sparse_search(self.sparse, questions, kk)
+        r = self.roman.search(questions, kk)
+        _check_batch("sparse", s, questions)
+        _check_batch("roman", r, questions)
+        return [[replace(h, source="sparse+roman") for h in hybrid(sh, rh, k, self.weight)]
+                for sh, rh in zip(s, r)]
+
+
 class RrfRetriever:
     """Reciprocal rank fusion of any retrievers, each searched to ``max(k, k_each)``."""
 
@@ -136,6 +165,7 @@ class FusionConfig:
     k_each: int | None = None         # hybrid / RRF: depth k' of each side (default k)
     rrf_k: int = RRF_K                # RRF constant
     mu: float | None = None           # SPAR: query-side weight of Λ (None: the index's own)
+    roman_weight: float = 1.0         # sparse+roman: BM25 + roman_weight * cross-script BM25
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> FusionConfig:
@@ -150,9 +180,9 @@ class FusionConfig:
 
 
 def build_retriever(method: str, *, sparse: Retriever | None = None, dense: Retriever | None = None,
-                    spar: Retriever | None = None, k_each: int | None = None, max_frac: float = 0.2,
-                    alpha: float = 1.0, mu: float | None = None, normalize: bool = False,
-                    corroborated_order: str = "dense", rrf_k: int = RRF_K) -> Retriever:
+                    spar: Retriever | None = None, roman: Retriever | None = None, k_each: int | None = None,
+                    max_frac: float = 0.2, alpha: float = 1.0, mu: float | None = None, normalize: bool = False,
+                    corroborated_order: str = "dense", rrf_k: int = RRF_K, roman_weight: float = 1.0) -> Retriever:
     """A retriever for ``method`` (one of :data:`METHODS`) from the given components.
 
     ``mu`` sets SPAR's query-side weight (``spar.with_mu(mu)``, sharing the
@@ -160,7 +190,7 @@ def build_retriever(method: str, *, sparse: Retriever | None = None, dense: Retr
     """
     if method not in NEEDS:
         raise XqaError(f"unknown retrieval method {method!r}; choose from {', '.join(METHODS)}")
-    given = {"sparse": sparse, "dense": dense, "spar": spar}
+    given = {"sparse": sparse, "dense": dense, "spar": spar, "roman": roman}
     missing = [n for n in NEEDS[method] if given[n] is None]
     if missing:
         raise XqaError(f"method {method!r} needs a {' and a '.join(missing)} retriever")
@@ -172,6 +202,10 @@ def build_retriever(method: str, *, sparse: Retriever | None = None, dense: Retr
         return dense
     if method == "spar":
         return spar
+    if method == "roman":
+        return roman
+    if method == "sparse+roman":
+        return SparseRomanRetriever(sparse, roman, roman_weight, k_each)
     if method == "scd":
         return ScdRetriever(dense, sparse, max_frac, corroborated_order)
     if method == "spar+scd":
@@ -195,6 +229,7 @@ __all__ = [
     "HybridRetriever",
     "RrfRetriever",
     "ScdRetriever",
+    "SparseRomanRetriever",
     "build_from_config",
     "build_retriever",
     "sparse_search",

@@ -50,12 +50,23 @@ class Stack:
     def spar(self) -> Path:
         return self.root / "spar"
 
+    @property
+    def roman(self) -> Path:
+        return self.root / "roman"
+
     def sparse_retriever(self):
         from retriever.sparse import SparseRetriever
 
         if "sparse" not in self._loaded:
             self._loaded["sparse"] = SparseRetriever.load(self.bm25, threads=2)
         return self._loaded["sparse"]
+
+    def roman_retriever(self):
+        from retriever.sparse import SparseRetriever
+
+        if "roman" not in self._loaded:
+            self._loaded["roman"] = SparseRetriever.load(self.roman, threads=2)
+        return self._loaded["roman"]
 
     def dense_retriever(self):
         from retriever.dense import DenseRetriever
@@ -100,6 +111,7 @@ def build_stack(root: Path) -> Stack:
     train_tokenizer((t for p in passages for t in (p.title, p.text)), root / "tok", vocab_size=1200)
     build_sparse_indexes([p for p in passages if p.lang != NO_BM25_LANG], root / "bm25", threads=2,
                          progress=False)
+    build_sparse_indexes(passages, root / "roman", threads=2, progress=False, cross_script=True)
     model = BiEncoder.from_scratch(root / "tok", "tiny", seed=1, query_max_length=32, passage_max_length=64)
     model.save(root / "dense_model")
     encode_shard(model.encode_passages, passages, root / "dense", progress=False)

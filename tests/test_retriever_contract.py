@@ -3,7 +3,8 @@
 ``search(questions, k) -> list[list[Hit]]``: one list per question, in order;
 scores sorted descending; at most ``k`` hits; unique ids; ids of real
 passages. Kinds: BM25, dense, SCD, hybrid (raw and normalised), RRF, SPAR,
-SPAR's Λ half, SPAR's dense half, SPAR+SCD — all real (``fusion_stack``).
+SPAR's Λ half, SPAR's dense half, SPAR+SCD, cross-script BM25 and BM25 +
+cross-script — all real (``fusion_stack``).
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def stack(tmp_path_factory):
 
 def make(stack, kind: str) -> Retriever:
     parts = {"sparse": stack.sparse_retriever(), "dense": stack.dense_retriever(),
-             "spar": stack.spar_retriever()}
+             "spar": stack.spar_retriever(), "roman": stack.roman_retriever()}
     if kind == "hybrid-norm":
         return build_retriever("hybrid", **parts, alpha=0.7, normalize=True, k_each=40)
     if kind == "lexical":

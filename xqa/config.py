@@ -20,7 +20,7 @@ from typing import Any
 
 from xqa.errors import XqaError
 
-METHODS = ("sparse", "dense", "scd", "hybrid", "rrf", "spar", "spar+scd")
+from retriever.fused import METHODS
 
 
 @dataclass
@@ -31,11 +31,13 @@ class RetrievalConfig:
     dense_index: str | None = None
     dense_model: str | None = None  # defaults to the model recorded in the dense index
     spar_index: str | None = None
+    roman_index: str | None = None  # cross-script BM25 (xqa index sparse --cross-script)
     max_frac: float = 0.2
     corroborated_order: str = "dense"
     alpha: float = 1.0
     normalize: bool = False
     mu: float = 1.0
+    roman_weight: float = 1.0  # sparse+roman: BM25 + roman_weight * cross-script BM25
 
 
 @dataclass

@@ -12,16 +12,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
+from retriever.fused import NEEDS as _NEEDS  # which artifacts a method needs
 from xqa.config import METHODS, PipelineConfig
 from xqa.errors import XqaError
 from xqa.records import Answer, Context, Hit, Passage, Question
-
-# which artifacts a method needs
-_NEEDS = {
-    "sparse": ("sparse",), "dense": ("dense",), "scd": ("dense", "sparse"),
-    "hybrid": ("dense", "sparse"), "rrf": ("dense", "sparse"), "spar": ("spar",),
-    "spar+scd": ("spar", "sparse"),
-}
 
 
 class PassageStore:
@@ -101,7 +95,8 @@ class Pipeline:
 
     def _available(self) -> dict[str, bool]:
         r = self.config.retrieval
-        return {"sparse": bool(r.sparse_index), "dense": bool(r.dense_index), "spar": bool(r.spar_index)}
+        return {"sparse": bool(r.sparse_index), "dense": bool(r.dense_index), "spar": bool(r.spar_index),
+                "roman": bool(r.roman_index)}
 
     @property
     def store(self) -> PassageStore:
@@ -113,7 +108,7 @@ class Pipeline:
             return self._store
 
     def component(self, name: str):
-        """The sparse, dense or SPAR retriever, loaded on first use."""
+        """The sparse, dense, SPAR or cross-script retriever, loaded on first use."""
         with self._lock:
             if name in self._components:
                 return self._components[name]
@@ -122,6 +117,13 @@ class Pipeline:
                 from retriever.sparse import SparseRetriever
 
                 obj = SparseRetriever.load(self.config.path(r.sparse_index))
+            elif name == "roman":
+                from retriever.sparse import SparseRetriever
+
+                obj = SparseRetriever.load(self.config.path(r.roman_index))
+                if not obj.cross_script:
+                    raise XqaError(f"{r.roman_index}: roman_index must be a cross-script BM25 index "
+                                   f"(xqa index sparse --cross-script), not a per-language one")
             elif name == "dense":
                 from retriever.dense import DenseRetriever
 
@@ -147,13 +149,13 @@ class Pipeline:
         if missing:
             raise XqaError(f"method {method!r} needs a {' and a '.join(missing)} index, "
                            f"which this pipeline config does not name")
-        key = (method, r.max_frac, r.corroborated_order, r.alpha, r.normalize, r.mu)
+        key = (method, r.max_frac, r.corroborated_order, r.alpha, r.normalize, r.mu, r.roman_weight)
         with self._lock:
             if key not in self._retrievers:
                 parts = {n: self.component(n) for n in _NEEDS[method]}
                 self._retrievers[key] = build_retriever(
                     method, **parts, max_frac=r.max_frac, alpha=r.alpha, mu=r.mu if "spar" in parts else None,
-                    normalize=r.normalize, corroborated_order=r.corroborated_order)
+                    normalize=r.normalize, corroborated_order=r.corroborated_order, roman_weight=r.roman_weight)
             return self._retrievers[key]
 
     @property

@@ -19,6 +19,10 @@ Three tiers, tried in order for a language code (``zh_cn`` → base ``zh``):
    character bigrams; any other language gets Unicode (UAX #29) word tokens,
    lower-cased, with no stemming and no stop words.
 
+Apart from these, the cross-script index (one index of every language,
+``xqa index sparse --cross-script``) uses ``xqa:roman``: a Python analyzer
+that romanizes every script (:mod:`retriever.sparse.roman`).
+
 An analyzer is named by a stable string (``anserini:ja``, ``lucene:ta``,
 ``fallback:standard``, ``fallback:bigram``) that the index records in its
 ``config.json``; :func:`build_analyzer` turns the name back into the Java
@@ -162,9 +166,21 @@ def choose_analyzer(lang: str, warn: bool = True) -> AnalyzerChoice:
     return choice
 
 
+def cross_script_choice() -> AnalyzerChoice:
+    """The analyzer of the single all-language index (:mod:`retriever.sparse.roman`)."""
+    from retriever.sparse import roman
+
+    return AnalyzerChoice(roman.ALL, roman.ANALYZER, roman.DESCRIPTION)
+
+
 def build_analyzer(name: str) -> Any:
-    """The Java ``Analyzer`` for a recorded analyzer name (see :class:`AnalyzerChoice`)."""
+    """The ``Analyzer`` for a recorded analyzer name (see :class:`AnalyzerChoice`): a Java
+    object, or for ``xqa:roman`` the Python :class:`retriever.sparse.roman.RomanAnalyzer`."""
     kind, _, code = name.partition(":")
+    if kind == "xqa" and code == "roman":
+        from retriever.sparse.roman import RomanAnalyzer
+
+        return RomanAnalyzer()
     if kind == "anserini":
         if code == "en":
             return jclass("io.anserini.analysis.DefaultEnglishAnalyzer").newDefaultInstance()
@@ -195,5 +211,10 @@ def _analyzer_utils() -> Any:
 
 
 def analyze(analyzer: Any, text: str) -> list[str]:
-    """The tokens ``analyzer`` makes of ``text`` (Anserini's ``AnalyzerUtils.analyze``)."""
+    """The tokens ``analyzer`` makes of ``text`` (Anserini's ``AnalyzerUtils.analyze``, or the
+    Python analyzer's own ``analyze``)."""
+    from retriever.sparse.roman import RomanAnalyzer
+
+    if isinstance(analyzer, RomanAnalyzer):
+        return analyzer.analyze(text)
     return list(_analyzer_utils().analyze(analyzer, text))

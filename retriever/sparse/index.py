@@ -34,7 +34,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from retriever.sparse import analyzers
+from retriever.sparse import analyzers, roman
 from retriever.sparse.java import anserini_version, ensure_jvm, jclass, lucene_version
 from xqa.artifacts import atomic_dir, is_complete, load_config, save_config
 from xqa.errors import XqaError
@@ -71,33 +71,39 @@ def _check_target(out: Path, overwrite: bool) -> None:
         raise FileExistsError(f"{out} exists, is not empty and is not an xqa index; choose another --out")
 
 
-def _spool(passages: Iterable[Passage], spool: Path, progress: bool) -> dict[str, dict[str, Any]]:
-    """Write per-language ``{"id","contents"}`` JSONL; return {lang: {"count", "sha256", "file"}}."""
+def _spool(passages: Iterable[Passage], spool: Path, progress: bool,
+           cross_script: bool = False) -> dict[str, dict[str, Any]]:
+    """Write per-language ``{"id","contents"}`` JSONL; return {lang: {"count", "sha256", "file"}}.
+    With ``cross_script`` every passage goes to the one pseudo-language ``roman.ALL``."""
     spool.mkdir(parents=True, exist_ok=True)
     files: dict[str, Any] = {}
     hashes: dict[str, Any] = {}
     counts: dict[str, int] = {}
     seen: set[str] = set()
+    checked: set[str] = set()
     with contextlib.ExitStack() as stack:
         for n, p in enumerate(tqdm(passages, desc="reading passages", unit=" passages",
                                    disable=not progress), start=1):
             if not p.lang:
                 raise XqaError(f"passage #{n} (id {p.id!r}) has no language ('lang')")
-            if p.lang not in files:
+            if p.lang not in checked:
                 try:
                     analyzers.base_language(p.lang)
                 except ValueError as e:
                     raise XqaError(f"passage #{n} (id {p.id!r}): {e}") from None
-                files[p.lang] = stack.enter_context(open(spool / f"{p.lang}.jsonl", "w", encoding="utf-8"))
-                hashes[p.lang] = hashlib.sha256()
-                counts[p.lang] = 0
+                checked.add(p.lang)
+            key = roman.ALL if cross_script else p.lang
+            if key not in files:
+                files[key] = stack.enter_context(open(spool / f"{key}.jsonl", "w", encoding="utf-8"))
+                hashes[key] = hashlib.sha256()
+                counts[key] = 0
             if p.id in seen:
                 raise XqaError(f"passage #{n}: duplicate passage id {p.id!r}")
             seen.add(p.id)
             line = json.dumps({"id": p.id, "contents": p.contents()}, ensure_ascii=False) + "\n"
-            files[p.lang].write(line)
-            hashes[p.lang].update(line.encode("utf-8"))
-            counts[p.lang] += 1
+            files[key].write(line)
+            hashes[key].update(line.encode("utf-8"))
+            counts[key] += 1
     if not counts:
         raise XqaError("no passages to index")
     return {lang: {"count": counts[lang], "sha256": hashes[lang].hexdigest(),
@@ -214,8 +220,12 @@ def _reusable(target: Path, spooled: dict[str, Any], choice: analyzers.AnalyzerC
 
 def build_sparse_indexes(passages: Iterable[Passage], out_dir: str | Path, threads: int = 2,
                          overwrite: bool = False, *, batch_size: int = 2000, optimize: bool = True,
-                         progress: bool = True) -> dict[str, Any]:
+                         progress: bool = True, cross_script: bool = False) -> dict[str, Any]:
     """Build one BM25 index per language found in ``passages`` under ``out_dir``.
+
+    With ``cross_script``, build instead ONE index of all passages, romanized
+    (:mod:`retriever.sparse.roman`), that every question searches whatever its
+    language; its config says ``"cross_script": true``.
 
     Each language gets its own analyzer (:func:`analyzers.choose_analyzer`;
     fallbacks warn with :class:`analyzers.AnalyzerFallbackWarning`). Refuses
@@ -232,15 +242,18 @@ def build_sparse_indexes(passages: Iterable[Passage], out_dir: str | Path, threa
     work.mkdir(parents=True, exist_ok=True)
     lock = _take_lock(work)
     try:
-        return _build(passages, out, work, runtime, threads, batch_size, optimize, progress)
+        return _build(passages, out, work, runtime, threads, batch_size, optimize, progress, cross_script)
     finally:
         lock.unlink(missing_ok=True)
 
 
 def _build(passages: Iterable[Passage], out: Path, work: Path, runtime: Any, threads: int,
-           batch_size: int, optimize: bool, progress: bool) -> dict[str, Any]:
-    spooled = _spool(passages, work / "spool", progress)
-    choices = {lang: analyzers.choose_analyzer(lang, warn=False) for lang in sorted(spooled)}
+           batch_size: int, optimize: bool, progress: bool, cross_script: bool = False) -> dict[str, Any]:
+    spooled = _spool(passages, work / "spool", progress, cross_script)
+    if cross_script:
+        choices = {roman.ALL: analyzers.cross_script_choice()}
+    else:
+        choices = {lang: analyzers.choose_analyzer(lang, warn=False) for lang in sorted(spooled)}
     for choice in choices.values():
         if choice.fallback:
             warnings.warn(choice.fallback_message(), analyzers.AnalyzerFallbackWarning, stacklevel=3)
@@ -266,6 +279,7 @@ def _build(passages: Iterable[Passage], out: Path, work: Path, runtime: Any, thr
     (work / "build.pid").unlink()
     top = {
         "format": FORMAT,
+        "cross_script": cross_script,
         "languages": languages,
         "num_passages": total,
         "bm25": {"k1": DEFAULT_K1, "b": DEFAULT_B},

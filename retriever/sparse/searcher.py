@@ -7,6 +7,11 @@ grouped by language and each group goes to Anserini's multi-threaded
 ``LuceneSearcher.batch_search`` forwards to; calling it directly through
 pyjnius gives the same hits (``tests/test_sparse.py`` checks this against
 Pyserini) without the ~8 s import of Pyserini's Python side.
+
+A cross-script index (``xqa index sparse --cross-script``) holds one index of
+every language, romanized; every question is searched there, whatever its
+language, and its hits carry ``source="roman"`` and the passage's language
+left blank (the index does not record it).
 """
 from __future__ import annotations
 
@@ -16,7 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from retriever.base import check_k
-from retriever.sparse import analyzers
+from retriever.sparse import analyzers, roman
 from retriever.sparse.index import DEFAULT_B, DEFAULT_K1, KIND, LANG_KIND, LUCENE_SUBDIR
 from retriever.sparse.java import ensure_jvm, jclass
 from xqa.artifacts import is_complete, load_config
@@ -24,6 +29,7 @@ from xqa.errors import XqaError
 from xqa.records import Hit, Question
 
 SOURCE = "sparse"
+CROSS_SCRIPT_SOURCE = "roman"
 # Lucene refuses queries with more than 1,024 distinct terms, and one such
 # question makes Anserini fail its whole batch; long questions (or a passage
 # used as a query) are legitimate here, so raise the VM-wide limit.
@@ -37,6 +43,8 @@ class _LanguageIndex:
         config = load_config(folder, LANG_KIND)
         self.lang = lang
         self.config = config
+        cross = lang == roman.ALL
+        self.hit_lang, self.source = ("", CROSS_SCRIPT_SOURCE) if cross else (lang, SOURCE)
         self.pretokenized = bool(config["pretokenized"])
         try:
             analyzer = analyzers.build_analyzer(config["analyzer"])
@@ -77,14 +85,14 @@ class _LanguageIndex:
         except Exception as e:  # a JavaException: say which batch, keep Lucene's reason
             raise XqaError(f"BM25 search in the {self.lang!r} index failed: {e}") from e
         for i in positions:
-            out[i] = _to_hits(results.get(str(i)) or [], self.lang, k)
+            out[i] = _to_hits(results.get(str(i)) or [], self.hit_lang, k, self.source)
         return out
 
     def close(self) -> None:
         self.searcher.close()
 
 
-def _to_hits(scored_docs: Any, lang: str, k: int) -> list[Hit]:
+def _to_hits(scored_docs: Any, lang: str, k: int, source: str = SOURCE) -> list[Hit]:
     """Anserini ``ScoredDoc[]`` → hits sorted by score (desc), unique ids, at most ``k``."""
     hits, seen = [], set()
     for d in scored_docs:
@@ -92,7 +100,7 @@ def _to_hits(scored_docs: Any, lang: str, k: int) -> list[Hit]:
         if docid in seen:
             continue
         seen.add(docid)
-        hits.append(Hit(id=docid, score=float(d.score), source=SOURCE, lang=lang))
+        hits.append(Hit(id=docid, score=float(d.score), source=source, lang=lang))
     hits.sort(key=lambda h: -h.score)  # stable: keeps Anserini's docid tie-break
     return hits[:k]
 
@@ -114,6 +122,9 @@ class SparseRetriever:
         self.config = config
         self._indexes = indexes
         self.threads = threads
+        self.cross_script = bool(config.get("cross_script")) and roman.ALL in indexes
+        if self.cross_script:
+            self.source = CROSS_SCRIPT_SOURCE
 
     @classmethod
     def load(cls, folder: str | Path, threads: int | None = None, k1: float | None = None,
@@ -155,7 +166,10 @@ class SparseRetriever:
 
     def index_language(self, lang: str) -> str | None:
         """The index a question in ``lang`` is searched in: ``lang`` itself, else its base
-        language (``zh_cn`` questions → a ``zh`` index), else None."""
+        language (``zh_cn`` questions → a ``zh`` index), else None. A cross-script index
+        answers every language from its one index."""
+        if self.cross_script:
+            return roman.ALL
         if lang in self._indexes:
             return lang
         try:

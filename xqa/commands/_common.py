@@ -20,10 +20,14 @@ def add_pipeline_arguments(p: argparse.ArgumentParser, method_default: str | Non
     g.add_argument("--sparse-index", default=None, help="override: BM25 index folder")
     g.add_argument("--dense-index", default=None, help="override: dense FAISS index folder")
     g.add_argument("--spar-index", default=None, help="override: SPAR index folder")
+    g.add_argument("--roman-index", default=None,
+                   help="override: cross-script BM25 index folder (xqa index sparse --cross-script)")
     g.add_argument("--passages", default=None, help="override: passages file (JSONL or DPR TSV)")
     g.add_argument("--max-frac", type=float, default=None, help="SCD: share of K open to sparse-only hits")
     g.add_argument("--alpha", type=float, default=None, help="hybrid: weight of the BM25 score")
     g.add_argument("--mu", type=float, default=None, help="SPAR: query-side weight of Λ")
+    g.add_argument("--roman-weight", type=float, default=None,
+                   help="sparse+roman: weight of the cross-script BM25 score")
 
 
 def load_pipeline(args: argparse.Namespace):
@@ -33,7 +37,7 @@ def load_pipeline(args: argparse.Namespace):
     from xqa.pipeline import Pipeline
 
     overrides = {"sparse_index": args.sparse_index, "dense_index": args.dense_index,
-                 "spar_index": args.spar_index}
+                 "spar_index": args.spar_index, "roman_index": getattr(args, "roman_index", None)}
     if Path(args.config).is_file():
         cfg = PipelineConfig.load(args.config)
     elif any(overrides.values()):
@@ -47,7 +51,7 @@ def load_pipeline(args: argparse.Namespace):
             setattr(r, key, os.path.abspath(val))
     if args.passages:
         cfg.passages = os.path.abspath(args.passages)
-    for key in ("max_frac", "alpha", "mu"):
+    for key in ("max_frac", "alpha", "mu", "roman_weight"):
         if getattr(args, key, None) is not None:
             setattr(r, key, getattr(args, key))
     if args.method:

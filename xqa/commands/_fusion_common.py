@@ -1,7 +1,7 @@
 """Shared by the fusion commands (tune alpha/mu, diagnose lexical, report retrieval, bench fusion).
 
 - where the retrievers come from: a pipeline config (``--config``) and/or
-  explicit folders (``--bm25``, ``--dense``, ``--spar``, ``--passages``);
+  explicit folders (``--bm25``, ``--dense``, ``--spar``, ``--roman``, ``--passages``);
 - how a ranked list is judged: a passage is relevant to a question when it
   holds one of its answers (DPR ``has_answer``; the question's answers and,
   for cross-lingual questions, the English ones), or — with
@@ -31,6 +31,8 @@ def add_source_arguments(p: argparse.ArgumentParser, passages_required: bool = F
     g.add_argument("--bm25", "--sparse-index", dest="bm25", help="BM25 index folder (xqa index sparse)")
     g.add_argument("--dense", "--dense-index", dest="dense", help="dense index folder (xqa index dense)")
     g.add_argument("--spar", "--spar-index", dest="spar", help="SPAR index folder (xqa index spar)")
+    g.add_argument("--roman", "--roman-index", dest="roman",
+                   help="cross-script BM25 index folder (xqa index sparse --cross-script)")
     g.add_argument("--passages", required=passages_required,
                    help="passage file (JSONL or DPR TSV); default: the config's")
 
@@ -61,7 +63,8 @@ def pipeline_config(args: argparse.Namespace):
     else:
         cfg = PipelineConfig(base_dir=os.getcwd())
     r = cfg.retrieval
-    for attr, key in (("bm25", "sparse_index"), ("dense", "dense_index"), ("spar", "spar_index")):
+    for attr, key in (("bm25", "sparse_index"), ("dense", "dense_index"), ("spar", "spar_index"),
+                      ("roman", "roman_index")):
         if getattr(args, attr, None):
             setattr(r, key, os.path.abspath(getattr(args, attr)))
     if getattr(args, "passages", None):
@@ -70,13 +73,13 @@ def pipeline_config(args: argparse.Namespace):
 
 
 def load_pipeline(args: argparse.Namespace, needed: Sequence[str]):
-    """A Pipeline whose components ``needed`` (sparse / dense / spar) are named; loads nothing yet."""
+    """A Pipeline whose components ``needed`` (sparse / dense / spar / roman) are named; loads nothing yet."""
     from xqa.pipeline import Pipeline
 
     cfg = pipeline_config(args)
     names = {"sparse": cfg.retrieval.sparse_index, "dense": cfg.retrieval.dense_index,
-             "spar": cfg.retrieval.spar_index}
-    flags = {"sparse": "--bm25", "dense": "--dense", "spar": "--spar"}
+             "spar": cfg.retrieval.spar_index, "roman": cfg.retrieval.roman_index}
+    flags = {"sparse": "--bm25", "dense": "--dense", "spar": "--spar", "roman": "--roman"}
     missing = [n for n in needed if not names[n]]
     if missing:
         raise XqaError(f"no {' / '.join(missing)} index: give {' '.join(flags[n] for n in missing)} "

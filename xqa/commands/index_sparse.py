@@ -1,4 +1,5 @@
-"""``xqa index sparse``: one BM25 (Lucene) index per language of a passage file.
+"""``xqa index sparse``: one BM25 (Lucene) index per language of a passage file,
+or with ``--cross-script`` one romanized index of all of them.
 
 A thin wrapper over :func:`retriever.sparse.build_sparse_indexes`; prints
 which analyzer each language got, marking fallbacks.
@@ -26,6 +27,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="rebuild DIR if it already holds a complete index (otherwise refused)")
     parser.add_argument("--no-optimize", action="store_true",
                         help="skip merging each index into one segment (faster build, slower search)")
+    parser.add_argument("--cross-script", action="store_true",
+                        help="build ONE index of all languages in romanized tokens (words and consonant "
+                             "skeletons), which every question searches: finds passages that name the "
+                             "question's people and places in another script (method sparse+roman)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
@@ -40,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     summary = build_sparse_indexes(read_passages(args.passages, lang=args.lang), args.out,
                                    threads=args.threads, overwrite=args.overwrite,
                                    batch_size=args.batch_size, optimize=not args.no_optimize,
-                                   progress=not args.quiet)
+                                   progress=not args.quiet, cross_script=args.cross_script)
     seconds = time.perf_counter() - start
     print(f"{'lang':<8} {'passages':>9} {'MB':>8}  analyzer")
     for lang, info in summary["languages"].items():
@@ -48,7 +53,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"{lang:<8} {info['num_passages']:>9} {info['index_bytes'] / 1e6:>8.2f}  "
               f"{info['analyzer_description']}{mark}")
     reused = f" (reused: {', '.join(summary['reused'])})" if summary["reused"] else ""
-    print(f"{summary['num_passages']} passages in {len(summary['languages'])} languages, "
+    where = "one cross-script index" if summary.get("cross_script") else f"{len(summary['languages'])} languages"
+    print(f"{summary['num_passages']} passages in {where}, "
           f"{seconds:.1f} s, Lucene {summary['lucene']} / Anserini {summary['anserini']} "
           f"on Java {summary['java']} -> {args.out}{reused}")
     return 0

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import argparse
 
-ALL_METHODS = ("bm25", "dense", "lexical", "scd", "hybrid", "spar", "spar+scd")
+ALL_METHODS = ("bm25", "dense", "lexical", "scd", "hybrid", "spar", "spar+scd", "roman", "sparse+roman")
 LABELS = {"bm25": "BM25", "dense": "dense", "lexical": "Λ", "scd": "SCD", "hybrid": "hybrid",
-          "spar": "SPAR", "spar+scd": "SPAR+SCD"}
+          "spar": "SPAR", "spar+scd": "SPAR+SCD", "roman": "cross-script BM25", "sparse+roman": "BM25+cross-script"}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -63,9 +63,11 @@ def run(args: argparse.Namespace) -> int:
 
     cfg = pipeline_config(args)
     r = cfg.retrieval
-    have = {"sparse": bool(r.sparse_index), "dense": bool(r.dense_index), "spar": bool(r.spar_index)}
+    have = {"sparse": bool(r.sparse_index), "dense": bool(r.dense_index), "spar": bool(r.spar_index),
+            "roman": bool(r.roman_index)}
     needs = {"bm25": ("sparse",), "dense": ("dense",), "lexical": ("spar",), "scd": ("dense", "sparse"),
-             "hybrid": ("dense", "sparse"), "spar": ("spar",), "spar+scd": ("spar", "sparse")}
+             "hybrid": ("dense", "sparse"), "spar": ("spar",), "spar+scd": ("spar", "sparse"),
+             "roman": ("roman",), "sparse+roman": ("sparse", "roman")}
     methods = [m for m in args.methods if all(have[n] for n in needs[m])]
     skipped = [m for m in args.methods if m not in methods]
     if not methods:
@@ -78,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
     if not questions:
         raise XqaError(f"{qfile}: no questions")
     k = max(args.ks)
-    parts = {n: pipe.component(n) for n in ("sparse", "dense", "spar") if any(n in needs[m] for m in methods)}
+    parts = {n: pipe.component(n) for n in ("sparse", "dense", "spar", "roman")
+             if any(n in needs[m] for m in methods)}
     retrievers = {}
     for m in methods:
         if m == "bm25":
@@ -88,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             retrievers[m] = build_retriever(m, **{n: parts[n] for n in needs[m]}, max_frac=r.max_frac,
                                             alpha=r.alpha, normalize=r.normalize, mu=r.mu if "spar" in needs[m] else None,
-                                            corroborated_order=r.corroborated_order)
+                                            corroborated_order=r.corroborated_order, roman_weight=r.roman_weight)
     from tqdm.auto import tqdm
 
     lists = {}
