@@ -480,3 +480,33 @@ def test_bench_corpus_is_deterministic_and_table_complete(tmp_path):
     table = SparseBench(50, 7, 10, a.source, engines, overlap_top10=0.9).table()
     assert "| queries/s, batch of 7, k=10 threads=1 | 100 | – |" in table
     assert "| top-10 overlap with Lucene (7 queries) | 1.00 | 0.90 |" in table
+
+
+def test_report_mlqa_cross_lingual_searches_the_english_contexts(mlqa_dir, tmp_path, capsys):
+    from xqa.cli import main
+    from xqa.commands.report_mlqa import load_mlqa_cross
+
+    data = load_mlqa_cross(mlqa_dir, ["en", "de"])
+    assert list(data) == ["de"]                                  # English questions are not cross-lingual
+    de = data["de"]
+    assert len(de.passages) == 3 and [q.id for q in de.questions] == ["q3", "q4"]
+    by_id = {p.id: p for p in de.passages}
+    assert by_id[de.questions[1].meta["positive_ids"][0]].text.startswith("The Loire")
+    # Russian and Hindi questions naming the rivers in their own scripts
+    seine, loire = (p.text for p in de.passages if "Seine" in p.text or "Loire" in p.text)
+    for lang, q_seine, q_loire in (("ru", "Через какой город течёт Сена?", "Какова длина Луары?"),
+                                   ("hi", "सेन नदी किस शहर से बहती है?", "लॉयर नदी कितनी लंबी है?")):
+        (mlqa_dir / f"dev-context-en-question-{lang}.json").write_text(json.dumps(_squad(
+            [(seine, [(f"{lang}1", q_seine, "Paris")]), (loire, [(f"{lang}2", q_loire, "longest")])])),
+            encoding="utf-8")
+    md = tmp_path / "cross.md"
+    assert main(["report", "mlqa", "--cross-lingual", "--data", str(mlqa_dir), "--langs", "ru,hi",
+                 "--retrievers", "BM25,cross-script", "--ks", "1,3", "--work", str(tmp_path / "work"),
+                 "--markdown", str(md)]) == 0
+    table = md.read_text()
+    # the English index shares no word with these questions; the romanized one finds each river
+    assert "| ru | 2 | 3 | BM25 | 0.0 | 0.0 | 0.0 | 0.0 |" in table
+    assert "| ru | 2 | 3 | cross-script | 100.0 | 100.0 | 100.0 | 100.0 |" in table
+    assert "| hi | 2 | 3 | cross-script | 100.0 |" in table
+    assert main(["report", "mlqa", "--cross-lingual", "--data", str(mlqa_dir), "--langs", "en"]) == 1
+    assert "needs question languages other than 'en'" in capsys.readouterr().err

@@ -1,4 +1,5 @@
-"""``xqa report mlqa``: retrieval accuracy per language on MLQA dev, same-language pairs.
+"""``xqa report mlqa``: retrieval accuracy per language on MLQA dev, same-language pairs
+(or, with ``--cross-lingual``, questions in each language over the English contexts).
 
 For each language L, the corpus is every context of L in MLQA dev (all
 ``dev-context-L-question-*.json`` files, deduplicated by text) and the
@@ -6,6 +7,12 @@ questions are those of ``dev-context-L-question-L.json``. Each question's gold
 passage is the context it was asked about, so besides top-k answer accuracy
 (a passage holds an answer string: :func:`xqa.evaluation.retrieval.has_answer`)
 we report recall@k of the gold context.
+
+With ``--cross-lingual`` the corpus is every English context of MLQA dev and
+the questions of language L are those of ``dev-context-en-question-L.json``:
+the retrieval a cross-lingual question needs. BM25 there is the English index
+searched with the question as it is; ``cross-script`` is the romanized index
+of :mod:`retriever.sparse.roman`.
 
 The table is computed for a list of *named* retrievers
 (:func:`retrieval_table`), so other columns (SPAR's Λ) join by adding a name
@@ -68,6 +75,45 @@ def load_mlqa(data_dir: str | Path, langs: Sequence[str] = MLQA_LANGS) -> dict[s
     return out
 
 
+def load_mlqa_cross(data_dir: str | Path, langs: Sequence[str], context: str = "en") -> dict[str, MlqaLanguage]:
+    """Questions in each of ``langs`` (but ``context``) over the contexts of ``context``: one shared corpus."""
+    from xqa.errors import XqaError
+    from xqa.io import read_squad
+
+    corpus = load_mlqa(data_dir, [context])[context].passages
+    by_text = {p.text: p.id for p in corpus}
+    out = {}
+    for lang in langs:
+        if lang == context:
+            continue
+        path = Path(data_dir) / f"dev-context-{context}-question-{lang}.json"
+        if not path.is_file():
+            raise XqaError(f"{path}: missing (is {data_dir} MLQA v1 dev?)")
+        qs, ps = read_squad(path, lang=lang)
+        ids = {p.id: by_text[p.text] for p in ps}
+        out[lang] = MlqaLanguage(lang, corpus, [
+            Question(q.id, q.question, lang, q.answers, meta={"positive_ids": [ids[i] for i in q.meta["positive_ids"]]})
+            for q in qs])
+    if not out:
+        raise XqaError(f"--cross-lingual needs question languages other than {context!r}")
+    return out
+
+
+class SearchAs:
+    """Search every question as if it were in ``lang``: one monolingual index for questions of any language."""
+
+    def __init__(self, retriever: Any, lang: str):
+        self.retriever, self.lang = retriever, lang
+
+    def search(self, questions: Sequence[Question], k: int) -> list:
+        from dataclasses import replace
+
+        return self.retriever.search([replace(q, lang=self.lang) for q in questions], k)
+
+    def close(self) -> None:
+        getattr(self.retriever, "close", lambda: None)()
+
+
 def result_records(questions: Sequence[Question], hits: Sequence[Sequence[Any]],
                    passages: Mapping[str, Passage]) -> list[dict[str, Any]]:
     """DPR-layout result dicts (``ctxs`` with text), as :mod:`xqa.evaluation.retrieval` scores them."""
@@ -118,7 +164,8 @@ def markdown_table(scores: Mapping[str, Any], data: Mapping[str, MlqaLanguage]) 
     for name, s in scores.items():
         langs = list(s.per_language.values())
         macro_recall = {k: sum(x.recall.get(k, 0.0) for x in langs) / len(langs) for k in ks}
-        lines.append(row("**macro**", s.all.n, sum(len(d.passages) for d in data.values()), name,
+        n_passages = len({p.id for d in data.values() for p in d.passages})
+        lines.append(row("**macro**", s.all.n, n_passages, name,
                          s.macro_topk, macro_recall))
     return "\n".join(lines)
 
@@ -133,15 +180,36 @@ def bm25_retriever(data: Mapping[str, MlqaLanguage], folder: Path, rebuild: bool
         have = set(load_config(folder).get("languages", {}))
         rebuild = have != wanted
     if rebuild or not is_complete(folder):
-        build_sparse_indexes((p for d in data.values() for p in d.passages), folder, threads=threads,
-                             overwrite=True)
+        passages = {p.id: p for d in data.values() for p in d.passages}  # --cross-lingual: one shared corpus
+        build_sparse_indexes(passages.values(), folder, threads=threads, overwrite=True)
     return SparseRetriever.load(folder, threads=threads)
+
+
+def roman_retriever(data: Mapping[str, MlqaLanguage], folder: Path, rebuild: bool, threads: int) -> Any:
+    """Build (or reuse) the cross-script index of all the MLQA corpora in ``folder``."""
+    from retriever.sparse import SparseRetriever, build_sparse_indexes
+    from xqa.artifacts import is_complete, load_config
+
+    passages = {p.id: p for d in data.values() for p in d.passages}
+    if is_complete(folder) and not rebuild:
+        rebuild = load_config(folder).get("num_passages") != len(passages)
+    if rebuild or not is_complete(folder):
+        build_sparse_indexes(passages.values(), folder, threads=threads, overwrite=True, cross_script=True)
+    return SparseRetriever.load(folder, threads=threads)
+
+
+def _bm25(data: Mapping[str, MlqaLanguage], work: Path, args: argparse.Namespace) -> Any:
+    if getattr(args, "cross_lingual", False):  # the English index, whatever the question's language
+        return SearchAs(bm25_retriever(data, work / "bm25-cross", args.rebuild, args.threads), "en")
+    return bm25_retriever(data, work / "bm25", args.rebuild, args.threads)
 
 
 # name -> factory(data, work_dir, args) -> retriever; other columns register here.
 RETRIEVERS: dict[str, Callable[[Mapping[str, MlqaLanguage], Path, argparse.Namespace], Any]] = {
-    "BM25": lambda data, work, args: bm25_retriever(data, work / "bm25", args.rebuild, args.threads),
+    "BM25": _bm25,
     "Λ": lambda data, work, args: _lexical(data, work, args),
+    "cross-script": lambda data, work, args: roman_retriever(
+        data, work / ("roman-cross" if getattr(args, "cross_lingual", False) else "roman"), args.rebuild, args.threads),
 }
 
 
@@ -158,6 +226,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--langs", default=",".join(MLQA_LANGS),
                         help="comma-separated languages (same-language pairs)")
     parser.add_argument("--ks", default=",".join(map(str, DEFAULT_KS)), help="comma-separated k values")
+    parser.add_argument("--cross-lingual", action="store_true",
+                        help="questions of each language (but en) over the English contexts "
+                             "(dev-context-en-question-L), instead of same-language pairs")
     parser.add_argument("--retrievers", default="BM25",
                         help=f"comma-separated columns to compute, from: {', '.join(RETRIEVERS)}")
     parser.add_argument("--match", default="lang_aware", choices=("dpr", "lang_aware"),
@@ -202,7 +273,9 @@ def run(args: argparse.Namespace) -> int:
     if unknown or not names:
         raise XqaError(f"--retrievers: unknown {unknown or names}; choose from {', '.join(RETRIEVERS)}")
     ks = _ints(args.ks, "--ks")
-    data = load_mlqa(data_dir, langs)
+    if args.cross_lingual and "Λ" in names:
+        raise XqaError("--cross-lingual: Λ is trained per language here; compare BM25 and cross-script")
+    data = load_mlqa_cross(data_dir, langs) if args.cross_lingual else load_mlqa(data_dir, langs)
     retrievers = {name: RETRIEVERS[name](data, Path(args.work), args) for name in names}
     try:
         scores = retrieval_table(retrievers, data, ks, args.match)
