@@ -125,7 +125,7 @@ def test_ask_read_answer_and_evidence(page, served, tmp_path):
     assert cells.nth(3).inner_text().strip() == first["source"]
     assert float(cells.nth(4).inner_text()) == pytest.approx(first["score"], abs=1e-3)
     sources = {rows.nth(i).locator("td").nth(3).inner_text().strip() for i in range(rows.count())}
-    assert sources <= {"dense", "sparse", "corroborated", "spar", "hybrid", "rrf"}
+    assert sources <= {"dense", "sparse", "corroborated", "spar", "hybrid", "rrf", "roman", "sparse+roman"}
 
     marks = [m.strip().casefold() for m in page.locator("#evidence mark").all_inner_texts()]
     in_text = any(expected["answer"].casefold() in (e["text"] + " " + e["title"]).casefold()

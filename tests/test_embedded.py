@@ -102,3 +102,53 @@ def test_the_distributed_launcher_runs_one_thread_processes_on_the_loopback(monk
     monkeypatch.setattr(subprocess, "run", lambda cmd, env: subprocess.CompletedProcess(cmd, 3))
     with pytest.raises(XqaError, match="2 processes of xqa tune fusion"):
         embedded._xqa_distributed(2, "tune", "fusion")
+
+
+def test_a_config_of_an_older_build_is_written_again_with_the_cross_script_index(tmp_path):
+    from xqa.embedded import RETRIEVAL_METHOD
+
+    build = Build(tmp_path, profile="small")
+    (tmp_path / "world").mkdir()
+    (tmp_path / "world" / "config.json").write_text(json.dumps({"languages": ["en", "ko"]}))
+    (tmp_path / "world" / "test.jsonl").write_text(
+        json.dumps({"id": "q", "question": "Where?", "answers": ["x"], "lang": "en"}) + "\n")
+    done = dict((name, is_done) for name, is_done, _ in build.stages())["pipeline config"]
+    old = {"retrieval": {"method": "spar+scd", "sparse_index": "bm25"}, "reader": {},
+           "tuned": {"alpha": 1.0, "mu": 0.2}}
+    build.config_path.write_text(json.dumps(old))
+    assert not done()                                    # an older build's config: written again
+    build.write_config()
+    assert done()
+    cfg = json.loads(build.config_path.read_text())
+    assert cfg["retrieval"]["method"] == RETRIEVAL_METHOD == "sparse+roman"
+    assert cfg["retrieval"]["roman_index"] == "roman" and cfg["tuned"] == {}   # α, μ, w tuned again
+
+
+def test_retrieval_files_and_reader_follow_the_retrieval_settings(tmp_path, monkeypatch, capsys):
+    import xqa.embedded as embedded
+
+    build = Build(tmp_path, profile="default")
+    build.config_path.write_text(json.dumps({"retrieval": {"method": "sparse+roman", "roman_weight": 1.0},
+                                             "reader": {}, "tuned": {}}))
+    searched = []
+    monkeypatch.setattr(embedded, "_xqa", lambda *argv: searched.append(argv))
+    (tmp_path / "retrieved").mkdir()
+    for split in ("train", "dev", "test"):
+        (tmp_path / "retrieved" / f"{split}.jsonl").write_text("")
+    assert not build._retrieved_current()                # files without a recipe: made before recipes
+    build.retrieve_for_reader()
+    assert len(searched) == 3 and build._retrieved_current()
+    # a reader trained on them
+    monkeypatch.setattr(embedded, "_xqa_distributed", lambda procs, *argv: None)
+    build.train_reader()
+    state = tmp_path / "reader" / "checkpoint" / "trainer_state.json"
+    state.parent.mkdir(parents=True)
+    state.write_text(json.dumps({"step": PROFILES["default"].reader_steps, "done": True}))
+    assert build._reader_finished()
+    # the weight is tuned again (say): the retrieval files and then the reader are stale
+    cfg = json.loads(build.config_path.read_text())
+    cfg["retrieval"]["roman_weight"] = 0.5
+    build.config_path.write_text(json.dumps(cfg))
+    assert not build._retrieved_current()
+    assert not build._reader_finished() and not (tmp_path / "reader").exists()
+    assert "retrieval changed" in capsys.readouterr().out

@@ -27,9 +27,10 @@ def test_questions(tiny_pipeline):
 
 
 def test_config_names_every_method_and_tuned_weights(pipe, tiny_pipeline):
-    assert set(pipe.methods) == {"sparse", "dense", "scd", "hybrid", "rrf", "spar", "spar+scd"}
+    assert set(pipe.methods) == {"sparse", "dense", "scd", "hybrid", "rrf", "spar", "spar+scd",
+                                 "roman", "sparse+roman"}
     tuned = json.loads(Path(tiny_pipeline).read_text())["tuned"]
-    assert {"alpha", "mu"} <= set(tuned)
+    assert {"alpha", "mu", "roman_weight"} <= set(tuned)
     cfg = PipelineConfig.load(tiny_pipeline)
     assert cfg.examples and any(e["crosslingual"] for e in cfg.examples)
     # evidence fusion is tuned reading as many passages as the pipeline reads (not the training setting)
@@ -38,7 +39,8 @@ def test_config_names_every_method_and_tuned_weights(pipe, tiny_pipeline):
     assert cfg.reader.span_beams > 0 and tuned["fusion"]["span_beams"] == cfg.reader.span_beams
 
 
-@pytest.mark.parametrize("method", ["sparse", "dense", "scd", "hybrid", "rrf", "spar", "spar+scd"])
+@pytest.mark.parametrize("method", ["sparse", "dense", "scd", "hybrid", "rrf", "spar", "spar+scd",
+                                    "roman", "sparse+roman"])
 def test_every_method_retrieves_real_passages(pipe, test_questions, method):
     qs = test_questions[:12]
     ctxs = pipe.retrieve(qs, k=10, method=method)
@@ -53,7 +55,9 @@ def test_every_method_retrieves_real_passages(pipe, test_questions, method):
         if method == "sparse":
             assert all(c.lang == q.lang for c in cs)  # BM25 searches the question's language only
         for c in cs:
-            assert c.text and c.source in {"dense", "sparse", "corroborated", "spar", "hybrid", "rrf"}
+            assert c.text and c.source in {"dense", "sparse", "corroborated", "spar", "hybrid", "rrf",
+                                           "roman", "sparse+roman"}
+            assert c.lang  # from the passage, also where the retriever (cross-script) does not know it
 
 
 def test_scd_keeps_its_sparse_budget(pipe, test_questions):

@@ -28,12 +28,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-length", type=int, default=192, help="tokens per encoded passage (truncated)")
     p.add_argument("--max-answer-len", type=int, default=24, help="tokens of the target answer")
     p.add_argument("--sample-answers", action="store_true", help="train on a random gold answer each time")
-    p.add_argument("--train-contexts", choices=["top", "gold", "answer"], default="top",
+    p.add_argument("--train-contexts", choices=["top", "gold", "answer", "evidence"], default="top",
                    help="training passages: the first N in fused order (top), or the gold passages "
                         "(positive_ids / has_answer / answer string) among the first --train-pool plus "
                         "the best-ranked others, still in fused order (gold); or as gold, but passages "
                         "holding the target answer itself (question's language) first and questions with "
-                        "no such passage in the pool skipped (answer: learns to copy soonest from scratch)")
+                        "no such passage in the pool skipped (answer: learns to copy soonest from scratch); "
+                        "or as answer, but a question with no such passage trains on its gold passages "
+                        "(evidence: cross-lingual questions, whose answer is a translation, are kept)")
     p.add_argument("--copy-attention", type=float, default=0.0, metavar="W",
                    help="guided cross-attention: add W x (-log of the attention one head of the last decoder "
                         "layer puts on the answer's tokens in the passages) to the loss; teaches a reader "
@@ -92,7 +94,8 @@ def load_examples(path: str, n_context: int, limit: int = 0, need_answers: bool 
                   contexts: str = "top", pool: int = 0) -> list[dict]:
     """Example dicts (``reader.data``) from a retrieval-result file, ctxs in the given order;
     ``contexts="gold"`` makes sure the gold passages among the first ``pool`` are included;
-    ``contexts="answer"`` puts passages holding the target first and skips questions without one."""
+    ``contexts="answer"`` puts passages holding the target first and skips questions without one;
+    ``contexts="evidence"`` does the same but skips only questions with no gold passage at all."""
     from reader.data import example_from_records, select_contexts
     from xqa.errors import XqaError
     from xqa.io import read_results
@@ -104,12 +107,12 @@ def load_examples(path: str, n_context: int, limit: int = 0, need_answers: bool 
     examples, skipped = [], 0
     for r in results:
         ctxs = list(r.ctxs)
-        if contexts in ("gold", "answer"):
+        if contexts in ("gold", "answer", "evidence"):
             ctxs = ctxs[:pool] if pool else ctxs
             gold = [int(is_gold(r, c)) for c in ctxs]
-            if contexts == "answer":
+            if contexts in ("answer", "evidence"):
                 gold = [2 if holds_target(r, c) else g for c, g in zip(ctxs, gold)]
-                if 2 not in gold:
+                if (2 if contexts == "answer" else 1) > max(gold, default=0):
                     skipped += 1
                     continue
             ctxs = select_contexts(ctxs, n_context, gold)
@@ -119,8 +122,9 @@ def load_examples(path: str, n_context: int, limit: int = 0, need_answers: bool 
         examples.append(ex)
     if skipped and main_process():
         where = f"among its first {pool} passages" if pool else "among its passages"
-        print(f"{path}: {skipped} of {len(results)} questions skipped: none {where} holds the answer "
-              f"(--train-contexts answer)")
+        what = "holds the answer" if contexts == "answer" else "is gold"
+        print(f"{path}: {skipped} of {len(results)} questions skipped: none {where} {what} "
+              f"(--train-contexts {contexts})")
     if not examples:
         raise XqaError(f"{path}: no usable questions" + (" with answers" if need_answers else ""))
     return examples
