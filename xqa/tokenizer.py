@@ -53,6 +53,6 @@ def train_tokenizer(texts: Iterable[str], out_dir: str | Path, vocab_size: int =
         tok.save_pretrained(str(tmp))
         shutil.move(str(raw / "spiece.model"), str(tmp / "spiece.model"))
         shutil.rmtree(raw)
-        save_config(tmp, "tokenizer", {"vocab_size": len(tok), "model_type": "unigram",
+        save_config(tmp, "tokenizer", {"vocab_size": len(tok), "spm_model": "unigram",
                                        "special": list(SPECIAL)})
     return out_dir
