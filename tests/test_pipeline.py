@@ -159,3 +159,23 @@ def test_ask_prints_answer_and_evidence(tiny_pipeline, test_questions):
 def test_ask_empty_question_is_a_clear_error(tiny_pipeline):
     out = _cli("ask", "   ", "--config", tiny_pipeline)
     assert out.returncode == 1 and "empty" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_report_retrieval_tables_plot_and_weights(tiny_pipeline, tmp_path):
+    """`xqa report retrieval`: the table's top-k values are points of the recall curves, the curves
+    never fall with k, and the weights the methods ran with (cross-script w included) are recorded."""
+    out = tmp_path / "rep"
+    assert main(["report", "retrieval", "--config", str(tiny_pipeline), "--max-questions", "30",
+                 "--methods", "bm25", "roman", "sparse+roman", "--ks", "1", "5", "--out", str(out)]) == 0
+    rep = json.loads((out / "report.json").read_text())
+    cfg = json.loads(Path(tiny_pipeline).read_text())["retrieval"]
+    assert rep["n"] == 30 and rep["weights"]["roman_weight"] == cfg.get("roman_weight", 1.0)
+    for split, per in rep["curves"].items():
+        assert set(per) == {"BM25", "cross-script BM25", "BM25+cross-script"}
+        for label, curve in per.items():
+            assert all(a <= b for a, b in zip(curve, curve[1:])), (split, label)
+            assert rep["scores"][split][label] == {"1": curve[0], "5": curve[4]}
+    assert rep["scores"]["same-language"]["BM25"]["5"] > 50   # the world's questions name their passages
+    md = (out / "report.md").read_text()
+    assert "w (cross-script) = " in md and "| BM25+cross-script |" in md
+    assert (out / "recall.png").stat().st_size > 0

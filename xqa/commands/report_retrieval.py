@@ -108,6 +108,8 @@ def run(args: argparse.Namespace) -> int:
 
     weights = (f"α = {r.alpha:g}{' (normalised)' if r.normalize else ''}, μ = {r.mu:g}, "
                f"max_frac = {r.max_frac:g}")
+    if "sparse+roman" in methods:
+        weights += f", w (cross-script) = {r.roman_weight:g}"
     md = [f"# Retrieval on {Path(qfile).name} ({len(questions)} questions)\n",
           f"Top-k answer accuracy (%), answer strings matched with `{args.match}`; {weights}.\n"]
     head = ["method"] + [f"{split} @{kk}" for split in ("all", "same-language", "cross-lingual") for kk in args.ks]
@@ -137,7 +139,8 @@ def run(args: argparse.Namespace) -> int:
     write_text_atomic(out / "report.md", text)
     write_json_atomic(out / "report.json", {
         "questions": qfile, "n": len(questions), "ks": args.ks, "match": args.match,
-        "weights": {"alpha": r.alpha, "normalize": r.normalize, "mu": r.mu, "max_frac": r.max_frac},
+        "weights": {"alpha": r.alpha, "normalize": r.normalize, "mu": r.mu, "max_frac": r.max_frac,
+                    "roman_weight": r.roman_weight},
         "scores": {g: {LABELS[m]: {str(kk): v for kk, v in s.items()} for m, s in per.items()}
                    for g, per in scores.items()},
         "curves": {split: {LABELS[m]: [c[kk] for kk in range(1, k + 1)] for m, c in per.items()}
