@@ -122,6 +122,11 @@ def test_a_config_of_an_older_build_is_written_again_with_the_cross_script_index
     cfg = json.loads(build.config_path.read_text())
     assert cfg["retrieval"]["method"] == RETRIEVAL_METHOD == "sparse+roman"
     assert cfg["retrieval"]["roman_index"] == "roman" and cfg["tuned"] == {}   # α, μ, w tuned again
+    # a profile that reads another number of passages: written again (w and β/γ depend on it)
+    assert cfg["reader"]["n_passages"] == PROFILES["small"].n_context
+    cfg["reader"]["n_passages"] = PROFILES["small"].n_context + 4
+    build.config_path.write_text(json.dumps(cfg))
+    assert not done()
 
 
 def test_retrieval_files_and_reader_follow_the_retrieval_settings(tmp_path, monkeypatch, capsys):
