@@ -45,8 +45,10 @@ def test_every_method_retrieves_real_passages(pipe, test_questions, method):
     qs = test_questions[:12]
     ctxs = pipe.retrieve(qs, k=10, method=method)
     assert len(ctxs) == len(qs)
-    # BM25 may find no term in common with a question; every other method always answers.
-    assert sum(bool(cs) for cs in ctxs) >= (len(qs) // 2 if method == "sparse" else len(qs))
+    # The BM25 methods may find no term in common with a question (a Chinese question is one
+    # romanized token in the cross-script index); every other method always answers.
+    bm25_only = method in ("sparse", "roman", "sparse+roman")
+    assert sum(bool(cs) for cs in ctxs) >= (len(qs) // 2 if bm25_only else len(qs))
     for q, cs in zip(qs, ctxs):
         assert len(cs) <= 10
         assert len({c.id for c in cs}) == len(cs)
