@@ -158,6 +158,15 @@ def test_ask_prints_answer_and_evidence(tiny_pipeline, test_questions):
     assert f"question ({q.lang})" in out.stdout  # detected language
 
 
+def test_ask_says_when_nothing_was_retrieved(tiny_pipeline):
+    # no word of it is in any passage: the BM25 methods find nothing, the dense one always something
+    out = _cli("ask", "Qqzzkk xxvvqq?", "--lang", "en", "--config", tiny_pipeline, "--method", "sparse+roman")
+    assert out.returncode == 0, out.stderr
+    assert "sparse+roman retrieved no passage" in out.stdout
+    out = _cli("ask", "Qqzzkk xxvvqq?", "--lang", "en", "--config", tiny_pipeline, "--method", "dense")
+    assert out.returncode == 0 and "retrieved no passage" not in out.stdout and " 1. [" in out.stdout
+
+
 def test_ask_empty_question_is_a_clear_error(tiny_pipeline):
     out = _cli("ask", "   ", "--config", tiny_pipeline)
     assert out.returncode == 1 and "empty" in out.stderr and "Traceback" not in out.stderr

@@ -37,10 +37,15 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(ans.to_dict(), ensure_ascii=False, indent=1))
         return 0
     print(f"question ({lang}): {text}")
-    print(f"answer: {ans.text}    (p = {ans.score:.3f}, retrieval: {pipe.config.retrieval.method})")
+    method = pipe.config.retrieval.method
+    print(f"answer: {ans.text or '(empty)'}    (p = {ans.score:.3f}, retrieval: {method})")
     if len(ans.candidates) > 1:
         print("n-best: " + " | ".join(f"{c.text} ({c.score:.3f})" for c in ans.candidates))
     print("evidence:")
+    if not ans.evidence:
+        # BM25-based methods find nothing when no term of the question is in any passage
+        print(f"    none: {method} retrieved no passage, so the answer is the reader's guess without "
+              "evidence (another --method, e.g. dense, always retrieves)")
     for i, e in enumerate(ans.evidence[: args.show], 1):
         c = e.context
         print(f" {i}. [{c.lang}] {c.title}  source={c.source} score={c.score:.3f} relevance={e.relevance:.3f}")
