@@ -58,9 +58,9 @@ class Profile:
 # against 0.47. SPAR+SCD and every other method stay available (xqa ask --method, the demo).
 RETRIEVAL_METHOD = "sparse+roman"
 
-# The reader reads 2 passages: with BM25 + cross-script retrieval the gold passage is first for 90 % of
-# same-language questions, and the tiny reader is misled by more. Tuned fusion F1 on 500 dev questions
-# reading 1, 2, 3, 4, 8, 12 passages: 0.197, 0.205, 0.203, 0.184, 0.158, 0.142 (docs/reader.md, "Session 9").
+# The reader reads 2 passages: with BM25 + cross-script retrieval a gold passage is first for 90 % of test
+# split same-language questions, and the tiny reader is misled by more. Tuned fusion F1 on 500 dev questions
+# reading 1, 2, 3, 4, 8, 12 passages: 0.197, 0.205, 0.203, 0.184, 0.158, 0.142 (docs/reader.md, "Sessions 8 and 9").
 PROFILES = {
     "default": Profile(world_size="default", vocab_size=8000, retriever_args=(),
                        lexical_steps=100, reader_steps=1200, reader_batch=16,
