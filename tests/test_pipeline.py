@@ -163,6 +163,7 @@ def test_ask_says_when_nothing_was_retrieved(tiny_pipeline):
     out = _cli("ask", "Qqzzkk xxvvqq?", "--lang", "en", "--config", tiny_pipeline, "--method", "sparse+roman")
     assert out.returncode == 0, out.stderr
     assert "sparse+roman retrieved no passage" in out.stdout
+    assert "n-best:  (" not in out.stdout    # an empty candidate is shown as (empty), not as nothing
     out = _cli("ask", "Qqzzkk xxvvqq?", "--lang", "en", "--config", tiny_pipeline, "--method", "dense")
     assert out.returncode == 0 and "retrieved no passage" not in out.stdout and " 1. [" in out.stdout
 

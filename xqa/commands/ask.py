@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     method = pipe.config.retrieval.method
     print(f"answer: {ans.text or '(empty)'}    (p = {ans.score:.3f}, retrieval: {method})")
     if len(ans.candidates) > 1:
-        print("n-best: " + " | ".join(f"{c.text} ({c.score:.3f})" for c in ans.candidates))
+        print("n-best: " + " | ".join(f"{c.text or '(empty)'} ({c.score:.3f})" for c in ans.candidates))
     print("evidence:")
     if not ans.evidence:
         # BM25-based methods find nothing when no term of the question is in any passage
