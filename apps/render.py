@@ -146,13 +146,18 @@ def evidence_html(answer: Answer, extra: Sequence[str] = ()) -> str:
             f'<td class="xqa-rank">{i}</td>'
             f'<td class="xqa-title" dir="auto">{highlight(c.title, needles)}</td>'
             f'<td class="xqa-lang" title="{html.escape(language_name(c.lang), quote=True)}">{html.escape(c.lang)}</td>'
-            f'<td><span class="xqa-src xqa-src-{html.escape(c.source, quote=True)}">{html.escape(c.source)}</span></td>'
+            f'<td><span class="xqa-src xqa-src-{_css_name(c.source)}">{html.escape(c.source)}</span></td>'
             f'<td class="xqa-num">{c.score:.3f}</td>'
             f'<td class="xqa-num">{_relevance_cell(e.relevance)}</td>'
             f'<td class="xqa-text" dir="auto">{highlight(c.text, needles)}</td>'
             "</tr>")
     return (f'<table class="xqa-evidence"><thead><tr>{head}</tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table>')
+
+
+def _css_name(source: str) -> str:
+    """A retriever source as a CSS class suffix: ``dense (fallback)`` → ``dense-fallback``."""
+    return "-".join(re.findall(r"[a-z0-9+]+", source.lower())).replace("+", "_") or "unknown"
 
 
 def _relevance_cell(r: float) -> str:
@@ -198,4 +203,5 @@ mark { background: #fde047; color: #111827; padding: 0 2px; border-radius: 2px; 
 .xqa-src-sparse { background: #fef3c7; }
 .xqa-src-corroborated { background: #dcfce7; }
 .xqa-src-spar { background: #ede9fe; }
+.xqa-src-dense-fallback { background: #fee2e2; }
 """

@@ -10,8 +10,10 @@ import pytest
 
 from xqa.cli import main
 from xqa.config import PipelineConfig
+from xqa.errors import XqaError
 from xqa.io import read_questions, read_results
 from xqa.pipeline import Pipeline
+from xqa.records import Question
 
 pytestmark = pytest.mark.slow
 
@@ -43,12 +45,14 @@ def test_config_names_every_method_and_tuned_weights(pipe, tiny_pipeline):
                                     "roman", "sparse+roman"])
 def test_every_method_retrieves_real_passages(pipe, test_questions, method):
     qs = test_questions[:12]
-    ctxs = pipe.retrieve(qs, k=10, method=method)
+    ctxs = pipe.retrieve(qs, k=10, method=method, fallback=None)
     assert len(ctxs) == len(qs)
     # The BM25 methods may find no term in common with a question (a Chinese question is one
-    # romanized token in the cross-script index); every other method always answers.
+    # romanized token in the cross-script index); every other method always answers ...
     bm25_only = method in ("sparse", "roman", "sparse+roman")
     assert sum(bool(cs) for cs in ctxs) >= (len(qs) // 2 if bm25_only else len(qs))
+    # ... and with the config's dense fallback, every method does
+    assert all(pipe.retrieve(qs, k=10, method=method))
     for q, cs in zip(qs, ctxs):
         assert len(cs) <= 10
         assert len({c.id for c in cs}) == len(cs)
@@ -160,12 +164,35 @@ def test_ask_prints_answer_and_evidence(tiny_pipeline, test_questions):
 
 def test_ask_says_when_nothing_was_retrieved(tiny_pipeline):
     # no word of it is in any passage: the BM25 methods find nothing, the dense one always something
-    out = _cli("ask", "Qqzzkk xxvvqq?", "--lang", "en", "--config", tiny_pipeline, "--method", "sparse+roman")
+    out = _cli("ask", "Qqzzkk xxvvqq?", "--lang", "en", "--config", tiny_pipeline, "--method", "sparse+roman",
+               "--fallback", "none")
     assert out.returncode == 0, out.stderr
     assert "sparse+roman retrieved no passage" in out.stdout
     assert "n-best:  (" not in out.stdout    # an empty candidate is shown as (empty), not as nothing
+    # by default the config's dense fallback searches again, and says so
+    out = _cli("ask", "Qqzzkk xxvvqq?", "--lang", "en", "--config", tiny_pipeline, "--method", "sparse+roman")
+    assert out.returncode == 0, out.stderr
+    assert "retrieved no passage; these come from the dense fallback" in out.stdout
+    assert "source=dense (fallback)" in out.stdout and " 1. [" in out.stdout
     out = _cli("ask", "Qqzzkk xxvvqq?", "--lang", "en", "--config", tiny_pipeline, "--method", "dense")
     assert out.returncode == 0 and "retrieved no passage" not in out.stdout and " 1. [" in out.stdout
+
+
+def test_retrieve_falls_back_only_for_questions_the_method_finds_nothing_for(tiny_pipeline):
+    pipe = Pipeline.load(tiny_pipeline)
+    found = next(p for p in pipe.store if p.lang == "en")
+    qs = [Question(id="none", question="Qqzzkk xxvvqq?", lang="en"),
+          Question(id="some", question=found.title, lang="en")]
+    got = pipe.retrieve(qs, k=5, method="sparse")
+    assert pipe.fallback_for("sparse") == "dense"
+    assert len(got[0]) == 5 and all(c.source == "dense (fallback)" for c in got[0])
+    assert got[1] and all(c.source == "sparse" for c in got[1])
+    pipe.config.retrieval.fallback = None
+    plain = pipe.retrieve(qs, k=5, method="sparse")
+    assert plain[0] == [] and pipe.fallback_for("sparse") is None
+    assert [c.id for c in plain[1]] == [c.id for c in got[1]]       # a question BM25 answers: untouched
+    with pytest.raises(XqaError, match="retrieval.fallback 'bm42'"):
+        PipelineConfig.from_dict({"retrieval": {"fallback": "bm42"}})
 
 
 def test_ask_empty_question_is_a_clear_error(tiny_pipeline):

@@ -38,6 +38,9 @@ class RetrievalConfig:
     normalize: bool = False
     mu: float = 1.0
     roman_weight: float = 1.0  # sparse+roman: BM25 + roman_weight * cross-script BM25
+    # A question for which the method finds nothing (every query term unknown to the BM25
+    # indexes) is searched again with this method, when the config names its indexes; null: never.
+    fallback: str | None = "dense"
 
 
 @dataclass
@@ -85,6 +88,8 @@ class PipelineConfig:
         reader = _sub(ReaderConfig, d.pop("reader", {}), "reader")
         if retrieval.method not in METHODS:
             raise XqaError(f"retrieval.method {retrieval.method!r} is not one of {METHODS}")
+        if retrieval.fallback is not None and retrieval.fallback not in METHODS:
+            raise XqaError(f"retrieval.fallback {retrieval.fallback!r} is not null or one of {METHODS}")
         cfg = cls(retrieval=retrieval, reader=reader, base_dir=str(base_dir), **d)
         return cfg
 

@@ -28,6 +28,9 @@ def add_pipeline_arguments(p: argparse.ArgumentParser, method_default: str | Non
     g.add_argument("--mu", type=float, default=None, help="SPAR: query-side weight of Λ")
     g.add_argument("--roman-weight", type=float, default=None,
                    help="sparse+roman: weight of the cross-script BM25 score")
+    g.add_argument("--fallback", choices=(*METHODS, "none"), default=None,
+                   help="method that searches again for a question the method finds nothing for "
+                        "(default: the config's, dense when it names a dense index; 'none': never)")
 
 
 def load_pipeline(args: argparse.Namespace):
@@ -56,6 +59,8 @@ def load_pipeline(args: argparse.Namespace):
             setattr(r, key, getattr(args, key))
     if args.method:
         r.method = args.method
+    if getattr(args, "fallback", None):
+        r.fallback = None if args.fallback == "none" else args.fallback
     if args.k:
         r.k = args.k
     return Pipeline(cfg)

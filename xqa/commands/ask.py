@@ -42,10 +42,13 @@ def run(args: argparse.Namespace) -> int:
     if len(ans.candidates) > 1:
         print("n-best: " + " | ".join(f"{c.text or '(empty)'} ({c.score:.3f})" for c in ans.candidates))
     print("evidence:")
+    fallback = pipe.fallback_for(method)
     if not ans.evidence:
         # BM25-based methods find nothing when no term of the question is in any passage
         print(f"    none: {method} retrieved no passage, so the answer is the reader's guess without "
               "evidence (another --method, e.g. dense, always retrieves)")
+    elif fallback and ans.evidence[0].context.source.endswith("(fallback)"):
+        print(f"    ({method} retrieved no passage; these come from the {fallback} fallback)")
     for i, e in enumerate(ans.evidence[: args.show], 1):
         c = e.context
         print(f" {i}. [{c.lang}] {c.title}  source={c.source} score={c.score:.3f} relevance={e.relevance:.3f}")
