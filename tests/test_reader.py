@@ -373,6 +373,22 @@ def test_two_process_gloo_training_via_torchrun(tokenizer, tmp_path):
     assert FiDReader.load(tmp_path / "run").read_examples([example_from_record(_record(0))], beams=1)
 
 
+def test_train_reader_set_changes_the_random_architecture(tokenizer, tmp_path):
+    from xqa.cli import main
+
+    data = tmp_path / "train.jsonl"
+    data.write_text("".join(json.dumps(_record(i)) + "\n" for i in range(4)), encoding="utf-8")
+    tokenizer.save_pretrained(str(tmp_path / "tok"))
+    base = ["train", "reader", "--train", str(data), "--config", "tiny", "--tokenizer", str(tmp_path / "tok"),
+            "--n-context", "2", "--max-length", "32", "--batch-size", "2", "--max-steps", "1", "--threads", "1"]
+    assert main([*base, "--out", str(tmp_path / "run"), "--set", "num_decoder_layers=3", "--set", "d_ff=200"]) == 0
+    model = FiDReader.load(tmp_path / "run").model.t5
+    assert (model.config.num_decoder_layers, model.config.d_ff, model.config.num_layers) == (3, 200, 2)
+    assert len(model.decoder.block) == 3
+    assert main([*base, "--out", str(tmp_path / "bad"), "--set", "num_decoder_layer=3"]) == 1
+    assert main([*base, "--out", str(tmp_path / "bad2"), "--set", "3"]) == 1
+
+
 def test_tune_fusion_in_two_processes_reads_and_tunes_as_one(trained, tmp_path):
     """Under torchrun the processes share the reading (strided shards) and rank 0 tunes: the
     reader outputs, gathered back in question order, and the tuned weights are those of one process."""

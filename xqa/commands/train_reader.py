@@ -23,6 +23,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     init.add_argument("--init", help="start from a T5/mT5 checkpoint (hub name, HF folder or xqa reader)")
     init.add_argument("--config", choices=["tiny", "small"],
                       help="start from random weights of this size (needs --tokenizer); default tiny")
+    p.add_argument("--set", dest="arch", action="append", default=[], metavar="KEY=VALUE",
+                   help="with --config: change one MT5Config field of the size, e.g. --set num_decoder_layers=3 "
+                        "(repeatable; integers, floats and strings)")
     p.add_argument("--tokenizer", help="tokenizer folder for --config (xqa train tokenizer)")
     p.add_argument("--n-context", type=int, default=20, help="passages per question (padded)")
     p.add_argument("--max-length", type=int, default=192, help="tokens per encoded passage (truncated)")
@@ -162,6 +165,8 @@ def run(args: argparse.Namespace) -> int:
         raise XqaError(f"--copy-attention must be >= 0 (a loss weight), got {args.copy_attention}")
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.init and args.arch:
+        raise XqaError("--set changes a random-init architecture (--config), not a checkpoint (--init)")
     if args.init:
         reader = FiDReader.load(args.init, device="cpu", max_length=args.max_length,
                                 max_answer_len=args.max_answer_len, n_context=args.n_context)
@@ -169,7 +174,8 @@ def run(args: argparse.Namespace) -> int:
         if not args.tokenizer:
             raise XqaError("--config needs --tokenizer (or give --init)")
         tok = AutoTokenizer.from_pretrained(args.tokenizer)
-        reader = FiDReader.from_config(args.config or "tiny", tok, seed=args.seed, max_length=args.max_length,
+        reader = FiDReader.from_config(_architecture(args.config or "tiny", args.arch), tok, seed=args.seed,
+                                       max_length=args.max_length,
                                        max_answer_len=args.max_answer_len, n_context=args.n_context)
     train_set = load_examples(args.train, args.n_context, args.train_limit, need_answers=True,
                               contexts=args.train_contexts, pool=args.train_pool)
@@ -196,3 +202,33 @@ def run(args: argparse.Namespace) -> int:
     if main_process():
         print(f"reader written to {args.out}/best: " + ", ".join(f"{k}={v}" for k, v in result.items()))
     return 0
+
+
+def _architecture(size: str, settings: list[str]):
+    """The named size, or (with ``--set KEY=VALUE``) its fields changed: an explicit dict."""
+    from reader.fid import SIZES
+    from xqa.errors import XqaError
+
+    if not settings:
+        return size
+    arch = dict(SIZES[size])
+    for item in settings:
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise XqaError(f"--set {item!r}: expected KEY=VALUE, e.g. num_decoder_layers=3")
+        for cast in (int, float):
+            try:
+                value = cast(raw)
+                break
+            except ValueError:
+                continue
+        else:
+            value = raw
+        arch[key] = value
+    from transformers import MT5Config
+
+    unknown = [k for k in arch if not hasattr(MT5Config(), k)]
+    if unknown:
+        raise XqaError(f"--set: {', '.join(unknown)} is not an MT5Config field")
+    return arch
