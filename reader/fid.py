@@ -12,6 +12,7 @@ The encoder keeps the fast default kernel.
 """
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -132,7 +133,7 @@ class FiD(torch.nn.Module):
         start = torch.full((hidden.shape[0], 1), self.config.decoder_start_token_id,
                            dtype=torch.long, device=hidden.device)
         out = self.t5(encoder_outputs=BaseModelOutput(last_hidden_state=hidden), attention_mask=mask,
-                      decoder_input_ids=start, output_attentions=True)
+                      decoder_input_ids=start, output_attentions=True, use_cache=False)
         return out.cross_attentions[layer][:, head, 0].float()
 
     @property
@@ -160,7 +161,8 @@ class FiD(torch.nn.Module):
         """Teacher-forced pass; ``.loss`` is the mean token cross-entropy when ``labels`` [B, T] are given."""
         enc, mask = self.encode(input_ids, attention_mask, passage_mask)
         return self.t5(encoder_outputs=enc, attention_mask=mask, labels=labels,
-                       decoder_input_ids=decoder_input_ids, output_attentions=output_attentions)
+                       decoder_input_ids=decoder_input_ids, output_attentions=output_attentions,
+                       use_cache=False)
 
     @torch.no_grad()
     def generate(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
@@ -225,8 +227,15 @@ class FiD(torch.nn.Module):
         if allowed_tokens_fn is not None:
             gen_kwargs["prefix_allowed_tokens_fn"] = allowed_tokens_fn
         # generate() expands encoder_outputs in place for the beams: hand it its own wrapper.
-        seqs = self.t5.generate(encoder_outputs=BaseModelOutput(last_hidden_state=hidden),
-                                attention_mask=mask, **gen_kwargs)                        # [B*k, T]
+        # The cache is given, not left to generate(): transformers sizes a cache made from the
+        # config by its encoder layers (num_layers), so a T5 with more decoder layers than encoder
+        # layers fails; this one grows a layer for each decoder layer that writes to it.
+        # (Newer transformers call the argument `cache`; `past_key_values` works in every version.)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*past_key_values.* is deprecated", category=FutureWarning)
+            seqs = self.t5.generate(encoder_outputs=BaseModelOutput(last_hidden_state=hidden),
+                                    attention_mask=mask, past_key_values=_decoder_cache(),
+                                    **gen_kwargs)                                         # [B*k, T]
         return seqs.view(hidden.shape[0], k, -1)
 
     @torch.no_grad()
@@ -251,7 +260,7 @@ class FiD(torch.nn.Module):
         is_eos = (target == eos).long()
         token_mask = ((is_eos.cumsum(1) - is_eos) == 0).float()                    # up to the first </s>
         out = self.t5(encoder_outputs=BaseModelOutput(last_hidden_state=hidden), attention_mask=mask,
-                      decoder_input_ids=dec_in, output_attentions=True)
+                      decoder_input_ids=dec_in, output_attentions=True, use_cache=False)
         logp = out.logits.float().log_softmax(-1).gather(-1, target[:, :, None]).squeeze(-1)  # [S, T-1]
         logprobs = (logp * token_mask).sum(1)
         if copy_mask is not None and self.copy_head is not None:
@@ -266,6 +275,13 @@ class FiD(torch.nn.Module):
         per_passage = per_passage * (mask.view(S, n_passages, -1).sum(-1) > 0)     # padding passages get 0
         relevance = per_passage / per_passage.sum(1, keepdim=True).clamp(min=1e-12)
         return logprobs, relevance
+
+
+def _decoder_cache():
+    """An empty self- and cross-attention cache whose layers are made as the decoder fills them."""
+    from transformers.cache_utils import DynamicCache, EncoderDecoderCache
+
+    return EncoderDecoderCache(DynamicCache(), DynamicCache())
 
 
 def _drop_repeats(seqs: torch.Tensor, logprobs: torch.Tensor, pad: int) -> torch.Tensor:

@@ -247,6 +247,21 @@ def test_fid_over_one_passage_equals_plain_mt5(tokenizer):
     assert gen_fid.tolist() == gen_plain.tolist()
 
 
+def test_more_decoder_than_encoder_layers_generates_and_scores(tokenizer):
+    """transformers sizes a generation cache made from a T5 config by its encoder layers; the
+    reader hands generate() its own cache, so an asymmetric model (e.g. --set num_decoder_layers=3)
+    searches, points and scores like any other."""
+    fid = FiD(build_t5({**MICRO, "num_layers": 1, "num_decoder_layers": 3}, len(tokenizer), seed=1)).eval()
+    fid.copy_head = (2, 0)
+    batch = encode_passages(tokenizer, [example_from_record(_record(i)) for i in range(2)], 2, 40)
+    out = fid.generate(batch["input_ids"], batch["attention_mask"], batch["passage_mask"],
+                       beams=3, n_best=2, max_new_tokens=5)
+    assert out["sequences"].shape[:2] == (2, 2) and torch.isfinite(out["logprobs"]).all()
+    greedy = fid.generate(batch["input_ids"], batch["attention_mask"], batch["passage_mask"],
+                          beams=1, n_best=1, max_new_tokens=5)
+    assert greedy["sequences"].shape[:2] == (2, 1)
+
+
 def test_padding_passages_change_nothing(tokenizer):
     fid = FiD(build_t5(MICRO, len(tokenizer), seed=2)).eval()
     ex = example_from_record(_record(2, n_ctx=2))
