@@ -155,6 +155,10 @@ def test_evidence_html_has_every_field_escaped_and_the_answer_marked():
     assert "sparse" in cells[1][3] and cells[1][2] == "fi"
     assert all(f"<th>{html.escape(h)}</th>" in out for h in render.EVIDENCE_HEADERS)
     assert "No passages" in render.evidence_html(Answer(question_id="q", text="x", score=1.0))
+    assert 'class="xqa-src xqa-src-corroborated"' in out
+    # a source becomes a CSS class name: the fallback's "dense (fallback)" gets its own colour
+    assert render._css_name("dense (fallback)") == "dense-fallback" and ".xqa-src-dense-fallback" in render.CSS
+    assert render._css_name("sparse+roman") == "sparse_roman"
 
 
 def test_status_line():
