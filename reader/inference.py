@@ -190,12 +190,16 @@ class FiDReader:
         seqs, logprobs, rel = gen["sequences"].cpu(), gen["logprobs"].cpu(), gen["relevance"].cpu()
         B, k, _ = seqs.shape
         texts = self.tokenizer.batch_decode(seqs.reshape(B * k, -1), skip_special_tokens=True)
-        weights = logprobs.softmax(dim=1)                                         # [B, k] within the n-best
         for b, ex in enumerate(chunk):
             n_real = min(len(ex["texts"]), n_context)
             keep = [j for j in range(k) if torch.isfinite(logprobs[b, j])]       # repeats were set to -inf
+            # An empty answer is no answer: a question of an open-domain set always has one, so an
+            # empty candidate (</s> first) is dropped whenever the n-best holds another.
+            written = [j for j in keep if answer_text(texts[b * k + j])]
+            keep = written or keep
+            weights = logprobs[b, keep].softmax(dim=0)                           # [k'] within the n-best
             cand_rel = rel[b, keep, :n_real].numpy()                             # [k', n_real]
-            pooled = (weights[b, keep, None] * rel[b, keep, :n_real]).sum(0).numpy()
+            pooled = (weights[:, None] * rel[b, keep, :n_real]).sum(0).numpy()
             yield ReaderOutput(candidates=[(answer_text(texts[b * k + j]), float(logprobs[b, j])) for j in keep],
                                relevance=pooled.astype(np.float32), candidate_relevance=cand_rel.astype(np.float32))
 

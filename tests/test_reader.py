@@ -353,6 +353,25 @@ def test_reader_read_api_greedy_beam_and_relevance(trained):
     assert rt.candidates == [(t, pytest.approx(s)) for t, s in beam[0].candidates]
 
 
+def test_an_empty_candidate_gives_way_to_any_written_one(trained):
+    reader = trained["reader"]
+    tok = reader.tokenizer
+    word = tok("Velora", add_special_tokens=False)["input_ids"]
+    T = len(word) + 2
+    empty = [0, 1] + [0] * (T - 2)                      # </s> first: decodes to ""
+    written = [0, *word, 1]
+    ex = [example_from_record(_record(0))]
+    gen = {"sequences": torch.tensor([[empty, written]]), "logprobs": torch.tensor([[-0.1, -2.0]]),
+           "relevance": torch.tensor([[[0.9, 0.1], [0.2, 0.8]]])}
+    [out] = reader._outputs(ex, gen, 2)
+    assert out.candidates == [("Velora", -2.0)] and out.candidate_relevance.shape == (1, 2)
+    np.testing.assert_allclose(out.relevance, [0.2, 0.8], atol=1e-6)   # pooled over what is kept
+    only_empty = {**gen, "sequences": torch.tensor([[empty, empty]]),
+                  "logprobs": torch.tensor([[-0.1, float("-inf")]])}
+    [out] = reader._outputs(ex, only_empty, 2)
+    assert out.candidates == [("", pytest.approx(-0.1))]    # nothing else: the empty answer stays
+
+
 def test_save_load_identical_generations(trained, tmp_path):
     reader = trained["reader"]
     reader.save(tmp_path / "copy")
