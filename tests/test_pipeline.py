@@ -184,7 +184,8 @@ def test_retrieve_falls_back_only_for_questions_the_method_finds_nothing_for(tin
     qs = [Question(id="none", question="Qqzzkk xxvvqq?", lang="en"),
           Question(id="some", question=found.title, lang="en")]
     got = pipe.retrieve(qs, k=5, method="sparse")
-    assert pipe.fallback_for("sparse") == "dense"
+    assert pipe.fallback_for("sparse") == "dense" and pipe.fallback_for("dense") is None
+    assert pipe.fallback_for("sparse", fallback=None) is None      # an override wins over the config
     assert len(got[0]) == 5 and all(c.source == "dense (fallback)" for c in got[0])
     assert got[1] and all(c.source == "sparse" for c in got[1])
     pipe.config.retrieval.fallback = None

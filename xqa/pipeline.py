@@ -70,6 +70,10 @@ class PassageStore:
                 yield self.get(pid)
 
 
+# Appended to the ``source`` of a hit the fallback method found (``dense (fallback)``).
+FALLBACK_SUFFIX = " (fallback)"
+
+
 class Pipeline:
     """Retrieval, reading and evidence fusion behind one batch-first call."""
 
@@ -185,22 +189,22 @@ class Pipeline:
         method = method or self.config.retrieval.method
         questions = list(questions)
         hits = self.retriever(method, **overrides).search(questions, k)
-        fallback = self.fallback_for(method, overrides.get("fallback", self.config.retrieval.fallback))
+        fallback = self.fallback_for(method, **overrides)
         empty = [i for i, h in enumerate(hits) if not h] if fallback else []
         if empty:
             more = self.retriever(fallback, **overrides).search([questions[i] for i in empty], k)
             for i, h in zip(empty, more):
-                hits[i] = [replace(x, source=f"{x.source} (fallback)") for x in h]
+                hits[i] = [replace(x, source=x.source + FALLBACK_SUFFIX) for x in h]
         return [self.contexts(h) for h in hits]
 
-    def fallback_for(self, method: str, fallback: str | None = "config") -> str | None:
+    def fallback_for(self, method: str, **overrides) -> str | None:
         """The method that searches again for a question ``method`` finds nothing for, if any.
 
         BM25 finds nothing when every query term is unknown to its index: a language without
-        an index, or a question in words the world never uses. The fallback (dense by
-        default) always ranks passages; its hits' ``source`` ends in `` (fallback)``, so the
-        evidence shows where they came from."""
-        fb = self.config.retrieval.fallback if fallback == "config" else fallback
+        an index, or a question in words the world never uses. The fallback (the config's
+        ``retrieval.fallback`` or an override; dense by default) always ranks passages; its
+        hits' ``source`` ends in :data:`FALLBACK_SUFFIX`, so the evidence shows where they came from."""
+        fb = replace(self.config.retrieval, **overrides).fallback
         if fb is not None and fb not in METHODS:
             raise XqaError(f"unknown fallback method {fb!r}; choose from {', '.join(METHODS)}")
         if not fb or fb == method or not all(self._available()[n] for n in _NEEDS[fb]):

@@ -21,6 +21,7 @@ def run(args: argparse.Namespace) -> int:
 
     from xqa.commands._common import load_pipeline
     from xqa.errors import XqaError
+    from xqa.pipeline import FALLBACK_SUFFIX
     from xqa.records import Question
 
     text = args.question.strip()
@@ -42,12 +43,12 @@ def run(args: argparse.Namespace) -> int:
     if len(ans.candidates) > 1:
         print("n-best: " + " | ".join(f"{c.text or '(empty)'} ({c.score:.3f})" for c in ans.candidates))
     print("evidence:")
-    fallback = pipe.fallback_for(method)
     if not ans.evidence:
         # BM25-based methods find nothing when no term of the question is in any passage
         print(f"    none: {method} retrieved no passage, so the answer is the reader's guess without "
               "evidence (another --method, e.g. dense, always retrieves)")
-    elif fallback and ans.evidence[0].context.source.endswith("(fallback)"):
+    elif ans.evidence[0].context.source.endswith(FALLBACK_SUFFIX):
+        fallback = ans.evidence[0].context.source.removesuffix(FALLBACK_SUFFIX)
         print(f"    ({method} retrieved no passage; these come from the {fallback} fallback)")
     for i, e in enumerate(ans.evidence[: args.show], 1):
         c = e.context
