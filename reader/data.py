@@ -33,6 +33,57 @@ def format_question_only(question: str, lang: str) -> str:
     return f"question: {question} lang: {lang}"
 
 
+def format_decoder_prompt(question: str, lang: str) -> str:
+    """The decoder's prompt in front of the answer (readers trained with ``--decoder-prompt``)."""
+    return f"question: {question} lang: {lang} answer:"
+
+
+def encode_prompts(tokenizer, examples: Sequence[Mapping[str, Any]], start_id: int,
+                   max_length: int = 48) -> tuple[list[list[int]], torch.Tensor, torch.Tensor]:
+    """Decoder prompts: each the start token, then :func:`format_decoder_prompt`'s pieces
+    (no ``</s>``; the question cut from the left so ``answer:`` always ends it).
+
+    Returns the unpadded id lists (for training targets) and, for generation, ``ids`` and
+    ``mask`` [B, P] padded on the left, so that every row's answer starts at column P:
+    the decoder's relative positions make left padding invisible to the real tokens.
+    """
+    rows = []
+    for ex in examples:
+        ids = tokenizer(format_decoder_prompt(ex["question"], ex.get("lang", "")),
+                        add_special_tokens=False)["input_ids"]
+        rows.append([start_id] + ids[-(max_length - 1):])
+    P = max(len(r) for r in rows)
+    ids = torch.full((len(rows), P), start_id, dtype=torch.long)
+    mask = torch.zeros(len(rows), P, dtype=torch.long)
+    for b, r in enumerate(rows):
+        ids[b, P - len(r):] = torch.tensor(r)
+        mask[b, P - len(r):] = 1
+    return rows, ids, mask
+
+
+def prompted_targets(prompts: Sequence[Sequence[int]], labels: torch.Tensor,
+                     pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Teacher-forced decoder inputs and labels [B, T'] for prompt + answer.
+
+    ``labels`` [B, T] are :func:`encode_answers`'s (``</s>``-ended, -100 padded).
+    Row b reads ``prompt + answer`` and is trained only on the answer: the last prompt
+    token predicts the answer's first token, as the start token does without a prompt.
+    Rows are padded on the right (nothing before a real token attends to padding).
+    """
+    rows_in, rows_lab = [], []
+    for prompt, lab in zip(prompts, labels.tolist()):
+        answer = [t for t in lab if t >= 0]
+        rows_in.append(list(prompt) + answer[:-1])
+        rows_lab.append([-100] * (len(prompt) - 1) + answer)
+    T = max(len(r) for r in rows_in)
+    dec_in = torch.full((len(rows_in), T), pad_id, dtype=torch.long)
+    out = torch.full((len(rows_in), T), -100, dtype=torch.long)
+    for b, (r, lab) in enumerate(zip(rows_in, rows_lab)):
+        dec_in[b, :len(r)] = torch.tensor(r)
+        out[b, :len(lab)] = torch.tensor(lab)
+    return dec_in, out
+
+
 def example_from_record(record: Mapping[str, Any], n_context: int | None = None) -> dict[str, Any]:
     """A plain-dict training/eval example from a retrieval-result record (DPR/FiD layout).
 
@@ -186,7 +237,9 @@ class FiDCollator:
 
     The target is the first gold answer (in the question's language), or, with
     ``sample_answers``, one gold answer drawn at random each time the example is
-    seen. Examples without an answer get an empty target (just ``</s>``).
+    seen. Examples without an answer get an empty target (just ``</s>``). With
+    ``prompt`` the batch also holds ``decoder_input_ids``: the decoder reads the question
+    (:func:`format_decoder_prompt`) before the answer, and ``labels`` are -100 over it.
     """
 
     tokenizer: Any
@@ -195,6 +248,8 @@ class FiDCollator:
     max_answer_len: int = 24
     sample_answers: bool = False
     copy_targets: bool = False   # add ``copy_mask`` (copy_attention_targets) for guided cross-attention
+    prompt: bool = False         # the decoder reads format_decoder_prompt before the answer
+    start_id: int = 0            # the decoder's start token (T5: the padding id)
     seed: int = 0
     _rng: random.Random = field(init=False, repr=False)
 
@@ -209,6 +264,9 @@ class FiDCollator:
         batch = encode_passages(self.tokenizer, examples, self.n_context, self.max_length)
         batch["labels"] = encode_answers(self.tokenizer, [self.target(ex) for ex in examples],
                                          self.max_answer_len)
+        if self.prompt:
+            prompts, _, _ = encode_prompts(self.tokenizer, examples, self.start_id)
+            batch["decoder_input_ids"], batch["labels"] = prompted_targets(prompts, batch["labels"], self.start_id)
         if self.copy_targets:
             batch["copy_mask"] = copy_attention_targets(self.tokenizer, batch["input_ids"], batch["labels"])
         return batch

@@ -127,14 +127,20 @@ class FiD(torch.nn.Module):
         self.copy_head = tuple(int(x) for x in copy_head) if copy_head is not None else None
         self.copy_weight = float(copy_weight)
 
-    def pointer(self, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """The copy head's attention at the first answer step: [B, N*L] over the encoder positions."""
+    def pointer(self, hidden: torch.Tensor, mask: torch.Tensor, prompt: torch.Tensor | None = None,
+                prompt_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """The copy head's attention at the first answer step: [B, N*L] over the encoder positions.
+
+        That step reads the start token, or the last token of the decoder ``prompt`` [B, P]
+        (left-padded, ``prompt_mask`` 1 on real tokens) of a reader trained with one."""
         layer, head = self.copy_head
-        start = torch.full((hidden.shape[0], 1), self.config.decoder_start_token_id,
-                           dtype=torch.long, device=hidden.device)
+        if prompt is None:
+            prompt = torch.full((hidden.shape[0], 1), self.config.decoder_start_token_id,
+                                dtype=torch.long, device=hidden.device)
         out = self.t5(encoder_outputs=BaseModelOutput(last_hidden_state=hidden), attention_mask=mask,
-                      decoder_input_ids=start, output_attentions=True, use_cache=False)
-        return out.cross_attentions[layer][:, head, 0].float()
+                      decoder_input_ids=prompt, decoder_attention_mask=prompt_mask,
+                      output_attentions=True, use_cache=False)
+        return out.cross_attentions[layer][:, head, -1].float()
 
     @property
     def config(self):
@@ -171,6 +177,7 @@ class FiD(torch.nn.Module):
                  allowed_tokens_fn: Callable[[int, torch.Tensor], list[int]] | None = None,
                  point_first: Callable[[torch.Tensor], None] | None = None,
                  copy_targets: Callable[[torch.Tensor, int], torch.Tensor] | None = None,
+                 prompt: torch.Tensor | None = None, prompt_mask: torch.Tensor | None = None,
                  ) -> dict[str, torch.Tensor]:
         """Greedy (``beams=1``) or beam search; every candidate re-scored exactly.
 
@@ -186,6 +193,11 @@ class FiD(torch.nn.Module):
         gives the copy mask of the candidates (``reader.data.copy_attention_targets``
         over the passages repeated ``k`` times) for :meth:`score`.
 
+        With a decoder ``prompt`` [B, P] (``reader.data.encode_prompts``: left-padded,
+        ``prompt_mask`` 1 on real tokens) every search and score continues it, and a
+        ``allowed_tokens_fn`` must skip P tokens, not 1; the prompt is cut from the
+        sequences returned.
+
         Returns ``sequences`` [B, k, T] (decoder-start token first), ``logprobs``
         [B, k] (sum of token log-probabilities up to and including ``</s>``, best
         first) and ``relevance`` [B, k, N] (each candidate's cross-attention mass
@@ -196,11 +208,12 @@ class FiD(torch.nn.Module):
         enc, mask = self.encode(input_ids, attention_mask, passage_mask)
         hidden = enc.last_hidden_state                                                   # [B, N*L, d]
         k = max(1, min(n_best, beams))
-        runs = [self._search(hidden, mask, beams, k, max_new_tokens)]                    # [B, k, T]
+        runs = [self._search(hidden, mask, beams, k, max_new_tokens, None, prompt, prompt_mask)]   # [B, k, T]
         if span_beams > 0 and allowed_tokens_fn is not None:
             if self.copy_head is not None and point_first is not None:
-                point_first(self.pointer(hidden, mask))
-            runs.append(self._search(hidden, mask, span_beams, span_beams, max_new_tokens, allowed_tokens_fn))
+                point_first(self.pointer(hidden, mask, prompt, prompt_mask))
+            runs.append(self._search(hidden, mask, span_beams, span_beams, max_new_tokens, allowed_tokens_fn,
+                                     prompt, prompt_mask))
         T = max(r.shape[-1] for r in runs)
         pad = self.config.pad_token_id
         seqs = torch.cat([torch.nn.functional.pad(r, (0, T - r.shape[-1]), value=pad) for r in runs], dim=1)
@@ -208,7 +221,10 @@ class FiD(torch.nn.Module):
         seqs = seqs.reshape(B * k, T)                                                     # [B, k, T] -> [B*k, T]
         hidden = hidden.repeat_interleave(k, dim=0)                                       # [B*k, N*L, d]
         copy_mask = copy_targets(seqs[:, 1:], k) if self.copy_head is not None and copy_targets else None
-        logprobs, relevance = self.score(hidden, mask.repeat_interleave(k, dim=0), seqs, N, copy_mask)
+        if prompt is not None:
+            prompt, prompt_mask = prompt.repeat_interleave(k, dim=0), prompt_mask.repeat_interleave(k, dim=0)
+        logprobs, relevance = self.score(hidden, mask.repeat_interleave(k, dim=0), seqs, N, copy_mask,
+                                         prompt, prompt_mask)
         logprobs, relevance = logprobs.view(B, k), relevance.view(B, k, N)
         if len(runs) > 1:
             logprobs = _drop_repeats(seqs.view(B, k, T), logprobs, pad)
@@ -218,8 +234,10 @@ class FiD(torch.nn.Module):
                 "relevance": relevance.gather(1, order[:, :, None].expand(-1, -1, N))}
 
     def _search(self, hidden: torch.Tensor, mask: torch.Tensor, beams: int, k: int, max_new_tokens: int,
-                allowed_tokens_fn: Callable[[int, torch.Tensor], list[int]] | None = None) -> torch.Tensor:
-        """One (possibly constrained) search over encoded passages -> sequences [B, k, T]."""
+                allowed_tokens_fn: Callable[[int, torch.Tensor], list[int]] | None = None,
+                prompt: torch.Tensor | None = None, prompt_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """One (possibly constrained) search over encoded passages -> sequences [B, k, T]
+        (start token first: a ``prompt`` is cut, its last token replaced by the start token)."""
         gen_kwargs: dict[str, Any] = {"num_beams": beams, "num_return_sequences": k, "do_sample": False,
                                       "max_new_tokens": max_new_tokens}
         if beams > 1:
@@ -235,12 +253,17 @@ class FiD(torch.nn.Module):
             warnings.filterwarnings("ignore", message=".*past_key_values.* is deprecated", category=FutureWarning)
             seqs = self.t5.generate(encoder_outputs=BaseModelOutput(last_hidden_state=hidden),
                                     attention_mask=mask, past_key_values=_decoder_cache(),
+                                    decoder_input_ids=prompt, decoder_attention_mask=prompt_mask,
                                     **gen_kwargs)                                         # [B*k, T]
+        if prompt is not None:
+            seqs = seqs[:, prompt.shape[1] - 1:].clone()                                  # [B*k, P+T-1] -> [B*k, T]
+            seqs[:, 0] = self.config.decoder_start_token_id
         return seqs.view(hidden.shape[0], k, -1)
 
     @torch.no_grad()
     def score(self, hidden: torch.Tensor, mask: torch.Tensor, sequences: torch.Tensor,
-              n_passages: int, copy_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+              n_passages: int, copy_mask: torch.Tensor | None = None, prompt: torch.Tensor | None = None,
+              prompt_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Log-probability of ``sequences`` [S, T] and their per-passage relevance.
 
         With ``copy_mask`` [S, T-1, N*L] (and a ``copy_head``), the score also counts
@@ -250,7 +273,9 @@ class FiD(torch.nn.Module):
         pointer found pays little. So the generator says what kind of answer and when to
         stop, and the pointer says where it is (docs/reader.md, "Session 7").
 
-        ``hidden`` [S, N*L, d] and ``mask`` [S, N*L] are the (repeated) encoder outputs.
+        ``hidden`` [S, N*L, d] and ``mask`` [S, N*L] are the (repeated) encoder outputs;
+        ``prompt``/``prompt_mask`` [S, P] the (repeated) decoder prompt, read before each
+        candidate in place of its start token.
         Tokens after the first ``</s>`` are ignored. Relevance: cross-attention
         weights averaged over layers, heads and the candidate's output tokens,
         summed over each passage's L tokens and normalised over passages -> [S, N].
@@ -259,16 +284,24 @@ class FiD(torch.nn.Module):
         dec_in, target = sequences[:, :-1], sequences[:, 1:]                       # [S, T-1]
         is_eos = (target == eos).long()
         token_mask = ((is_eos.cumsum(1) - is_eos) == 0).float()                    # up to the first </s>
+        dec_mask, off = None, 0
+        if prompt is not None:   # the last prompt token plays the start token's part
+            dec_in = torch.cat([prompt, dec_in[:, 1:]], dim=1)                     # [S, P+T-2]
+            dec_mask = torch.cat([prompt_mask, prompt_mask.new_ones(target.shape[0], target.shape[1] - 1)], dim=1)
+            off = prompt.shape[1] - 1
         out = self.t5(encoder_outputs=BaseModelOutput(last_hidden_state=hidden), attention_mask=mask,
-                      decoder_input_ids=dec_in, output_attentions=True, use_cache=False)
-        logp = out.logits.float().log_softmax(-1).gather(-1, target[:, :, None]).squeeze(-1)  # [S, T-1]
+                      decoder_input_ids=dec_in, decoder_attention_mask=dec_mask, output_attentions=True,
+                      use_cache=False)
+        logits = out.logits[:, off:]                                              # [S, T-1, V]
+        cross = [a[:, :, off:] for a in out.cross_attentions]                     # [S, H, T-1, N*L] per layer
+        logp = logits.float().log_softmax(-1).gather(-1, target[:, :, None]).squeeze(-1)  # [S, T-1]
         logprobs = (logp * token_mask).sum(1)
         if copy_mask is not None and self.copy_head is not None:
             layer, head = self.copy_head
-            mass = (out.cross_attentions[layer][:, head].float() * copy_mask.to(hidden.device)).sum(-1)  # [S, T-1]
+            mass = (cross[layer][:, head].float() * copy_mask.to(hidden.device)).sum(-1)  # [S, T-1]
             answer_tokens = token_mask * (target != eos).float() * (target != self.config.pad_token_id).float()
             logprobs = logprobs + self.copy_weight * ((mass + POINTER_FLOOR).log() * answer_tokens).sum(1)
-        attn = torch.stack(out.cross_attentions).float().mean(dim=(0, 2))         # [layers,S,H,T-1,N*L] -> [S,T-1,N*L]
+        attn = torch.stack(cross).float().mean(dim=(0, 2))         # [layers,S,H,T-1,N*L] -> [S,T-1,N*L]
         attn = (attn * token_mask[:, :, None]).sum(1) / token_mask.sum(1, keepdim=True).clamp(min=1)  # [S, N*L]
         S = attn.shape[0]
         per_passage = attn.view(S, n_passages, -1).sum(-1)                         # [S, N*L] -> [S, N, L] -> [S, N]

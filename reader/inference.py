@@ -2,7 +2,8 @@
 
 Artifact folder (``kind: fid_reader``)::
 
-    config.json        xqa config: settings (max_length, max_answer_len, n_context), base, versions
+    config.json        xqa config: settings (max_length, max_answer_len, n_context, decoder_prompt),
+                       base, copy head, versions
     model/             the (m)T5 model: Hugging Face config.json + model.safetensors
     tokenizer/         the tokenizer (AutoTokenizer.from_pretrained loads it)
 
@@ -21,7 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from reader.data import copy_attention_targets, encode_passages, example_from_records
+from reader.data import copy_attention_targets, encode_passages, encode_prompts, example_from_records
 from reader.fid import FiD, build_t5, load_t5
 from xqa.artifacts import CONFIG_NAME, atomic_dir, save_config
 from xqa.errors import XqaError
@@ -70,8 +71,12 @@ class FiDReader:
     """Batch-first FiD reader: ``read(questions, contexts) -> list[ReaderOutput]``."""
 
     def __init__(self, model: FiD, tokenizer, max_length: int = 192, max_answer_len: int = 24,
-                 n_context: int = 20, base: str = "", device: str | torch.device | None = "cpu"):
+                 n_context: int = 20, base: str = "", device: str | torch.device | None = "cpu",
+                 decoder_prompt: bool = False):
         self.model, self.tokenizer = model, tokenizer
+        # The decoder reads "question: {q} lang: {lang} answer:" before the answer
+        # (reader.data.format_decoder_prompt): a property of how the model was trained.
+        self.decoder_prompt = bool(decoder_prompt)
         self.max_length, self.max_answer_len, self.n_context = max_length, max_answer_len, n_context
         self.base = base
         self._twins = None  # reader.spans.piece_twins of the tokenizer, made on first span-constrained read
@@ -102,7 +107,8 @@ class FiDReader:
             cfg = load_config(folder, KIND)
             t5 = load_t5(str(folder / "model"))
             tok = AutoTokenizer.from_pretrained(str(folder / "tokenizer"))
-            settings = {k: cfg[k] for k in ("max_length", "max_answer_len", "n_context") if k in cfg}
+            settings = {k: cfg[k] for k in ("max_length", "max_answer_len", "n_context", "decoder_prompt")
+                        if k in cfg}
             settings.update(overrides)
             fid = FiD(t5, copy_head=cfg.get("copy_head"), copy_weight=cfg.get("copy_weight", 1.0))
             return cls(fid, tok, base=cfg.get("base", ""), device=device, **settings)
@@ -122,6 +128,7 @@ class FiDReader:
         self.tokenizer.save_pretrained(str(folder / "tokenizer"))
         save_config(folder, KIND, {"max_length": self.max_length, "max_answer_len": self.max_answer_len,
                                    "n_context": self.n_context, "base": self.base,
+                                   "decoder_prompt": self.decoder_prompt,
                                    "model_type": self.model.config.model_type,
                                    "parameters": sum(p.numel() for p in self.model.parameters()),
                                    "copy_head": list(self.model.copy_head) if self.model.copy_head else None,
@@ -168,10 +175,13 @@ class FiDReader:
             n = max(1, min(n_context, max(len(ex["texts"]) for ex in chunk)))
             batch = encode_passages(self.tokenizer, chunk, n, self.max_length)
             batch = {k: v.to(self.device) for k, v in batch.items()}
-            allowed = indexes = None
+            allowed = indexes = prompt = prompt_mask = None
+            if self.decoder_prompt:
+                _, prompt, prompt_mask = encode_prompts(self.tokenizer, chunk, self.model.config.decoder_start_token_id)
+                prompt, prompt_mask = prompt.to(self.device), prompt_mask.to(self.device)
             if span_beams > 0:
                 indexes = span_indexes(self.tokenizer, chunk, n, self.max_length, self._twins)
-                allowed = allowed_tokens_fn(indexes)
+                allowed = allowed_tokens_fn(indexes, start_len=1 if prompt is None else prompt.shape[1])
             point_first = copy_targets = None
             if self.model.copy_head is not None:
                 ids = batch["input_ids"].cpu()
@@ -181,7 +191,8 @@ class FiDReader:
             gen = self.model.generate(batch["input_ids"], batch["attention_mask"], batch["passage_mask"],
                                       beams=beams, n_best=n_best, max_new_tokens=max_answer_len,
                                       span_beams=span_beams, allowed_tokens_fn=allowed,
-                                      point_first=point_first, copy_targets=copy_targets)
+                                      point_first=point_first, copy_targets=copy_targets,
+                                      prompt=prompt, prompt_mask=prompt_mask)
             outputs.extend(self._outputs(chunk, gen, n_context))
         return outputs
 

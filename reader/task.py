@@ -107,7 +107,8 @@ class FiDTask:
         """Mean token cross-entropy (+ the guided cross-attention term); ``model`` is FiD or its DDP wrapper."""
         guided = bool(self.copy_attention) and "copy_mask" in batch
         out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                    passage_mask=batch["passage_mask"], labels=batch["labels"], output_attentions=guided)
+                    passage_mask=batch["passage_mask"], labels=batch["labels"],
+                    decoder_input_ids=batch.get("decoder_input_ids"), output_attentions=guided)
         if not guided:
             return out.loss
         layer, head = self.reader.model.copy_head

@@ -16,6 +16,7 @@ from reader.data import (
     FiDCollator,
     copy_attention_targets,
     encode_passages,
+    encode_prompts,
     example_from_record,
     format_passage,
 )
@@ -229,6 +230,72 @@ def test_pointer_reader_starts_spans_where_it_points_and_survives_save_load(guid
         np.testing.assert_allclose([v for _, v in x.candidates], [v for _, v in y.candidates], atol=1e-4)
 
 
+def test_decoder_prompt_reads_alike_in_training_and_inference(tokenizer):
+    """Training pads prompt + answer on the right; inference pads prompts on the left so
+    every answer starts in one column. T5's relative positions make the two layouts give
+    the same log-probabilities, the same greedy answer and the same pointer."""
+    fid = FiD(build_t5(MICRO, len(tokenizer), seed=2), copy_head=(1, 0)).eval()
+    examples = [example_from_record(_record(i)) for i in range(3)]
+    examples[1]["question"] = "Was ist die Hauptstadt der Republik " + FACTS[1][0] + " im Norden?"  # longer prompt
+    collator = FiDCollator(tokenizer, n_context=2, max_length=48, max_answer_len=8, prompt=True)
+    batch = collator(examples)
+    rows, prompt, pmask = encode_prompts(tokenizer, examples, 0)
+    assert len({len(r) for r in rows}) > 1 and (pmask[:, 0] == 0).any()      # left padding is exercised
+    assert (batch["labels"][:, : min(len(r) for r in rows) - 1] == -100).all()  # the prompt is not a target
+    with torch.no_grad():
+        out = fid(batch["input_ids"], batch["attention_mask"], batch["passage_mask"],
+                  decoder_input_ids=batch["decoder_input_ids"], output_attentions=True)
+        logp = out.logits.log_softmax(-1)
+        enc, mask = fid.encode(batch["input_ids"], batch["attention_mask"], batch["passage_mask"])
+        answers = [[t for t in lab if t >= 0] for lab in batch["labels"].tolist()]
+        T = max(len(a) for a in answers)
+        seqs = torch.tensor([[0] + a + [0] * (T - len(a)) for a in answers])    # start token, answer, </s>
+        scored, _ = fid.score(enc.last_hidden_state, mask, seqs, 2, prompt=prompt, prompt_mask=pmask)
+        pointed = fid.pointer(enc.last_hidden_state, mask, prompt, pmask)
+        greedy = fid.generate(batch["input_ids"], batch["attention_mask"], batch["passage_mask"], beams=1,
+                              n_best=1, max_new_tokens=6, prompt=prompt, prompt_mask=pmask)["sequences"][:, 0]
+    for b, row in enumerate(rows):
+        first = len(row) - 1                               # the last prompt token predicts the answer
+        expected = sum(float(logp[b, first + t, tok]) for t, tok in enumerate(answers[b]))
+        assert float(scored[b]) == pytest.approx(expected, abs=1e-4)
+        torch.testing.assert_close(pointed[b], out.cross_attentions[1][b, 0, first], atol=1e-5, rtol=1e-4)
+        ids, toks = list(row), []                          # greedy, step by step, unpadded
+        with torch.no_grad():
+            for _ in range(6):
+                step = fid(batch["input_ids"][b:b + 1], batch["attention_mask"][b:b + 1],
+                           batch["passage_mask"][b:b + 1], decoder_input_ids=torch.tensor([ids])).logits
+                toks.append(int(step[0, -1].argmax()))
+                ids.append(toks[-1])
+                if toks[-1] == tokenizer.eos_token_id:
+                    break
+        got = [t for t in greedy[b, 1:].tolist()][: len(toks)]
+        assert greedy[b, 0] == 0 and got == toks, (got, toks)
+
+
+def test_prompted_reader_learns_points_and_survives_save_load(tokenizer, tmp_path):
+    from xqa.training import TrainConfig, train
+
+    torch.set_num_threads(1)
+    examples = [example_from_record(_record(i)) for i in range(len(FACTS))]
+    reader = FiDReader.from_config(MICRO, tokenizer, seed=0, max_length=96, max_answer_len=8, n_context=2,
+                                   decoder_prompt=True)
+    collator = FiDCollator(tokenizer, n_context=2, max_length=96, max_answer_len=8, copy_targets=True, prompt=True)
+    train(FiDTask(reader, collator, copy_attention=1.0), examples,
+          TrainConfig(out_dir=str(tmp_path / "run"), batch_size=6, max_steps=80, lr=3e-3, weight_decay=0.0,
+                      log_every=10, save_every=1000), progress=False)
+    outs = reader.read_examples(examples, beams=2, n_best=2, span_beams=2)
+    assert [o.text for o in outs] == [FACTS[i][1] for i in range(len(FACTS))]
+    assert all("question" not in t for o in outs for t, _ in o.candidates)   # the prompt is never an answer
+    reader.save(tmp_path / "prompted")
+    assert json.loads((tmp_path / "prompted" / "config.json").read_text())["decoder_prompt"] is True
+    loaded = FiDReader.load(tmp_path / "prompted")
+    assert loaded.decoder_prompt
+    again = loaded.read_examples(examples, beams=2, n_best=2, span_beams=2)
+    for x, y in zip(outs, again):
+        assert [t for t, _ in x.candidates] == [t for t, _ in y.candidates]
+        np.testing.assert_allclose([v for _, v in x.candidates], [v for _, v in y.candidates], atol=1e-4)
+
+
 def test_fid_over_one_passage_equals_plain_mt5(tokenizer):
     torch.manual_seed(0)
     fid = FiD(build_t5(MICRO, len(tokenizer), seed=1)).eval()
@@ -421,6 +488,12 @@ def test_train_reader_set_changes_the_random_architecture(tokenizer, tmp_path):
     assert len(model.decoder.block) == 3
     assert main([*base, "--out", str(tmp_path / "bad"), "--set", "num_decoder_layer=3"]) == 1
     assert main([*base, "--out", str(tmp_path / "bad2"), "--set", "3"]) == 1
+    # --decoder-prompt is saved with the reader; a reader trained without one cannot take one on
+    assert main([*base, "--out", str(tmp_path / "prompted"), "--decoder-prompt"]) == 0
+    assert FiDReader.load(tmp_path / "prompted").decoder_prompt
+    init = ["train", "reader", "--train", str(data), "--n-context", "2", "--max-length", "32", "--batch-size", "2",
+            "--max-steps", "1", "--threads", "1", "--decoder-prompt"]
+    assert main([*init, "--init", str(tmp_path / "run"), "--out", str(tmp_path / "bad3")]) == 1
 
 
 def test_tune_fusion_in_two_processes_reads_and_tunes_as_one(trained, tmp_path):

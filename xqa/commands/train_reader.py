@@ -43,6 +43,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="guided cross-attention: add W x (-log of the attention one head of the last decoder "
                         "layer puts on the answer's tokens in the passages) to the loss; teaches a reader "
                         "trained from scratch where to copy from (0: off)")
+    p.add_argument("--decoder-prompt", action="store_true",
+                   help="the decoder reads 'question: Q lang: L answer:' before the answer, so its first "
+                        "answer step (and the copy head's pointer) knows what is asked; saved with the "
+                        "reader (a reader given to --init keeps its own setting)")
     p.add_argument("--eval-span-beams", type=int, default=-1, metavar="K",
                    help="validate with 4 beams plus K passage-span candidates, as the pipeline reads "
                         "(-1: 8 with --copy-attention, whose pointer only shows there; else greedy)")
@@ -177,12 +181,16 @@ def run(args: argparse.Namespace) -> int:
         reader = FiDReader.from_config(_architecture(args.config or "tiny", args.arch), tok, seed=args.seed,
                                        max_length=args.max_length,
                                        max_answer_len=args.max_answer_len, n_context=args.n_context)
+    if args.decoder_prompt and args.init and not reader.decoder_prompt:
+        raise XqaError(f"--decoder-prompt: {args.init} was trained without a decoder prompt")
+    reader.decoder_prompt = reader.decoder_prompt or args.decoder_prompt
     train_set = load_examples(args.train, args.n_context, args.train_limit, need_answers=True,
                               contexts=args.train_contexts, pool=args.train_pool)
     dev_set = load_examples(args.dev, args.n_context, args.dev_limit, need_answers=True) if args.dev else []
     collator = FiDCollator(reader.tokenizer, args.n_context, args.max_length, args.max_answer_len,
                            sample_answers=args.sample_answers, seed=args.seed,
-                           copy_targets=args.copy_attention > 0)
+                           copy_targets=args.copy_attention > 0, prompt=reader.decoder_prompt,
+                           start_id=reader.model.config.decoder_start_token_id)
     task = FiDTask(reader, collator, dev_set, scorer=make_scorer(args.eval_mode),
                    copy_attention=args.copy_attention,
                    eval_span_beams=(8 if args.copy_attention > 0 else 0) if args.eval_span_beams < 0
