@@ -227,7 +227,7 @@ class FiD(torch.nn.Module):
                                          prompt, prompt_mask)
         logprobs, relevance = logprobs.view(B, k), relevance.view(B, k, N)
         if len(runs) > 1:
-            logprobs = _drop_repeats(seqs.view(B, k, T), logprobs, pad)
+            logprobs = _drop_repeats(seqs.view(B, k, T), logprobs, pad, self.config.eos_token_id)
         order = logprobs.argsort(dim=1, descending=True)
         seqs = seqs.view(B, k, -1).gather(1, order[:, :, None].expand(-1, -1, seqs.shape[-1]))
         return {"sequences": seqs, "logprobs": logprobs.gather(1, order),
@@ -317,14 +317,18 @@ def _decoder_cache():
     return EncoderDecoderCache(DynamicCache(), DynamicCache())
 
 
-def _drop_repeats(seqs: torch.Tensor, logprobs: torch.Tensor, pad: int) -> torch.Tensor:
+def _drop_repeats(seqs: torch.Tensor, logprobs: torch.Tensor, pad: int, eos: int) -> torch.Tensor:
     """``logprobs`` [B, k] with -inf for every candidate that repeats an earlier one of its
-    row in ``seqs`` [B, k, T] (``pad``, also T5's decoder start, ignored)."""
+    row in ``seqs`` [B, k, T]: the same tokens up to the first ``eos`` (``pad``, also T5's
+    decoder start, ignored). What follows ``</s>`` differs between the searches (the free one
+    pads, the constrained one repeats ``</s>``) and is not part of the candidate."""
     out = logprobs.clone()
     for b in range(seqs.shape[0]):
         seen: set[tuple[int, ...]] = set()
         for j in range(seqs.shape[1]):
-            key = tuple(t for t in seqs[b, j].tolist() if t != pad)
+            row = seqs[b, j].tolist()
+            row = row[: row.index(eos, 1) + 1] if eos in row[1:] else row
+            key = tuple(t for t in row if t != pad)
             if key in seen:
                 out[b, j] = float("-inf")
             seen.add(key)

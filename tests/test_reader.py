@@ -769,6 +769,16 @@ def test_span_beams_add_exactly_scored_candidates_without_repeats(trained):
             assert merged[t] == pytest.approx(s, abs=1e-4)
 
 
+def test_repeats_are_the_same_tokens_up_to_the_first_eos():
+    """The free search pads a finished candidate, the span search repeats </s>: the same
+    answer from both is one candidate (fusion would otherwise count it twice)."""
+    from reader.fid import _drop_repeats
+
+    seqs = torch.tensor([[[0, 7, 8, 1, 0, 0], [0, 7, 8, 1, 1, 1], [0, 7, 1, 0, 0, 0], [0, 7, 8, 9, 1, 0]]])
+    out = _drop_repeats(seqs, torch.tensor([[-1.0, -1.0, -2.0, -3.0]]), pad=0, eos=1)
+    assert out.tolist() == [[-1.0, float("-inf"), -2.0, -3.0]]
+
+
 def test_diagnose_reading_reads_the_evidence_passage_alone(trained, tmp_path, capsys):
     from xqa.cli import main
 
