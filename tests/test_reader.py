@@ -489,8 +489,9 @@ def test_train_reader_set_changes_the_random_architecture(tokenizer, tmp_path):
     assert main([*base, "--out", str(tmp_path / "bad"), "--set", "num_decoder_layer=3"]) == 1
     assert main([*base, "--out", str(tmp_path / "bad2"), "--set", "3"]) == 1
     # --decoder-prompt is saved with the reader; a reader trained without one cannot take one on
-    assert main([*base, "--out", str(tmp_path / "prompted"), "--decoder-prompt"]) == 0
-    assert FiDReader.load(tmp_path / "prompted").decoder_prompt
+    assert main([*base, "--out", str(tmp_path / "prompted"), "--decoder-prompt", "--copy-attention", "2"]) == 0
+    prompted = FiDReader.load(tmp_path / "prompted")
+    assert prompted.decoder_prompt and prompted.model.copy_weight == 2.0   # scored as it was trained
     init = ["train", "reader", "--train", str(data), "--n-context", "2", "--max-length", "32", "--batch-size", "2",
             "--max-steps", "1", "--threads", "1", "--decoder-prompt"]
     assert main([*init, "--init", str(tmp_path / "run"), "--out", str(tmp_path / "bad3")]) == 1

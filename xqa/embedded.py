@@ -229,7 +229,9 @@ class Build:
         return {"train_passages": p.reader_train_passages, "train_choice": p.reader_train_choice,
                 "batch": p.reader_batch, "lr": 1e-3, "warmup_steps": 50,
                 "group_by_length": p.reader_group_by_length, "copy_attention": p.reader_copy_attention,
-                "decoder_prompt": p.reader_decoder_prompt, "retrieval": self._retrieval_recipe()}
+                "decoder_prompt": p.reader_decoder_prompt,
+                # the saved reader scores with the pointer weighted as in training (session 11)
+                "pointer_score_weight": p.reader_copy_attention, "retrieval": self._retrieval_recipe()}
 
     def _retrieval_recipe(self) -> dict:
         """The retrieval settings behind ``retrieved/*.jsonl`` (recorded as ``retrieved/recipe.json``)."""
