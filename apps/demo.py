@@ -188,7 +188,9 @@ def warm_up(pipeline, say: Callable[[str], Any] = print) -> float | None:
     say("xqa demo: loading indexes and models in the background ...")
     try:
         methods = list(pipeline.methods)
-        for m in methods:
+        # each method's retriever, and the fallback's: the first question a method finds
+        # nothing for should not wait for the dense model to load
+        for m in dict.fromkeys(methods + [f for f in map(pipeline.fallback_for, methods) if f]):
             pipeline.retriever(m)
         pipeline.reader  # noqa: B018 - loads the reader
         ex = next(iter(pipeline.config.examples), {"question": "What is the capital of Finland?", "lang": "en"})

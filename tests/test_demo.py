@@ -34,13 +34,14 @@ class FakePipeline:
     """Records what it was asked; answers with fixed evidence. Never loads anything."""
 
     def __init__(self, methods=("sparse", "dense", "scd"), languages=("en", "ja", "zh_cn", "fi"),
-                 examples=(), error: Exception | None = None):
+                 examples=(), error: Exception | None = None, fallback: str | None = None):
         self.config = PipelineConfig(languages=list(languages), examples=list(examples))
         self.config.retrieval.method = "scd"
         self.methods = list(methods)
         self.calls: list[dict] = []
         self.error = error
         self.loaded = False
+        self.fallback, self.retrievers = fallback, []
 
     def answer(self, questions, method=None, k=None, n_passages=None, **kw):
         self.calls.append({"questions": list(questions), "method": method, "k": k, "n_passages": n_passages})
@@ -58,6 +59,10 @@ class FakePipeline:
     # used by warm_up
     def retriever(self, method):
         self.loaded = True
+        self.retrievers.append(method)
+
+    def fallback_for(self, method):
+        return self.fallback if self.fallback != method else None
 
     @property
     def reader(self):
@@ -267,6 +272,15 @@ def test_warm_up_reports_success_and_failure():
     said.clear()
     assert warm_up(FakePipeline(error=XqaError("no reader")), said.append) is None
     assert "warm-up failed: no reader" in said[-1]
+
+
+def test_warm_up_loads_the_fallback_retriever_once():
+    pipe = FakePipeline(methods=("sparse", "sparse+roman"), fallback="dense")
+    assert warm_up(pipe, lambda _: None) is not None
+    assert pipe.retrievers == ["sparse", "sparse+roman", "dense"]
+    pipe = FakePipeline(methods=("sparse", "dense"), fallback="dense")
+    assert warm_up(pipe, lambda _: None) is not None
+    assert pipe.retrievers == ["sparse", "dense"]
 
 
 def test_apps_import_only_xqa():
