@@ -89,7 +89,8 @@ class FiDTask:
             reader.model.copy_head = (reader.model.config.num_decoder_layers - 1, 0)
         if copy_attention:
             # Candidates are scored with the pointer weighted as in the loss: a candidate's score is
-            # then minus its training loss (token NLL + W x the copy term). Dev fusion F1 of the
+            # then minus the terms its training loss averages (token NLL + W x copy term, summed over
+            # its tokens). Dev fusion F1 of the
             # embedded reader (trained with W=2) scored with 0.5, 1, 2, 3: 0.259, 0.274, 0.281, 0.283.
             reader.model.copy_weight = float(copy_attention)
         self.dev_examples, self.scorer = list(dev_examples), scorer
