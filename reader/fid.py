@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -224,7 +225,7 @@ class FiD(torch.nn.Module):
         if prompt is not None:
             prompt, prompt_mask = prompt.repeat_interleave(k, dim=0), prompt_mask.repeat_interleave(k, dim=0)
         logprobs, relevance = self.score(hidden, mask.repeat_interleave(k, dim=0), seqs, N, copy_mask,
-                                         prompt, prompt_mask)
+                                         prompt, prompt_mask, repeats=k)
         logprobs, relevance = logprobs.view(B, k), relevance.view(B, k, N)
         if len(runs) > 1:
             logprobs = _drop_repeats(seqs.view(B, k, T), logprobs, pad, self.config.eos_token_id)
@@ -249,8 +250,7 @@ class FiD(torch.nn.Module):
         # config by its encoder layers (num_layers), so a T5 with more decoder layers than encoder
         # layers fails; this one grows a layer for each decoder layer that writes to it.
         # (Newer transformers call the argument `cache`; `past_key_values` works in every version.)
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*past_key_values.* is deprecated", category=FutureWarning)
+        with _cache_argument():
             seqs = self.t5.generate(encoder_outputs=BaseModelOutput(last_hidden_state=hidden),
                                     attention_mask=mask, past_key_values=_decoder_cache(),
                                     decoder_input_ids=prompt, decoder_attention_mask=prompt_mask,
@@ -263,7 +263,7 @@ class FiD(torch.nn.Module):
     @torch.no_grad()
     def score(self, hidden: torch.Tensor, mask: torch.Tensor, sequences: torch.Tensor,
               n_passages: int, copy_mask: torch.Tensor | None = None, prompt: torch.Tensor | None = None,
-              prompt_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+              prompt_mask: torch.Tensor | None = None, repeats: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
         """Log-probability of ``sequences`` [S, T] and their per-passage relevance.
 
         With ``copy_mask`` [S, T-1, N*L] (and a ``copy_head``), the score also counts
@@ -275,7 +275,9 @@ class FiD(torch.nn.Module):
 
         ``hidden`` [S, N*L, d] and ``mask`` [S, N*L] are the (repeated) encoder outputs;
         ``prompt``/``prompt_mask`` [S, P] the (repeated) decoder prompt, read before each
-        candidate in place of its start token.
+        candidate in place of its start token. With ``repeats`` r, rows come in groups of r
+        candidates of one question (``repeat_interleave``): the prompt is then read once per
+        group and its decoder cache shared, not read again for every candidate.
         Tokens after the first ``</s>`` are ignored. Relevance: cross-attention
         weights averaged over layers, heads and the candidate's output tokens,
         summed over each passage's L tokens and normalised over passages -> [S, N].
@@ -284,16 +286,12 @@ class FiD(torch.nn.Module):
         dec_in, target = sequences[:, :-1], sequences[:, 1:]                       # [S, T-1]
         is_eos = (target == eos).long()
         token_mask = ((is_eos.cumsum(1) - is_eos) == 0).float()                    # up to the first </s>
-        dec_mask, off = None, 0
-        if prompt is not None:   # the last prompt token plays the start token's part
-            dec_in = torch.cat([prompt, dec_in[:, 1:]], dim=1)                     # [S, P+T-2]
-            dec_mask = torch.cat([prompt_mask, prompt_mask.new_ones(target.shape[0], target.shape[1] - 1)], dim=1)
-            off = prompt.shape[1] - 1
-        out = self.t5(encoder_outputs=BaseModelOutput(last_hidden_state=hidden), attention_mask=mask,
-                      decoder_input_ids=dec_in, decoder_attention_mask=dec_mask, output_attentions=True,
-                      use_cache=False)
-        logits = out.logits[:, off:]                                              # [S, T-1, V]
-        cross = [a[:, :, off:] for a in out.cross_attentions]                     # [S, H, T-1, N*L] per layer
+        if prompt is None:
+            out = self.t5(encoder_outputs=BaseModelOutput(last_hidden_state=hidden), attention_mask=mask,
+                          decoder_input_ids=dec_in, output_attentions=True, use_cache=False)
+            logits, cross = out.logits, list(out.cross_attentions)               # [S, T-1, V]; [S, H, T-1, N*L]
+        else:
+            logits, cross = self._score_prompted(hidden, mask, sequences, prompt, prompt_mask, repeats)
         logp = logits.float().log_softmax(-1).gather(-1, target[:, :, None]).squeeze(-1)  # [S, T-1]
         logprobs = (logp * token_mask).sum(1)
         if copy_mask is not None and self.copy_head is not None:
@@ -308,6 +306,45 @@ class FiD(torch.nn.Module):
         per_passage = per_passage * (mask.view(S, n_passages, -1).sum(-1) > 0)     # padding passages get 0
         relevance = per_passage / per_passage.sum(1, keepdim=True).clamp(min=1e-12)
         return logprobs, relevance
+
+
+    def _score_prompted(self, hidden: torch.Tensor, mask: torch.Tensor, sequences: torch.Tensor,
+                        prompt: torch.Tensor, prompt_mask: torch.Tensor,
+                        repeats: int) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """Teacher-forced logits [S, T-1, V] and cross-attentions (per layer [S, H, T-1, N*L]) of
+        ``sequences`` read after the prompt, which is read once per group of ``repeats`` rows.
+
+        The prompt's last position predicts the first answer token (it plays the start token's
+        part); the answer tokens but the last then continue from the prompt's shared cache."""
+        r = repeats
+        with _cache_argument():
+            pre = self.t5(encoder_outputs=BaseModelOutput(last_hidden_state=hidden[::r]), attention_mask=mask[::r],
+                          decoder_input_ids=prompt[::r], decoder_attention_mask=prompt_mask[::r],
+                          past_key_values=_decoder_cache(), output_attentions=True, use_cache=True)
+            logits = [pre.logits[:, -1:].repeat_interleave(r, dim=0)]                 # [S, 1, V]
+            cross = [[a[:, :, -1:].repeat_interleave(r, dim=0)] for a in pre.cross_attentions]
+            rest = sequences[:, 1:-1]                                                  # [S, T-2]
+            if rest.shape[1]:
+                cache = pre.past_key_values
+                if r > 1:
+                    cache.batch_repeat_interleave(r)
+                dec_mask = torch.cat([prompt_mask, prompt_mask.new_ones(rest.shape)], dim=1)
+                out = self.t5(encoder_outputs=BaseModelOutput(last_hidden_state=hidden), attention_mask=mask,
+                              decoder_input_ids=rest, decoder_attention_mask=dec_mask, past_key_values=cache,
+                              output_attentions=True, use_cache=True)
+                logits.append(out.logits)
+                for c, a in zip(cross, out.cross_attentions):
+                    c.append(a)
+        return torch.cat(logits, dim=1), [torch.cat(c, dim=2) for c in cross]
+
+
+@contextmanager
+def _cache_argument():
+    """Silence transformers' notice that ``past_key_values`` is now called ``cache``: the old
+    name works in every version xqa supports, the new one only in the newest."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*past_key_values.* is deprecated", category=FutureWarning)
+        yield
 
 
 def _decoder_cache():

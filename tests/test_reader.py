@@ -251,6 +251,11 @@ def test_decoder_prompt_reads_alike_in_training_and_inference(tokenizer):
         T = max(len(a) for a in answers)
         seqs = torch.tensor([[0] + a + [0] * (T - len(a)) for a in answers])    # start token, answer, </s>
         scored, _ = fid.score(enc.last_hidden_state, mask, seqs, 2, prompt=prompt, prompt_mask=pmask)
+        # candidates of one question share the prompt's cache: the same scores as read one by one
+        grouped, _ = fid.score(enc.last_hidden_state.repeat_interleave(3, dim=0), mask.repeat_interleave(3, dim=0),
+                               seqs.repeat_interleave(3, dim=0), 2, prompt=prompt.repeat_interleave(3, dim=0),
+                               prompt_mask=pmask.repeat_interleave(3, dim=0), repeats=3)
+        torch.testing.assert_close(grouped, scored.repeat_interleave(3), atol=1e-4, rtol=1e-4)
         pointed = fid.pointer(enc.last_hidden_state, mask, prompt, pmask)
         greedy = fid.generate(batch["input_ids"], batch["attention_mask"], batch["passage_mask"], beams=1,
                               n_best=1, max_new_tokens=6, prompt=prompt, prompt_mask=pmask)["sequences"][:, 0]
