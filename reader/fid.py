@@ -250,9 +250,18 @@ class FiD(torch.nn.Module):
         # config by its encoder layers (num_layers), so a T5 with more decoder layers than encoder
         # layers fails; this one grows a layer for each decoder layer that writes to it.
         # (Newer transformers call the argument `cache`; `past_key_values` works in every version.)
+        cache = _decoder_cache()
         with _cache_argument():
+            if prompt is not None:
+                # Read the prompt but its last token once per question; every beam continues from
+                # that cache (generate() would otherwise read the whole prompt for each beam).
+                self.t5(encoder_outputs=BaseModelOutput(last_hidden_state=hidden), attention_mask=mask,
+                        decoder_input_ids=prompt[:, :-1], decoder_attention_mask=prompt_mask[:, :-1],
+                        past_key_values=cache, use_cache=True)
+                if beams > 1:
+                    cache.batch_repeat_interleave(beams)
             seqs = self.t5.generate(encoder_outputs=BaseModelOutput(last_hidden_state=hidden),
-                                    attention_mask=mask, past_key_values=_decoder_cache(),
+                                    attention_mask=mask, past_key_values=cache,
                                     decoder_input_ids=prompt, decoder_attention_mask=prompt_mask,
                                     **gen_kwargs)                                         # [B*k, T]
         if prompt is not None:
