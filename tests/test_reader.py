@@ -493,13 +493,14 @@ def test_train_reader_set_changes_the_random_architecture(tokenizer, tmp_path):
     assert len(model.decoder.block) == 3
     assert main([*base, "--out", str(tmp_path / "bad"), "--set", "num_decoder_layer=3"]) == 1
     assert main([*base, "--out", str(tmp_path / "bad2"), "--set", "3"]) == 1
-    # --decoder-prompt is saved with the reader; a reader trained without one cannot take one on
+    # --decoder-prompt is saved with the reader; a reader trained without one (or a hub mT5) can learn it
     assert main([*base, "--out", str(tmp_path / "prompted"), "--decoder-prompt", "--copy-attention", "2"]) == 0
     prompted = FiDReader.load(tmp_path / "prompted")
     assert prompted.decoder_prompt and prompted.model.copy_weight == 2.0   # scored as it was trained
     init = ["train", "reader", "--train", str(data), "--n-context", "2", "--max-length", "32", "--batch-size", "2",
             "--max-steps", "1", "--threads", "1", "--decoder-prompt"]
-    assert main([*init, "--init", str(tmp_path / "run"), "--out", str(tmp_path / "bad3")]) == 1
+    assert main([*init, "--init", str(tmp_path / "run"), "--out", str(tmp_path / "tuned")]) == 0
+    assert FiDReader.load(tmp_path / "tuned").decoder_prompt
 
 
 def test_tune_fusion_in_two_processes_reads_and_tunes_as_one(trained, tmp_path):

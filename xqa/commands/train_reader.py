@@ -46,7 +46,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--decoder-prompt", action="store_true",
                    help="the decoder reads 'question: Q lang: L answer:' before the answer, so its first "
                         "answer step (and the copy head's pointer) knows what is asked; saved with the "
-                        "reader (a reader given to --init keeps its own setting)")
+                        "reader (a reader given to --init that has one keeps it; any other, e.g. a hub mT5, "
+                        "learns to read one)")
     p.add_argument("--eval-span-beams", type=int, default=-1, metavar="K",
                    help="validate with 4 beams plus K passage-span candidates, as the pipeline reads "
                         "(-1: 8 with --copy-attention, whose pointer only shows there; else greedy)")
@@ -181,8 +182,6 @@ def run(args: argparse.Namespace) -> int:
         reader = FiDReader.from_config(_architecture(args.config or "tiny", args.arch), tok, seed=args.seed,
                                        max_length=args.max_length,
                                        max_answer_len=args.max_answer_len, n_context=args.n_context)
-    if args.decoder_prompt and args.init and not reader.decoder_prompt:
-        raise XqaError(f"--decoder-prompt: {args.init} was trained without a decoder prompt")
     reader.decoder_prompt = reader.decoder_prompt or args.decoder_prompt
     train_set = load_examples(args.train, args.n_context, args.train_limit, need_answers=True,
                               contexts=args.train_contexts, pool=args.train_pool)
