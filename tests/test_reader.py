@@ -839,3 +839,16 @@ def test_tokenizer_keeps_zero_width_joiners_and_normalises_width(tmp_path):
     tok = AutoTokenizer.from_pretrained(str(train_tokenizer(texts, tmp_path / "tok", vocab_size=400)))
     for text, expected in [("కోల్‌కతా", "కోల్‌కతా"), ("Ｔｏｋｙｏ", "Tokyo")]:
         assert tok.decode(tok(text)["input_ids"], skip_special_tokens=True) == expected
+
+
+def test_bench_reader_times_reading_after_a_decoder_prompt(tmp_path, capsys):
+    from xqa.cli import main
+
+    args = ["bench", "reader", "--sizes", "tiny", "--passages", "1,3", "--length", "12", "--answer-len", "2",
+            "--reps", "1", "--train-passages", "1", "--train-batch", "2", "--train-steps", "1", "--threads", "1"]
+    assert main([*args, "--prompt-tokens", "6", "--json", str(tmp_path / "b.json")]) == 0
+    figures = json.loads((tmp_path / "b.json").read_text())
+    assert figures["prompt_tokens"] == 6 and [r["passages"] for r in figures["latency"]] == [1, 3]
+    assert all(r["greedy_ms"] > 0 and r["beam_ms"] > 0 for r in figures["latency"])
+    assert "after a decoder prompt of 6 tokens" in capsys.readouterr().out
+    assert main([*args, "--prompt-tokens", "1"]) == 1

@@ -8,7 +8,9 @@ tokens, decoder steps over the concatenation, the re-scoring pass that
 yields cross-attention relevance), not tokenization. Latency is per question
 at batch size 1, the median of ``reps`` runs after one warm-up; decoding runs
 for exactly ``answer_len`` tokens (EOS is suppressed), so the decoder cost does
-not depend on what random weights happen to generate.
+not depend on what random weights happen to generate. With ``prompt_tokens`` the
+decoder first reads a prompt of that many tokens, as a reader trained with
+``--decoder-prompt`` reads its question.
 """
 from __future__ import annotations
 
@@ -68,7 +70,7 @@ def _median_time(fn, reps: int) -> float:
 
 
 def latency(sizes: Sequence[str], passages: Sequence[int], length: int, answer_len: int, beams: int,
-            reps: int, budget_s: float, progress=print) -> list[LatencyRow]:
+            reps: int, budget_s: float, progress=print, prompt_tokens: int = 0) -> list[LatencyRow]:
     """Per-question latency (ms) of greedy and beam reading for each size and passage count.
 
     A measurement whose warm-up already exceeds ``budget_s`` is done once only.
@@ -81,11 +83,17 @@ def latency(sizes: Sequence[str], passages: Sequence[int], length: int, answer_l
         n_params = sum(p.numel() for p in model.parameters()) / 1e6
         for n in passages:
             ids, mask, pmask = _inputs(1, n, length, VOCAB[size])
+            prompt = prompt_mask = None
+            if prompt_tokens:   # the start token, then random ids
+                prompt = _inputs(1, 1, prompt_tokens, VOCAB[size], seed=2)[0][:, 0]
+                prompt[:, 0] = model.config.decoder_start_token_id
+                prompt_mask = torch.ones_like(prompt)
             timings = []
             for b in (1, beams):
                 def call(b=b, model=model, ids=ids, mask=mask, pmask=pmask):
                     with torch.no_grad():
-                        model.generate(ids, mask, pmask, beams=b, n_best=b, max_new_tokens=answer_len)
+                        model.generate(ids, mask, pmask, beams=b, n_best=b, max_new_tokens=answer_len,
+                                       prompt=prompt, prompt_mask=prompt_mask)
                 t0 = time.perf_counter()
                 call()
                 first = time.perf_counter() - t0
@@ -122,9 +130,10 @@ def training(sizes: Sequence[str], passages: int, length: int, batch: int, answe
 
 
 def format_tables(lat: Sequence[LatencyRow], train: Sequence[TrainRow], threads: int, length: int,
-                  answer_len: int, beams: int) -> str:
+                  answer_len: int, beams: int, prompt_tokens: int = 0) -> str:
+    prompt = f", after a decoder prompt of {prompt_tokens} tokens" if prompt_tokens else ""
     lines = [(f"FiD reader on CPU ({threads} torch threads), passages of {length} tokens, "
-              f"{answer_len} decoded tokens, batch 1"), "",
+              f"{answer_len} decoded tokens{prompt}, batch 1"), "",
              f"| config | params (M) | passages | greedy ms/question | beam-{beams} ms/question |",
              "|---|---:|---:|---:|---:|"]
     lines += [f"| {r.size} | {r.params_m:.1f} | {r.passages} | {r.greedy_ms:.1f} | {r.beam_ms:.1f} |" for r in lat]
