@@ -165,11 +165,33 @@ class FiD(torch.nn.Module):
                 passage_mask: torch.Tensor | None = None, labels: torch.Tensor | None = None,
                 decoder_input_ids: torch.Tensor | None = None,
                 output_attentions: bool = False) -> Seq2SeqLMOutput:
-        """Teacher-forced pass; ``.loss`` is the mean token cross-entropy when ``labels`` [B, T] are given."""
+        """Teacher-forced pass; ``.loss`` is the mean token cross-entropy when ``labels`` [B, T] are given.
+
+        With ``labels`` the LM head runs on the labelled positions only (``.logits`` is then None):
+        the loss is the stock model's, without the vocabulary projection of every prompt and
+        padding position, which a decoder prompt makes most of them (a quarter of the embedded
+        reader's training step; far more with mT5's 250k vocabulary)."""
         enc, mask = self.encode(input_ids, attention_mask, passage_mask)
-        return self.t5(encoder_outputs=enc, attention_mask=mask, labels=labels,
-                       decoder_input_ids=decoder_input_ids, output_attentions=output_attentions,
-                       use_cache=False)
+        if labels is None:
+            return self.t5(encoder_outputs=enc, attention_mask=mask, decoder_input_ids=decoder_input_ids,
+                           output_attentions=output_attentions, use_cache=False)
+        if decoder_input_ids is None:   # as the stock model does: the labels shifted right
+            decoder_input_ids = self.t5.prepare_decoder_input_ids_from_labels(labels=labels)
+        dec = self.t5.decoder(input_ids=decoder_input_ids, encoder_hidden_states=enc.last_hidden_state,
+                              encoder_attention_mask=mask, output_attentions=output_attentions,
+                              use_cache=False, return_dict=True)
+        keep = labels != -100                                                   # [B, T]
+        logits = self._lm_logits(dec.last_hidden_state[keep])                   # [n labelled, V]
+        loss = torch.nn.functional.cross_entropy(logits.float(), labels[keep])
+        return Seq2SeqLMOutput(loss=loss, decoder_attentions=dec.attentions, cross_attentions=dec.cross_attentions,
+                               encoder_last_hidden_state=enc.last_hidden_state)
+
+    def _lm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Decoder states -> vocabulary logits as the stock model computes them: T5 v1.0 scales
+        the states first (``scale_decoder_outputs``), mT5 and T5 v1.1 do not (tested for both)."""
+        if type(self.t5).__name__ == "T5ForConditionalGeneration" and getattr(self.config, "scale_decoder_outputs", False):
+            hidden = hidden * self.config.d_model ** -0.5
+        return self.t5.lm_head(hidden)
 
     @torch.no_grad()
     def generate(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,

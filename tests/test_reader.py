@@ -319,6 +319,44 @@ def test_fid_over_one_passage_equals_plain_mt5(tokenizer):
     assert gen_fid.tolist() == gen_plain.tolist()
 
 
+@pytest.mark.parametrize("arch", ["mt5", "t5 v1.0", "t5 v1.1"])
+def test_the_loss_on_labelled_positions_only_is_the_stock_models_loss(tokenizer, arch):
+    """FiD.forward projects only the labelled positions to the vocabulary; the loss and its
+    gradient are those of the stock model's forward over the whole sequence."""
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    if arch == "mt5":
+        t5 = build_t5(MICRO, len(tokenizer), seed=1)
+    else:
+        cfg = T5Config(vocab_size=len(tokenizer), pad_token_id=0, eos_token_id=1, decoder_start_token_id=0,
+                       tie_word_embeddings=arch == "t5 v1.0", **MICRO)
+        torch.manual_seed(1)
+        t5 = T5ForConditionalGeneration(cfg)
+        assert cfg.scale_decoder_outputs == (arch == "t5 v1.0")
+    fid = FiD(t5).eval()
+    batch = encode_passages(tokenizer, [example_from_record(_record(i)) for i in range(2)], 2, 40)
+    # a prompt (not labelled) and padding (not labelled) around the answers, as --decoder-prompt trains
+    labels = torch.tensor([[-100, -100, -100, 5, 9, 1, -100], [-100, -100, 7, 1, -100, -100, -100]])
+    dec = torch.tensor([[0, 11, 12, 13, 5, 9, 0], [0, 14, 15, 7, 0, 0, 0]])
+    for with_dec in (True, False):
+        kw = {"decoder_input_ids": dec} if with_dec else {}
+        fid.zero_grad()
+        ours = fid(batch["input_ids"], batch["attention_mask"], batch["passage_mask"], labels=labels, **kw)
+        assert ours.logits is None
+        ours.loss.backward()
+        ours_grad = fid.t5.lm_head.weight.grad.clone()
+        fid.zero_grad()
+        enc, mask = fid.encode(batch["input_ids"], batch["attention_mask"], batch["passage_mask"])
+        stock = fid.t5(encoder_outputs=enc, attention_mask=mask, labels=labels, use_cache=False, **kw)
+        stock.loss.backward()
+        torch.testing.assert_close(ours.loss, stock.loss, rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(ours_grad, fid.t5.lm_head.weight.grad, rtol=1e-4, atol=1e-7)
+    out = fid(batch["input_ids"], batch["attention_mask"], batch["passage_mask"], labels=labels,
+              decoder_input_ids=dec, output_attentions=True)
+    assert len(out.cross_attentions) == MICRO.get("num_decoder_layers", MICRO["num_layers"])
+    assert out.cross_attentions[0].shape[-2:] == (7, batch["input_ids"].shape[1] * batch["input_ids"].shape[2])
+
+
 def test_more_decoder_than_encoder_layers_generates_and_scores(tokenizer):
     """transformers sizes a generation cache made from a T5 config by its encoder layers; the
     reader hands generate() its own cache, so an asymmetric model (e.g. --set num_decoder_layers=3)

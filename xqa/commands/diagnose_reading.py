@@ -60,7 +60,8 @@ def target_ce(reader, examples) -> list[tuple[float, float]]:
     batch = encode_passages(reader.tokenizer, examples, 1, reader.max_length)
     labels = encode_answers(reader.tokenizer, [ex["answers"][0] for ex in examples], reader.max_answer_len)
     with torch.no_grad():
-        out = reader.model(batch["input_ids"], batch["attention_mask"], batch["passage_mask"], labels=labels)
+        dec = reader.model.t5.prepare_decoder_input_ids_from_labels(labels=labels)   # logits of every position
+        out = reader.model(batch["input_ids"], batch["attention_mask"], batch["passage_mask"], decoder_input_ids=dec)
     logp = out.logits.float().log_softmax(-1)
     mask = labels != -100
     ce = -logp.gather(-1, labels.clamp(min=0)[:, :, None]).squeeze(-1) * mask     # [B, T]
