@@ -102,9 +102,13 @@ def answer_html(answer: Answer, fused: bool) -> str:
         return ('<div class="xqa-answer xqa-empty"><div class="xqa-label">Answer</div>'
                 '<div class="xqa-answer-text" id="xqa-answer-text">(no answer)</div>'
                 f'<div class="xqa-prob">probability <b id="xqa-answer-prob">{answer.score:.3f}</b></div></div>')
-    n_found = sum(contains(e.context.text, answer.text) or contains(e.context.title, answer.text)
-                  for e in answer.evidence)
-    if n_found:
+    written = answer.candidates[0].written if answer.candidates else ""
+    found = written or answer.text
+    n_found = sum(contains(e.context.text, found) or contains(e.context.title, found) for e in answer.evidence)
+    if written:
+        where = (f"the reader copied “{written}” (found in {n_found} of {len(answer.evidence)} passages read), "
+                 "written in the question's language by the answer label table")
+    elif n_found:
         where = f"found in {n_found} of {len(answer.evidence)} passages read"
     else:
         where = "not found verbatim in the passages read (a generated or translated answer)"
@@ -125,8 +129,10 @@ def nbest_rows(answer: Answer) -> list[list]:
     """One row per candidate: rank, text, probability, reader log-prob, passages containing it."""
     rows = []
     for i, c in enumerate(answer.candidates, 1):
-        n = sum(contains(e.context.text, c.text) for e in answer.evidence)
+        n = sum(contains(e.context.text, c.written or c.text) for e in answer.evidence)
         text = c.text if c.text.strip() else "(empty)"
+        if c.written:
+            text += f" ← {c.written}"
         rows.append([i, text, round(float(c.score), 4), round(float(c.reader_score), 3), n])
     return rows
 
@@ -135,12 +141,13 @@ def evidence_html(answer: Answer, extra: Sequence[str] = ()) -> str:
     """The passages the reader saw as a table; the answer (and ``extra`` strings) highlighted."""
     if not answer.evidence:
         return '<p class="xqa-none">No passages were retrieved.</p>'
-    needles = [answer.text, *extra]
+    written = answer.candidates[0].written if answer.candidates else ""
+    needles = [answer.text, *([written] if written else []), *extra]
     head = "".join(f"<th>{html.escape(h)}</th>" for h in EVIDENCE_HEADERS)
     rows = []
     for i, e in enumerate(answer.evidence, 1):
         c = e.context
-        hit = contains(c.text, answer.text) or contains(c.title, answer.text)
+        hit = any(contains(c.text, t) or contains(c.title, t) for t in needles[: 2 if written else 1])
         rows.append(
             f'<tr class="xqa-passage{" xqa-hit" if hit else ""}" data-id="{html.escape(c.id, quote=True)}">'
             f'<td class="xqa-rank">{i}</td>'

@@ -162,11 +162,13 @@ def candidate_log_scores(logprobs: Sequence[float], match: np.ndarray, relevance
 
 
 def merge_duplicates(texts: Sequence[str], log_scores: np.ndarray,
-                     reader_logprobs: Sequence[float]) -> list[Candidate]:
+                     reader_logprobs: Sequence[float], written: Sequence[str] | None = None) -> list[Candidate]:
     """Sum candidates with the same normalised text; keep the best member's surface form.
 
     Returns :class:`Candidate` records, best first, ``score`` a probability and
-    ``reader_score`` the surface form's sequence log-probability.
+    ``reader_score`` the surface form's sequence log-probability; ``written`` [k]
+    (what the reader wrote, where ``texts`` shows it translated) fills
+    ``Candidate.written`` where the two differ.
     """
     groups: dict[str, list[int]] = {}
     for j, t in enumerate(texts):
@@ -175,8 +177,9 @@ def merge_duplicates(texts: Sequence[str], log_scores: np.ndarray,
     for members in groups.values():
         best = max(members, key=lambda j: (log_scores[j], reader_logprobs[j]))
         total = float(logsumexp(np.asarray([log_scores[j] for j in members])))
+        wrote = written[best] if written is not None and written[best] != texts[best] else ""
         merged.append(Candidate(text=texts[best], score=math.exp(total),
-                                reader_score=float(reader_logprobs[best])))
+                                reader_score=float(reader_logprobs[best]), written=wrote))
     merged.sort(key=lambda c: (-c.score, -c.reader_score))
     return merged
 
@@ -184,14 +187,18 @@ def merge_duplicates(texts: Sequence[str], log_scores: np.ndarray,
 def fuse_evidence(candidates: Sequence[tuple[str, float]], relevance: Sequence[float],
                   retriever_scores: Sequence[float], contexts: Sequence[Context | str],
                   beta: float = 1.0, gamma: float = 0.0, miss: float = 0.1,
-                  candidate_relevance: np.ndarray | None = None) -> list[Candidate]:
+                  candidate_relevance: np.ndarray | None = None,
+                  shown: Sequence[str] | None = None) -> list[Candidate]:
     """Score FiD's n-best ``candidates`` (text, log-prob) with the evidence of N passages.
 
     ``relevance`` [N] (reader cross-attention mass), ``retriever_scores`` [N] and
     ``contexts`` (the N passages the reader saw, ``Context`` or plain text).
     ``candidate_relevance`` [k, N] (``ReaderOutput.candidate_relevance``), when
     given, matches candidates found in no passage softly (see module doc).
-    Returns de-duplicated candidates sorted by fused probability.
+    ``shown`` [k], when given, is how each candidate is answered (a copied span
+    written in the question's language, :mod:`reader.labels`): candidates are
+    matched against the passages by the text the reader wrote, and summed and
+    shown by this one. Returns de-duplicated candidates sorted by fused probability.
     """
     if len(contexts) < len(relevance):
         raise ValueError(f"{len(relevance)} relevance values but only {len(contexts)} contexts")
@@ -200,32 +207,41 @@ def fuse_evidence(candidates: Sequence[tuple[str, float]], relevance: Sequence[f
     match = soften(match_matrix(texts, list(contexts)[: len(relevance)]), candidate_relevance)
     log_scores = candidate_log_scores(lps, match, relevance, retriever_scores,
                                       FusionParams(beta, gamma, miss))
-    return merge_duplicates(texts, log_scores, lps)
+    return merge_duplicates(_shown(texts, shown), log_scores, lps, texts)
 
 
-def reader_only(candidates: Sequence[tuple[str, float]]) -> list[Candidate]:
+def _shown(texts: Sequence[str], shown: Sequence[str] | None) -> Sequence[str]:
+    if shown is None:
+        return texts
+    if len(shown) != len(texts):
+        raise ValueError(f"{len(shown)} shown texts for {len(texts)} candidates")
+    return shown
+
+
+def reader_only(candidates: Sequence[tuple[str, float]], shown: Sequence[str] | None = None) -> list[Candidate]:
     """The reader's own ranking (softmax over the n-best, duplicates summed), for comparison."""
     texts = [t for t, _ in candidates]
     lps = [float(s) for _, s in candidates]
-    return merge_duplicates(texts, log_softmax(np.asarray(lps)) if lps else np.zeros(0), lps)
+    return merge_duplicates(_shown(texts, shown), log_softmax(np.asarray(lps)) if lps else np.zeros(0), lps, texts)
 
 
 def build_answer(question_id: str, candidates: Sequence[tuple[str, float]], relevance: Sequence[float],
                  contexts: Sequence[Context], params: FusionParams | None = None,
-                 candidate_relevance: np.ndarray | None = None) -> Answer:
+                 candidate_relevance: np.ndarray | None = None, shown: Sequence[str] | None = None) -> Answer:
     """An :class:`~xqa.records.Answer`: fused best answer, n-best, and the passages as
     evidence ordered by their fused weight softmax(β·r + γ·R); retriever scores
     are the contexts' ``score``. ``params=None`` gives the reader-only answer;
-    ``candidate_relevance`` is used when ``params.soft``."""
+    ``candidate_relevance`` is used when ``params.soft``; ``shown`` as in
+    :func:`fuse_evidence`."""
     n = len(relevance)
     ctxs = list(contexts)[:n]
     scores = [c.score for c in ctxs]
     if params is None:
-        ranked = reader_only(candidates)
+        ranked = reader_only(candidates, shown)
         order = np.argsort(-np.asarray(relevance, dtype=np.float64), kind="stable")
     else:
         ranked = fuse_evidence(candidates, relevance, scores, ctxs, params.beta, params.gamma, params.miss,
-                               candidate_relevance if params.soft else None)
+                               candidate_relevance if params.soft else None, shown)
         order = np.argsort(-passage_log_weights(relevance, scores, params.beta, params.gamma), kind="stable")
     evidence = tuple(Evidence(context=ctxs[i], relevance=float(relevance[i])) for i in order)
     best = ranked[0] if ranked else Candidate("", 0.0)

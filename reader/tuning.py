@@ -54,8 +54,12 @@ class FusionSet:
 
 
 def prepare(outputs: Sequence[Any], contexts: Sequence[Sequence[Context]],
-            answers: Sequence[Sequence[str]], langs: Sequence[str], scorer: Scorer) -> FusionSet:
-    """Pack reader outputs (``candidates``, ``relevance``) with their passages and gold answers."""
+            answers: Sequence[Sequence[str]], langs: Sequence[str], scorer: Scorer,
+            labels: Any = None) -> FusionSet:
+    """Pack reader outputs (``candidates``, ``relevance``) with their passages and gold answers.
+
+    With ``labels`` (:class:`reader.labels.AnswerLabels`) a candidate is matched to the passages
+    as written and answers (is grouped and evaluated) in the question's language."""
     Q = len(outputs)
     k = max([len(o.candidates) for o in outputs] + [1])
     N = max([len(o.relevance) for o in outputs] + [1])
@@ -73,12 +77,13 @@ def prepare(outputs: Sequence[Any], contexts: Sequence[Sequence[Context]],
         s.relevance[q, :n] = out.relevance
         s.retriever[q, :n] = [c.score for c in list(ctxs)[:n]]
         s.passages[q, : max(n, 1)] = True  # no passage: one empty slot -> reader-only ranking
-        keys = [normalize_answer(t) for t in texts]
+        shown = labels.shown_all(texts, langs[q]) if labels is not None else texts
+        keys = [normalize_answer(t) for t in shown]
         for a, ka in enumerate(keys):
             for b, kb in enumerate(keys):
                 s.same[q, a, b] = ka == kb
             if answers[q]:
-                s.em[q, a], s.f1[q, a] = scorer(texts[a], answers[q], langs[q])
+                s.em[q, a], s.f1[q, a] = scorer(shown[a], answers[q], langs[q])
     return s
 
 

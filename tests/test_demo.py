@@ -142,6 +142,18 @@ def test_answer_html_for_translated_and_empty_answers():
     assert "<img" not in render.answer_html(hostile, fused=True)
 
 
+def test_an_answer_written_from_a_copied_span_says_so_and_marks_the_span():
+    a = _answer()
+    copied = Candidate("リョンロート", 0.8, -0.2, written="Lönnrot")
+    answer = Answer(question_id="q", text="リョンロート", score=0.8,
+                    candidates=(copied, *a.candidates[1:]), evidence=a.evidence)
+    out = render.answer_html(answer, fused=True)
+    assert "the reader copied “Lönnrot” (found in 2 of 2 passages read)" in out and "label table" in out
+    assert render.nbest_rows(answer)[0] == [1, "リョンロート ← Lönnrot", 0.8, -0.2, 2]
+    ev = render.evidence_html(answer)
+    assert "Elias <mark>Lönnrot</mark> compiled" in ev and ev.count('class="xqa-passage xqa-hit"') == 2
+
+
 def test_nbest_rows():
     rows = render.nbest_rows(_answer())
     assert rows == [[1, "Lönnrot", 0.8, -0.2, 2], [2, "Runeberg", 0.2, -1.6, 0]]

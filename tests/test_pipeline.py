@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,25 @@ def test_config_names_every_method_and_tuned_weights(pipe, tiny_pipeline):
     assert tuned["fusion"]["n_context"] == cfg.reader.n_passages
     # ... and with the span-constrained candidates the pipeline's reader adds
     assert cfg.reader.span_beams > 0 and tuned["fusion"]["span_beams"] == cfg.reader.span_beams
+    # ... and with the world's answer labels, which the pipeline answers with
+    assert cfg.reader.labels == "world/labels.jsonl" and tuned["fusion"]["labels"].endswith("world/labels.jsonl")
+
+
+def test_a_span_copied_from_another_language_is_answered_in_the_questions(pipe, test_questions):
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    assert len(pipe.labels) > 100
+    q = next(q for q in test_questions if q.lang == "en")
+    row = next(json.loads(line) for line in open(pipe.config.path("world/labels.jsonl"), encoding="utf-8")
+               if json.loads(line)["id"].startswith("city/"))
+    ja, en = row["labels"]["ja"], row["labels"]["en"]
+    ctxs = pipe.retrieve([q], k=2)[0][:2]
+    out = SimpleNamespace(candidates=[(ja, -0.5), ("1999", -2.0)], relevance=np.array([0.5, 0.5][: len(ctxs)]))
+    answer = pipe._answer(q, ctxs, out, fuse=True)
+    assert answer.text == en and answer.candidates[0].written == ja
+    assert pipe._answer(replace(q, lang="ja"), ctxs, out, fuse=True).text == ja   # asked in Japanese
 
 
 @pytest.mark.parametrize("method", ["sparse", "dense", "scd", "hybrid", "rrf", "spar", "spar+scd",

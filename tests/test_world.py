@@ -14,7 +14,7 @@ from xqa.records import Passage, Question
 from xqa.world import LANGS, RELATIONS, SIZES, build_world, generate
 from xqa.world.templates import TEMPLATES, bn_genitive, ko_particle, ko_ro, render
 
-FILES = ("passages.jsonl", "train.jsonl", "dev.jsonl", "test.jsonl")
+FILES = ("passages.jsonl", "train.jsonl", "dev.jsonl", "test.jsonl", "labels.jsonl")
 QUESTION_KEYS = {"id", "question", "answers", "answers_en", "lang", "crosslingual", "entity", "relation", "positive_ids"}
 
 

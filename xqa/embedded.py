@@ -65,6 +65,10 @@ RETRIEVAL_METHOD = "sparse+roman"
 # The reader reads 2 passages: with BM25 + cross-script retrieval a gold passage is first for 90 % of test
 # split same-language questions, and the tiny reader is misled by more. Tuned fusion F1 on 500 dev questions
 # reading 1, 2, 3, 4, 8, 12 passages: 0.197, 0.205, 0.203, 0.184, 0.158, 0.142 (docs/reader.md, "Sessions 8 and 9").
+# The world's answer label table, as the pipeline config names it (relative to the build folder):
+# a span copied from a passage in another language answers in the question's (reader.labels).
+LABELS = "world/labels.jsonl"
+
 PROFILES = {
     "default": Profile(world_size="default", vocab_size=8000, retriever_args=(),
                        lexical_steps=100, reader_steps=1200, reader_batch=16,
@@ -175,6 +179,7 @@ class Build:
              lambda: all(self._tuned(w) for w in ("alpha", "mu", "roman_weight")), self.tune_retrieval),
             ("reader training data", self._retrieved_current, self.retrieve_for_reader),
             ("FiD reader", lambda: is_complete(self.reader / "best") and self._reader_finished(), self.train_reader),
+            ("answer labels", self._labels_current, self.add_labels),
             ("tune β, γ (evidence fusion)", lambda: self._tuned("fusion") and (self.out / "fusion.json").is_file(),
              self.tune_fusion),
         ]
@@ -277,7 +282,8 @@ class Build:
             passages="world/passages.jsonl",
             retrieval=RetrievalConfig(method=RETRIEVAL_METHOD, k=self.p.k, sparse_index="bm25", dense_index="dense",
                                       spar_index="spar", roman_index="roman"),
-            reader=ReaderConfig(model="reader/best", n_passages=self.p.n_context, span_beams=self.p.span_beams),
+            reader=ReaderConfig(model="reader/best", n_passages=self.p.n_context, span_beams=self.p.span_beams,
+                                labels=LABELS),
             languages=sorted(json.loads((self.world / "config.json").read_text())["languages"]),
             examples=self._examples(),
         )
@@ -334,13 +340,30 @@ class Build:
                          *(["--decoder-prompt"] if p.reader_decoder_prompt else []))
         write_json_atomic(self.reader / "recipe.json", self._reader_recipe())
 
+    def _labels_current(self) -> bool:
+        return (self.world / "labels.jsonl").is_file() and self._config()["reader"].get("labels") == LABELS
+
+    def add_labels(self) -> None:
+        """The world's answer label table (worlds built before session 12 lack it), named in the
+        pipeline config; β/γ, tuned on answers without it, are tuned again."""
+        from xqa.world import write_labels
+
+        if not (self.world / "labels.jsonl").is_file():
+            write_labels(self.world)
+        cfg = self._config()
+        cfg["reader"]["labels"] = LABELS
+        cfg.get("tuned", {}).pop("fusion", None)
+        write_json_atomic(self.config_path, cfg)
+        (self.out / "fusion.json").unlink(missing_ok=True)
+
     def tune_fusion(self) -> None:
         out = self.out / "fusion.json"
         # Tune with as many passages as the pipeline reads (the reader trains on fewer, and the
         # artifact records its training setting).
         _xqa_distributed(self.p.reader_procs, "tune", "fusion", "--model", self.reader,
                          "--dev", self.retrieved / "dev.jsonl", "--n-context", self.p.n_context,
-                         "--span-beams", self.p.span_beams, "--limit", self.p.tune_questions, "--out", out)
+                         "--span-beams", self.p.span_beams, "--limit", self.p.tune_questions, "--out", out,
+                         "--labels", self.world / "labels.jsonl")
         best = json.loads(out.read_text(encoding="utf-8"))
         self._update_config(**{f"reader__{k}": best[k] for k in ("beta", "gamma", "miss", "soft")})
         cfg = self._config()

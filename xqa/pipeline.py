@@ -83,6 +83,7 @@ class Pipeline:
         self._components: dict[str, Any] = {}
         self._retrievers: dict[tuple, Any] = {}
         self._reader = None
+        self._labels = None
         self._store: PassageStore | None = None
 
     @classmethod
@@ -173,6 +174,16 @@ class Pipeline:
                 self._reader = FiDReader.load(self.config.path(self.config.reader.model))
             return self._reader
 
+    @property
+    def labels(self):
+        """The answer label table (``reader.labels``), or None when the config names none."""
+        with self._lock:
+            if self._labels is None and self.config.reader.labels:
+                from reader.labels import AnswerLabels
+
+                self._labels = AnswerLabels.load(self.config.path(self.config.reader.labels))
+            return self._labels
+
     # ------------------------------------------------------------------ work
 
     def contexts(self, hits: Sequence[Hit]) -> list[Context]:
@@ -233,5 +244,7 @@ class Pipeline:
         rc = self.config.reader
         params = FusionParams(rc.beta, rc.gamma, rc.miss, rc.soft) if fuse and ctxs else None
         n = min(len(ctxs), len(out.relevance))
+        labels = self.labels
+        shown = labels.shown_all([t for t, _ in out.candidates], q.lang) if labels is not None else None
         return build_answer(q.id, out.candidates, list(out.relevance)[:n], ctxs[:n], params,
-                            getattr(out, "candidate_relevance", None))
+                            getattr(out, "candidate_relevance", None), shown)

@@ -39,9 +39,13 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(f"question ({lang}): {text}")
     method = pipe.config.retrieval.method
-    print(f"answer: {ans.text or '(empty)'}    (p = {ans.score:.3f}, retrieval: {method})")
+    written = ans.candidates[0].written if ans.candidates else ""
+    print(f"answer: {ans.text or '(empty)'}    (p = {ans.score:.3f}, retrieval: {method}"
+          + (f"; the reader copied {written!r}, written in the question's language by the label table" if written
+             else "") + ")")
     if len(ans.candidates) > 1:
-        print("n-best: " + " | ".join(f"{c.text or '(empty)'} ({c.score:.3f})" for c in ans.candidates))
+        print("n-best: " + " | ".join(f"{c.text or '(empty)'}{f' ← {c.written}' if c.written else ''} ({c.score:.3f})"
+                                      for c in ans.candidates))
     print("evidence:")
     if not ans.evidence:
         # BM25-based methods find nothing when no term of the question is in any passage

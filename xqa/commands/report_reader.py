@@ -70,7 +70,9 @@ def markdown(summary: dict, fusion: dict, meta: dict) -> str:
     f = lambda x: f"{x:.3f}"
     lines = [f"# Reader report: {meta['model']}", "",
              (f"Test: `{meta['test']}` ({summary['overall']['n']} questions), {meta['n_context']} passages, "
-             f"beam {meta['beams']} / n-best {meta['n_best']}{_spans(meta)}, EM/F1 mode `{meta['eval_mode']}`. "
+             f"beam {meta['beams']} / n-best {meta['n_best']}{_spans(meta)}, EM/F1 mode `{meta['eval_mode']}`"
+             + (f"; answers copied in another language are written in the question's by `{meta['labels']}`"
+                if meta.get("labels") else "") + ". "
              f"Fusion: β={fusion['beta']:.4g}, γ={fusion['gamma']:.4g}, ε={fusion['miss']:.3g} "
              f"(tuned on dev: F1 {fusion.get('dev_f1', float('nan')):.3f}, "
              f"reader alone {fusion.get('reader_only_f1', float('nan')):.3f}). "
@@ -102,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     from reader.tuning import choose, params_from, tune_fusion
     from xqa.artifacts import write_json_atomic, write_text_atomic
     from xqa.commands.train_reader import make_scorer
-    from xqa.commands.tune_fusion import beam_key, fusion_set, load_results, reader_outputs
+    from xqa.commands.tune_fusion import beam_key, fusion_set, load_labels, load_results, reader_outputs
     from xqa.errors import XqaError
     from xqa.training import init_distributed, main_process
 
@@ -112,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
     if not (args.fusion or args.dev):
         raise XqaError("give --dev to tune evidence fusion, or --fusion with tuned weights")
     scorer = make_scorer(args.eval_mode)
+    labels = load_labels(args.labels)
     reader = FiDReader.load(args.model)
     n_context = args.n_context or reader.n_context
     cache = Path(args.cache) if args.cache else None
@@ -122,7 +125,8 @@ def run(args: argparse.Namespace) -> int:
         dev_out = reader_outputs(reader, dev, n_context, args.beams, args.n_best, args.batch_size,
                                  cache / f"dev.{beam_key(args)}.jsonl" if cache else None, args.span_beams)
         # under torchrun the processes share the reading; rank 0 alone tunes and reports
-        fusion = tune_fusion(fusion_set(dev_out, dev, n_context, scorer), progress=True) if main_process() else None
+        fusion = (tune_fusion(fusion_set(dev_out, dev, n_context, scorer, labels), progress=True)
+                  if main_process() else None)
     test = [r for r in load_results(args.test, args.limit) if r.question.answers]
     cached = bool(cache) and (cache / "test.greedy.jsonl").is_file()  # then speeds are not measured
     t0 = time.perf_counter()
@@ -134,12 +138,14 @@ def run(args: argparse.Namespace) -> int:
     t2 = time.perf_counter()
     if not main_process():
         return 0
-    packed = fusion_set(beam, test, n_context, scorer)
+    packed = fusion_set(beam, test, n_context, scorer, labels)
     picked = choose(packed, params_from(fusion))
+    shown = (lambda text, lang: labels.shown(text, lang)) if labels is not None else (lambda text, lang: text)
     rows = []
     for q, (r, g, b) in enumerate(zip(test, greedy, beam)):
         fused = b.candidates[picked[q]][0] if b.candidates else ""
-        preds = {"greedy": g.text, "beam": b.text, "fusion": fused}
+        lang = r.question.lang
+        preds = {"greedy": shown(g.text, lang), "beam": shown(b.text, lang), "fusion": shown(fused, lang)}
         row = {"id": r.question.id, "lang": r.question.lang,
                "crosslingual": bool(r.question.meta.get("crosslingual", False)),
                "answers": list(r.question.answers), "predictions": preds}
@@ -148,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
         rows.append(row)
     summary = summarize(rows)
     meta = {"model": str(args.model), "test": str(args.test), "n_context": n_context, "beams": args.beams,
-            "n_best": args.n_best, "span_beams": args.span_beams, "eval_mode": args.eval_mode,
+            "n_best": args.n_best, "span_beams": args.span_beams, "eval_mode": args.eval_mode, "labels": args.labels,
             "greedy_q_per_s": None if cached else len(test) / max(t1 - t0, 1e-9),
             "beam_q_per_s": None if cached else len(test) / max(t2 - t1, 1e-9)}
     out = Path(args.out)

@@ -39,6 +39,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "no such passage in the pool skipped (answer: learns to copy soonest from scratch); "
                         "or as answer, but a question with no such passage trains on its gold passages "
                         "(evidence: cross-lingual questions, whose answer is a translation, are kept)")
+    p.add_argument("--labels", metavar="FILE",
+                   help="answer label table (JSONL, reader.labels; the embedded world's world/labels.jsonl): a "
+                        "question whose answer is in none of its training passages but another name of the "
+                        "answer is (the value as a passage in another language writes it) learns to copy that "
+                        "name, which the pipeline, given the same table, answers in the question's language")
     p.add_argument("--copy-attention", type=float, default=0.0, metavar="W",
                    help="guided cross-attention: add W x (-log of the attention one head of the last decoder "
                         "layer puts on the answer's tokens in the passages) to the loss; teaches a reader "
@@ -99,11 +104,16 @@ def holds_target(result, ctx) -> bool:
 
 
 def load_examples(path: str, n_context: int, limit: int = 0, need_answers: bool = False,
-                  contexts: str = "top", pool: int = 0) -> list[dict]:
+                  contexts: str = "top", pool: int = 0, labels=None) -> list[dict]:
     """Example dicts (``reader.data``) from a retrieval-result file, ctxs in the given order;
     ``contexts="gold"`` makes sure the gold passages among the first ``pool`` are included;
     ``contexts="answer"`` puts passages holding the target first and skips questions without one;
-    ``contexts="evidence"`` does the same but skips only questions with no gold passage at all."""
+    ``contexts="evidence"`` does the same but skips only questions with no gold passage at all.
+
+    With ``labels`` (:class:`reader.labels.AnswerLabels`) a question whose answer is in none of
+    its passages but another name of the answer is (the value as a passage in another language
+    writes it) is trained to copy that name: the pipeline writes it in the question's language
+    with the same table."""
     from reader.data import example_from_records, select_contexts
     from xqa.errors import XqaError
     from xqa.io import read_results
@@ -112,7 +122,7 @@ def load_examples(path: str, n_context: int, limit: int = 0, need_answers: bool 
     results = read_results(path)
     if limit:
         results = results[:limit]
-    examples, skipped = [], 0
+    examples, skipped, relabelled = [], 0, 0
     for r in results:
         ctxs = list(r.ctxs)
         if contexts in ("gold", "answer", "evidence"):
@@ -127,15 +137,37 @@ def load_examples(path: str, n_context: int, limit: int = 0, need_answers: bool 
         ex = example_from_records(r.question, ctxs[:n_context])
         if need_answers and not ex["answers"]:
             continue
+        if labels is not None and ex["answers"]:
+            relabelled += _copy_target(ex, labels)
         examples.append(ex)
     if skipped and main_process():
         where = f"among its first {pool} passages" if pool else "among its passages"
         what = "holds the answer" if contexts == "answer" else "is gold"
         print(f"{path}: {skipped} of {len(results)} questions skipped: none {where} {what} "
               f"(--train-contexts {contexts})")
+    if labels is not None and main_process():
+        print(f"{path}: {relabelled} of {len(examples)} questions train on their answer's name in a passage "
+              "in another language (--labels)")
     if not examples:
         raise XqaError(f"{path}: no usable questions" + (" with answers" if need_answers else ""))
     return examples
+
+
+def _copy_target(ex: dict, labels) -> int:
+    """Replace ``ex["answers"]`` by the answer's name as one of its passages writes it, when no
+    passage holds the answer itself; 1 if replaced."""
+    from reader.evidence import normalize_answer, occurs_in
+
+    passages = [normalize_answer(f"{t} {x}") for t, x in zip(ex["titles"], ex["texts"])]
+    if any(occurs_in(normalize_answer(a), p) for a in ex["answers"] for p in passages):
+        return 0
+    for p in passages:
+        for a in ex["answers"]:
+            found = [f for f in labels.forms(a) if occurs_in(normalize_answer(f), p)]
+            if found:
+                ex["answers"] = [max(found, key=len)]   # the longest: "the Nile" over "Nile"
+                return 1
+    return 0
 
 
 def make_scorer(mode: str):
@@ -183,8 +215,13 @@ def run(args: argparse.Namespace) -> int:
                                        max_length=args.max_length,
                                        max_answer_len=args.max_answer_len, n_context=args.n_context)
     reader.decoder_prompt = reader.decoder_prompt or args.decoder_prompt
+    labels = None
+    if args.labels:
+        from reader.labels import AnswerLabels
+
+        labels = AnswerLabels.load(args.labels)
     train_set = load_examples(args.train, args.n_context, args.train_limit, need_answers=True,
-                              contexts=args.train_contexts, pool=args.train_pool)
+                              contexts=args.train_contexts, pool=args.train_pool, labels=labels)
     dev_set = load_examples(args.dev, args.n_context, args.dev_limit, need_answers=True) if args.dev else []
     collator = FiDCollator(reader.tokenizer, args.n_context, args.max_length, args.max_answer_len,
                            sample_answers=args.sample_answers, seed=args.seed,

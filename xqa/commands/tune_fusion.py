@@ -33,6 +33,9 @@ def add_reading_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--limit", type=int, default=0, help="use only the first N questions of each file (0: all)")
     p.add_argument("--eval-mode", choices=["official", "lang_aware", "simple"], default="official",
                    help="EM/F1: MIA official, its language-aware variant, or simple normalized")
+    p.add_argument("--labels", help="answer label table (JSONL, reader.labels): a span copied from a passage in "
+                        "another language answers in the question's language (the embedded world's: "
+                        "world/labels.jsonl)")
     p.add_argument("--cache", help="folder for reader outputs (JSONL), reused when present")
     p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch default)")
 
@@ -83,11 +86,17 @@ def beam_key(args: argparse.Namespace) -> str:
     return f"beam{args.beams}" + (f".span{args.span_beams}" if args.span_beams else "")
 
 
-def fusion_set(outputs, results, n_context: int, scorer):
+def load_labels(path: str | None):
+    from reader.labels import AnswerLabels
+
+    return AnswerLabels.load(path) if path else None
+
+
+def fusion_set(outputs, results, n_context: int, scorer, labels=None):
     from reader.tuning import prepare
 
     return prepare(outputs, [r.ctxs[:n_context] for r in results],
-                   [r.question.answers for r in results], [r.question.lang for r in results], scorer)
+                   [r.question.answers for r in results], [r.question.lang for r in results], scorer, labels)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -102,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     init_distributed()  # under torchrun: join the job (and on GPUs take this process's own) before loading
+    labels = load_labels(args.labels)  # before the reading: a bad table fails fast
     reader = FiDReader.load(args.model)
     n_context = args.n_context or reader.n_context
     results = [r for r in load_results(args.dev, args.limit) if r.question.answers]
@@ -110,11 +120,11 @@ def run(args: argparse.Namespace) -> int:
                              args.span_beams)
     if not main_process():  # another process of a torchrun job: it shared the reading, rank 0 tunes
         return 0
-    best = tune_fusion(fusion_set(outputs, results, n_context, make_scorer(args.eval_mode)),
+    best = tune_fusion(fusion_set(outputs, results, n_context, make_scorer(args.eval_mode), labels),
                        passes=args.passes, progress=True)
     best.update({"model": str(args.model), "dev": str(args.dev), "n_context": n_context,
                  "beams": args.beams, "n_best": args.n_best, "span_beams": args.span_beams,
-                 "eval_mode": args.eval_mode})
+                 "eval_mode": args.eval_mode, "labels": args.labels})
     write_json_atomic(args.out, best)
     print(f"beta={best['beta']:.4g} gamma={best['gamma']:.4g} miss={best['miss']:.3g}: "
           f"dev F1 {best['dev_f1']:.4f} (reader alone {best['reader_only_f1']:.4f}) -> {args.out}")

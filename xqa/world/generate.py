@@ -46,7 +46,7 @@ from xqa.world.templates import (
 )
 
 SPLITS = ("train", "dev", "test")
-FILES = ("passages.jsonl", "train.jsonl", "dev.jsonl", "test.jsonl")
+FILES = ("passages.jsonl", "train.jsonl", "dev.jsonl", "test.jsonl", "labels.jsonl")
 GENERATOR_VERSION = 1
 
 
@@ -332,9 +332,44 @@ def _write_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
             f.write("\n")
 
 
+def answer_labels(world: World) -> list[dict[str, Any]]:
+    """The world's label table (``reader.labels``): every entity's and occupation's name in every
+    language, the feminine occupation forms where they differ; what Wikidata's labels are to
+    Wikipedia. The reader writes a copied answer in the question's language with it."""
+    rows: list[dict[str, Any]] = [{"id": e.id, "labels": dict(e.names)}
+                                  for e in sorted(world.entities.values(), key=lambda e: e.id)]
+    for occ in sorted(world.occupations):
+        forms = world.occupations[occ]
+        row: dict[str, Any] = {"id": f"occupation/{occ}", "labels": {lg: m for lg, (m, _) in forms.items()}}
+        female = {lg: f for lg, (m, f) in forms.items() if f != m}
+        if female:
+            row["female"] = female
+        rows.append(row)
+    return rows
+
+
+def write_labels(world_dir: str | Path) -> Path:
+    """Add ``labels.jsonl`` to a world built before worlds carried one (the same seed and size
+    give the same entities); written atomically."""
+    from xqa.artifacts import load_config, write_text_atomic
+    from xqa.errors import XqaError
+
+    out = Path(world_dir)
+    cfg = load_config(out, kind="world")
+    size = cfg.get("size")
+    if size not in SIZES:
+        raise XqaError(f"{out}/config.json: world size {size!r} is not one this generator makes; "
+                       "build the world again")
+    world = build_entities(random.Random(f"xqa-world:{cfg.get('seed', 0)}"), SIZES[size].n_persons,
+                           SIZES[size].n_orgs)
+    path = out / "labels.jsonl"
+    write_text_atomic(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in answer_labels(world)))
+    return path
+
+
 def build_world(out_dir: str | Path, size: str = "default", seed: int = 0, overwrite: bool = False,
                 progress: bool = False) -> dict[str, Any]:
-    """Write ``passages.jsonl``, ``{train,dev,test}.jsonl`` and ``config.json`` into ``out_dir``.
+    """Write ``passages.jsonl``, ``{train,dev,test}.jsonl``, ``labels.jsonl`` and ``config.json`` into ``out_dir``.
 
     Written atomically (a temporary sibling folder renamed into place). When
     ``out_dir`` is already a complete world and ``overwrite`` is false, nothing
@@ -360,6 +395,7 @@ def build_world(out_dir: str | Path, size: str = "default", seed: int = 0, overw
         _write_jsonl(tmp / "passages.jsonl", passages)
         for s in SPLITS:
             _write_jsonl(tmp / f"{s}.jsonl", questions[s])
+        _write_jsonl(tmp / "labels.jsonl", answer_labels(gen.world))
         save_config(tmp, "world", {"generator_version": GENERATOR_VERSION, "size": size, "seed": seed,
                                    "languages": list(LANGS), "files": list(FILES),
                                    "counts": {"passages": stats["passages"], **stats["questions"]},

@@ -1,0 +1,103 @@
+"""Answer labels: write an answer copied from a passage in the question's language.
+
+A reader that copies a span answers a cross-lingual question with a value in
+the passage's language ("東京" from a Japanese passage, asked in English). A
+label table, one item per line, names each answer entity in every language it
+has a name in, as Wikidata's labels do:
+
+    {"id": "city/tokyo", "labels": {"en": "Tokyo", "ja": "東京", "ko": "도쿄"}}
+    {"id": "occupation/chemist", "labels": {"es": "químico"}, "female": {"es": "química"}}
+
+``female`` (optional) holds the forms that differ for a woman (Wikidata's
+"female form of label"). :meth:`AnswerLabels.shown` rewrites a candidate that
+is a label of an item in another language, and no label in the question's
+language, as that item's label in the question's language. It leaves the text
+unchanged when the text is no label, is already one in the question's
+language, or names items whose labels in that language differ (ambiguous).
+A feminine form is translated to the feminine form where the target language
+has one; a form that is both (English "chemist") to the plain label.
+
+Evidence fusion matches a candidate against the passages by the text the reader
+wrote and scores it, and shows (and sums duplicates, and evaluates) the label:
+the translated answer keeps the evidence of the span it was copied from.
+The embedded world writes its table as ``world/labels.jsonl``; at full scale,
+a Wikidata label dump of the answer entities in the same layout does.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from xqa.errors import InputError, XqaError
+
+
+class AnswerLabels:
+    """Names of answer items per language; see the module doc."""
+
+    def __init__(self, items: Iterable[dict]):
+        from reader.evidence import normalize_answer
+
+        self.labels: list[dict[str, str]] = []
+        self.female: list[dict[str, str]] = []
+        # normalised label -> [(item, language, is_female_form)]
+        self._index: dict[str, list[tuple[int, str, bool]]] = {}
+        for item in items:
+            i = len(self.labels)
+            labels, female = dict(item["labels"]), dict(item.get("female") or {})
+            self.labels.append(labels)
+            self.female.append(female)
+            for forms, is_female in ((labels, False), (female, True)):
+                for lang, text in forms.items():
+                    self._index.setdefault(normalize_answer(text), []).append((i, lang, is_female))
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    @classmethod
+    def load(cls, path: str | Path) -> "AnswerLabels":
+        """Read a JSONL table; a malformed line is an error naming ``file:line``."""
+        from xqa.io import _jsonl
+
+        path = Path(path)
+        if not path.is_file():
+            raise XqaError(f"{path}: no answer label table there (JSONL of {{\"id\", \"labels\": {{lang: name}}}})")
+        items = []
+        for n, obj in _jsonl(path):
+            for key in ("labels", "female"):
+                forms = obj.get(key, {} if key == "female" else None)
+                if not isinstance(forms, dict) or not all(isinstance(k, str) and isinstance(v, str) and v.strip()
+                                                          for k, v in forms.items()):
+                    raise InputError(path, n, f"field {key!r} should map language codes to non-empty names")
+            if not obj["labels"]:
+                raise InputError(path, n, "field 'labels' is empty")
+            items.append(obj)
+        return cls(items)
+
+    def shown(self, text: str, lang: str) -> str:
+        """``text`` written in ``lang`` when it is unambiguously another language's label."""
+        from reader.evidence import normalize_answer
+
+        hits = self._index.get(normalize_answer(text))
+        if not hits or any(l == lang for _, l, _ in hits):
+            return text
+        targets = set()
+        for item, _, is_female in hits:
+            target = (self.female[item].get(lang) if is_female else None) or self.labels[item].get(lang)
+            if target is not None:
+                targets.add(target)
+        return targets.pop() if len(targets) == 1 else text
+
+    def forms(self, text: str) -> list[str]:
+        """Every name (all languages, feminine forms too) of the one item ``text`` names; [] when
+        it names none or several. Training (``xqa train reader --labels``) looks for these in the
+        passages of a question whose answer they state in another language."""
+        from reader.evidence import normalize_answer
+
+        items = {item for item, _, _ in self._index.get(normalize_answer(text), ())}
+        if len(items) != 1:
+            return []
+        (item,) = items
+        return list(dict.fromkeys([*self.labels[item].values(), *self.female[item].values()]))
+
+    def shown_all(self, texts: Sequence[str], lang: str | None) -> list[str]:
+        return list(texts) if not lang else [self.shown(t, lang) for t in texts]
