@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from xqa.errors import InputError, XqaError
+from xqa.errors import InputError, XqaError, jsonl_objects
 
 
 class AnswerLabels:
@@ -56,13 +56,11 @@ class AnswerLabels:
     @classmethod
     def load(cls, path: str | Path) -> "AnswerLabels":
         """Read a JSONL table; a malformed line is an error naming ``file:line``."""
-        from xqa.io import _jsonl
-
         path = Path(path)
         if not path.is_file():
             raise XqaError(f"{path}: no answer label table there (JSONL of {{\"id\", \"labels\": {{lang: name}}}})")
         items = []
-        for n, obj in _jsonl(path):
+        for n, obj in jsonl_objects(path):
             for key in ("labels", "female"):
                 forms = obj.get(key, {} if key == "female" else None)
                 if not isinstance(forms, dict) or not all(isinstance(k, str) and isinstance(v, str) and v.strip()
@@ -101,3 +99,4 @@ class AnswerLabels:
 
     def shown_all(self, texts: Sequence[str], lang: str | None) -> list[str]:
         return list(texts) if not lang else [self.shown(t, lang) for t in texts]
+

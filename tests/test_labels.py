@@ -54,6 +54,9 @@ def test_a_bad_label_table_names_its_file_and_line(tmp_path):
     path.write_text(json.dumps({"id": "x", "labels": {"en": "X"}, "female": ["X"]}) + "\n", encoding="utf-8")
     with pytest.raises(InputError, match=r"labels.jsonl:1.*'female'"):
         AnswerLabels.load(path)
+    path.write_text(json.dumps(ITEMS[0]) + "\n\n[1, 2]\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"labels.jsonl:3.*JSON object"):
+        AnswerLabels.load(path)
     path.write_text("\n".join(json.dumps(i, ensure_ascii=False) for i in ITEMS) + "\n", encoding="utf-8")
     assert len(AnswerLabels.load(path)) == len(ITEMS)
     with pytest.raises(XqaError, match="no answer label table"):

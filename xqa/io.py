@@ -22,22 +22,8 @@ from typing import Any, Iterable, Iterator
 
 from xqa.artifacts import write_text_atomic
 from xqa.errors import InputError, XqaError
+from xqa.errors import jsonl_objects as _jsonl
 from xqa.records import Context, Passage, Question, RetrievalResult
-
-
-def _jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield ``(line_number, object)`` for each non-blank line of a JSONL file."""
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise InputError(path, n, f"invalid JSON ({e.msg} at column {e.colno})") from None
-            if not isinstance(obj, dict):
-                raise InputError(path, n, f"expected a JSON object, found {type(obj).__name__}")
-            yield n, obj
 
 
 def _load_json(path: str | Path) -> Any:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from xqa.errors import InputError, XqaError
+from xqa.errors import jsonl_objects as _jsonl_objects
 from xqa.evaluation.languages import check_language
 from xqa.io import read_questions
 from xqa.records import Question
@@ -201,17 +202,3 @@ def _json_document(path: Path) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as e:
         raise InputError(path, e.lineno, f"invalid JSON: {e.msg} (column {e.colno})") from None
-
-
-def _jsonl_objects(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    with open(path, encoding="utf-8") as f:
-        for line_no, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise InputError(path, line_no, f"invalid JSON: {e.msg} (column {e.colno})") from None
-            if not isinstance(obj, dict):
-                raise InputError(path, line_no, f"expected a JSON object, found {type(obj).__name__}")
-            yield line_no, obj
