@@ -103,9 +103,14 @@ def test_the_world_writes_its_label_table_and_an_older_world_gets_the_same(tmp_p
     gen = generate("small", seed=3)
     rows = answer_labels(gen.world)
     assert [json.loads(line) for line in written.decode().splitlines()] == rows
+    config = json.loads((out / "config.json").read_text(encoding="utf-8"))
+    assert "labels.jsonl" in config["files"]
     (out / "labels.jsonl").unlink()
+    config["files"].remove("labels.jsonl")
+    (out / "config.json").write_text(json.dumps(config), encoding="utf-8")
     write_labels(out)                                       # a world built before labels existed
     assert (out / "labels.jsonl").read_bytes() == written
+    assert json.loads((out / "config.json").read_text(encoding="utf-8"))["files"] == [*config["files"], "labels.jsonl"]
     labels = AnswerLabels.load(out / "labels.jsonl")
     # the gold answer of a cross-lingual question about an entity is what the table makes of the
     # entity's name in the language of one of its gold passages (occupations: see the next test)

@@ -351,7 +351,7 @@ def answer_labels(world: World) -> list[dict[str, Any]]:
 def write_labels(world_dir: str | Path) -> Path:
     """Add ``labels.jsonl`` to a world built before worlds carried one (the same seed and size
     give the same entities); written atomically."""
-    from xqa.artifacts import load_config, write_text_atomic
+    from xqa.artifacts import load_config, write_json_atomic, write_text_atomic
     from xqa.errors import XqaError
 
     out = Path(world_dir)
@@ -364,6 +364,9 @@ def write_labels(world_dir: str | Path) -> Path:
                            SIZES[size].n_orgs)
     path = out / "labels.jsonl"
     write_text_atomic(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in answer_labels(world)))
+    if "labels.jsonl" not in cfg.get("files", []):   # the world's config lists it, as a new world's does
+        cfg["files"] = [*cfg.get("files", []), "labels.jsonl"]
+        write_json_atomic(out / "config.json", cfg)
     return path
 
 
