@@ -50,6 +50,11 @@ class Profile:
     # pointer's first step knows the asked relation. Dev fusion F1 0.190 -> 0.276 at 1,200 steps
     # (docs/reader.md, "Session 11").
     reader_decoder_prompt: bool = True
+    # xqa train reader --labels (the world's answer label table): a cross-lingual question learns to
+    # copy the answer's name as its passage writes it, which the pipeline answers in the question's
+    # language. Dev fusion F1 (1,000 questions) at 4,000 steps 0.369 -> 0.473, cross-lingual 0.179 ->
+    # 0.362; at 1,200 steps a loss (same-language -0.09, two seeds) (docs/reader.md, "Session 12").
+    reader_train_labels: bool = False
 
     def __post_init__(self) -> None:
         if self.reader_procs < 1 or self.reader_batch % self.reader_procs:
@@ -78,7 +83,7 @@ PROFILES = {
 # The default world and models with a reader trained 4,000 steps: reading with the evidence gets better
 # with steps, and `make demo` cannot wait for them. 12,000 steps read better still but did not score
 # higher end to end (docs/reader.md, "Session 6").
-PROFILES["long"] = replace(PROFILES["default"], reader_steps=4000)
+PROFILES["long"] = replace(PROFILES["default"], reader_steps=4000, reader_train_labels=True)
 PROFILES |= {
     "small": Profile(world_size="small", vocab_size=1500, retriever_args=("--max-steps", "30", "--batch-size", "32", "--eval-every", "10",
                                                     "--dev-questions", "100"),
@@ -175,11 +180,11 @@ class Build:
              lambda: _xqa("index", "spar", "--dense", self.dense, "--lexical", self.lex / "best",
                           "--passages", self.passages, "--out", self.spar)),
             ("pipeline config", lambda: self.config_path.is_file() and not self._config_stale(), self.write_config),
+            ("answer labels", self._labels_current, self.add_labels),
             ("tune α (hybrid), μ (SPAR) and w (cross-script)",
              lambda: all(self._tuned(w) for w in ("alpha", "mu", "roman_weight")), self.tune_retrieval),
             ("reader training data", self._retrieved_current, self.retrieve_for_reader),
             ("FiD reader", lambda: is_complete(self.reader / "best") and self._reader_finished(), self.train_reader),
-            ("answer labels", self._labels_current, self.add_labels),
             ("tune β, γ (evidence fusion)", lambda: self._tuned("fusion") and (self.out / "fusion.json").is_file(),
              self.tune_fusion),
         ]
@@ -235,6 +240,8 @@ class Build:
                 "batch": p.reader_batch, "lr": 1e-3, "warmup_steps": 50,
                 "group_by_length": p.reader_group_by_length, "copy_attention": p.reader_copy_attention,
                 "decoder_prompt": p.reader_decoder_prompt,
+                # recorded only when on: readers built before the option stay current
+                **({"train_labels": True} if p.reader_train_labels else {}),
                 # the saved reader scores with the pointer weighted as in training (session 11)
                 "pointer_score_weight": p.reader_copy_attention, "retrieval": self._retrieval_recipe()}
 
@@ -337,7 +344,8 @@ class Build:
                          "--batch-size", p.reader_batch // p.reader_procs,
                          "--group-by-length", p.reader_group_by_length,
                          "--copy-attention", p.reader_copy_attention, "--out", self.reader, "--seed", self.seed,
-                         *(["--decoder-prompt"] if p.reader_decoder_prompt else []))
+                         *(["--decoder-prompt"] if p.reader_decoder_prompt else []),
+                         *(["--labels", self.world / "labels.jsonl"] if p.reader_train_labels else []))
         write_json_atomic(self.reader / "recipe.json", self._reader_recipe())
 
     def _labels_current(self) -> bool:
