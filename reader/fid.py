@@ -189,7 +189,9 @@ class FiD(torch.nn.Module):
     def _lm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """Decoder states -> vocabulary logits as the stock model computes them: T5 v1.0 scales
         the states first (``scale_decoder_outputs``), mT5 and T5 v1.1 do not (tested for both)."""
-        if type(self.t5).__name__ == "T5ForConditionalGeneration" and getattr(self.config, "scale_decoder_outputs", False):
+        from transformers import T5ForConditionalGeneration   # MT5ForConditionalGeneration is no subclass
+
+        if isinstance(self.t5, T5ForConditionalGeneration) and getattr(self.config, "scale_decoder_outputs", False):
             hidden = hidden * self.config.d_model ** -0.5
         return self.t5.lm_head(hidden)
 

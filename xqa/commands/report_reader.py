@@ -140,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     packed = fusion_set(beam, test, n_context, scorer, labels)
     picked = choose(packed, params_from(fusion))
-    shown = (lambda text, lang: labels.shown(text, lang)) if labels is not None else (lambda text, lang: text)
+    shown = labels.shown if labels is not None else (lambda text, lang: text)
     rows = []
     for q, (r, g, b) in enumerate(zip(test, greedy, beam)):
         fused = b.candidates[picked[q]][0] if b.candidates else ""

@@ -161,9 +161,10 @@ def _copy_target(ex: dict, labels) -> int:
     passages = [normalize_answer(f"{t} {x}") for t, x in zip(ex["titles"], ex["texts"])]
     if any(occurs_in(normalize_answer(a), p) for a in ex["answers"] for p in passages):
         return 0
+    names = [[(f, normalize_answer(f)) for f in labels.forms(a)] for a in ex["answers"]]   # once per question
     for p in passages:
-        for a in ex["answers"]:
-            found = [f for f in labels.forms(a) if occurs_in(normalize_answer(f), p)]
+        for answer_names in names:
+            found = [f for f, key in answer_names if occurs_in(key, p)]
             if found:
                 ex["answers"] = [max(found, key=len)]   # the longest: "the Nile" over "Nile"
                 return 1

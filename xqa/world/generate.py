@@ -285,11 +285,16 @@ class GeneratedWorld:
     passage_subject: dict[str, str]
 
 
+def _entities(rng: random.Random, spec: WorldSize) -> World:
+    """The world's entities: the first draws of its seeded ``rng`` (``write_labels`` relies on it)."""
+    return build_entities(rng, spec.n_persons, spec.n_orgs)
+
+
 def generate(size: str | WorldSize = "default", seed: int = 0, progress: bool = False) -> GeneratedWorld:
     """Make the whole world in memory."""
     spec = SIZES[size] if isinstance(size, str) else size
     rng = random.Random(f"xqa-world:{seed}")
-    world = build_entities(rng, spec.n_persons, spec.n_orgs)
+    world = _entities(rng, spec)
     subjects: list[Entity] = []
     for kind in SUBJECT_KINDS:
         ents = sorted((e for e in world.entities.values() if e.kind == kind), key=lambda e: e.id)
@@ -360,8 +365,7 @@ def write_labels(world_dir: str | Path) -> Path:
     if size not in SIZES:
         raise XqaError(f"{out}/config.json: world size {size!r} is not one this generator makes; "
                        "build the world again")
-    world = build_entities(random.Random(f"xqa-world:{cfg.get('seed', 0)}"), SIZES[size].n_persons,
-                           SIZES[size].n_orgs)
+    world = _entities(random.Random(f"xqa-world:{cfg.get('seed', 0)}"), SIZES[size])
     path = out / "labels.jsonl"
     write_text_atomic(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in answer_labels(world)))
     if "labels.jsonl" not in cfg.get("files", []):   # the world's config lists it, as a new world's does
