@@ -177,3 +177,30 @@ def test_the_reader_trains_to_copy_foreign_names_through_the_labels(tmp_path, mo
     # and the label table is in place before the reader trains
     names = [name for name, _, _ in Build(tmp_path / "default").stages()]
     assert names.index("answer labels") < names.index("FiD reader")
+
+
+def test_a_cross_script_index_without_stop_tokens_is_built_again_and_w_tuned_again(tmp_path, monkeypatch, capsys):
+    import xqa.embedded as embedded
+
+    build = Build(tmp_path, profile="default")
+    done = dict((name, is_done) for name, is_done, _ in build.stages())["cross-script BM25 index"]
+    (build.roman / "_all").mkdir(parents=True)
+    (build.roman / "config.json").write_text(json.dumps({"kind": "bm25"}))   # complete, built before session 13
+    (build.roman / "_all" / "config.json").write_text(json.dumps({"kind": "bm25-language"}))
+    assert not done() and "building it again" in capsys.readouterr().out
+    build.config_path.write_text(json.dumps({"retrieval": {"method": "sparse+roman", "roman_weight": 1.7},
+                                             "reader": {}, "tuned": {"alpha": 1.0, "roman_weight": 1.7}}))
+    before = build._retrieval_recipe()
+    assert "roman_stop_fraction" not in before             # files made from an index without stop tokens
+
+    def index(*argv):
+        assert argv[argv.index("--stop-fraction") + 1] == embedded.ROMAN_STOP_FRACTION and "--overwrite" in argv
+        (build.roman / "_all" / "config.json").write_text(
+            json.dumps({"kind": "bm25-language", "stop_fraction": embedded.ROMAN_STOP_FRACTION}))
+    monkeypatch.setattr(embedded, "_xqa", index)
+    build.index_roman()
+    assert done()
+    cfg = json.loads(build.config_path.read_text())
+    assert "roman_weight" not in cfg["tuned"] and cfg["tuned"]["alpha"] == 1.0   # w is tuned again
+    # and the reader's passages (so the reader) follow the new index, even if w comes out the same
+    assert build._retrieval_recipe() == {**before, "roman_stop_fraction": embedded.ROMAN_STOP_FRACTION}

@@ -170,3 +170,89 @@ def test_cli_builds_the_cross_script_index(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "one cross-script index" in out and "xqa:roman" not in out
     assert json.loads((tmp_path / "r" / "config.json").read_text())["cross_script"] is True
+
+
+# Stop tokens. Each language's template words sit in every one of its passages, yet in an index of
+# ten languages they are in a tenth of it, so BM25 weighs them like a rare name. A Korean question
+# about a person whom only an English passage describes then ranks Korean passages about other
+# people first, on the template words alone: what left out these words fixes.
+_SYLLABLES = ["ba", "ko", "ni", "ra", "ta", "mo", "su", "de", "ri", "ne", "ka", "to", "me", "sa"]
+_HANGUL = {"ba": "바", "ko": "코", "ni": "니", "ra": "라", "ta": "타", "mo": "모", "su": "수", "de": "데",
+           "ri": "리", "ne": "네", "ka": "카", "to": "토", "me": "메", "sa": "사"}
+_FILLER = {"es": "{n} nació en una ciudad grande y trabaja allí.", "fi": "{n} syntyi suuressa kaupungissa.",
+           "ru": "{n} родилась в большом городе и работает там.", "ja": "{n}は大きな町で生まれた。",
+           "te": "{n} ఒక పెద్ద నగరంలో పుట్టారు.", "bn": "{n} একটি বড় শহরে জন্মগ্রহণ করেন।",
+           "ar": "وُلد {n} في مدينة كبيرة.", "zh": "{n}出生在一个大城市。"}
+
+
+def _stop_corpus() -> list[Passage]:
+    import itertools
+    import random
+
+    rng = random.Random(0)
+    names = ["".join(p) for p in itertools.permutations(_SYLLABLES, 3)]
+    rng.shuffle(names)
+    names = [n for n in names if not n.startswith("bakoni")]
+    out = [P("en-target", "Bakoni Rata", "Bakoni Rata works for Dariko Steel. Bakoni Rata is an engineer.", "en")]
+    for i in range(30):   # Korean passages about other people: the question's template words, not its name
+        n = names[i]
+        ko = "".join(_HANGUL[n[j:j + 2]] for j in range(0, 6, 2))
+        out.append(P(f"ko-{i}", ko, f"{ko}는 어느 회사에서 일하나요? {ko}는 서울의 회사에서 일한다.", "ko"))
+        out.append(P(f"en-{i}", n.title(), f"{n.title()} works for a company in London.", "en"))
+        for lang, text in _FILLER.items():
+            out.append(P(f"{lang}-{i}", n.title(), text.format(n=n.title()), lang))
+    return out
+
+
+def test_stop_tokens_are_each_languages_frequent_tokens_and_leave_its_queries(tmp_path):
+    from retriever.sparse.index import stop_tokens
+    from collections import Counter
+
+    # the rule itself: at least the fraction of the language's passages, languages with enough of them
+    stats = {"ko": Counter({"eseo": 20, "bakoni": 1, "~s": 2}), "sw": Counter({"na": 3})}
+    assert stop_tokens(stats, {"ko": 20, "sw": 3}, 0.1) == {"ko": ["eseo", "~s"]}
+    assert stop_tokens(stats, {"ko": 20, "sw": 3}, 0.0) == {}
+
+    corpus = _stop_corpus()
+    build_sparse_indexes(corpus, tmp_path / "stop", progress=False, cross_script=True)
+    build_sparse_indexes(corpus, tmp_path / "all", progress=False, cross_script=True, stop_fraction=0.0)
+    config = json.loads((tmp_path / "stop" / ALL / "config.json").read_text(encoding="utf-8"))
+    assert config["stop_fraction"] == 0.1 and len(config["stop_tokens"]) == 10
+    ko_docs = [set(roman_tokens(p.contents())) for p in corpus if p.lang == "ko"]
+    frequent = sorted(t for t in set().union(*ko_docs) if sum(t in d for d in ko_docs) >= 0.1 * len(ko_docs))
+    assert config["stop_tokens"]["ko"] == frequent
+    assert "bakoni" not in {t for v in config["stop_tokens"].values() for t in v}
+    assert json.loads((tmp_path / "all" / ALL / "config.json").read_text())["stop_tokens"] == {}
+
+    question = Question("q", "바코니 라타는 서울의 어느 회사에서 일한다?", "ko")
+    with SparseRetriever.load(tmp_path / "stop") as stop, SparseRetriever.load(tmp_path / "all") as keep:
+        index = stop._indexes[ALL]
+        query = index.query_string(question.question, "ko").split()
+        assert query and not set(query) & set(frequent) and {"bakoni", "~bkn"} <= set(query)
+        assert index.query_string(question.question, "ko_kr") == " ".join(query)  # base language's list
+        assert index.query_string(question.question, "sw").split() == roman_tokens(question.question)
+        assert index.query_string("회사에서 일하나요", "ko").split() == roman_tokens("회사에서 일하나요")  # nothing left
+        with_stops = stop.search([question], k=5)[0]
+        without = keep.search([question], k=5)[0]
+    assert with_stops[0].id == "en-target"
+    assert without[0].id.startswith("ko-")  # the template words outweigh the name
+    # the scores are BM25 of the kept tokens
+    docs = {p.id: roman_tokens(p.contents()) for p in corpus}
+    want = _lucene_bm25(docs, query)
+    for h in with_stops:
+        assert h.score == pytest.approx(round(want[h.id], 4), abs=1e-6)
+
+
+def test_cli_stop_fraction(tmp_path, capsys):
+    from xqa.cli import main
+
+    passages = tmp_path / "p.jsonl"
+    passages.write_text("".join(json.dumps(p.__dict__, ensure_ascii=False) + "\n" for p in _stop_corpus()),
+                        encoding="utf-8")
+    assert main(["index", "sparse", "--cross-script", "--passages", str(passages), "--out", str(tmp_path / "r"),
+                 "--quiet", "--stop-fraction", "0.5"]) == 0
+    assert "stop tokens (in >= 50% of a language's passages): ar " in capsys.readouterr().out
+    assert json.loads((tmp_path / "r" / ALL / "config.json").read_text())["stop_fraction"] == 0.5
+    assert main(["index", "sparse", "--passages", str(passages), "--out", str(tmp_path / "b"),
+                 "--stop-fraction", "0.5"]) == 1
+    assert "--cross-script" in capsys.readouterr().err

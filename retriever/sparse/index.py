@@ -28,6 +28,7 @@ import json
 import os
 import shutil
 import warnings
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,12 @@ LUCENE_SUBDIR = "lucene"
 FORMAT = 1
 # Anserini's BM25 defaults (SimpleSearcher), recorded so every searcher uses the same.
 DEFAULT_K1, DEFAULT_B = 0.9, 0.4
+# Cross-script index: a question leaves out the tokens found in at least this share of its own
+# language's passages (counted on the first STOP_SAMPLE passages of each language; languages with
+# fewer than STOP_MIN_PASSAGES get no list). docs/sparse.md, "Stop tokens".
+STOP_FRACTION = 0.1
+STOP_SAMPLE = 20_000
+STOP_MIN_PASSAGES = 20
 
 
 def work_dir(out_dir: str | Path) -> Path:
@@ -100,7 +107,10 @@ def _spool(passages: Iterable[Passage], spool: Path, progress: bool,
             if p.id in seen:
                 raise XqaError(f"passage #{n}: duplicate passage id {p.id!r}")
             seen.add(p.id)
-            line = json.dumps({"id": p.id, "contents": p.contents()}, ensure_ascii=False) + "\n"
+            record = {"id": p.id, "contents": p.contents()}
+            if cross_script:  # the language is kept for the stop-token statistics, not indexed
+                record["lang"] = p.lang
+            line = json.dumps(record, ensure_ascii=False) + "\n"
             files[key].write(line)
             hashes[key].update(line.encode("utf-8"))
             counts[key] += 1
@@ -136,9 +146,31 @@ def count_documents(lucene_dir: str | Path) -> int:
         searcher.close()
 
 
+def stop_tokens(stats: dict[str, Counter], counts: dict[str, int], fraction: float,
+                min_passages: int = STOP_MIN_PASSAGES) -> dict[str, list[str]]:
+    """{lang: tokens found in at least ``fraction`` of that language's (sampled) passages}.
+
+    In one index of every language, a language's function and template words
+    look rare (their document frequency is counted against the whole
+    collection), so BM25 gives them the weight of a name; ranked within their
+    own language they are what they are, frequent. A language with fewer than
+    ``min_passages`` passages gets no list (too few to tell)."""
+    if not fraction:
+        return {}
+    return {lang: sorted(t for t, df in stats[lang].items() if df >= fraction * counts[lang])
+            for lang in sorted(counts) if counts[lang] >= min_passages}
+
+
 def _index_language(lang: str, spooled: dict[str, Any], choice: analyzers.AnalyzerChoice,
-                    target: Path, threads: int, batch_size: int, optimize: bool, bar: tqdm) -> dict[str, Any]:
-    """Index one language's spooled passages into ``target`` (atomically)."""
+                    target: Path, threads: int, batch_size: int, optimize: bool, bar: tqdm,
+                    stop_fraction: float = 0.0) -> dict[str, Any]:
+    """Index one language's spooled passages into ``target`` (atomically).
+
+    The cross-script index (spooled lines carry their passage's ``lang``) also
+    counts, on up to :data:`STOP_SAMPLE` passages per language, in how many
+    passages of its language each token occurs, and records the tokens found
+    in at least ``stop_fraction`` of them as that language's stop tokens
+    (:func:`stop_tokens`), which its questions then leave out of their query."""
     with atomic_dir(target, overwrite=True) as tmp:
         lucene_dir = tmp / LUCENE_SUBDIR
         args = ["-index", str(lucene_dir), "-input", "", "-collection", "JsonCollection",
@@ -151,13 +183,19 @@ def _index_language(lang: str, spooled: dict[str, Any], choice: analyzers.Analyz
             args += ["-language", choice.anserini_language]
         indexer = jclass("io.anserini.index.SimpleIndexer")(args)
         added = 0
+        stats: dict[str, Counter] = defaultdict(Counter)
+        counts: Counter = Counter()
         try:
             for batch in _batches(spooled["file"], batch_size):
                 if analyzer is not None:
                     docs = [json.loads(line) for line in batch]
-                    batch = [json.dumps({"id": d["id"],
-                                         "contents": " ".join(analyzers.analyze(analyzer, d["contents"]))},
-                                        ensure_ascii=False) for d in docs]
+                    tokens = [analyzers.analyze(analyzer, d["contents"]) for d in docs]
+                    for d, toks in zip(docs, tokens):
+                        if "lang" in d and counts[d["lang"]] < STOP_SAMPLE:
+                            counts[d["lang"]] += 1
+                            stats[d["lang"]].update(set(toks))
+                    batch = [json.dumps({"id": d["id"], "contents": " ".join(toks)}, ensure_ascii=False)
+                             for d, toks in zip(docs, tokens)]
                 added += int(indexer.addRawDocuments(batch))
                 bar.update(len(batch))
         except BaseException:
@@ -179,6 +217,9 @@ def _index_language(lang: str, spooled: dict[str, Any], choice: analyzers.Analyz
             "content_sha256": spooled["sha256"],
             "index_bytes": folder_bytes(lucene_dir),
         }
+        if counts:
+            config["stop_fraction"] = stop_fraction
+            config["stop_tokens"] = stop_tokens(stats, counts, stop_fraction)
         save_config(tmp, LANG_KIND, config)
     return config
 
@@ -206,26 +247,31 @@ def _take_lock(work: Path) -> Path:
     raise XqaError(f"could not lock {work}")
 
 
-def _reusable(target: Path, spooled: dict[str, Any], choice: analyzers.AnalyzerChoice) -> dict[str, Any] | None:
+def _reusable(target: Path, spooled: dict[str, Any], choice: analyzers.AnalyzerChoice,
+              stop_fraction: float | None = None) -> dict[str, Any] | None:
     if not is_complete(target):
         return None
     try:
         config = load_config(target, LANG_KIND)
     except ValueError:
         return None
-    if config.get("content_sha256") == spooled["sha256"] and config.get("analyzer") == choice.name:
+    if config.get("content_sha256") == spooled["sha256"] and config.get("analyzer") == choice.name \
+            and config.get("stop_fraction") == stop_fraction:
         return config
     return None
 
 
 def build_sparse_indexes(passages: Iterable[Passage], out_dir: str | Path, threads: int = 2,
                          overwrite: bool = False, *, batch_size: int = 2000, optimize: bool = True,
-                         progress: bool = True, cross_script: bool = False) -> dict[str, Any]:
+                         progress: bool = True, cross_script: bool = False,
+                         stop_fraction: float = STOP_FRACTION) -> dict[str, Any]:
     """Build one BM25 index per language found in ``passages`` under ``out_dir``.
 
     With ``cross_script``, build instead ONE index of all passages, romanized
     (:mod:`retriever.sparse.roman`), that every question searches whatever its
-    language; its config says ``"cross_script": true``.
+    language; its config says ``"cross_script": true``. Its questions leave out
+    the tokens found in at least ``stop_fraction`` of their own language's
+    passages (:func:`stop_tokens`; 0: none).
 
     Each language gets its own analyzer (:func:`analyzers.choose_analyzer`;
     fallbacks warn with :class:`analyzers.AnalyzerFallbackWarning`). Refuses
@@ -242,13 +288,17 @@ def build_sparse_indexes(passages: Iterable[Passage], out_dir: str | Path, threa
     work.mkdir(parents=True, exist_ok=True)
     lock = _take_lock(work)
     try:
-        return _build(passages, out, work, runtime, threads, batch_size, optimize, progress, cross_script)
+        return _build(passages, out, work, runtime, threads, batch_size, optimize, progress, cross_script,
+                      stop_fraction)
     finally:
         lock.unlink(missing_ok=True)
 
 
 def _build(passages: Iterable[Passage], out: Path, work: Path, runtime: Any, threads: int,
-           batch_size: int, optimize: bool, progress: bool, cross_script: bool = False) -> dict[str, Any]:
+           batch_size: int, optimize: bool, progress: bool, cross_script: bool = False,
+           stop_fraction: float = STOP_FRACTION) -> dict[str, Any]:
+    if not 0.0 <= stop_fraction <= 1.0:
+        raise XqaError(f"stop_fraction must be in [0, 1], got {stop_fraction}")
     spooled = _spool(passages, work / "spool", progress, cross_script)
     if cross_script:
         choices = {roman.ALL: analyzers.cross_script_choice()}
@@ -265,16 +315,18 @@ def _build(passages: Iterable[Passage], out: Path, work: Path, runtime: Any, thr
     with tqdm(total=total, desc="indexing BM25", unit=" passages", disable=not progress) as bar:
         for lang, choice in choices.items():
             bar.set_postfix_str(lang)
-            config = _reusable(work / lang, spooled[lang], choice)
+            fraction = stop_fraction if cross_script else None
+            config = _reusable(work / lang, spooled[lang], choice, fraction)
             if config is not None:
                 reused.append(lang)
                 bar.update(spooled[lang]["count"])
             else:
                 config = _index_language(lang, spooled[lang], choice, work / lang, threads,
-                                         batch_size, optimize, bar)
+                                         batch_size, optimize, bar, stop_fraction if cross_script else 0.0)
                 built.append(lang)
             languages[lang] = {k: config[k] for k in ("analyzer", "analyzer_description", "fallback",
-                                                      "pretokenized", "num_passages", "index_bytes")}
+                                                      "pretokenized", "num_passages", "index_bytes",
+                                                      "stop_fraction", "stop_tokens") if k in config}
     shutil.rmtree(work / "spool")
     (work / "build.pid").unlink()
     top = {

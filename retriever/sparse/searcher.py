@@ -46,6 +46,8 @@ class _LanguageIndex:
         cross = lang == roman.ALL
         self.hit_lang, self.source = ("", CROSS_SCRIPT_SOURCE) if cross else (lang, SOURCE)
         self.pretokenized = bool(config["pretokenized"])
+        # cross-script index: each language's frequent tokens, left out of its questions' queries
+        self.stop_tokens = {k: frozenset(v) for k, v in config.get("stop_tokens", {}).items()}
         try:
             analyzer = analyzers.build_analyzer(config["analyzer"])
         except (RuntimeError, ValueError) as e:
@@ -61,18 +63,34 @@ class _LanguageIndex:
             self.query_analyzer = None
             self.searcher.set_analyzer(analyzer)
 
-    def query_string(self, text: str) -> str:
+    def stop_set(self, lang: str | None) -> frozenset[str]:
+        """The stop tokens of questions in ``lang`` (its base language's for ``zh_cn``; none if unknown)."""
+        if not self.stop_tokens or not lang:
+            return frozenset()
+        if lang not in self.stop_tokens:
+            try:
+                lang = analyzers.base_language(lang)
+            except ValueError:
+                return frozenset()
+        return self.stop_tokens.get(lang, frozenset())
+
+    def query_string(self, text: str, lang: str | None = None) -> str:
+        """The query Lucene gets for ``text``: analyzed by xqa for a pre-tokenized index, less the stop
+        tokens of ``lang`` (cross-script index), unless that would leave nothing."""
         if self.query_analyzer is None:
             return text
-        return " ".join(analyzers.analyze(self.query_analyzer, text))
+        tokens = analyzers.analyze(self.query_analyzer, text)
+        stop = self.stop_set(lang)
+        kept = [t for t in tokens if t not in stop]
+        return " ".join(kept or tokens)
 
-    def batch_search(self, texts: list[str], k: int, threads: int) -> list[list[Hit]]:
-        """Hits for each text, in order; blank (or all-stop-word) texts get []."""
+    def batch_search(self, texts: list[str], k: int, threads: int, lang: str | None = None) -> list[list[Hit]]:
+        """Hits for each text (questions in ``lang``), in order; blank (or all-stop-word) texts get []."""
         array_list = jclass("java.util.ArrayList")
         queries, qids = array_list(), array_list()
         positions = []
         for i, text in enumerate(texts):
-            q = self.query_string(text) if text.strip() else ""
+            q = self.query_string(text, lang) if text.strip() else ""
             if q.strip():
                 queries.add(q)
                 qids.add(str(i))
@@ -205,7 +223,7 @@ class SparseRetriever:
             if target is None:
                 continue
             texts = [questions[i].question for i in positions]
-            for i, hits in zip(positions, self._indexes[target].batch_search(texts, k, self.threads)):
+            for i, hits in zip(positions, self._indexes[target].batch_search(texts, k, self.threads, lang)):
                 out[i] = hits
         return out
 
