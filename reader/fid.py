@@ -37,6 +37,18 @@ SUPPORTED_MODEL_TYPES = ("mt5", "t5")
 # Added to the copy head's attention mass before the log in the pointer score (FiD.score):
 # what a token found in no passage costs, log(1e-4) = -9.2 nats.
 POINTER_FLOOR = 1e-4
+# Pointer-generator reading: tokens per span read from each place the pointer looks.
+POINTER_SPAN_TOKENS = 8
+
+
+def check_pointer_mix(value: float | None) -> float | None:
+    """``value`` as the generator's share of a pointer-generator mixture, in (0, 1]; None or 0: off."""
+    if value is None or value == 0:
+        return None
+    value = float(value)
+    if not 0.0 < value <= 1.0:
+        raise ValueError(f"pointer_mix must be in (0, 1] (0 or None: off), got {value}")
+    return value
 
 # Initial bias of the "previous token" and "next token" heads (see ``locality_prior``).
 LOCALITY_BIAS = 8.0
@@ -118,7 +130,7 @@ class FiD(torch.nn.Module):
     """
 
     def __init__(self, t5: torch.nn.Module, copy_head: Sequence[int] | None = None,
-                 copy_weight: float = 1.0):
+                 copy_weight: float = 1.0, pointer_mix: float | None = None):
         super().__init__()
         self.t5 = t5
         self.t5.decoder.set_attn_implementation("eager")  # cross-attention weights for relevance
@@ -127,6 +139,11 @@ class FiD(torch.nn.Module):
         # scored with the pointer too (see ``score``) and the span search starts where it points.
         self.copy_head = tuple(int(x) for x in copy_head) if copy_head is not None else None
         self.copy_weight = float(copy_weight)
+        # Pointer-generator scoring (``xqa train reader --pointer-mix``): with a copy head, each answer
+        # token's probability is pointer_mix x the generator's + (1 - pointer_mix) x the pointer's mass
+        # on that token in the passages, and the span search also reads the spans starting where the
+        # pointer looks (see ``score`` and ``generate``). None: the product of the two (``copy_weight``).
+        self.pointer_mix = check_pointer_mix(pointer_mix)
 
     def pointer(self, hidden: torch.Tensor, mask: torch.Tensor, prompt: torch.Tensor | None = None,
                 prompt_mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -203,6 +220,7 @@ class FiD(torch.nn.Module):
                  point_first: Callable[[torch.Tensor], None] | None = None,
                  copy_targets: Callable[[torch.Tensor, int], torch.Tensor] | None = None,
                  prompt: torch.Tensor | None = None, prompt_mask: torch.Tensor | None = None,
+                 pointer_spans: Callable[[torch.Tensor], torch.Tensor] | None = None,
                  ) -> dict[str, torch.Tensor]:
         """Greedy (``beams=1``) or beam search; every candidate re-scored exactly.
 
@@ -216,7 +234,10 @@ class FiD(torch.nn.Module):
         attention [B, N*L] before the constrained search (the reader uses it to start
         the spans where the pointer looks), and ``copy_targets(labels [S, T-1], k)``
         gives the copy mask of the candidates (``reader.data.copy_attention_targets``
-        over the passages repeated ``k`` times) for :meth:`score`.
+        over the passages repeated ``k`` times) for :meth:`score`. ``pointer_spans`` (if
+        given, with the constrained search) maps the same attention to more candidates
+        [B, k', T'] (start token first, each ending in ``</s>``): the passage spans that
+        begin where the pointer looks (``reader.spans.pointer_span_sequences``).
 
         With a decoder ``prompt`` [B, P] (``reader.data.encode_prompts``: left-padded,
         ``prompt_mask`` 1 on real tokens) every search and score continues it, and a
@@ -235,10 +256,15 @@ class FiD(torch.nn.Module):
         k = max(1, min(n_best, beams))
         runs = [self._search(hidden, mask, beams, k, max_new_tokens, None, prompt, prompt_mask)]   # [B, k, T]
         if span_beams > 0 and allowed_tokens_fn is not None:
-            if self.copy_head is not None and point_first is not None:
-                point_first(self.pointer(hidden, mask, prompt, prompt_mask))
+            looks = None
+            if self.copy_head is not None and (point_first is not None or pointer_spans is not None):
+                looks = self.pointer(hidden, mask, prompt, prompt_mask)
+            if looks is not None and point_first is not None:
+                point_first(looks)
             runs.append(self._search(hidden, mask, span_beams, span_beams, max_new_tokens, allowed_tokens_fn,
                                      prompt, prompt_mask))
+            if looks is not None and pointer_spans is not None:
+                runs.append(pointer_spans(looks).to(hidden.device))
         T = max(r.shape[-1] for r in runs)
         pad = self.config.pad_token_id
         seqs = torch.cat([torch.nn.functional.pad(r, (0, T - r.shape[-1]), value=pad) for r in runs], dim=1)
@@ -306,6 +332,15 @@ class FiD(torch.nn.Module):
         pointer found pays little. So the generator says what kind of answer and when to
         stop, and the pointer says where it is (docs/reader.md, "Session 7").
 
+        With ``pointer_mix`` λ set, the two are mixed instead of multiplied, as in a
+        pointer-generator network with a fixed gate: each answer token has probability
+        λ·p_gen + (1 - λ)·mass, ``</s>`` λ·p_gen(``</s>``). The generator of a small
+        reader cannot spell a name it never saw, so under the product a copied name pays
+        the generator's price for every piece after the first and the reader stops early
+        ("Nemi" for "Nemi Steel"); under the mixture a piece the pointer finds is cheap
+        (docs/reader.md, "Session 13"). A candidate in no passage pays log λ per token
+        (``</s>`` included) over the generator's log-probability.
+
         ``hidden`` [S, N*L, d] and ``mask`` [S, N*L] are the (repeated) encoder outputs;
         ``prompt``/``prompt_mask`` [S, P] the (repeated) decoder prompt, read before each
         candidate in place of its start token. With ``repeats`` r, rows come in groups of r
@@ -331,7 +366,12 @@ class FiD(torch.nn.Module):
             layer, head = self.copy_head
             mass = (cross[layer][:, head].float() * copy_mask.to(hidden.device)).sum(-1)  # [S, T-1]
             answer_tokens = token_mask * (target != eos).float() * (target != self.config.pad_token_id).float()
-            logprobs = logprobs + self.copy_weight * ((mass + POINTER_FLOOR).log() * answer_tokens).sum(1)
+            if self.pointer_mix is None:
+                logprobs = logprobs + self.copy_weight * ((mass + POINTER_FLOOR).log() * answer_tokens).sum(1)
+            else:
+                lam = self.pointer_mix
+                p = lam * logp.exp() + (1.0 - lam) * mass * answer_tokens
+                logprobs = (p.clamp(min=1e-30).log() * token_mask).sum(1)
         attn = torch.stack(cross).float().mean(dim=(0, 2))         # [layers,S,H,T-1,N*L] -> [S,T-1,N*L]
         attn = (attn * token_mask[:, :, None]).sum(1) / token_mask.sum(1, keepdim=True).clamp(min=1)  # [S, N*L]
         S = attn.shape[0]

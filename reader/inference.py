@@ -100,6 +100,7 @@ class FiDReader:
 
         from xqa.artifacts import load_config
 
+        mix = overrides.pop("pointer_mix", ...)   # ...: the artifact's own
         folder = Path(name_or_folder)
         if not (folder / "model").is_dir() and (folder / "best" / "model").is_dir():
             folder = folder / "best"  # a training run folder (xqa train reader --out)
@@ -110,7 +111,8 @@ class FiDReader:
             settings = {k: cfg[k] for k in ("max_length", "max_answer_len", "n_context", "decoder_prompt")
                         if k in cfg}
             settings.update(overrides)
-            fid = FiD(t5, copy_head=cfg.get("copy_head"), copy_weight=cfg.get("copy_weight", 1.0))
+            fid = FiD(t5, copy_head=cfg.get("copy_head"), copy_weight=cfg.get("copy_weight", 1.0),
+                      pointer_mix=cfg.get("pointer_mix") if mix is ... else mix)
             return cls(fid, tok, base=cfg.get("base", ""), device=device, **settings)
         if folder.exists() and not (folder / CONFIG_NAME).is_file():
             raise FileNotFoundError(f"{folder}: neither an xqa reader nor a Hugging Face model folder")
@@ -119,7 +121,8 @@ class FiDReader:
             tok = AutoTokenizer.from_pretrained(str(name_or_folder))
         except OSError as e:  # not a folder, and not on the hub (or the hub is offline)
             raise XqaError(f"{name_or_folder}: no xqa reader, HF folder or reachable hub model ({e})") from None
-        return cls(FiD(t5), tok, base=str(name_or_folder), device=device, **overrides)
+        return cls(FiD(t5, pointer_mix=None if mix is ... else mix), tok, base=str(name_or_folder), device=device,
+                   **overrides)
 
     def write_to(self, folder: str | Path) -> None:
         """Write the artifact into an existing (empty) ``folder``; see :meth:`save` for the atomic form."""
@@ -132,7 +135,8 @@ class FiDReader:
                                    "model_type": self.model.config.model_type,
                                    "parameters": sum(p.numel() for p in self.model.parameters()),
                                    "copy_head": list(self.model.copy_head) if self.model.copy_head else None,
-                                   "copy_weight": self.model.copy_weight})
+                                   "copy_weight": self.model.copy_weight,
+                                   "pointer_mix": self.model.pointer_mix})
 
     def save(self, folder: str | Path, overwrite: bool = True) -> Path:
         """Write the artifact to ``folder`` atomically (temporary folder, then rename)."""
@@ -161,7 +165,7 @@ class FiDReader:
                       beams: int = 4, n_best: int = 4, max_answer_len: int | None = None,
                       batch_size: int = 8, progress: bool = False, span_beams: int = 0) -> list[ReaderOutput]:
         """:meth:`read` over example dicts (``reader.data.example_from_record``)."""
-        from reader.spans import allowed_tokens_fn, piece_twins, span_indexes
+        from reader.spans import allowed_tokens_fn, passage_ranges, piece_twins, span_indexes
 
         n_context = n_context or self.n_context
         max_answer_len = max_answer_len or self.max_answer_len
@@ -182,17 +186,21 @@ class FiDReader:
             if span_beams > 0:
                 indexes = span_indexes(self.tokenizer, chunk, n, self.max_length, self._twins)
                 allowed = allowed_tokens_fn(indexes, start_len=1 if prompt is None else prompt.shape[1])
-            point_first = copy_targets = None
+            point_first = copy_targets = spans_at = None
             if self.model.copy_head is not None:
                 ids = batch["input_ids"].cpu()
                 copy_targets = partial(_copy_targets, self.tokenizer, ids)
                 if indexes is not None:
                     point_first = partial(_point_first, indexes, ids, span_beams)
+                if indexes is not None and self.model.pointer_mix is not None:
+                    ranges = passage_ranges(self.tokenizer, chunk, n, self.max_length, ids.shape[-1])
+                    spans_at = partial(_pointer_spans, ids, ranges, span_beams, self.tokenizer,
+                                       self.model.config.decoder_start_token_id)
             gen = self.model.generate(batch["input_ids"], batch["attention_mask"], batch["passage_mask"],
                                       beams=beams, n_best=n_best, max_new_tokens=max_answer_len,
                                       span_beams=span_beams, allowed_tokens_fn=allowed,
                                       point_first=point_first, copy_targets=copy_targets,
-                                      prompt=prompt, prompt_mask=prompt_mask)
+                                      prompt=prompt, prompt_mask=prompt_mask, pointer_spans=spans_at)
             outputs.extend(self._outputs(chunk, gen, n_context))
         return outputs
 
@@ -230,6 +238,16 @@ def answer_text(decoded: str) -> str:
 def _copy_targets(tokenizer, input_ids: torch.Tensor, labels: torch.Tensor, k: int) -> torch.Tensor:
     """Copy mask of k candidates per question (labels [B*k, T]) over the batch's passages [B, N, L]."""
     return copy_attention_targets(tokenizer, input_ids.repeat_interleave(k, dim=0), labels.cpu())
+
+
+def _pointer_spans(input_ids: torch.Tensor, ranges, n_starts: int, tokenizer, start_id: int,
+                   looks: torch.Tensor) -> torch.Tensor:
+    """The passage spans starting where the copy head looks (pointer-generator reading)."""
+    from reader.fid import POINTER_SPAN_TOKENS
+    from reader.spans import pointer_span_sequences
+
+    return pointer_span_sequences(input_ids, ranges, looks.cpu(), n_starts, POINTER_SPAN_TOKENS, start_id,
+                                  tokenizer.eos_token_id, tokenizer.pad_token_id)
 
 
 def _point_first(indexes: Sequence[Any], input_ids: torch.Tensor, n_starts: int, attention: torch.Tensor) -> None:

@@ -158,3 +158,65 @@ def allowed_tokens_fn(indexes: Sequence[SpanIndex], start_len: int = 1):
         return indexes[batch_id].allowed(input_ids[start_len:].tolist())
 
     return fn
+
+
+def passage_ranges(tokenizer, examples: Sequence[Mapping[str, Any]], n_context: int, max_length: int,
+                   row_length: int) -> list[list[tuple[int, int]]]:
+    """Per example, the ``[start, end)`` encoder positions (flattened over its ``n_context`` rows
+    of ``row_length`` tokens, as :func:`reader.data.encode_passages` lays them out) that hold a
+    passage's title or its text: where a copied answer may lie (not the question, the markers,
+    ``</s>`` or padding). SentencePiece never cuts across white space, so each segment's
+    positions are the lengths of the formatted row's prefixes."""
+    from reader.data import format_passage
+
+    def count(text: str) -> int:
+        return len(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    cap = min(max_length - 1, row_length)   # a cut row ends in </s> at max_length - 1
+    out = []
+    for ex in examples:
+        q, lang = ex["question"], ex.get("lang", "")
+        ranges = []
+        for n, (title, text) in enumerate(list(zip(ex["titles"], ex["texts"]))[:n_context]):
+            head = format_passage(q, lang, title, "")                   # "... title: T context: "
+            marks = (count(head[: head.rindex(" title: ") + len(" title:")]), count(head[: head.rindex(" context: ")]),
+                     count(head.rstrip()), count(format_passage(q, lang, title, text)))
+            for s, e in ((marks[0], marks[1]), (marks[2], marks[3])):
+                s, e = min(s, cap), min(e, cap)
+                if e > s:
+                    ranges.append((n * row_length + s, n * row_length + e))
+        out.append(ranges)
+    return out
+
+
+def pointer_span_sequences(input_ids, ranges: Sequence[Sequence[tuple[int, int]]], looks, n_starts: int,
+                           max_tokens: int, start_id: int, eos: int, pad: int):
+    """Candidates read off the passages where the pointer looks: for each question, its
+    ``n_starts`` positions (within ``ranges``, :func:`passage_ranges`) with the most pointer
+    attention ``looks`` [B, N*L], and from each the spans of 1 … ``max_tokens`` tokens that stay
+    within its title or text. Returns sequences [B, k, T] (``start_id`` first, ``</s>`` last,
+    ``pad`` after; a question with fewer spans repeats its last one, which scoring drops)."""
+    import torch
+
+    flat = input_ids.reshape(input_ids.shape[0], -1).tolist()           # [B, N, L] -> [B, N*L]
+    rows: list[list[list[int]]] = []
+    for b, spans in enumerate(ranges):
+        inside = {p: e for s, e in spans for p in range(s, e)}             # position -> end of its segment
+        seqs: list[list[int]] = []
+        if inside:
+            order = looks[b].argsort(descending=True).tolist()
+            starts = [p for p in order if p in inside][:n_starts]
+            for p in starts:
+                for length in range(1, max_tokens + 1):
+                    if p + length > inside[p]:
+                        break
+                    seqs.append([start_id] + flat[b][p:p + length] + [eos])
+        rows.append(seqs or [[start_id, eos]])
+    k = max(len(r) for r in rows)
+    T = max(len(s) for r in rows for s in r)
+    out = torch.full((len(rows), k, T), pad, dtype=torch.long)
+    for b, r in enumerate(rows):
+        r = r + [r[-1]] * (k - len(r))
+        for j, seq in enumerate(r):
+            out[b, j, :len(seq)] = torch.tensor(seq)
+    return out

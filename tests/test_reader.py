@@ -213,6 +213,90 @@ def test_pointer_score_adds_the_copy_heads_log_mass(guided):
         assert expected > len(steps) * math.log(0.5)                  # the head found the answer
 
 
+def test_pointer_mix_scores_each_token_as_a_mixture_of_generator_and_pointer(guided):
+    """Pointer-generator scoring (--pointer-mix λ): a token's probability is λ·p_gen + (1-λ)·mass,
+    </s> λ·p_gen(</s>); a candidate in no passage pays log λ per token (</s> included) on top of
+    the generator's."""
+    from reader.fid import check_pointer_mix
+
+    fid, batch = guided["guided"]["reader"].model, guided["guided"]["batch"]
+    enc, mask = fid.encode(batch["input_ids"], batch["attention_mask"], batch["passage_mask"])
+    labels = batch["labels"].clamp(min=0)
+    seqs = torch.cat([torch.zeros_like(labels[:, :1]), labels], dim=1)
+    with torch.no_grad():
+        out = fid.t5(encoder_outputs=enc, attention_mask=mask, decoder_input_ids=seqs[:, :-1], output_attentions=True)
+        fid.pointer_mix = 0.25
+        try:
+            mixed, rel = fid.score(enc.last_hidden_state, mask, seqs, 2, batch["copy_mask"])
+            nowhere, _ = fid.score(enc.last_hidden_state, mask, seqs, 2, torch.zeros_like(batch["copy_mask"]))
+        finally:
+            fid.pointer_mix = None
+        plain, _ = fid.score(enc.last_hidden_state, mask, seqs, 2)
+    p_gen = out.logits.softmax(-1)
+    att = out.cross_attentions[1][:, 0]
+    for b in range(len(labels)):
+        expected = 0.0
+        for t, i in enumerate(seqs[b, 1:].tolist()):
+            if i == 0:                                                    # padding after </s>
+                break
+            mass = float((att[b, t] * batch["copy_mask"][b, t]).sum()) if i != 1 else 0.0
+            expected += math.log(0.25 * float(p_gen[b, t, i]) + 0.75 * mass)
+            if i == 1:
+                break
+        assert float(mixed[b]) == pytest.approx(expected, rel=1e-4, abs=1e-4)
+        n_answer = sum(1 for i in labels[b].tolist() if i not in (0, 1))
+        assert float(nowhere[b] - plain[b]) == pytest.approx((n_answer + 1) * math.log(0.25), abs=1e-4)  # </s> too
+        assert float(mixed[b]) > float(nowhere[b]) + n_answer * 0.5   # found by the pointer: far cheaper
+    assert torch.allclose(rel.sum(1), torch.ones(len(labels)))
+    assert check_pointer_mix(0) is None and check_pointer_mix(None) is None and check_pointer_mix(1) == 1.0
+    with pytest.raises(ValueError, match="pointer_mix"):
+        check_pointer_mix(1.5)
+
+
+def test_pointer_spans_are_the_passage_spans_where_the_pointer_looks(tokenizer):
+    from reader.data import encode_passages
+    from reader.spans import passage_ranges, pointer_span_sequences
+
+    ex = {"question": QUESTION["en"].format("Norland"), "lang": "en", "titles": ["Norland", "Sudmark"],
+          "texts": [PASSAGE["en"].format("Norland", "Velora"), PASSAGE["en"].format("Sudmark", "Kastell")]}
+    batch = encode_passages(tokenizer, [ex], 2, 256)
+    ids = batch["input_ids"]
+    L = ids.shape[-1]
+    (ranges,) = passage_ranges(tokenizer, [ex], 2, 256, L)
+    flat = ids.reshape(-1).tolist()
+    pieces = [tokenizer.decode(flat[s:e], skip_special_tokens=True).strip() for s, e in ranges]
+    assert pieces == ["Norland", "The capital of Norland is Velora.", "Sudmark", "The capital of Sudmark is Kastell."]
+    # the pointer looks most at the question's "Norland" (no passage: skipped), then at "Velora"
+    velora = ranges[1][0] + len(tokenizer("The capital of Norland is", add_special_tokens=False)["input_ids"])
+    assert tokenizer.decode(flat[velora:velora + 3], skip_special_tokens=True).strip().startswith("Vel")
+    looks = torch.zeros(1, 2 * L)
+    looks[0, velora], looks[0, 12] = 1.0, 2.0
+    eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
+    seqs = pointer_span_sequences(ids, [ranges], looks, n_starts=1, max_tokens=50, start_id=0, eos=eos, pad=pad)
+    texts = tokenizer.batch_decode(seqs[0], skip_special_tokens=True)
+    assert "Velora" in texts and all(t.startswith("V") for t in texts)
+    assert texts[-1] == "Velora."                    # a span never runs past its segment (the text's end)
+    assert all(int(row[0]) == 0 and eos in row.tolist() for row in seqs[0])
+    two = pointer_span_sequences(ids, [ranges, []], looks.repeat(2, 1), n_starts=2, max_tokens=2, start_id=0,
+                                 eos=eos, pad=pad)
+    assert two.shape[:2] == (2, 4) and two[1].tolist() == [[0, eos] + [pad] * (two.shape[2] - 2)] * 4
+
+
+def test_pointer_mix_reader_reads_pointer_spans_and_saves_the_mix(guided, tmp_path):
+    reader, examples = guided["guided"]["reader"], guided["examples"]
+    reader.model.pointer_mix = 0.1
+    try:
+        outs = reader.read_examples(examples, beams=2, n_best=2, span_beams=2)
+        reader.save(tmp_path / "mix")
+    finally:
+        reader.model.pointer_mix = None
+    assert [o.candidates[0][0] for o in outs] == [FACTS[i][1] for i in range(len(FACTS))]
+    assert all(len(o.candidates) > 4 for o in outs)                    # the pointer's spans were read too
+    assert json.loads((tmp_path / "mix" / "config.json").read_text())["pointer_mix"] == 0.1
+    assert FiDReader.load(tmp_path / "mix").model.pointer_mix == 0.1
+    assert FiDReader.load(tmp_path / "mix", pointer_mix=0).model.pointer_mix is None    # overridden: off
+
+
 def test_pointer_reader_starts_spans_where_it_points_and_survives_save_load(guided, tmp_path):
     reader, examples = guided["guided"]["reader"], guided["examples"]
     outs = reader.read_examples(examples, beams=2, n_best=2, span_beams=2)

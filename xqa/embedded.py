@@ -55,6 +55,11 @@ class Profile:
     # language. It needs steps: dev fusion F1 (1,000 questions) 0.31 without it at 1,200 steps, with it
     # 0.29 at 1,200 (two seeds), 0.377 at 2,400 and 0.473 at 4,000 (docs/reader.md, "Session 12").
     reader_train_labels: bool = True
+    # xqa train reader --pointer-mix: the reader scores each answer token as 0.1 x the generator's
+    # probability + 0.9 x the copy head's mass on it, and reads the spans starting where that head
+    # looks. Dev fusion F1 (1,000 questions, the session-13 default reader) 0.480 -> 0.545; the
+    # generator's share 0.02 ... 0.1 scored alike, 0.3 a little lower (docs/reader.md, "Session 13").
+    reader_pointer_mix: float = 0.1
 
     def __post_init__(self) -> None:
         if self.reader_procs < 1 or self.reader_batch % self.reader_procs:
@@ -245,7 +250,8 @@ class Build:
                 # recorded only when on: readers built before the option stay current
                 **({"train_labels": True} if p.reader_train_labels else {}),
                 # the saved reader scores with the pointer weighted as in training (session 11)
-                "pointer_score_weight": p.reader_copy_attention, "retrieval": self._retrieval_recipe()}
+                "pointer_score_weight": p.reader_copy_attention, "pointer_mix": p.reader_pointer_mix,
+                "retrieval": self._retrieval_recipe()}
 
     def _retrieval_recipe(self) -> dict:
         """The retrieval settings behind ``retrieved/*.jsonl`` (recorded as ``retrieved/recipe.json``),
@@ -372,7 +378,8 @@ class Build:
                          "--max-steps", p.reader_steps,
                          "--batch-size", p.reader_batch // p.reader_procs,
                          "--group-by-length", p.reader_group_by_length,
-                         "--copy-attention", p.reader_copy_attention, "--out", self.reader, "--seed", self.seed,
+                         "--copy-attention", p.reader_copy_attention, "--pointer-mix", p.reader_pointer_mix,
+                         "--out", self.reader, "--seed", self.seed,
                          *(["--decoder-prompt"] if p.reader_decoder_prompt else []),
                          *(["--labels", self.world / "labels.jsonl"] if p.reader_train_labels else []))
         write_json_atomic(self.reader / "recipe.json", self._reader_recipe())

@@ -48,6 +48,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="guided cross-attention: add W x (-log of the attention one head of the last decoder "
                         "layer puts on the answer's tokens in the passages) to the loss; teaches a reader "
                         "trained from scratch where to copy from (0: off)")
+    p.add_argument("--pointer-mix", type=float, default=0.1, metavar="LAMBDA",
+                   help="with --copy-attention: score each answer token as LAMBDA x the generator's probability "
+                        "+ (1 - LAMBDA) x the copy head's mass on it in the passages (a pointer-generator "
+                        "with a fixed gate), and also read the spans that start where the copy head looks; "
+                        "saved with the reader. 0: multiply the two instead (the scoring before session 13)")
     p.add_argument("--decoder-prompt", action="store_true",
                    help="the decoder reads 'question: Q lang: L answer:' before the answer, so its first "
                         "answer step (and the copy head's pointer) knows what is asked; saved with the "
@@ -194,6 +199,7 @@ def run(args: argparse.Namespace) -> int:
     from transformers import AutoTokenizer
 
     from reader.data import FiDCollator
+    from reader.fid import check_pointer_mix
     from reader.inference import FiDReader
     from reader.task import FiDTask
     from xqa.errors import XqaError
@@ -201,6 +207,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.copy_attention < 0:
         raise XqaError(f"--copy-attention must be >= 0 (a loss weight), got {args.copy_attention}")
+    if not 0.0 <= args.pointer_mix <= 1.0:
+        raise XqaError(f"--pointer-mix must be between 0 and 1 (0: off), got {args.pointer_mix}")
     if args.threads:
         torch.set_num_threads(args.threads)
     if args.init and args.arch:
@@ -232,6 +240,8 @@ def run(args: argparse.Namespace) -> int:
                    copy_attention=args.copy_attention,
                    eval_span_beams=(8 if args.copy_attention > 0 else 0) if args.eval_span_beams < 0
                    else args.eval_span_beams)
+    # after FiDTask, which gives a reader trained with --copy-attention its copy head
+    reader.model.pointer_mix = check_pointer_mix(args.pointer_mix) if reader.model.copy_head else None
     config = TrainConfig(out_dir=args.out, batch_size=args.batch_size, epochs=args.epochs,
                          max_steps=args.max_steps, lr=args.lr, weight_decay=args.weight_decay,
                          warmup_steps=args.warmup_steps, grad_accum=args.grad_accum,
