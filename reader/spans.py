@@ -194,15 +194,15 @@ def pointer_span_sequences(input_ids, ranges: Sequence[Sequence[tuple[int, int]]
     """Candidates read off the passages where the pointer looks: for each question, its
     ``n_starts`` positions (within ``ranges``, :func:`passage_ranges`) with the most pointer
     attention ``looks`` [B, N*L], and from each the spans of 1 … ``max_tokens`` tokens that stay
-    within its title or text. Returns sequences [B, k, T] (``start_id`` first, ``</s>`` last,
-    ``pad`` after; a question with fewer spans repeats its last one, which scoring drops)."""
+    within its title or text, each once. Returns sequences [B, k, T] (``start_id`` first, ``</s>``
+    last, ``pad`` after; a question with fewer spans repeats its last one, which scoring drops)."""
     import torch
 
     flat = input_ids.reshape(input_ids.shape[0], -1).tolist()           # [B, N, L] -> [B, N*L]
     rows: list[list[list[int]]] = []
     for b, spans in enumerate(ranges):
         inside = {p: e for s, e in spans for p in range(s, e)}             # position -> end of its segment
-        seqs: list[list[int]] = []
+        seqs: dict[tuple[int, ...], None] = {}   # a name the passages repeat is read once
         if inside:
             order = looks[b].argsort(descending=True).tolist()
             starts = [p for p in order if p in inside][:n_starts]
@@ -210,8 +210,8 @@ def pointer_span_sequences(input_ids, ranges: Sequence[Sequence[tuple[int, int]]
                 for length in range(1, max_tokens + 1):
                     if p + length > inside[p]:
                         break
-                    seqs.append([start_id] + flat[b][p:p + length] + [eos])
-        rows.append(seqs or [[start_id, eos]])
+                    seqs[(start_id, *flat[b][p:p + length], eos)] = None
+        rows.append([list(s) for s in seqs] or [[start_id, eos]])
     k = max(len(r) for r in rows)
     T = max(len(s) for r in rows for s in r)
     out = torch.full((len(rows), k, T), pad, dtype=torch.long)

@@ -44,8 +44,10 @@ class Profile:
     # second process (docs/reader.md, "Session 6").
     reader_procs: int = 2
     # xqa train reader --copy-attention: one decoder head is trained to point at the answer in the
-    # passages, and the reader scores candidates with it (docs/reader.md, "Session 7").
-    reader_copy_attention: float = 2.0
+    # passages, and the reader scores candidates with it (docs/reader.md, "Session 7"). Weight 4 since
+    # session 13: with pointer-generator scoring (below) the pointer carries the copied names, and dev
+    # fusion F1 (1,000 questions) at weight 2, 4, 8 was 0.545, 0.610, 0.599 (docs/reader.md, "Session 13").
+    reader_copy_attention: float = 4.0
     # xqa train reader --decoder-prompt: the decoder reads the question before the answer, so the
     # pointer's first step knows the asked relation. Dev fusion F1 0.190 -> 0.276 at 1,200 steps
     # (docs/reader.md, "Session 11").
