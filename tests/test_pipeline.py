@@ -180,6 +180,12 @@ def test_ask_prints_answer_and_evidence(tiny_pipeline, test_questions):
     assert out.returncode == 0, out.stderr
     assert "answer:" in out.stdout and "evidence:" in out.stdout
     assert f"question ({q.lang})" in out.stdout  # detected language
+    # the n-best line shows at most 10 candidates and says how many more --json has
+    record = json.loads(_cli("ask", q.question, "--config", tiny_pipeline, "--json").stdout)
+    line = next(x for x in out.stdout.splitlines() if x.startswith("n-best: "))
+    n = len(record["candidates"])
+    assert (f"… {n - 10} more (--json)" in line) == (n > 10)
+    assert line.count(" | ") == min(n, 10) - 1 + (n > 10)
 
 
 def test_ask_says_when_nothing_was_retrieved(tiny_pipeline):

@@ -5,6 +5,8 @@ import argparse
 
 from xqa.commands._common import add_pipeline_arguments
 
+NBEST_SHOWN = 10  # candidates printed on the n-best line
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("question", help="the question, in any language")
@@ -44,8 +46,10 @@ def run(args: argparse.Namespace) -> int:
           + (f"; the reader copied {written!r}, written in the question's language by the label table" if written
              else "") + ")")
     if len(ans.candidates) > 1:
+        # a pointer-generator reader reads ~60 candidates; the rest are in --json
+        shown, rest = ans.candidates[:NBEST_SHOWN], len(ans.candidates) - NBEST_SHOWN
         print("n-best: " + " | ".join(f"{c.text or '(empty)'}{f' ← {c.written}' if c.written else ''} ({c.score:.3f})"
-                                      for c in ans.candidates))
+                                      for c in shown) + (f" | … {rest} more (--json)" if rest > 0 else ""))
     print("evidence:")
     if not ans.evidence:
         # BM25-based methods find nothing when no term of the question is in any passage
