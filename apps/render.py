@@ -31,6 +31,8 @@ METHOD_LABELS = {
 }
 
 NBEST_HEADERS = ["#", "answer", "probability", "reader log-prob", "passages containing it"]
+# A pointer-generator reader reads ~60 candidates; the n-best table shows the best of them.
+NBEST_SHOWN = 10
 EVIDENCE_HEADERS = ["#", "title", "lang", "source", "retriever score", "reader relevance", "passage"]
 
 # Scripts written with spaces between words and without clitics glued to words:
@@ -125,10 +127,11 @@ def answer_html(answer: Answer, fused: bool) -> str:
     )
 
 
-def nbest_rows(answer: Answer) -> list[list]:
-    """One row per candidate: rank, text, probability, reader log-prob, passages containing it."""
+def nbest_rows(answer: Answer, limit: int = NBEST_SHOWN) -> list[list]:
+    """One row per candidate, the best ``limit``: rank, text, probability, reader log-prob,
+    passages containing it."""
     rows = []
-    for i, c in enumerate(answer.candidates, 1):
+    for i, c in enumerate(answer.candidates[:limit], 1):
         n = sum(contains(e.context.text, c.written or c.text) for e in answer.evidence)
         text = c.text if c.text.strip() else "(empty)"
         if c.written:

@@ -158,6 +158,11 @@ def test_nbest_rows():
     rows = render.nbest_rows(_answer())
     assert rows == [[1, "Lönnrot", 0.8, -0.2, 2], [2, "Runeberg", 0.2, -1.6, 0]]
     assert len(render.NBEST_HEADERS) == len(rows[0])
+    import dataclasses
+
+    many = _answer()
+    many = dataclasses.replace(many, candidates=many.candidates * 8)      # 16 candidates: the best 10 shown
+    assert [r[0] for r in render.nbest_rows(many)] == list(range(1, render.NBEST_SHOWN + 1)) == list(range(1, 11))
 
 
 def test_evidence_html_has_every_field_escaped_and_the_answer_marked():
