@@ -60,6 +60,24 @@ def _examples(pipeline) -> list[tuple[list[str], str]]:
     return out
 
 
+def reader_family(cfg) -> str:
+    """"span" or "fid": the kind the config's reader artifact says, without loading it."""
+    import json
+    from pathlib import Path
+
+    model = cfg.path(cfg.reader.model) if cfg.reader.model else None
+    for folder in ([Path(model), Path(model) / "best"] if model else []):
+        try:
+            kind = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("kind")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if kind == "span_reader":
+            return "span"
+        if kind != "training_run":
+            break
+    return "fid"
+
+
 class Answerer:
     """The ``/answer`` event: validate, detect the language, answer, format.
 
@@ -111,7 +129,7 @@ class Answerer:
         record = answer.to_dict()
         record.update(lang=code, detected=detected, method=method, k=k, n_passages=n, seconds=round(seconds, 4))
         return (render.status_markdown(code, detected, method, k, n, seconds, note),
-                render.answer_html(answer, fused),
+                render.answer_html(answer, fused, code),
                 render.nbest_rows(answer),
                 render.evidence_html(answer),
                 record)
@@ -134,11 +152,8 @@ def build_app(pipeline, *, max_chars: int = render.MAX_QUESTION_CHARS,
     n_max = max(50, cfg.reader.n_passages)
 
     with gr.Blocks(title="xqa — multilingual question answering", analytics_enabled=False) as demo:
-        gr.Markdown(
-            "# xqa — multilingual open-domain question answering\n"
-            "Ask in any language. Passages are retrieved from every language (dense) and from "
-            "the question's language (BM25), fused, and read by a Fusion-in-Decoder reader; "
-            "the answer comes in the question's language.")
+        gr.Markdown(render.intro_markdown(cfg.about, cfg.languages, cfg.retrieval.method,
+                                          reader_family(cfg)), elem_id="intro")
         with gr.Row():
             with gr.Column(scale=3):
                 question = gr.Textbox(label="Question", lines=1, max_lines=4, elem_id="question",

@@ -113,6 +113,7 @@ class Candidate:
     score: float
     reader_score: float = 0.0
     written: str = ""  # what the reader wrote, when ``text`` is it in the question's language (reader.labels)
+    lang: str = ""  # language of the passage an extracted span comes from (span reader)
 
 
 @dataclass(frozen=True)

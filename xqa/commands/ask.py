@@ -40,9 +40,11 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(ans.to_dict(), ensure_ascii=False, indent=1))
         return 0
     print(f"question ({lang}): {text}")
-    method = pipe.config.retrieval.method
+    method = args.method or pipe.config.retrieval.method
     written = ans.candidates[0].written if ans.candidates else ""
-    print(f"answer: {ans.text or '(empty)'}    (p = {ans.score:.3f}, retrieval: {method}"
+    span_lang = ans.candidates[0].lang if ans.candidates else ""
+    mark = f" [{span_lang}: as written in a passage in that language]" if span_lang and span_lang != lang else ""
+    print(f"answer: {ans.text or '(empty)'}{mark}    (p = {ans.score:.3f}, retrieval: {method}"
           + (f"; the reader copied {written!r}, written in the question's language by the label table" if written
              else "") + ")")
     if len(ans.candidates) > 1:
