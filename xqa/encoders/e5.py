@@ -178,7 +178,7 @@ def read_e5_file(path: str | Path) -> E5File:
         else:
             raise XqaError(f"{path}: tensor {name!r} has unknown dtype {dtype}")
         if offset + need > len(data) or nbytes < need:
-            raise XqaError(f"{path}: tensor {name!r} lies outside the file")
+            raise XqaError(f"{path}: truncated {PACKAGE} model file: tensor {name!r} lies outside it")
         chunk = memoryview(data)[offset: offset + need]
         if dtype == Q4_0:
             rows, cols = shape if len(shape) == 2 else (1, shape[0])
