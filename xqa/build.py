@@ -251,6 +251,10 @@ class CorpusBuild:
 
     # ------------------------------------------------------------------ run
     def run(self) -> Path:
+        if (self.out / "world").is_dir() or ((self.out / "pipeline.json").is_file()
+                                             and not (self.out / "source.json").is_file()):
+            raise XqaError(f"{self.out} holds another kind of build (the generated world's, or one made by "
+                           f"hand); build into another --out, or delete {self.out}")
         self.out.mkdir(parents=True, exist_ok=True)
         stages = self.stages()
         t_all = time.perf_counter()

@@ -421,6 +421,9 @@ class Build:
     # ------------------------------------------------------------------ run
 
     def run(self) -> Path:
+        if (self.out / "source.json").is_file():
+            raise XqaError(f"{self.out} holds a real-text build (xqa build); build the world into another "
+                           f"--out (e.g. build/world), or delete {self.out}")
         self.out.mkdir(parents=True, exist_ok=True)
         stages = self.stages()
         t_all = time.perf_counter()

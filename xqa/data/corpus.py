@@ -100,8 +100,8 @@ def build(root: str | Path | None = None, per_language: int = PER_LANGUAGE,
             passages[pid] = _passage(pid, para.title, text, lang, s)
             for qa in para.qas:
                 answers = list(dict.fromkeys(clean_context(t) for t, _ in qa.answers))
-                if answers:
-                    questions.append({"id": f"{name}-{qa.id}", "question": qa.question, "lang": lang,
+                if answers:   # TyDi GoldP's ids repeat across paragraphs: the paragraph's id makes them unique
+                    questions.append({"id": f"{pid}-{qa.id}", "question": qa.question, "lang": lang,
                                       "answers": answers, "positive_ids": [pid], "source": name})
     for q in questions:
         q["split"] = split_of(q["id"])

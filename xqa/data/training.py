@@ -67,7 +67,7 @@ def collect(root: str | Path | None, held_out: set[str], sets: Iterable[str], ca
                 if not answers:
                     skipped["answer not in its paragraph"] += 1
                     continue
-                mine.append({"id": f"{name}-{qa.id}", "question": qa.question, "lang": s.lang,
+                mine.append({"id": f"{pid}-{qa.id}", "question": qa.question, "lang": s.lang,
                              "answers": answers, "answer_starts": starts, "positive_ids": [pid],
                              "source": name})
         if cap and len(mine) > cap:
