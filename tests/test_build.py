@@ -2,53 +2,19 @@
 fails with file:line and leaves nothing behind."""
 from __future__ import annotations
 
-import gzip
 import json
-import os
 from pathlib import Path
-
-import pytest
 
 from xqa.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _dozen() -> tuple[list[dict], list[dict]]:
-    """12 real paragraphs of the shipped corpus (English and their parallel German, Chinese and
-    Hindi paragraphs, plus Japanese, Korean and Swahili ones) and questions about them."""
-    with gzip.open(ROOT / "xqa" / "corpus" / "passages.jsonl.gz", "rt", encoding="utf-8") as f:
-        passages = {p["id"]: p for p in map(json.loads, f)}
-    with gzip.open(ROOT / "xqa" / "corpus" / "questions.jsonl.gz", "rt", encoding="utf-8") as f:
-        questions = list(map(json.loads, f))
-    chosen, asked = [], []
-    for q in questions:   # same-language German questions whose English paragraph is shipped too
-        if q["lang"] == "de" and not q.get("crosslingual") and "en" in q.get("xling", {}) and len(chosen) < 6:
-            de, en = q["positive_ids"][0], q["xling"]["en"]["positive_ids"][0]
-            if de not in chosen and en not in chosen and len(q["answers"][0]) <= 25:
-                chosen += [de, en]
-                asked.append(q)
-    for lang in ("ja", "ko", "sw", "zh", "hi", "es"):
-        q = next(q for q in questions if q["lang"] == lang and not q.get("crosslingual")
-                 and q["positive_ids"][0] not in chosen)
-        chosen.append(q["positive_ids"][0])
-    rows = [{k: passages[pid][k] for k in ("id", "title", "text", "lang")} for pid in chosen]
-    return rows, asked
+from real_corpus import dozen as _dozen  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    rows, asked = _dozen()
-    src = tmp_path_factory.mktemp("corpus") / "passages.jsonl"
-    src.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    out = Path(os.environ.get("XQA_TEST_REAL_BUILD", tmp_path_factory.mktemp("build") / "out"))
-    assert main(["build", "--passages", str(src), "--out", str(out), "--lexical-steps", "4", "--k", "6",
-                 "--n-passages", "3"]) == 0
-    return src, out, asked
-
-
-def test_a_dozen_real_paragraphs_build_every_stage_and_answer(built, capsys):
-    src, out, asked = built
+def test_a_dozen_real_paragraphs_build_every_stage_and_answer(real_build, capsys):
+    src, out, asked = real_build
     for part in ("encoder", "bm25", "roman", "dense", "lexical/best", "spar", "reader"):
         assert (out / part / "config.json").is_file(), part
     cfg = json.loads((out / "pipeline.json").read_text())
@@ -67,8 +33,8 @@ def test_a_dozen_real_paragraphs_build_every_stage_and_answer(built, capsys):
         assert main(["ask", asked[0]["question"], "--config", str(out / "pipeline.json"), "--method", method]) == 0
 
 
-def test_a_second_build_skips_every_stage(built, capsys):
-    src, out, _ = built
+def test_a_second_build_skips_every_stage(real_build, capsys):
+    src, out, _ = real_build
     capsys.readouterr()
     assert main(["build", "--passages", str(src), "--out", str(out), "--lexical-steps", "4"]) == 0
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("[")]
@@ -88,8 +54,8 @@ def test_a_corrupt_passage_file_fails_with_file_and_line_and_leaves_nothing(tmp_
     assert not any(p.is_file() for p in out.rglob("*")) if out.exists() else True
 
 
-def test_passages_from_another_collection_are_refused(built, tmp_path, capsys):
-    _, out, _ = built
+def test_passages_from_another_collection_are_refused(real_build, tmp_path, capsys):
+    _, out, _ = real_build
     other = tmp_path / "other.jsonl"
     other.write_text(json.dumps({"id": "a", "title": "", "text": "x", "lang": "en"}) + "\n")
     assert main(["build", "--passages", str(other), "--out", str(out)]) == 1

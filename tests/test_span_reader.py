@@ -185,7 +185,7 @@ def test_a_two_process_gloo_training_step_runs(converted_e5, tmp_path):
            "--out", str(tmp_path / "run"), "--max-steps", "1", "--batch-size", "2", "--max-length", "96",
            "--threads", "1"]
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, cwd=ROOT)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-2000:]
     state = json.loads((tmp_path / "run" / "checkpoint" / "trainer_state.json").read_text())
     assert state["step"] == 1 and state["done"]

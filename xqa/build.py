@@ -42,6 +42,7 @@ class Recipe:
     n_passages: int = 5              # passages read
     n_best: int = 5                  # spans kept per passage
     dense_max_length: int = 256      # passage tokens the dense encoder reads
+    dense_procs: int = 2             # processes encoding the passages side by side
     lexical_layers: int = 2          # Λ: the encoder's first layers
     lexical_steps: int = 150
     lexical_batch: int = 32
@@ -92,6 +93,20 @@ def _xqa(*argv: Any) -> None:
         raise XqaError(f"stage failed: xqa {' '.join(map(str, argv))} (exit {code})")
 
 
+def _xqa_processes(argvs: list[list[Any]]) -> None:
+    """Run ``xqa argv`` for each argv as separate one-thread processes, side by side."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    procs = [subprocess.Popen([sys.executable, "-m", "xqa.cli", *map(str, a)], env=env) for a in argvs]
+    codes = [p.wait() for p in procs]
+    if any(codes):
+        raise XqaError(f"stage failed: xqa {' '.join(map(str, argvs[0][:2]))} in {len(argvs)} processes "
+                       f"(exit codes {codes})")
+
+
 class CorpusBuild:
     """A pipeline over one passage collection, built stage by stage into ``out``."""
 
@@ -128,10 +143,7 @@ class CorpusBuild:
              lambda: _xqa("index", "sparse", "--passages", self.passages, "--out", o / "bm25")),
             ("cross-script BM25 index", lambda: is_complete(o / "roman"),
              lambda: _xqa("index", "sparse", "--cross-script", "--passages", self.passages, "--out", o / "roman")),
-            ("dense index", lambda: is_complete(o / "dense"),
-             lambda: _xqa("index", "dense", "--model", o / "encoder", "--passages", self.passages,
-                          "--out", o / "dense", "--max-length", r.dense_max_length,
-                          *(["--threads", self.threads] if self.threads else []))),
+            ("dense index", lambda: is_complete(o / "dense"), self.index_dense),
             ("lexical model Λ", lambda: is_complete(o / "lexical" / "best") and _finished(o / "lexical"),
              lambda: _xqa("train", "lexical", "--passages", self.passages, "--bm25", o / "bm25",
                           "--init", o / "encoder", "--layers", r.lexical_layers, "--freeze-embeddings",
@@ -181,6 +193,19 @@ class CorpusBuild:
         write_json_atomic(self.out / "source.json", {"path": str(self.source.resolve()),
                                                      "sha256": file_digest(self.source),
                                                      "passages": len(lines), "languages": langs})
+
+    def index_dense(self) -> None:
+        """Encode in ``recipe.dense_procs`` one-thread processes side by side (on 2 cores about
+        a fifth faster than one two-thread process), then build the FAISS indexes."""
+        o, r = self.out, self.recipe
+        args = ["index", "dense", "--model", o / "encoder", "--passages", self.passages, "--out", o / "dense",
+                "--max-length", r.dense_max_length]
+        if r.dense_procs > 1:
+            _xqa_processes([[*args, "--shard-id", i, "--num-shards", r.dense_procs, "--encode-only",
+                             "--threads", 1, *(["--quiet"] if i else [])] for i in range(r.dense_procs)])
+            _xqa(*args, "--num-shards", r.dense_procs)
+        else:
+            _xqa(*args, *(["--threads", self.threads] if self.threads else []))
 
     def make_reader(self) -> None:
         from xqa.data.corpus import SHIPPED_READER

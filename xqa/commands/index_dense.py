@@ -44,6 +44,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="passage tokens the encoder reads (0: the model's own setting); recorded in the index")
     p.add_argument("--device", default=None, help="torch device (default: cuda when available, else cpu)")
     p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+    p.add_argument("--encode-only", action="store_true",
+                   help="encode the shard(s) and stop; a later run without it builds the indexes (so that "
+                        "processes encoding shards side by side never build them twice)")
     p.add_argument("--overwrite", action="store_true",
                    help="rebuild the FAISS indexes of a finished folder (finished shards are reused)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -93,6 +96,8 @@ def run(args: argparse.Namespace) -> int:
                                  fp16=args.fp16, chunk_size=args.chunk_size, progress=not args.quiet)
             print(f"shard {s}/{n}: {stats['encoded']} passages encoded, {stats['skipped']} already done")
     missing = [s for s in range(n) if not shard_done(out, s, n)]
+    if args.encode_only:
+        return 0
     if missing:
         print(f"{len(missing)} shard(s) still to encode ({', '.join(map(str, missing[:10]))}); "
               f"the indexes are built when all are done")
