@@ -234,7 +234,7 @@ def test_importing_the_identifier_does_not_load_lingua():
     import subprocess
     import sys
 
-    code = "import sys, xqa.langid_model; print('lingua' in sys.modules)"
+    code = "import sys, xqa.langid_model, xqa.bench.langid, xqa.commands.report_langid; print('lingua' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -338,3 +338,51 @@ def test_bm25_searches_every_index_for_a_question_of_unknown_language(tmp_path):
     assert en.asked == [(["Kdo napsal Babičku?"], None)]  # the English index saw only the unknown question
     with pytest.raises(XqaError, match="no BM25 index for language 'sw'"):
         bm25.search([Question(id="q3", question="Nani?", lang="sw")], k=2)  # a known language without index
+
+
+# ---------------------------------------------------------------- the measurement (xqa.bench.langid)
+
+def test_report_measures_each_identifier_per_set_and_language(tmp_path, monkeypatch):
+    import json
+
+    from xqa.bench import langid as bench
+
+    monkeypatch.setattr("xqa.langid_model.warm_up", lambda: None)  # no lingua here
+
+    (tmp_path / "xor_tydi").mkdir()
+    rows = [{"id": str(i), "question": q, "answers": [], "lang": lang}
+            for i, (lang, q) in enumerate([("fi", "Kuka kirjoitti Kalevalan?"), ("ru", "Кто написал?"),
+                                           ("fi", "Milloin Sibelius syntyi?")])]
+    (tmp_path / "xor_tydi" / "xor_train_retrieve_eng_span.jsonl").write_text(
+        "\n".join(json.dumps(r, ensure_ascii=False) for r in rows), encoding="utf-8")
+    samples = bench.load_samples(tmp_path, per_language=1)
+    assert [(s.set, s.use, s.lang, len(s.texts)) for s in samples] == [
+        ("XOR-TyDi train", "train", "fi", 1), ("XOR-TyDi train", "train", "ru", 1)]
+    samples.append(bench.Sample("probe (hand-written)", "probe", "cs", ["Kdo napsal Babičku?"]))
+    which = {"always-fi": lambda text: "fi", "rules": detect_language}
+    report = bench.measure(samples, ("en", "fi", "ru"), which=which)
+    table = bench.table(report)
+    assert "| XOR-TyDi train | train | fi | 1 | 100.0 | 0.0 | 100.0 | 0.0 |" in table
+    assert "| XOR-TyDi train | train | ru | 1 | 0.0 | 0.0 | 100.0 | 0.0 |" in table
+    assert "| probe (hand-written) | probe | cs→und | 1 | 0.0 | 0.0 | 0.0 | 0.0 |" in table  # rules: English
+    assert "µs / question" in table
+    assert bench.chosen_veto([(0.5, 0.949), (0.6, 0.9505), (0.7, 0.951), (1.01, 0.951)]) == 0.6
+
+
+def test_report_without_the_shared_data_says_so(tmp_path, capsys, monkeypatch):
+    import argparse
+
+    from xqa.bench import langid as bench
+    from xqa.commands import report_langid
+
+    monkeypatch.setattr(bench, "identifiers", lambda: {"rules": detect_language})
+    monkeypatch.setattr("xqa.langid_model.warm_up", lambda: None)
+    args = argparse.Namespace(data=str(tmp_path / "absent"), languages="en,fi", per_language=10, seed=0,
+                              grid=False, out=str(tmp_path / "langid.md"))
+    assert report_langid.run(args) == 0
+    err, out = capsys.readouterr().err, (tmp_path / "langid.md").read_text(encoding="utf-8")
+    assert "skipped the public question sets" in err and "absent" in err
+    assert "| probe (hand-written) | probe | cs→und |" in out
+    args.grid = True
+    assert report_langid.run(args) == 0
+    assert "no train split" in capsys.readouterr().err

@@ -36,6 +36,7 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
     ("report", "retrieval"): ("report_retrieval", "retrieval accuracy table and recall@k plot on the embedded world"),
     ("report", "mlqa"): ("report_mlqa", "BM25 / Λ top-k accuracy per language on MLQA dev (../shared/data)"),
     ("report", "reader"): ("report_reader", "reader EM/F1 (greedy, beam, evidence fusion) on the embedded world"),
+    ("report", "langid"): ("report_langid", "language identification accuracy per language and set, 'unknown' rate"),
     ("demo",): ("demo", "serve the Gradio demo (127.0.0.1 by default)"),
     ("bench", "sparse"): ("bench_sparse", "BM25: queries/s, cold start, bytes per passage; bm25s as the peer"),
     ("bench", "dense"): ("bench_dense", "encoding passages/s, flat search vs memory bandwidth, index bytes"),
