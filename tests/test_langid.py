@@ -365,7 +365,7 @@ def test_report_measures_each_identifier_per_set_and_language(tmp_path, monkeypa
     assert "| XOR-TyDi train | train | fi | 1 | 100.0 | 0.0 | 100.0 | 0.0 |" in table
     assert "| XOR-TyDi train | train | ru | 1 | 0.0 | 0.0 | 100.0 | 0.0 |" in table
     assert "| probe (hand-written) | probe | cs→und | 1 | 0.0 | 0.0 | 0.0 | 0.0 |" in table  # rules: English
-    assert "µs / question" in table
+    assert "CPU µs / question" in table
     assert bench.chosen_veto([(0.5, 0.949), (0.6, 0.9505), (0.7, 0.951), (1.01, 0.951)]) == 0.6
 
 
