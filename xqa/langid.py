@@ -25,6 +25,12 @@ Khmer file holding Vietnamese and Japanese lines).
 No model, no network, microseconds per question. :func:`detect_language`
 returns an ISO 639-1 code; :func:`resolve_language` maps it onto the codes a
 pipeline actually has (``zh`` → ``zh_cn``, ``id`` ↔ ``ms``...).
+
+Outside its lists these rules are confidently wrong (Swahili, Czech, Romanian
+come out English). The pipeline identifies questions with
+:mod:`xqa.langid_model`, which checks these rules' cues with a statistical
+identifier and may answer :data:`UNKNOWN`; docs/langid.md measures both on
+questions neither was tuned on (``xqa report langid``).
 """
 from __future__ import annotations
 
