@@ -1,14 +1,23 @@
-"""Offline language identification (xqa.langid): script rules, Latin word cues, mapping."""
+"""Offline language identification: the rules (xqa.langid), "unknown" (xqa.langid_model), the report."""
 from __future__ import annotations
 
 import pytest
 
 from xqa.langid import (
     LANGUAGE_NAMES,
+    UNKNOWN,
     detect_language,
     language_name,
     resolve_language,
     script_of,
+)
+from xqa.langid_model import (
+    VETO,
+    cue_language,
+    identify,
+    identify_language,
+    known_language,
+    script_letters,
 )
 
 # Short questions as users type them: with and without punctuation, accents, capitals.
@@ -141,15 +150,6 @@ def test_language_name():
 
 # ---------------------------------------------------------------- "unknown" (xqa.langid_model)
 
-from xqa.langid import UNKNOWN  # noqa: E402
-from xqa.langid_model import (  # noqa: E402
-    VETO,
-    cue_language,
-    identify,
-    identify_language,
-    known_language,
-    script_letters,
-)
 
 # The languages of MIA 2022 and of the real sets: a pipeline with an index for each.
 PIPELINE = ("ar", "bn", "de", "en", "es", "fi", "hi", "id", "ja", "km", "ko", "ms", "ru", "sv", "sw", "te", "th",

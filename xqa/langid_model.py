@@ -50,8 +50,9 @@ VETO = 0.5
 
 # Swahili question words (TyDi's Swahili questions): who, what, when, where, which, how many, how, why.
 # Not "je" (the yes/no particle), which is also a common word of Croatian, Czech, Slovene, French.
-SWAHILI_QUESTION_WORDS = frozenset(
-    "nani nini lini wapi gani ngapi wangapi mingapi vipi mbona kwanini ipi upi lipi kipi zipi yupi wepi".split())
+SWAHILI_QUESTION_WORDS = frozenset({
+    "nani", "nini", "lini", "wapi", "gani", "ngapi", "wangapi", "mingapi", "vipi", "mbona", "kwanini",
+    "ipi", "upi", "lipi", "kipi", "zipi", "yupi", "wepi"})
 
 # Scripts written by several languages: lingua decides among them.
 SHARED_SCRIPTS = frozenset({"latin", "cyrillic", "arabic", "han", "devanagari"})
