@@ -23,7 +23,9 @@ from typing import Any
 
 from apps import render
 from xqa.errors import XqaError
-from xqa.langid import detect_language, language_name, resolve_language
+from xqa.langid import UNKNOWN, detect_language, language_name, resolve_language
+from xqa.langid_model import identify_language
+from xqa.langid_model import warm_up as langid_warm_up
 from xqa.records import Question
 
 log = logging.getLogger("xqa.demo")
@@ -53,7 +55,7 @@ def _examples(pipeline) -> list[tuple[list[str], str]]:
         q, lang = str(ex.get("question", "")).strip(), str(ex.get("lang", "")).strip()
         if not q or render.validate_question(q):
             continue
-        guess = resolve_language(detect_language(q), known)
+        guess = resolve_language(detect_language(q), known)  # the rules: building the page loads no model
         label = f"{q}  ({language_name(lang) if lang else 'any language'}"
         label += ", answered from another language)" if ex.get("crosslingual") else ")"
         out.append(([q, "auto" if not lang or guess == lang else lang], label))
@@ -107,7 +109,7 @@ class Answerer:
             return self.empty(f"Retrieval method {method!r} is not available here; choose one of: {offered}.")
         lang = (lang or "auto").strip()
         detected = lang == "auto"
-        code = resolve_language(detect_language(text) if detected else lang, cfg.languages)
+        code = identify_language(text, cfg.languages) if detected else resolve_language(lang, cfg.languages)
         n = int(n_passages or cfg.reader.n_passages)
         k = max(int(k or cfg.retrieval.k), n)
         qid = f"demo-{next(self._ids)}"
@@ -123,7 +125,10 @@ class Answerer:
         seconds = time.perf_counter() - t0
         fused = cfg.reader.evidence_fusion
         note = ""
-        if cfg.languages and code not in cfg.languages:
+        if code == UNKNOWN:
+            note = ("The language was not identified among this pipeline's: BM25 searches every language's "
+                    "index, and dense retrieval searches all languages.")
+        elif cfg.languages and code not in cfg.languages:
             note = (f"No index covers {language_name(code)} (`{code}`): its BM25 list is empty and "
                     f"dense retrieval searches all languages.")
         record = answer.to_dict()
@@ -208,6 +213,7 @@ def warm_up(pipeline, say: Callable[[str], Any] = print) -> float | None:
         for m in dict.fromkeys(methods + [f for f in map(pipeline.fallback_for, methods) if f]):
             pipeline.retriever(m)
         pipeline.reader  # noqa: B018 - loads the reader
+        langid_warm_up()  # lingua's models, which the first question would otherwise wait for
         ex = next(iter(pipeline.config.examples), {"question": "What is the capital of Finland?", "lang": "en"})
         q = Question(id="warm-up", question=ex["question"], lang=ex.get("lang") or "en")
         if methods:

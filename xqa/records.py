@@ -12,6 +12,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+# The ``lang`` of a question whose language is not identified (BCP 47 "undetermined"):
+# per-language BM25 searches every language's index for it.
+UNKNOWN_LANG = "und"
+
 
 @dataclass(frozen=True)
 class Passage:
