@@ -67,9 +67,7 @@ def load_pipeline(args: argparse.Namespace):
 
 
 def read_question_files(paths: list[str], lang: str | None = None):
-    from xqa.io import read_questions
+    """The questions of ``paths``; an id repeated within or across files is an error."""
+    from xqa.io import read_question_files as read
 
-    out = []
-    for path in paths:
-        out.extend(read_questions(path, lang=lang))
-    return out
+    return read(paths, lang=lang)
