@@ -63,6 +63,8 @@ class AnswerLabels:
         path = Path(path)
         if not path.is_file():
             raise XqaError(f"{path}: no answer label table there (JSONL of {{\"id\", \"labels\": {{lang: name}}}})")
+        if path.stat().st_size == 0:
+            raise InputError(path, None, "the file is empty")
         items, seen = [], {}
         for n, obj in jsonl_objects(path):
             item_id = obj.get("id")

@@ -184,8 +184,8 @@ def _read_dpr_tsv(path: Path, lang: str | None, seen: _Unique) -> Iterator[Passa
     try:
         for row in reader:
             n = reader.line_num
-            if not row or row == [""]:
-                continue
+            if not "".join(row).strip():
+                continue  # a blank line
             if n == 1 and row[:1] == ["id"]:
                 continue  # header
             if len(row) < 3:
@@ -281,18 +281,19 @@ def _question_from_jsonl(obj: dict, path: Path, n: int | None, lang: str | None,
                          seen: _Unique | None = None, made_up_ids: bool = False) -> Question:
     """One question record. ``made_up_ids``: a layout without ids (EntityQuestions), whose
     records get ``{file}:{item}``; an NQ-open record (``answer``, no ``id``, no ``lang``) too."""
+    qid = record_id(obj, path, n) if "id" in obj else None
     text = _require(obj, "question", path, n)
-    nq_open = "answer" in obj and "answers" not in obj and "id" not in obj and "lang" not in obj
+    nq_open = "answer" in obj and "answers" not in obj and "lang" not in obj
     qlang = obj.get("lang")
     if qlang is None:
         qlang = lang or ("en" if nq_open or made_up_ids else None)
         if not qlang:
             raise InputError(path, n, "missing field 'lang' (pass --lang for a one-language file)")
     known_language(qlang, path, n)
-    if "id" not in obj and (nq_open or made_up_ids):
+    if qid is None:
+        if not (nq_open or made_up_ids):
+            raise InputError(path, n, "missing field 'id'")
         qid = f"{path.stem}:{n}"
-    else:
-        qid = record_id(obj, path, n)
     if seen is not None:
         seen.add(qid, n)
     answers_en = obj.get("answers_en")
@@ -363,7 +364,7 @@ def read_squad(path: str | Path, lang: str | None = None) -> tuple[list[Question
                     qid = record_id(qa, path, None)
                 except InputError as e:
                     raise InputError(path, None, f"{where(*at)}: {str(e).split(': ', 1)[1]}") from None
-                places.append((a, p))
+                places.append((a, p, i))
                 question = need(qa, "question", str, *at)
                 texts = []
                 for j, x in enumerate(qa.get("answers") or []):
@@ -375,7 +376,13 @@ def read_squad(path: str | Path, lang: str | None = None) -> tuple[list[Question
         print(f"xqa: warning: {path}: question ids repeat (numbered per paragraph?); using "
               f"'{path.stem}:<article>:<paragraph>:<id>' as ids", file=sys.stderr)
         questions = [dataclasses.replace(q, id=f"{path.stem}:{a}:{p}:{q.id}")
-                     for q, (a, p) in zip(questions, places)]
+                     for q, (a, p, _) in zip(questions, places)]
+        first: dict[str, int] = {}
+        for q, (a, p, i) in zip(questions, places):
+            if q.id in first:
+                raise InputError(path, None, f"{where('data', a, 'paragraphs', p, 'qas', i)}: duplicate question id "
+                                             f"{q.id.rsplit(':', 1)[1]!r} in one paragraph")
+            first[q.id] = i
     return questions, passages
 
 

@@ -6,11 +6,12 @@ object ``{}`` is a valid prediction file that answers nothing).
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from xqa.errors import InputError, XqaError, json_document, json_list_items, json_type
+from xqa.errors import InputError, XqaError, json_document, json_list_items, json_type, read_text
 from xqa.errors import jsonl_objects as _jsonl_objects
 from xqa.evaluation.languages import check_language
 from xqa.io import read_questions, record_id
@@ -123,6 +124,8 @@ def load_predictions(paths: Iterable[str | Path]) -> Predictions:
     """
     preds = Predictions()
     for path in expand_paths(paths, "prediction"):
+        if path.stat().st_size == 0:
+            raise InputError(path, None, "the file is empty")
         if path.suffix == ".jsonl":
             seen: dict[str, int] = {}
             for line_no, obj in _jsonl_objects(path):
@@ -142,17 +145,31 @@ def load_predictions(paths: Iterable[str | Path]) -> Predictions:
         for key, value in data.items():
             if isinstance(value, dict):  # a submission file: one object per part/language
                 for k, v in value.items():
-                    _check_key(path, k)
-                    _add_prediction(preds, path, k, v, None)
+                    _add_keyed_prediction(preds, path, k, v)
             else:
-                _check_key(path, key)
-                _add_prediction(preds, path, key, value, None)
+                _add_keyed_prediction(preds, path, key, value)
     return preds
 
 
-def _check_key(path: Path, key: str) -> None:
-    if not key.strip():
-        raise InputError(path, None, "a prediction has an empty id (key \"\")")
+def _add_keyed_prediction(preds: Predictions, path: Path, key: str, value: Any) -> None:
+    """One ``"id": answer`` pair of a JSON object; an error names the line of its key."""
+    try:
+        if not key.strip():
+            raise InputError(path, None, "a prediction has an empty id (key \"\")")
+        _add_prediction(preds, path, key, value, None)
+    except InputError as e:
+        raise InputError(path, _line_of_key(path, key), str(e).split(": ", 1)[1]) from None
+
+
+def _line_of_key(path: Path, key: str) -> int | None:
+    """The line where ``"key":`` first appears in the JSON file ``path`` (for messages)."""
+    import re
+
+    text = read_text(path)
+    m = re.search(re.escape(json.dumps(key, ensure_ascii=False)) + r"\s*:", text)
+    if m is None:
+        m = re.search(re.escape(json.dumps(key)) + r"\s*:", text)
+    return text.count("\n", 0, m.start()) + 1 if m else None
 
 
 # ----------------------------------------------------------------------------- retrieval results
@@ -171,6 +188,8 @@ def load_retrieval_results(path: str | Path, default_lang: str | None = None) ->
     if path.is_dir():
         raise XqaError(f"{path}: expected a retrieval-result file, found a folder")
     if path.suffix == ".jsonl":
+        if path.stat().st_size == 0:
+            raise InputError(path, None, "the file is empty")
         records = list(_jsonl_objects(path))
         if not records:
             raise InputError(path, None, "holds no retrieval results (only blank lines)")
