@@ -26,6 +26,20 @@ class InputError(XqaError, ValueError):
         super().__init__(f"{where}: {message}")
 
 
+def os_error_message(e: OSError) -> str:
+    """One line for an operating-system error while writing: what failed, where, and what to do."""
+    import errno
+
+    where = f"{e.filename}: " if e.filename else ""
+    text = f"{where}{e.strerror or e}"
+    hint = {errno.ENOSPC: "the disk is full: free space, then run the same command again (finished work is kept)",
+            errno.EDQUOT: "the disk quota is used up: free space, then run the same command again",
+            errno.EROFS: "the folder is on a read-only file system: choose another output folder",
+            errno.EACCES: "no permission to write there: choose another output folder",
+            errno.EPERM: "no permission to write there: choose another output folder"}.get(e.errno)
+    return f"{text} ({hint}; earlier artifacts there are left as they were)" if hint else text
+
+
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 _UTF8_BOM = b"\xef\xbb\xbf"
 

@@ -31,7 +31,7 @@ from typing import Any, Callable, Protocol, Sequence
 import numpy as np
 import torch
 
-from xqa.artifacts import atomic_dir, is_complete, save_config, write_json_atomic
+from xqa.artifacts import atomic_dir, is_complete, save_config, write_json_atomic, write_text_atomic
 
 
 @dataclass
@@ -294,6 +294,24 @@ def linear_schedule(optimizer: torch.optim.Optimizer, warmup: int, total: int):
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
+def _trim_metrics(path: Path, step: int) -> None:
+    """Keep the metrics logged up to ``step`` (the checkpoint a run resumes from): the steps after
+    it are trained again and logged again, so each step is in the log once."""
+    if not path.is_file():
+        return
+    kept = []
+    with open(path, "rb") as f:
+        for line in f:
+            try:
+                record = json.loads(line)
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                break  # a torn last line
+            if not line.endswith(b"\n") or record.get("step", 0) > step:
+                break
+            kept.append(line.decode("utf-8"))
+    write_text_atomic(path, "".join(kept))
+
+
 class _Log:
     def __init__(self, path: Path, enabled: bool):
         self.path, self.enabled = path, enabled
@@ -338,6 +356,9 @@ def train(task: TrainTask, dataset: Sequence[dict], config: TrainConfig, progres
         state = _load_checkpoint(ckpt, model, opt, sched)
         if info.main:
             print(f"resuming from {ckpt} at step {state['step']}/{total}")
+            _trim_metrics(out / "metrics.jsonl", state["step"])
+    elif info.main:
+        _trim_metrics(out / "metrics.jsonl", 0)  # a run killed before its first checkpoint starts over
     if state.get("done") and is_complete(out / "best"):
         if info.main:
             print(f"{out}: training already finished (step {state['step']}); nothing to do")
