@@ -92,12 +92,12 @@ def test_answer_killed_at_a_random_batch_resumes_to_the_same_records(tiny_pipeli
     rng = random.Random(SEED)
     world = Path(tiny_pipeline).parent / "world"
     questions = tmp_path / "questions.jsonl"
-    questions.write_text("".join(world.joinpath("test.jsonl").read_text(encoding="utf-8").splitlines(True)[:24]),
+    questions.write_text("".join(world.joinpath("test.jsonl").read_text(encoding="utf-8").splitlines(True)[:12]),
                          encoding="utf-8")
-    args = ["answer", "--config", tiny_pipeline, "--questions", questions, "--batch-size", 3]
+    args = ["answer", "--config", tiny_pipeline, "--questions", questions, "--batch-size", 2]
     ref, out = tmp_path / "ref", tmp_path / "out"
     _xqa([*args, "--out", ref], tmp_path / "ref.log")
-    kill_after = rng.randrange(1, 24)  # records on disk when the kill comes
+    kill_after = rng.randrange(1, 12)  # records on disk when the kill comes
     _xqa_killed([*args, "--out", out], tmp_path / "out.log", lambda: _lines(out / "records.jsonl") >= kill_after)
     assert not (out / "predictions.json").exists()
     _xqa([*args, "--out", out], tmp_path / "out.log")
@@ -119,18 +119,14 @@ def test_index_dense_shard_killed_at_a_random_chunk_resumes_bit_identical(tiny_p
             "--num-shards", 2, "--chunk-size", 24, "--batch-size", 8, "--quiet"]
     ref, out = tmp_path / "ref", tmp_path / "out"
     _xqa([*args, "--out", ref], tmp_path / "ref.log")
-    # shard 1 is killed after a random number of its chunks (of 10), shard 0 runs whole, then shard 1 again:
-    # the job that finishes the last shard builds the indexes
-    chunks = out / "shards" / "00001-of-00002"
-    kill_after = rng.randrange(1, 9)
-    _xqa_killed([*args, "--out", out, "--shard-id", 1], tmp_path / "out.log",
-                lambda: len(list(chunks.glob("chunk-*.npy"))) >= kill_after)
+    # killed after a random number of the 20 chunks of its two shards (10 each), then run again
+    kill_after = rng.randrange(1, 19)
+    _xqa_killed([*args, "--out", out], tmp_path / "out.log",
+                lambda: len(list((out / "shards").glob("*/chunk-*.npy"))) >= kill_after)
     assert not (out / "config.json").exists()
-    _xqa([*args, "--out", out, "--shard-id", 0], tmp_path / "out.log")
-    assert not (out / "config.json").exists()
-    _xqa([*args, "--out", out, "--shard-id", 1], tmp_path / "out.log")
+    _xqa([*args, "--out", out], tmp_path / "out.log")
     assert (out / "config.json").is_file()
-    assert f"{kill_after}" and "already done" in (tmp_path / "out.log").read_text()
+    assert "already done" in (tmp_path / "out.log").read_text()
     assert _same_files(ref, out, ignore=("config.json", "encoding.json")) == [], f"seed {SEED}"
     a, b = (json.loads((d / "config.json").read_text()) for d in (ref, out))
     assert {k: v for k, v in a.items() if k != "model"} == {k: v for k, v in b.items() if k != "model"}
@@ -200,8 +196,10 @@ def test_build_killed_in_a_random_stage_resumes_to_the_same_artifacts(tiny_pipel
     # the same command again, stopped when the last compared stage is done (the rest is tested elsewhere)
     done = f"[{len(_BUILD_STAGES)}/14] {_BUILD_STAGES[-1]}: done"
     _xqa_killed(args, log, lambda: done in log.read_text(errors="replace"))
-    for folder in ("world", "tokenizer"):
-        assert _same_files(ref / folder, out / folder, ignore=("config.json",)) == [], f"seed {SEED}: {folder}"
+    assert _same_files(ref / "world", out / "world", ignore=("config.json",)) == [], f"seed {SEED}"
+    # the raw SentencePiece model of an older build records its trainer's temporary folder: compare pieces
+    assert _same_files(ref / "tokenizer", out / "tokenizer", ignore=("config.json", "spiece.model")) == []
+    assert _pieces(ref / "tokenizer") == _pieces(out / "tokenizer"), f"seed {SEED}"
     assert _same_files(ref / "retriever" / "best", out / "retriever" / "best", ignore=("config.json",)) == []
     assert _same_files(ref / "dense", out / "dense", ignore=("config.json", "encoding.json")) == []
     for index in ("bm25", "roman"):
@@ -209,6 +207,13 @@ def test_build_killed_in_a_random_stage_resumes_to_the_same_artifacts(tiny_pipel
         assert a["num_passages"] == b["num_passages"] and a["languages"] == b["languages"], index
     assert _same_bm25_hits(ref / "bm25", out / "bm25", ref / "world" / "dev.jsonl")
     assert _no_temporaries(out) == []
+
+
+def _pieces(tokenizer: Path) -> list[tuple[str, float]]:
+    import sentencepiece as spm
+
+    sp = spm.SentencePieceProcessor(model_file=str(tokenizer / "spiece.model"))
+    return [(sp.id_to_piece(i), sp.get_score(i)) for i in range(sp.get_piece_size())]
 
 
 def _same_bm25_hits(a: Path, b: Path, questions: Path) -> bool:

@@ -32,7 +32,7 @@ def os_error_message(e: OSError) -> str:
 
     where = f"{e.filename}: " if e.filename else ""
     text = f"{where}{e.strerror or e}"
-    hint = {errno.ENOSPC: "the disk is full: free space, then run the same command again (finished work is kept)",
+    hint = {errno.ENOSPC: "the disk is full: free space, then run the same command again, which keeps finished work",
             errno.EDQUOT: "the disk quota is used up: free space, then run the same command again",
             errno.EROFS: "the folder is on a read-only file system: choose another output folder",
             errno.EACCES: "no permission to write there: choose another output folder",

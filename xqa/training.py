@@ -404,7 +404,10 @@ def train(task: TrainTask, dataset: Sequence[dict], config: TrainConfig, progres
             raise ValueError(f"group_by_length needs a task with length(example); {type(task).__name__} has none")
         lengths = [task.length(ex) for ex in dataset]
     model.train()
-    window_loss, window_examples, t0 = 0.0, 0, time.perf_counter()
+    # the loss of the log window in progress is part of the checkpoint, so a resumed run logs what
+    # an uninterrupted one does
+    window_loss, window_batches = state.pop("window_loss", 0.0), state.pop("window_batches", 0)
+    window_examples, t0 = 0, time.perf_counter()
     accum = 0
     while state["step"] < total:
         order = epoch_order(n, state["epoch"], config.seed, info.rank, info.world_size)
@@ -422,6 +425,7 @@ def train(task: TrainTask, dataset: Sequence[dict], config: TrainConfig, progres
                     loss = task.loss(wrapped, batch)
                 (loss / config.grad_accum).backward()
             window_loss += float(loss.detach())
+            window_batches += 1
             window_examples += len(batches[b])
             accum += 1
             state["batch_in_epoch"] = b + 1
@@ -437,17 +441,18 @@ def train(task: TrainTask, dataset: Sequence[dict], config: TrainConfig, progres
             bar.update(1)
             if state["step"] % config.log_every == 0 or state["step"] == total:
                 dt = time.perf_counter() - t0
-                mean_loss = _mean_across(window_loss / max(1, config.grad_accum * config.log_every), info)
+                mean_loss = _mean_across(window_loss / max(1, window_batches), info)
                 rate = window_examples * info.world_size / max(dt, 1e-9)
                 bar.set_postfix(loss=f"{mean_loss:.4f}", ex_s=f"{rate:.1f}")
                 log.write({"step": state["step"], "loss": mean_loss, "lr": sched.get_last_lr()[0],
                            "examples_per_s": rate})
-                window_loss, window_examples, t0 = 0.0, 0, time.perf_counter()
+                window_loss, window_batches, window_examples, t0 = 0.0, 0, 0, time.perf_counter()
             if config.eval_every and state["step"] % config.eval_every == 0:
                 evaluate_and_keep()
             if state["step"] % config.save_every == 0 and state["step"] < total:
+                window = {"window_loss": _mean_across(window_loss, info), "window_batches": window_batches}
                 if info.main:
-                    _save_checkpoint(ckpt, model, opt, sched, state)
+                    _save_checkpoint(ckpt, model, opt, sched, {**state, **window})
                 _barrier(info)
             if state["step"] >= total:
                 break
