@@ -204,7 +204,10 @@ def test_build_killed_in_a_random_stage_resumes_to_the_same_artifacts(tiny_pipel
     assert _same_files(ref / "dense", out / "dense", ignore=("config.json", "encoding.json")) == []
     for index in ("bm25", "roman"):
         a, b = (json.loads((d / index / "config.json").read_text()) for d in (ref, out))
-        assert a["num_passages"] == b["num_passages"] and a["languages"] == b["languages"], index
+        def shape(cfg: dict) -> dict:  # Lucene's segment files differ run to run: compare what they hold
+            return {lang: (v["analyzer"], v["num_passages"], v.get("stop_tokens")) for lang, v in cfg["languages"].items()}
+
+        assert a["num_passages"] == b["num_passages"] and shape(a) == shape(b), index
     assert _same_bm25_hits(ref / "bm25", out / "bm25", ref / "world" / "dev.jsonl")
     assert _no_temporaries(out) == []
 
