@@ -37,8 +37,9 @@ def _require(obj: dict, key: str, path, line, kinds: type | tuple = str) -> Any:
     val = obj[key]
     if val is None:
         raise InputError(path, line, f"field {key!r} is null")
-    if not isinstance(val, kinds) or isinstance(val, bool) and bool not in (kinds if isinstance(kinds, tuple) else (kinds,)):
-        want = " or ".join(_KIND_NAMES.get(k, k.__name__) for k in (kinds if isinstance(kinds, tuple) else (kinds,)))
+    allowed = kinds if isinstance(kinds, tuple) else (kinds,)
+    if not isinstance(val, allowed) or isinstance(val, bool) and bool not in allowed:  # JSON true is no number
+        want = " or ".join(_KIND_NAMES.get(k, k.__name__) for k in allowed)
         raise InputError(path, line, f"field {key!r} should be {want}, found {json_type(val)}")
     return val
 
