@@ -235,11 +235,31 @@ def _optimizer_from_files(opt: torch.optim.Optimizer, tensors: dict[str, torch.T
     opt.load_state_dict({"state": state, "param_groups": meta["param_groups"]})
 
 
+def _save_model(model: torch.nn.Module, path: Path) -> None:
+    """``safetensors.torch.save_model`` with the same bytes for the same weights: a tied tensor (T5's
+    embeddings) is stored once, under its first name in sorted order, and the names it also has go
+    to the metadata in sorted order (``save_model`` orders them by set iteration, which varies
+    from process to process). ``safetensors.torch.load_model`` reads it."""
+    from safetensors.torch import save_file
+
+    kept: dict[tuple, str] = {}
+    tensors: dict[str, torch.Tensor] = {}
+    aliases: dict[str, str] = {}
+    for name, t in sorted(model.state_dict().items()):
+        key = (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.dtype)
+        if key in kept:
+            aliases[name] = kept[key]
+        else:
+            kept[key] = name
+            tensors[name] = t.detach().contiguous()
+    save_file(tensors, str(path), metadata={"format": "pt", **aliases})
+
+
 def _save_checkpoint(folder: Path, model: torch.nn.Module, opt, sched, state: dict) -> None:
-    from safetensors.torch import save_file, save_model
+    from safetensors.torch import save_file
 
     with atomic_dir(folder, overwrite=True) as tmp:
-        save_model(model, str(tmp / "model.safetensors"))
+        _save_model(model, tmp / "model.safetensors")
         tensors, meta = _optimizer_to_files(opt)
         save_file(tensors, str(tmp / "optimizer.safetensors"))
         rng = {"torch": torch.get_rng_state()}
