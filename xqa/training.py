@@ -237,22 +237,19 @@ def _optimizer_from_files(opt: torch.optim.Optimizer, tensors: dict[str, torch.T
 
 def _save_model(model: torch.nn.Module, path: Path) -> None:
     """``safetensors.torch.save_model`` with the same bytes for the same weights: a tied tensor (T5's
-    embeddings) is stored once, under its first name in sorted order, and the names it also has go
-    to the metadata in sorted order (``save_model`` orders them by set iteration, which varies
-    from process to process). ``safetensors.torch.load_model`` reads it."""
+    embeddings) is stored once, under its first name in sorted order, and no other names are
+    listed in the metadata (``save_model`` lists them there, in an order that varies from process to
+    process). ``safetensors.torch.load_model`` reads it: it finds the ties in the model."""
     from safetensors.torch import save_file
 
-    kept: dict[tuple, str] = {}
+    kept: set[tuple] = set()
     tensors: dict[str, torch.Tensor] = {}
-    aliases: dict[str, str] = {}
     for name, t in sorted(model.state_dict().items()):
         key = (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.dtype)
-        if key in kept:
-            aliases[name] = kept[key]
-        else:
-            kept[key] = name
+        if key not in kept:
+            kept.add(key)
             tensors[name] = t.detach().contiguous()
-    save_file(tensors, str(path), metadata={"format": "pt", **aliases})
+    save_file(tensors, str(path), metadata={"format": "pt"})
 
 
 def _save_checkpoint(folder: Path, model: torch.nn.Module, opt, sched, state: dict) -> None:
