@@ -126,12 +126,13 @@ def _check(kind: str, result: Sequence | None) -> str | None:
 
 def run_load(url: str, questions: Sequence[str], method: str, k: int, n_passages: int, users: int = 50,
              duration: float = 120.0, requests_per_user: int = 1000, bad_share: float = 0.1, seed: int = 0,
-             server_pid: int | None = None, timeout: float = 300.0) -> LoadResult:
+             server_pid: int | None = None, timeout: float = 300.0, ramp_up: float = 5.0) -> LoadResult:
     """Drive the demo at ``url`` with ``users`` concurrent users asking with ``method``, ``k`` and
     ``n_passages``; see the module doc.
 
-    Each user sends at most ``requests_per_user`` requests and none after ``duration``
-    seconds; the call returns when every user is done (each request bounded by ``timeout``).
+    The users arrive over the first ``ramp_up`` seconds; each sends at most ``requests_per_user``
+    requests and none after ``duration`` seconds; the call returns when every user is done (each
+    request bounded by ``timeout``).
     """
     from gradio_client import Client
 
@@ -154,12 +155,25 @@ def run_load(url: str, questions: Sequence[str], method: str, k: int, n_passages
             elif seconds is not None and kind in ("valid", "script"):
                 result.latencies.append(seconds)
 
+    def connect():
+        # a loaded server may take longer than httpx's 5 s to hand out its config: wait as a user
+        # would, and try again a few times before counting the user as failed
+        error = None
+        for attempt in range(3):
+            try:
+                return Client(url, verbose=False, download_files=False, analytics_enabled=False,
+                              httpx_kwargs={"timeout": timeout})
+            except Exception as e:  # noqa: BLE001 - reported below if every attempt fails
+                error = e
+                time.sleep(1 + attempt)
+        note("valid", f"cannot connect: {type(error).__name__}: {error}", None)
+        return None
+
     def user(i: int) -> None:
         rng = random.Random(seed * 1_000_003 + i)
-        try:
-            client = Client(url, verbose=False, download_files=False)
-        except Exception as e:  # noqa: BLE001 - a user that cannot connect fails all its requests
-            note("valid", f"cannot connect: {type(e).__name__}: {e}", None)
+        time.sleep(i * ramp_up / max(1, users))  # users arrive over ``ramp_up`` seconds
+        client = connect()
+        if client is None:
             return
         for _ in range(requests_per_user):
             if time.monotonic() >= t_end:
