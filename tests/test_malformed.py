@@ -482,6 +482,13 @@ def test_squad_ids_numbered_per_paragraph_become_unique_with_a_warning(tmp_path,
         _read_questions(path)
 
 
+def test_a_one_line_json_list_of_questions_gets_one_id_per_item(tmp_path):
+    path = tmp_path / "P36.dev.json"
+    path.write_text(json.dumps([{"question": "Where?", "answers": ["a"]}, {"question": "When?", "answers": []}]),
+                    encoding="utf-8")
+    assert [q.id for q in _read_questions(path)] == ["P36.dev:0", "P36.dev:1"]
+
+
 def test_an_unknown_lang_option_is_an_error(tmp_path):
     p = tmp_path / "p.tsv"
     p.write_text(_tsv([["1", "t", "T"]]), encoding="utf-8")

@@ -76,7 +76,7 @@ class _Unique:
     """Remembers ids, and where each was first seen, to report a duplicate by file:line."""
 
     def __init__(self, path, what: str, lines: bool = True):
-        self.path, self.what, self.lines = path, what, lines
+        self.path, self.what = path, what
         self.seen: dict[str, int | None] | set[str] = {} if lines else set()
 
     def add(self, rid: str, line: int | None, where: str = "") -> None:
@@ -279,9 +279,9 @@ _KNOWN = {"id", "question", "answers", "answer", "lang", "answers_en"}
 
 
 def _question_from_jsonl(obj: dict, path: Path, n: int | None, lang: str | None,
-                         seen: _Unique | None = None, made_up_ids: bool = False) -> Question:
-    """One question record. ``made_up_ids``: a layout without ids (EntityQuestions), whose
-    records get ``{file}:{item}``; an NQ-open record (``answer``, no ``id``, no ``lang``) too."""
+                         seen: _Unique | None = None, made_up_ids: bool = False, item: int | None = None) -> Question:
+    """One question record, at line ``n``. ``made_up_ids``: a layout without ids (EntityQuestions),
+    whose records get ``{file}:{item}``; an NQ-open record (``answer``, no ``lang``) gets ``{file}:{n}``."""
     qid = record_id(obj, path, n) if "id" in obj else None
     text = _require(obj, "question", path, n)
     nq_open = "answer" in obj and "answers" not in obj and "lang" not in obj
@@ -294,7 +294,7 @@ def _question_from_jsonl(obj: dict, path: Path, n: int | None, lang: str | None,
     if qid is None:
         if not (nq_open or made_up_ids):
             raise InputError(path, n, "missing field 'id'")
-        qid = f"{path.stem}:{n}"
+        qid = f"{path.stem}:{item if item is not None else n}"
     if seen is not None:
         seen.add(qid, n)
     answers_en = obj.get("answers_en")
@@ -306,10 +306,10 @@ def _question_from_jsonl(obj: dict, path: Path, n: int | None, lang: str | None,
 
 def _read_json_list(path: Path, items: list[tuple[int, Any]], lang: str | None, seen: _Unique) -> list[Question]:
     out = []
-    for line, obj in items:
+    for i, (line, obj) in enumerate(items):
         if not isinstance(obj, dict):
             raise InputError(path, line, f"expected an object with a 'question', found {json_type(obj)}")
-        out.append(_question_from_jsonl(obj, path, line, lang, seen, made_up_ids=True))
+        out.append(_question_from_jsonl(obj, path, line, lang, seen, made_up_ids=True, item=i))
     return out
 
 
