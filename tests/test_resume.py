@@ -6,7 +6,8 @@ progress, runs the same command again, and compares what it left with an
 uninterrupted run: bit-identical files where the job is deterministic, no
 record duplicated or lost. The random point's seed is in every failure message
 (rerun one with ``XQA_KILL_SEED``). All of it runs on the small build
-(``tiny_pipeline``) and is bounded in time.
+(``tiny_pipeline``), about two minutes on an idle 2-core machine; each command is
+bounded by 20 minutes, for machines shared with other work.
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ def _env() -> dict[str, str]:
                 HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
 
 
-def _xqa(argv: list, log: Path, timeout: float = 400) -> None:
+def _xqa(argv: list, log: Path, timeout: float = 1200) -> None:
     """Run ``xqa argv`` to the end; fail with its log when it fails."""
     with open(log, "ab") as f:
         code = subprocess.run([sys.executable, "-m", "xqa.cli", *map(str, argv)], stdout=f, stderr=f,
@@ -42,7 +43,7 @@ def _xqa(argv: list, log: Path, timeout: float = 400) -> None:
     assert code == 0, f"xqa {' '.join(map(str, argv))} exited {code}:\n{log.read_text(errors='replace')[-3000:]}"
 
 
-def _xqa_killed(argv: list, log: Path, ready: Callable[[], bool], timeout: float = 400) -> None:
+def _xqa_killed(argv: list, log: Path, ready: Callable[[], bool], timeout: float = 1200) -> None:
     """Start ``xqa argv``, wait until ``ready()`` (its progress reached the chosen point), then SIGKILL
     its whole process group. Asserts the job was killed while running, not after it finished."""
     with open(log, "ab") as f:
