@@ -15,7 +15,6 @@ import filecmp
 import json
 import os
 import random
-import shutil
 import signal
 import subprocess
 import sys

@@ -13,7 +13,6 @@ Full-scale example (``docs/full-scale.md``)::
 """
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
