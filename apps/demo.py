@@ -23,13 +23,14 @@ from typing import Any
 
 from apps import render
 from xqa.errors import XqaError
-from xqa.langid import UNKNOWN, detect_language, language_name, resolve_language
+from xqa.langid import LANGUAGE_NAMES, UNKNOWN, detect_language, language_name, resolve_language
 from xqa.langid_model import identify_language
 from xqa.langid_model import warm_up as langid_warm_up
 from xqa.records import Question
 
 log = logging.getLogger("xqa.demo")
 
+MAX_K, MAX_PASSAGES_READ = 1000, 100  # what one request may ask for (the page's sliders stop lower)
 DEFAULT_CONCURRENCY = 2  # requests in flight; the reader itself runs one at a time (pipeline lock)
 # The languages of MIA 2022 (XOR-TyDi + MKQA + the surprise languages): the choices when a config names none.
 MIA_LANGUAGES = ("ar", "bn", "da", "de", "en", "es", "fi", "fr", "he", "hu", "it", "ja", "km", "ko", "ms",
@@ -104,14 +105,23 @@ class Answerer:
         text = question.strip()
         cfg = self.pipeline.config
         method = method or cfg.retrieval.method
-        if method not in self.methods:
+        if not isinstance(method, str) or method not in self.methods:
             offered = ", ".join(self.methods) or "none (the config names no index)"
-            return self.empty(f"Retrieval method {method!r} is not available here; choose one of: {offered}.")
-        lang = (lang or "auto").strip()
+            shown = str(method)[:40]
+            return self.empty(f"Retrieval method {shown!r} is not available here; choose one of: {offered}.")
+        lang = (lang or "auto").strip() if isinstance(lang, str) else ""
+        if lang != "auto" and lang not in LANGUAGE_NAMES:
+            shown = lang if len(lang) <= 40 else lang[:40] + "…"
+            return self.empty(f"Unknown language code {shown!r}; choose one from the list, or auto.")
         detected = lang == "auto"
         code = identify_language(text, cfg.languages) if detected else resolve_language(lang, cfg.languages)
-        n = int(n_passages or cfg.reader.n_passages)
-        k = max(int(k or cfg.retrieval.k), n)
+        try:
+            n = int(n_passages or cfg.reader.n_passages)
+            k = max(int(k or cfg.retrieval.k), n)
+        except (TypeError, ValueError, OverflowError):
+            return self.empty("K and the number of passages read must be whole numbers.")
+        if not (1 <= n <= MAX_PASSAGES_READ and k <= MAX_K):
+            return self.empty(f"Choose K between 1 and {MAX_K} and passages read between 1 and {MAX_PASSAGES_READ}.")
         qid = f"demo-{next(self._ids)}"
         t0 = time.perf_counter()
         try:

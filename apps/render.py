@@ -46,12 +46,18 @@ _WORD_CHARS = {
 
 def validate_question(text: str | None, max_chars: int = MAX_QUESTION_CHARS) -> str | None:
     """A message for the user when ``text`` cannot be asked, else None."""
+    if text is not None and not isinstance(text, str):
+        return "The question must be text."
     text = (text or "").strip()
     if not text:
         return "Please type a question."
     if len(text) > max_chars:
         return (f"The question is {len(text)} characters long; the limit is {max_chars}. "
                 "Please shorten it.")
+    if any(unicodedata.category(ch) in ("Cc", "Cs", "Co") and ch not in "\t\n\r" or ch == "\ufffd"
+           for ch in text):
+        return ("The question contains control characters or bytes that are not text (binary data?). "
+                "Please type it as plain text.")
     return None
 
 
@@ -224,8 +230,8 @@ def status_markdown(lang: str, detected: bool, method: str, k: int, n_passages: 
                     note: str = "") -> str:
     """One line saying which language, method and budget answered, and how fast."""
     how = "detected" if detected else "chosen"
-    parts = [f"**Language:** {language_name(lang)} (`{lang}`, {how})",
-             f"**Retrieval:** {METHOD_LABELS.get(method, method)}, K = {k}",
+    parts = [f"**Language:** {html.escape(language_name(lang))} (`{html.escape(lang)}`, {how})",
+             f"**Retrieval:** {html.escape(METHOD_LABELS.get(method, method))}, K = {k}",
              f"**Reader:** {n_passages} passages",
              f"answered in {seconds:.2f} s"]
     line = " · ".join(parts)
@@ -233,8 +239,9 @@ def status_markdown(lang: str, detected: bool, method: str, k: int, n_passages: 
 
 
 def message_markdown(message: str) -> str:
-    """A user-facing problem (empty question, unknown method...), shown in place of the status."""
-    return f"⚠️ **{message}**"
+    """A user-facing problem (empty question, unknown method...), shown in place of the status;
+    escaped, since it may quote what the user sent."""
+    return f"⚠️ **{html.escape(message, quote=False)}**"
 
 
 CSS = """

@@ -25,10 +25,13 @@ a Wikidata label dump of the answer entities in the same layout does.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from xqa.errors import InputError, XqaError, jsonl_objects
+from xqa.errors import InputError, XqaError, json_type, jsonl_objects
+
+_LANG_CODE = re.compile(r"[a-z]{2,3}(?:[_-][a-zA-Z]{2,4})?")
 
 
 class AnswerLabels:
@@ -55,20 +58,35 @@ class AnswerLabels:
 
     @classmethod
     def load(cls, path: str | Path) -> "AnswerLabels":
-        """Read a JSONL table; a malformed line is an error naming ``file:line``."""
+        """Read a JSONL table; a malformed line, a missing, null or repeated ``id``, a language key
+        that is no language code, and a table without items are errors naming ``file:line``."""
         path = Path(path)
         if not path.is_file():
             raise XqaError(f"{path}: no answer label table there (JSONL of {{\"id\", \"labels\": {{lang: name}}}})")
-        items = []
+        if path.stat().st_size == 0:
+            raise InputError(path, None, "the file is empty")
+        items, seen = [], {}
         for n, obj in jsonl_objects(path):
+            item_id = obj.get("id")
+            if isinstance(item_id, bool) or not isinstance(item_id, (str, int)) or not str(item_id).strip():
+                what = "missing" if "id" not in obj else f"{json_type(item_id)}, not a non-empty string"
+                raise InputError(path, n, f"field 'id' is {what}")
+            if str(item_id) in seen:
+                raise InputError(path, n, f"duplicate item id {item_id!r} (first at line {seen[str(item_id)]})")
+            seen[str(item_id)] = n
             for key in ("labels", "female"):
                 forms = obj.get(key, {} if key == "female" else None)
                 if not isinstance(forms, dict) or not all(isinstance(k, str) and isinstance(v, str) and v.strip()
                                                           for k, v in forms.items()):
                     raise InputError(path, n, f"field {key!r} should map language codes to non-empty names")
+                bad = next((k for k in forms if not _LANG_CODE.fullmatch(k)), None)
+                if bad is not None:
+                    raise InputError(path, n, f"field {key!r}: {bad!r} is not a language code (e.g. 'en', 'zh_cn')")
             if not obj["labels"]:
                 raise InputError(path, n, "field 'labels' is empty")
             items.append(obj)
+        if not items:
+            raise InputError(path, None, "holds no label items")
         return cls(items)
 
     def shown(self, text: str, lang: str) -> str:

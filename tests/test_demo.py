@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import html
+import os
 import re
 import socket
 import threading
@@ -425,3 +426,41 @@ def test_bench_demo_times_every_method(tiny_pipeline):
         assert 0 <= m.lang_accuracy <= 1
     table = result.table()
     assert all(m in table for m in pipe.methods) and "p50 ms" in table
+
+
+@pytest.mark.slow
+def test_twenty_users_with_abusive_requests_are_each_answered_or_warned(served):
+    """A bounded version of ``xqa bench demo --concurrency 50``: 20 users, 3 requests each, a third
+    of them abusive (empty, 100 kB, binary, an HTML language code, script tags in the question)."""
+    from xqa.bench.load import BAD_KINDS, run_load
+
+    url, pipe = served
+    method = pipe.config.retrieval.method if pipe.config.retrieval.method in pipe.methods else pipe.methods[0]
+    questions = [q for q, _ in _questions(pipe, 8)]
+    result = run_load(url, questions, method, 10, 4, users=20, duration=240, requests_per_user=3,
+                      bad_share=0.35, seed=7, server_pid=os.getpid())
+    assert sum(result.requests.values()) == 60, result.table()
+    assert sum(result.failures.values()) == 0, result.table()
+    assert result.requests["valid"] > 0 and sum(result.requests[k] for k in BAD_KINDS) > 0, result.table()
+    assert 0 < result.percentile(50) <= result.percentile(95)
+    start, peak, end = result.rss_mb
+    assert peak - start < 1024, result.table()  # memory stays bounded (the test process serves and asks)
+    table = result.table()
+    assert "failed valid requests: 0" in table and "p95" in table
+
+
+def test_abusive_requests_get_escaped_warnings_without_calling_the_pipeline():
+    from xqa.bench.load import BAD_KINDS, _check, abusive_request
+
+    pipe = FakePipeline()
+    ans = Answerer(pipe)
+    for kind in BAD_KINDS:
+        text, lang = abusive_request(kind, "Who wrote Don Quixote?")
+        out = ans(text, lang, "sparse", 10, 2)
+        assert _check(kind, out) is None, (kind, out[0])
+        if kind == "bad-lang":
+            assert "&lt;img" in out[0] and "<img" not in out[0]
+    assert len(pipe.calls) == 1  # only the script-tagged question, a valid one, reached the pipeline
+    for k, n in ((10**9, 2), (10, 10**6), (10, -1), ("ten", 2)):
+        assert ans("Who?", "auto", "sparse", k, n)[0].startswith("⚠️")
+    assert len(pipe.calls) == 1

@@ -228,8 +228,10 @@ def test_malformed_predictions_name_the_file_and_line(tmp_path):
         load_predictions([bad_line])
 
 
-def test_empty_prediction_file_is_empty(tmp_path):
-    assert len(load_predictions([write(tmp_path / "p.json", "")])) == 0
+def test_empty_prediction_file_is_an_error_and_an_empty_object_predicts_nothing(tmp_path):
+    with pytest.raises(InputError, match=r"p\.json: the file is empty"):
+        load_predictions([write(tmp_path / "p.json", "")])
+    assert len(load_predictions([write(tmp_path / "o.json", "{}")])) == 0
 
 
 def test_gold_with_unknown_language_names_the_file(tmp_path):
@@ -324,7 +326,9 @@ def test_load_retrieval_results(tmp_path):
     bad = write(tmp_path / "b.jsonl", json.dumps({"id": "1", "answers": [], "lang": "en"}) + "\n")
     with pytest.raises(InputError, match=r"b\.jsonl:1.*'ctxs'"):
         load_retrieval_results(bad)
-    assert load_retrieval_results(write(tmp_path / "e.json", "")) == []
+    with pytest.raises(InputError, match=r"e\.json: the file is empty"):
+        load_retrieval_results(write(tmp_path / "e.json", ""))
+    assert load_retrieval_results(write(tmp_path / "l.json", "[]")) == []
 
 
 # --------------------------------------------------------------------------- significance
@@ -420,8 +424,9 @@ def test_cli_retrieval_and_errors(tmp_path, capsys):
     assert main(["eval", "--predictions", str(bad)]) == 1  # no --gold
     empty = write(tmp_path / "empty.jsonl", "")
     empty_preds = write(tmp_path / "ep.json", "")
-    assert main(["eval", "--gold", str(empty), "--predictions", str(empty_preds), "--json", str(out)]) == 0
-    assert json.loads(out.read_text())["end_to_end"]["n"] == 0
+    capsys.readouterr()
+    assert main(["eval", "--gold", str(empty), "--predictions", str(empty_preds), "--json", str(out)]) == 1
+    assert "empty.jsonl: the file is empty" in capsys.readouterr().err
 
 
 def test_cli_coverage_checks_a_submission_without_answers(tmp_path, capsys):

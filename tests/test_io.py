@@ -58,12 +58,13 @@ def test_xor_jsonl_questions_and_bad_answers(tmp_path):
     assert got.answers == ("東京",) and got.answers_en == ("Tokyo",) and got.meta == {"split": "dev"}
     assert got.to_dict()["split"] == "dev"
     bad = _write(tmp_path / "bad.jsonl", '{"id": "1", "question": "q", "answers": [3], "lang": "en"}\n')
-    with pytest.raises(InputError, match=r"bad.jsonl:1: answer 3"):
+    with pytest.raises(InputError, match=r"bad.jsonl:1: field 'answers': answer 0 \(3\)"):
         read_questions(bad)
 
 
-def test_empty_question_file_is_empty(tmp_path):
-    assert read_questions(_write(tmp_path / "e.jsonl", "")) == []
+def test_empty_question_file_is_an_error(tmp_path):
+    with pytest.raises(InputError, match=r"e.jsonl: the file is empty"):
+        read_questions(_write(tmp_path / "e.jsonl", ""))
 
 
 def test_results_round_trip_and_trec(tmp_path):
@@ -96,6 +97,7 @@ def test_real_sets_load():
     assert all(q.meta["positive_ids"][0] in ids for q in qs)
     ko = read_questions(DATA / "tydiqa_goldp_train_en_ko_sw/tydiqa.goldp.ko.train.json")
     assert len(ko) == 1625 and ko[0].lang == "ko"
+    assert len({q.id for q in ko}) == 1625 and ko[0].id == "tydiqa.goldp.ko.train:0:0:0"  # ids numbered per paragraph
     nq = read_questions(DATA / "nq_open/NQ-open.dev.jsonl")
     assert len(nq) == 3610 and nq[0].answers
     mia = read_questions(DATA / "mia2022_test_questions/mia_2022_test_xorqa_without_answers.jsonl")

@@ -55,9 +55,11 @@ def write_text_atomic(path: str | Path, text: str) -> None:
             os.fsync(f.fileno())
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file ordinary permissions
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(e, OSError) and e.filename is None:  # a failed write names no file: name it
+            raise OSError(e.errno, e.strerror, str(path)) from e
         raise
 
 
@@ -111,6 +113,8 @@ def atomic_dir(target: str | Path, overwrite: bool = False) -> Iterator[Path]:
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.replace(tmp, target)
-    except BaseException:
+    except BaseException as e:
         shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(e, OSError) and e.filename is None:  # a failed write names no file: name the artifact
+            raise OSError(e.errno, e.strerror, str(target)) from e
         raise

@@ -118,6 +118,11 @@ def main(argv: list[str] | None = None) -> int:
     except (XqaError, FileNotFoundError, FileExistsError) as e:
         print(f"xqa {' '.join(words)}: error: {e}", file=sys.stderr)
         return 1
+    except OSError as e:  # a full disk, a read-only folder: artifacts are written atomically, the old ones stand
+        from xqa.errors import os_error_message
+
+        print(f"xqa {' '.join(words)}: error: {os_error_message(e)}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

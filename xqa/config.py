@@ -13,7 +13,6 @@ Full-scale example (``docs/full-scale.md``)::
 """
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -86,6 +85,13 @@ class PipelineConfig:
         unknown = set(d) - {f.name for f in fields(cls)}
         if unknown:
             raise XqaError(f"unknown pipeline config keys: {sorted(unknown)}")
+        _check_types(cls, d, "")
+        from xqa.langid import LANGUAGE_NAMES
+
+        bad = [c for c in d.get("languages", []) if c not in LANGUAGE_NAMES]
+        if bad:
+            raise XqaError(f"field 'languages': unknown language code {bad[0]!r}; known codes: "
+                           f"{' '.join(sorted(LANGUAGE_NAMES))}")
         retrieval = _sub(RetrievalConfig, d.pop("retrieval", {}), "retrieval")
         reader = _sub(ReaderConfig, d.pop("reader", {}), "reader")
         if retrieval.method not in METHODS:
@@ -101,12 +107,15 @@ class PipelineConfig:
         if not path.is_file():
             raise XqaError(f"{path}: no such pipeline config (build the embedded default with "
                            f"'xqa embedded build' or write one: docs/full-scale.md)")
-        with open(path, encoding="utf-8") as f:
-            try:
-                data = json.load(f)
-            except json.JSONDecodeError as e:
-                raise XqaError(f"{path}:{e.lineno}: invalid JSON ({e.msg})") from None
-        return cls.from_dict(data, base_dir=path.parent)
+        from xqa.errors import json_document, json_type
+
+        data = json_document(path)
+        if not isinstance(data, dict):
+            raise XqaError(f"{path}: a pipeline config is a JSON object, found {json_type(data)}")
+        try:
+            return cls.from_dict(data, base_dir=path.parent)
+        except XqaError as e:
+            raise XqaError(f"{path}: {e}") from None
 
     def path(self, value: str | None) -> str | None:
         """Resolve a path from the config against the config file's folder."""
@@ -126,4 +135,30 @@ def _sub(cls, d: dict[str, Any], name: str):
     unknown = set(d) - known
     if unknown:
         raise XqaError(f"unknown keys in pipeline config {name!r}: {sorted(unknown)}")
+    _check_types(cls, d, f"{name}.")
     return cls(**d)
+
+
+def _check_types(cls, d: dict[str, Any], prefix: str) -> None:
+    """Each value of ``d`` has the type its field of ``cls`` declares (an int passes for a float)."""
+    import types
+    import typing
+
+    from xqa.errors import json_type
+
+    names = {"str": "a string", "int": "an integer", "float": "a number", "bool": "true or false",
+             "list": "a list", "dict": "an object"}
+    for f in fields(cls):
+        if f.name not in d or f.name in ("retrieval", "reader"):
+            continue
+        hint = typing.get_type_hints(cls)[f.name]
+        union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+        allowed = [typing.get_origin(t) or t for t in (typing.get_args(hint) if union else [hint])]
+        value = d[f.name]
+        if value is None and type(None) in allowed:
+            continue
+        ok = any(isinstance(value, t) and not (isinstance(value, bool) and t is not bool) for t in allowed if t is not type(None))
+        ok = ok or (float in allowed and isinstance(value, int) and not isinstance(value, bool))
+        if not ok:
+            want = " or ".join(names.get(t.__name__, t.__name__) if t is not type(None) else "null" for t in allowed)
+            raise XqaError(f"field '{prefix}{f.name}' should be {want}, found {json_type(value)}")

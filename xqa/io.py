@@ -13,6 +13,7 @@ nothing is skipped silently. Large files also load through HF ``datasets``
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import os
 import re
@@ -21,45 +22,104 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from xqa.artifacts import write_text_atomic
-from xqa.errors import InputError, XqaError, open_text
+from xqa.errors import (InputError, XqaError, json_document, json_list_items, json_type, open_bytes, read_text,
+                        text_lines)
 from xqa.errors import jsonl_objects as _jsonl
 from xqa.records import Context, Passage, Question, RetrievalResult
 
 
 def _load_json(path: str | Path) -> Any:
-    with open_text(path) as f:
-        try:
-            return json.load(f)
-        except json.JSONDecodeError as e:
-            raise InputError(path, e.lineno, f"invalid JSON ({e.msg})") from None
+    return json_document(path)
 
 
 def _require(obj: dict, key: str, path, line, kinds: type | tuple = str) -> Any:
     if key not in obj:
         raise InputError(path, line, f"missing field {key!r}")
     val = obj[key]
-    if not isinstance(val, kinds):
-        raise InputError(path, line, f"field {key!r} should be {kinds}, found {type(val).__name__}")
+    if val is None:
+        raise InputError(path, line, f"field {key!r} is null")
+    allowed = kinds if isinstance(kinds, tuple) else (kinds,)
+    if not isinstance(val, allowed) or isinstance(val, bool) and bool not in allowed:  # JSON true is no number
+        want = " or ".join(_KIND_NAMES.get(k, k.__name__) for k in allowed)
+        raise InputError(path, line, f"field {key!r} should be {want}, found {json_type(val)}")
     return val
+
+
+_KIND_NAMES = {str: "a string", int: "an integer", float: "a number", list: "a list", dict: "an object",
+               bool: "true or false"}
+
+
+def record_id(obj: dict, path, line, key: str = "id") -> str:
+    """The record's id: a non-empty string or an integer (as a string); missing, null, empty or
+    any other type is an :class:`InputError` naming ``file:line`` and the field."""
+    val = _require(obj, key, path, line, (str, int))
+    val = str(val)
+    if not val.strip():
+        raise InputError(path, line, f"field {key!r} is empty")
+    return val
+
+
+def known_language(code: Any, path=None, line: int | None = None, field: str = "lang") -> str:
+    """``code`` if it is a language code xqa knows (``xqa.langid.LANGUAGE_NAMES``: the MIA, XOR-TyDi,
+    MKQA, MLQA and XQuAD languages and more); else an error naming the file, line and field."""
+    from xqa.langid import LANGUAGE_NAMES
+
+    if isinstance(code, str) and code in LANGUAGE_NAMES:
+        return code
+    message = (f"field {field!r}: unknown language code {code!r}; known codes: "
+               f"{' '.join(sorted(LANGUAGE_NAMES))}")
+    if path is None:
+        raise XqaError(message)
+    raise InputError(path, line, message)
+
+
+class _Unique:
+    """Remembers ids, and where each was first seen, to report a duplicate by file:line."""
+
+    def __init__(self, path, what: str, lines: bool = True):
+        self.path, self.what = path, what
+        self.seen: dict[str, int | None] | set[str] = {} if lines else set()
+
+    def add(self, rid: str, line: int | None, where: str = "") -> None:
+        if rid in self.seen:
+            first = self.seen[rid] if isinstance(self.seen, dict) else None
+            at = f" (first at line {first})" if first is not None else " (it occurs earlier in the file)"
+            raise InputError(self.path, line, f"{where}duplicate {self.what} id {rid!r}{at}")
+        if isinstance(self.seen, dict):
+            self.seen[rid] = line
+        else:
+            self.seen.add(rid)
 
 
 def _is_json_document(path: str | Path) -> bool:
     """True for one JSON document (a list or an object); False for JSONL."""
     path = Path(path)
-    with open_text(path) as f:
-        head = f.read(4096).lstrip()
-    if head.startswith("["):
+    with open_bytes(path) as f:
+        head = f.read(4096)
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16 (by its byte-order mark)
+        text = read_text(path)
+        head_text, first = text[:4096].lstrip(), text.split("\n", 1)[0]
+    else:
+        head_text = head.removeprefix(b"\xef\xbb\xbf").decode("utf-8", "replace").lstrip()
+        first = None
+    if head_text.startswith("["):
         return True
-    if not head.startswith("{"):
+    if not head_text.startswith("{"):
         return False
-    with open_text(path) as f:
-        first = f.readline()
+    if first is None:
+        with open_bytes(path) as f:
+            first = f.readline().removeprefix(b"\xef\xbb\xbf").decode("utf-8", "replace")
     try:
         obj = json.loads(first)
     except json.JSONDecodeError:
         return True  # an object spread over several lines
     # A whole object on the first line: JSONL, unless it is a one-line SQuAD document.
     return isinstance(obj, dict) and isinstance(obj.get("data"), list)
+
+
+def _not_empty(path: Path, what: str) -> None:
+    if path.stat().st_size == 0:
+        raise InputError(path, None, f"the file is empty (expected {what})")
 
 
 # --------------------------------------------------------------------------- passages
@@ -69,44 +129,75 @@ def read_passages(path: str | Path, lang: str | None = None) -> Iterator[Passage
     """Passages from JSONL (xqa or Pyserini layout) or DPR TSV (``.tsv``).
 
     ``lang`` is used for records that carry none (DPR TSV has no language column).
+    Every malformed record, a repeated id, an unknown language code and a file
+    without passages are errors (:class:`~xqa.errors.InputError`) naming ``file:line``.
     """
     path = Path(path)
     if not path.is_file():
         raise XqaError(f"{path}: no such passage file")
+    if lang is not None:
+        known_language(lang, field="--lang")
+    _not_empty(path, "passages")
+    seen = _Unique(path, "passage", lines=False)
+    count = 0
     if path.suffix == ".tsv":
-        yield from _read_dpr_tsv(path, lang)
-        return
-    for n, obj in _jsonl(path):
-        pid = obj.get("id", obj.get("_id", obj.get("docid")))
-        if pid is None:
-            raise InputError(path, n, "missing field 'id'")
-        if "text" in obj:
-            text = _require(obj, "text", path, n)
-            title = obj.get("title") or ""
-        elif "contents" in obj:
-            title, _, text = _require(obj, "contents", path, n).partition("\n")
-            if not text:
-                title, text = "", title
-        else:
-            raise InputError(path, n, "missing field 'text' (or Pyserini's 'contents')")
-        plang = obj.get("lang") or obj.get("language") or lang
-        if not plang:
+        for count, p in enumerate(_read_dpr_tsv(path, lang, seen), 1):
+            yield p
+    else:
+        for n, obj in _jsonl(path):
+            count += 1
+            yield _passage(obj, path, n, lang, seen)
+    if not count:
+        raise InputError(path, None, "holds no passages (only blank lines)")
+
+
+def _passage(obj: dict, path: Path, n: int, lang: str | None, seen: _Unique) -> Passage:
+    key = next((k for k in ("id", "_id", "docid") if k in obj), "id")
+    pid = record_id(obj, path, n, key)
+    seen.add(pid, n)
+    if "text" in obj:
+        text = _require(obj, "text", path, n)
+        title = obj.get("title")
+        if title is None:
+            title = ""
+        elif not isinstance(title, str):
+            raise InputError(path, n, f"field 'title' should be a string, found {json_type(title)}")
+    elif "contents" in obj:
+        title, _, text = _require(obj, "contents", path, n).partition("\n")
+        if not text:
+            title, text = "", title
+    else:
+        raise InputError(path, n, "missing field 'text' (or Pyserini's 'contents')")
+    field = "lang" if "lang" in obj else "language"
+    plang = obj.get(field)
+    if plang is None:
+        if not lang:
             raise InputError(path, n, "missing field 'lang' (pass --lang for a one-language file)")
-        yield Passage(id=str(pid), title=str(title), text=str(text), lang=str(plang))
+        plang = lang
+    known_language(plang, path, n, field)
+    return Passage(id=pid, title=title, text=text, lang=plang)
 
 
-def _read_dpr_tsv(path: Path, lang: str | None) -> Iterator[Passage]:
+def _read_dpr_tsv(path: Path, lang: str | None, seen: _Unique) -> Iterator[Passage]:
     if not lang:
         raise XqaError(f"{path}: DPR TSV has no language column; pass the passages' language (--lang)")
     csv.field_size_limit(sys.maxsize)
-    with open(path, encoding="utf-8", newline="") as f:
-        reader = csv.reader(f, delimiter="\t")
-        for n, row in enumerate(reader, 1):
+    reader = csv.reader((line for _, line in text_lines(path)), delimiter="\t")
+    try:
+        for row in reader:
+            n = reader.line_num
+            if not "".join(row).strip():
+                continue  # a blank line
             if n == 1 and row[:1] == ["id"]:
                 continue  # header
             if len(row) < 3:
                 raise InputError(path, n, f"expected 3 tab-separated columns (id, text, title), found {len(row)}")
+            if not row[0].strip():
+                raise InputError(path, n, "column 'id' is empty")
+            seen.add(row[0], n)
             yield Passage(id=row[0], text=row[1], title=row[2], lang=lang)
+    except csv.Error as e:
+        raise InputError(path, reader.line_num, f"malformed TSV ({e})") from None
 
 
 def write_passages(path: str | Path, passages: Iterable[Passage]) -> int:
@@ -138,35 +229,49 @@ def read_questions(path: str | Path, lang: str | None = None) -> list[Question]:
     - XOR-TyDi / MIA / MKQA JSONL: ``{"id","question","answers","lang"}``;
     - NQ-open JSONL: ``{"question","answer"}`` (ids are ``{file}:{line}``, lang ``en``);
     - SQuAD JSON (XQuAD, MLQA, TyDi GoldP, SQuAD): language from ``lang`` or the file name;
-    - EntityQuestions JSON list: ``[{"question","answers"}]`` (lang ``en``).
+    - EntityQuestions JSON list: ``[{"question","answers"}]`` (ids ``{file}:{item}``, lang ``en``).
+
+    Only the two layouts that carry no ids get them made up; elsewhere a missing,
+    null, empty or repeated id is an error, as are answers that are not a list of
+    strings, an unknown language code and a file without questions.
     """
     path = Path(path)
     if not path.is_file():
         raise XqaError(f"{path}: no such question file")
-    if path.stat().st_size == 0:
-        return []
+    if lang is not None:
+        known_language(lang, field="--lang")
+    _not_empty(path, "questions")
+    seen = _Unique(path, "question")
     if _is_json_document(path):
-        data = _load_json(path)
-        if isinstance(data, dict) and "data" in data:
-            return read_squad(path, lang=lang)[0]
-        if isinstance(data, list):
-            return _read_json_list(path, data, lang)
-        raise InputError(path, 1, "unrecognised JSON layout (expected SQuAD {'data': ...} or a list of questions)")
-    return [_question_from_jsonl(obj, path, n, lang) for n, obj in _jsonl(path)]
+        if read_text(path).lstrip().startswith("["):
+            out = _read_json_list(path, json_list_items(path), lang, seen)
+        else:
+            data = _load_json(path)
+            if not (isinstance(data, dict) and "data" in data):
+                raise InputError(path, 1, "unrecognised JSON layout (expected SQuAD {'data': ...} "
+                                          "or a list of questions)")
+            out = read_squad(path, lang=lang)[0]
+    else:
+        out = [_question_from_jsonl(obj, path, n, lang, seen) for n, obj in _jsonl(path)]
+    if not out:
+        raise InputError(path, None, "holds no questions")
+    return out
 
 
-def _answers(obj: dict, path, line) -> tuple[str, ...]:
-    raw = obj.get("answers", obj.get("answer", []))
+def _answers(obj: dict, path, line, key: str | None = None) -> tuple[str, ...]:
+    key = key or ("answers" if "answers" in obj else "answer")
+    raw = obj.get(key, [])
     if isinstance(raw, str):
-        raw = [raw]
+        raise InputError(path, line, f"field {key!r} should be a list of strings, found a string "
+                                     f"(write [{json.dumps(raw, ensure_ascii=False)[:60]}])")
     if not isinstance(raw, list):
-        raise InputError(path, line, f"field 'answers' should be a list, found {type(raw).__name__}")
+        raise InputError(path, line, f"field {key!r} should be a list of strings, found {json_type(raw)}")
     out = []
-    for a in raw:
+    for i, a in enumerate(raw):
         if isinstance(a, dict):  # MKQA-style {"text": ...}
             a = a.get("text")
         if not isinstance(a, str):
-            raise InputError(path, line, f"answer {a!r} is not a string")
+            raise InputError(path, line, f"field {key!r}: answer {i} ({json.dumps(a)[:40]}) is not a string")
         out.append(a)
     return tuple(out)
 
@@ -174,33 +279,38 @@ def _answers(obj: dict, path, line) -> tuple[str, ...]:
 _KNOWN = {"id", "question", "answers", "answer", "lang", "answers_en"}
 
 
-def _question_from_jsonl(obj: dict, path: Path, n: int, lang: str | None) -> Question:
+def _question_from_jsonl(obj: dict, path: Path, n: int | None, lang: str | None,
+                         seen: _Unique | None = None, made_up_ids: bool = False, item: int | None = None) -> Question:
+    """One question record, at line ``n``. ``made_up_ids``: a layout without ids (EntityQuestions),
+    whose records get ``{file}:{item}``; an NQ-open record (``answer``, no ``lang``) gets ``{file}:{n}``."""
+    qid = record_id(obj, path, n) if "id" in obj else None
     text = _require(obj, "question", path, n)
-    qlang = obj.get("lang") or lang
-    if not qlang:
-        if "answer" in obj and "id" not in obj:
-            qlang = "en"  # NQ-open
-        else:
+    nq_open = "answer" in obj and "answers" not in obj and "lang" not in obj
+    qlang = obj.get("lang")
+    if qlang is None:
+        qlang = lang or ("en" if nq_open or made_up_ids else None)
+        if not qlang:
             raise InputError(path, n, "missing field 'lang' (pass --lang for a one-language file)")
-    qid = obj.get("id")
+    known_language(qlang, path, n)
     if qid is None:
-        qid = f"{path.stem}:{n}"
-    answers_en = obj.get("answers_en") or ()
-    if not isinstance(answers_en, (list, tuple)):
-        raise InputError(path, n, "field 'answers_en' should be a list")
+        if not (nq_open or made_up_ids):
+            raise InputError(path, n, "missing field 'id'")
+        qid = f"{path.stem}:{item if item is not None else n}"
+    if seen is not None:
+        seen.add(qid, n)
+    answers_en = obj.get("answers_en")
+    answers_en = _answers(obj, path, n, "answers_en") if answers_en is not None else ()
     meta = {k: v for k, v in obj.items() if k not in _KNOWN}
-    return Question(id=str(qid), question=text, lang=str(qlang), answers=_answers(obj, path, n),
-                    answers_en=tuple(answers_en), meta=meta)
+    return Question(id=qid, question=text, lang=qlang, answers=_answers(obj, path, n),
+                    answers_en=answers_en, meta=meta)
 
 
-def _read_json_list(path: Path, data: list, lang: str | None) -> list[Question]:
+def _read_json_list(path: Path, items: list[tuple[int, Any]], lang: str | None, seen: _Unique) -> list[Question]:
     out = []
-    for i, obj in enumerate(data):
-        if not isinstance(obj, dict) or "question" not in obj:
-            raise InputError(path, None, f"item {i}: expected an object with a 'question'")
-        q = obj.get("lang") or lang or "en"
-        out.append(Question(id=str(obj.get("id", f"{path.stem}:{i}")), question=obj["question"], lang=q,
-                            answers=_answers(obj, path, None)))
+    for i, (line, obj) in enumerate(items):
+        if not isinstance(obj, dict):
+            raise InputError(path, line, f"expected an object with a 'question', found {json_type(obj)}")
+        out.append(_question_from_jsonl(obj, path, line, lang, seen, made_up_ids=True, item=i))
     return out
 
 
@@ -208,7 +318,11 @@ def read_squad(path: str | Path, lang: str | None = None) -> tuple[list[Question
     """Questions and their contexts from a SQuAD-layout JSON file.
 
     Each context becomes a passage (id ``{file}:{article}:{paragraph}``) and each
-    question records it in ``meta["positive_ids"]``.
+    question records it in ``meta["positive_ids"]``. A malformed part is an error
+    naming the file and where in the document (``data[a].paragraphs[p].qas[q].id``).
+    Some published files number questions per paragraph (TyDi GoldP's ``"0"``,
+    ``"1"``...): when ids repeat, every question's id becomes
+    ``{file}:{article}:{paragraph}:{id}``, with a warning on stderr.
     """
     path = Path(path)
     data = _load_json(path)
@@ -217,23 +331,74 @@ def read_squad(path: str | Path, lang: str | None = None) -> tuple[list[Question
     qlang = lang or _guess_lang(path) or ("en" if "squad" in str(path).lower() else None)
     if not qlang:
         raise XqaError(f"{path}: cannot tell the language from the file name; pass --lang")
+    known_language(qlang, field="--lang")
     clang = qlang
     m = re.search(r"context-([a-z]{2}(?:_[a-z]{2})?)-question", path.name)
     if m:
-        clang = m.group(1)
-    questions, passages = [], []
+        clang = known_language(m.group(1), field="context language in the file name")
+    questions, passages, places = [], [], []
+
+    def where(*parts: object) -> str:
+        return "".join(f".{p}" if isinstance(p, str) else f"[{p}]" for p in parts).lstrip(".")
+
+    def need(obj: Any, key: str, kind: type, *at: object) -> Any:
+        if not isinstance(obj, dict):
+            raise InputError(path, None, f"{where(*at)} should be an object, found {json_type(obj)}")
+        val = obj.get(key)
+        if not isinstance(val, kind) or isinstance(val, bool):
+            raise InputError(path, None, f"{where(*at, key)} should be {_KIND_NAMES[kind]}, found "
+                                         f"{'nothing' if key not in obj else json_type(val)}")
+        return val
+
     for a, article in enumerate(data["data"]):
-        title = article.get("title", "")
-        for p, para in enumerate(article.get("paragraphs", [])):
-            if "context" not in para:
-                raise InputError(path, None, f"article {a} paragraph {p}: missing 'context'")
+        title = article.get("title", "") if isinstance(article, dict) else None
+        if not isinstance(title, str):
+            raise InputError(path, None, f"{where('data', a, 'title')} should be a string, found {json_type(title)}")
+        for p, para in enumerate(need(article, "paragraphs", list, "data", a)):
+            context = need(para, "context", str, "data", a, "paragraphs", p)
             pid = f"{path.stem}:{a}:{p}"
-            passages.append(Passage(id=pid, title=title, text=para["context"], lang=clang))
-            for qa in para.get("qas", []):
-                answers = tuple(dict.fromkeys(x["text"] for x in qa.get("answers", []) if x.get("text")))
-                questions.append(Question(id=str(qa["id"]), question=qa["question"], lang=qlang,
-                                          answers=answers, meta={"positive_ids": [pid]}))
+            passages.append(Passage(id=pid, title=title, text=context, lang=clang))
+            for i, qa in enumerate(need(para, "qas", list, "data", a, "paragraphs", p)):
+                at = ("data", a, "paragraphs", p, "qas", i)
+                if not isinstance(qa, dict):
+                    raise InputError(path, None, f"{where(*at)} should be an object, found {json_type(qa)}")
+                try:
+                    qid = record_id(qa, path, None)
+                except InputError as e:
+                    raise InputError(path, None, f"{where(*at)}: {str(e).split(': ', 1)[1]}") from None
+                places.append((a, p, i))
+                question = need(qa, "question", str, *at)
+                texts = []
+                for j, x in enumerate(qa.get("answers") or []):
+                    texts.append(need(x, "text", str, *at, "answers", j))
+                questions.append(Question(id=qid, question=question, lang=qlang,
+                                          answers=tuple(dict.fromkeys(t for t in texts if t)),
+                                          meta={"positive_ids": [pid]}))
+    if len({q.id for q in questions}) < len(questions):
+        print(f"xqa: warning: {path}: question ids repeat (numbered per paragraph?); using "
+              f"'{path.stem}:<article>:<paragraph>:<id>' as ids", file=sys.stderr)
+        questions = [dataclasses.replace(q, id=f"{path.stem}:{a}:{p}:{q.id}")
+                     for q, (a, p, _) in zip(questions, places)]
+        first: dict[str, int] = {}
+        for q, (a, p, i) in zip(questions, places):
+            if q.id in first:
+                raise InputError(path, None, f"{where('data', a, 'paragraphs', p, 'qas', i)}: duplicate question id "
+                                             f"{q.id.rsplit(':', 1)[1]!r} in one paragraph")
+            first[q.id] = i
     return questions, passages
+
+
+def read_question_files(paths: Iterable[str | Path], lang: str | None = None) -> list[Question]:
+    """The questions of several files; an id in two of them is an error naming both."""
+    out: list[Question] = []
+    where: dict[str, Path] = {}
+    for path in map(Path, paths):
+        for q in read_questions(path, lang=lang):
+            if q.id in where:
+                raise InputError(path, None, f"question id {q.id!r} also occurs in {where[q.id]}")
+            where[q.id] = path
+            out.append(q)
+    return out
 
 
 def write_questions(path: str | Path, questions: Iterable[Question]) -> int:
@@ -256,34 +421,54 @@ def write_results(path: str | Path, results: Iterable[RetrievalResult | dict]) -
 
 
 def read_results(path: str | Path) -> list[RetrievalResult]:
-    """Retrieval results from a DPR/FiD JSON list or JSONL file."""
+    """Retrieval results from a DPR/FiD JSON list or JSONL file.
+
+    Each record is a question (as in :func:`read_questions`, id required) with
+    ``ctxs``: a list of objects with an ``id`` and a numeric ``score``. A repeated
+    question id, a malformed context and a file without results are errors.
+    """
     path = Path(path)
     if not path.is_file():
         raise XqaError(f"{path}: no such results file")
-    if path.stat().st_size == 0:
-        return []
+    _not_empty(path, "retrieval results")
     if _is_json_document(path):
-        data = _load_json(path)
-        if not isinstance(data, list):
-            raise InputError(path, 1, "expected a JSON list of results")
-        rows = [(None, r) for r in data]
+        rows = json_list_items(path)
     else:
         rows = list(_jsonl(path))
+    seen = _Unique(path, "question")
     out = []
     for n, r in rows:
-        q = _question_from_jsonl(r, path, n, None)
+        if not isinstance(r, dict):
+            raise InputError(path, n, f"expected a result object, found {json_type(r)}")
+        q = _question_from_jsonl(r, path, n, None, seen)
         q = Question(id=q.id, question=q.question, lang=q.lang, answers=q.answers, answers_en=q.answers_en,
                      meta={k: v for k, v in q.meta.items() if k != "ctxs"})
         ctxs = []
-        for c in _require(r, "ctxs", path, n, list):
-            try:
-                ctxs.append(Context(id=str(c["id"]), title=c.get("title", ""), text=c.get("text", ""),
-                                    lang=c.get("lang", ""), score=float(c.get("score", 0.0)),
-                                    source=c.get("source", ""), has_answer=c.get("has_answer")))
-            except (KeyError, TypeError, ValueError) as e:
-                raise InputError(path, n, f"bad context entry {c!r:.80}: {e}") from None
+        for i, c in enumerate(_require(r, "ctxs", path, n, list)):
+            ctxs.append(_context(c, path, n, f"ctxs[{i}]"))
         out.append(RetrievalResult(question=q, ctxs=tuple(ctxs)))
+    if not out:
+        raise InputError(path, None, "holds no retrieval results")
     return out
+
+
+def _context(c: Any, path: Path, n: int | None, at: str) -> Context:
+    if not isinstance(c, dict):
+        raise InputError(path, n, f"{at} should be an object, found {json_type(c)}")
+    try:
+        cid = record_id(c, path, n)
+    except InputError as e:
+        raise InputError(path, n, f"{at}: {str(e).split(': ', 1)[1]}") from None
+    fields: dict[str, Any] = {}
+    for key, kinds, default in (("title", str, ""), ("text", str, ""), ("lang", str, ""), ("source", str, ""),
+                                ("score", (int, float), 0.0), ("has_answer", bool, None)):
+        val = c.get(key, default)
+        if val is not None and (not isinstance(val, kinds) or isinstance(val, bool) and kinds is not bool):
+            raise InputError(path, n, f"{at}: field {key!r} should be "
+                                      f"{'a number' if key == 'score' else _KIND_NAMES[kinds]}, found {json_type(val)}")
+        fields[key] = default if val is None and key != "has_answer" else val
+    return Context(id=cid, title=fields["title"], text=fields["text"], lang=fields["lang"],
+                   score=float(fields["score"]), source=fields["source"], has_answer=fields["has_answer"])
 
 
 def write_trec_run(path: str | Path, results: Iterable[RetrievalResult], tag: str = "xqa") -> None:

@@ -44,7 +44,8 @@ from xqa.records import UNKNOWN_LANG
 # A question whose language is not identified (BCP 47 "undetermined"): BM25 searches every index.
 UNKNOWN = UNKNOWN_LANG
 
-# English names of every code this module can return (the demo shows them).
+# English names of every code this module can return (the demo shows them), and of the other
+# languages of the sets xqa reads: the language codes xqa.io accepts in a user's file.
 LANGUAGE_NAMES: dict[str, str] = {
     UNKNOWN: "unknown language",
     "am": "Amharic", "ar": "Arabic", "bn": "Bengali", "da": "Danish", "de": "German",
@@ -53,8 +54,8 @@ LANGUAGE_NAMES: dict[str, str] = {
     "hy": "Armenian", "id": "Indonesian", "it": "Italian", "ja": "Japanese", "ka": "Georgian",
     "km": "Khmer", "kn": "Kannada", "ko": "Korean", "lo": "Lao", "ml": "Malayalam",
     "ms": "Malay", "my": "Burmese", "nl": "Dutch", "no": "Norwegian", "pa": "Punjabi",
-    "pl": "Polish", "pt": "Portuguese", "ru": "Russian", "si": "Sinhala", "sv": "Swedish",
-    "ta": "Tamil", "te": "Telugu", "th": "Thai", "tl": "Tagalog", "tr": "Turkish",
+    "pl": "Polish", "pt": "Portuguese", "ro": "Romanian", "ru": "Russian", "si": "Sinhala",
+    "sv": "Swedish", "sw": "Swahili", "ta": "Tamil", "te": "Telugu", "th": "Thai", "tl": "Tagalog", "tr": "Turkish",
     "uk": "Ukrainian", "ur": "Urdu", "vi": "Vietnamese", "zh": "Chinese",
     "zh_cn": "Chinese (simplified)", "zh_hk": "Chinese (Hong Kong)", "zh_tw": "Chinese (traditional)",
 }

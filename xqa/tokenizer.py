@@ -8,6 +8,7 @@ kept beside it so other tools can read the raw model.
 """
 from __future__ import annotations
 
+import io
 import shutil
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -38,8 +39,9 @@ def train_tokenizer(texts: Iterable[str], out_dir: str | Path, vocab_size: int =
     with atomic_dir(out_dir, overwrite=True) as tmp:
         raw = tmp / "raw"
         raw.mkdir()
+        model = io.BytesIO()  # not model_prefix: the model would record its (temporary) path
         spm.SentencePieceTrainer.train(
-            sentence_iterator=sentences(), model_prefix=str(raw / "spiece"),
+            sentence_iterator=sentences(), model_writer=model,
             vocab_size=vocab_size, hard_vocab_limit=False, model_type="unigram",
             pad_id=0, eos_id=1, unk_id=2, bos_id=-1, character_coverage=0.9999,
             control_symbols=list(SPECIAL), byte_fallback=True,
@@ -49,6 +51,7 @@ def train_tokenizer(texts: Iterable[str], out_dir: str | Path, vocab_size: int =
             input_sentence_size=max_sentences, shuffle_input_sentence=True,
             num_threads=2, minloglevel=2,
         )
+        (raw / "spiece.model").write_bytes(model.getvalue())
         tok = T5Tokenizer.from_pretrained(str(raw), extra_ids=0)
         tok.save_pretrained(str(tmp))
         shutil.move(str(raw / "spiece.model"), str(tmp / "spiece.model"))

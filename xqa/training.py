@@ -31,7 +31,7 @@ from typing import Any, Callable, Protocol, Sequence
 import numpy as np
 import torch
 
-from xqa.artifacts import atomic_dir, is_complete, save_config, write_json_atomic
+from xqa.artifacts import atomic_dir, is_complete, save_config, write_json_atomic, write_text_atomic
 
 
 @dataclass
@@ -241,11 +241,28 @@ def _optimizer_from_files(opt: torch.optim.Optimizer, tensors: dict[str, torch.T
     opt.load_state_dict({"state": state, "param_groups": meta["param_groups"]})
 
 
+def _save_model(model: torch.nn.Module, path: Path) -> None:
+    """``safetensors.torch.save_model`` with the same bytes for the same weights: a tied tensor (T5's
+    embeddings) is stored once, under its first name in sorted order, and no other names are
+    listed in the metadata (``save_model`` lists them there, in an order that varies from process to
+    process). ``safetensors.torch.load_model`` reads it: it finds the ties in the model."""
+    from safetensors.torch import save_file
+
+    kept: set[tuple] = set()
+    tensors: dict[str, torch.Tensor] = {}
+    for name, t in sorted(model.state_dict().items()):
+        key = (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.dtype)
+        if key not in kept:
+            kept.add(key)
+            tensors[name] = t.detach().contiguous()
+    save_file(tensors, str(path), metadata={"format": "pt"})
+
+
 def _save_checkpoint(folder: Path, model: torch.nn.Module, opt, sched, state: dict) -> None:
-    from safetensors.torch import save_file, save_model
+    from safetensors.torch import save_file
 
     with atomic_dir(folder, overwrite=True) as tmp:
-        save_model(model, str(tmp / "model.safetensors"))
+        _save_model(model, tmp / "model.safetensors")
         tensors, meta = _optimizer_to_files(opt)
         save_file(tensors, str(tmp / "optimizer.safetensors"))
         rng = {"torch": torch.get_rng_state()}
@@ -300,6 +317,24 @@ def linear_schedule(optimizer: torch.optim.Optimizer, warmup: int, total: int):
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
+def _trim_metrics(path: Path, step: int) -> None:
+    """Keep the metrics logged up to ``step`` (the checkpoint a run resumes from): the steps after
+    it are trained again and logged again, so each step is in the log once."""
+    if not path.is_file():
+        return
+    kept = []
+    with open(path, "rb") as f:
+        for line in f:
+            try:
+                record = json.loads(line)
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                break  # a torn last line
+            if not line.endswith(b"\n") or record.get("step", 0) > step:
+                break
+            kept.append(line.decode("utf-8"))
+    write_text_atomic(path, "".join(kept))
+
+
 class _Log:
     def __init__(self, path: Path, enabled: bool):
         self.path, self.enabled = path, enabled
@@ -344,6 +379,9 @@ def train(task: TrainTask, dataset: Sequence[dict], config: TrainConfig, progres
         state = _load_checkpoint(ckpt, model, opt, sched)
         if info.main:
             print(f"resuming from {ckpt} at step {state['step']}/{total}")
+            _trim_metrics(out / "metrics.jsonl", state["step"])
+    elif info.main:
+        _trim_metrics(out / "metrics.jsonl", 0)  # a run killed before its first checkpoint starts over
     if state.get("done") and is_complete(out / "best"):
         if info.main:
             print(f"{out}: training already finished (step {state['step']}); nothing to do")
@@ -396,7 +434,10 @@ def train(task: TrainTask, dataset: Sequence[dict], config: TrainConfig, progres
             raise ValueError(f"group_by_length needs a task with length(example); {type(task).__name__} has none")
         lengths = [task.length(ex) for ex in dataset]
     model.train()
-    window_loss, window_examples, t0 = 0.0, 0, time.perf_counter()
+    # the loss of the log window in progress is part of the checkpoint, so a resumed run logs what
+    # an uninterrupted one does
+    window_loss, window_batches = state.pop("window_loss", 0.0), state.pop("window_batches", 0)
+    window_examples, t0 = 0, time.perf_counter()
     accum = 0
     while state["step"] < total:
         order = epoch_order(n, state["epoch"], config.seed, info.rank, info.world_size)
@@ -414,6 +455,7 @@ def train(task: TrainTask, dataset: Sequence[dict], config: TrainConfig, progres
                     loss = task.loss(wrapped, batch)
                 (loss / config.grad_accum).backward()
             window_loss += float(loss.detach())
+            window_batches += 1
             window_examples += len(batches[b])
             accum += 1
             state["batch_in_epoch"] = b + 1
@@ -429,17 +471,18 @@ def train(task: TrainTask, dataset: Sequence[dict], config: TrainConfig, progres
             bar.update(1)
             if state["step"] % config.log_every == 0 or state["step"] == total:
                 dt = time.perf_counter() - t0
-                mean_loss = _mean_across(window_loss / max(1, config.grad_accum * config.log_every), info)
+                mean_loss = _mean_across(window_loss / max(1, window_batches), info)
                 rate = window_examples * info.world_size / max(dt, 1e-9)
                 bar.set_postfix(loss=f"{mean_loss:.4f}", ex_s=f"{rate:.1f}")
                 log.write({"step": state["step"], "loss": mean_loss, "lr": sched.get_last_lr()[0],
                            "examples_per_s": rate})
-                window_loss, window_examples, t0 = 0.0, 0, time.perf_counter()
+                window_loss, window_batches, window_examples, t0 = 0.0, 0, 0, time.perf_counter()
             if config.eval_every and state["step"] % config.eval_every == 0:
                 evaluate_and_keep()
             if state["step"] % config.save_every == 0 and state["step"] < total:
+                window = {"window_loss": _mean_across(window_loss, info), "window_batches": window_batches}
                 if info.main:
-                    _save_checkpoint(ckpt, model, opt, sched, state)
+                    _save_checkpoint(ckpt, model, opt, sched, {**state, **window})
                 _barrier(info)
             if state["step"] >= total:
                 break

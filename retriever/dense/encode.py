@@ -95,6 +95,8 @@ def encode_shard(encode: Callable[[Sequence[Passage]], np.ndarray], passages: It
         stats["skipped"] = json.loads((folder / "done.json").read_text())["passages"]
         return stats
     folder.mkdir(parents=True, exist_ok=True)
+    for stale in folder.glob(".chunk-*.tmp"):  # a chunk being written when a run of this shard was killed
+        stale.unlink(missing_ok=True)
     bar = None
     if progress:
         from tqdm import tqdm

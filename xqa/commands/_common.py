@@ -110,9 +110,9 @@ def select_questions(questions: list, where: list[str] | None = None, per_lang: 
 
 def read_question_files(paths: list[str], lang: str | None = None, where: list[str] | None = None,
                         per_lang: int = 0):
-    from xqa.io import read_questions
+    """The questions of ``paths`` (an id repeated within or across files is an error), selected
+    by ``where`` and ``per_lang`` (:func:`select_questions`)."""
+    from xqa.io import read_question_files as read
 
-    out = []
-    for path in paths:
-        out.extend(read_questions(path, lang=lang))
+    out = read(paths, lang=lang)
     return select_questions(out, where, per_lang) if (where or per_lang) else out

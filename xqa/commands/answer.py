@@ -36,15 +36,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def done_ids(records: Path) -> set[str]:
-    """Ids already answered; a torn last line (a kill mid-write) is cut off."""
+    """Ids already answered; a torn last line (a kill mid-write, a full disk) is cut off, and so is
+    a last line without its newline, which the next record would otherwise be glued to."""
     if not records.is_file():
         return set()
     ids, good = set(), 0
     with open(records, "rb") as f:
         for line in f:
             try:
+                if not line.endswith(b"\n"):
+                    break
                 ids.add(json.loads(line)["id"])
-            except (json.JSONDecodeError, KeyError, UnicodeDecodeError):
+            except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError):
                 break
             good += len(line)
     if good != records.stat().st_size:

@@ -1,9 +1,12 @@
-"""``xqa bench demo``: end-to-end answer latency p50/p95 per retrieval method (a table).
+"""``xqa bench demo``: end-to-end answer latency p50/p95 per retrieval method (a table), or with
+``--concurrency N`` the served demo under load: N users at once for ``--duration`` seconds, a
+tenth of their requests abusive (:mod:`xqa.bench.load`), with p50/p95 and failures.
 
 Examples::
 
     xqa bench demo                                   # embedded default, its world's test questions
     xqa bench demo --config /data/mia/pipeline.json --questions mia_dev.jsonl --n 200
+    xqa bench demo --concurrency 50 --duration 120   # serves the demo on 127.0.0.1 and loads it
 """
 from __future__ import annotations
 
@@ -25,6 +28,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--n-passages", type=int, default=None, help="passages read (default: the config's)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     p.add_argument("--json", metavar="OUT", help="also write the figures as JSON to OUT")
+    g = p.add_argument_group("load (--concurrency)")
+    g.add_argument("--concurrency", type=int, default=0, metavar="N",
+                   help="serve the demo (xqa demo, 127.0.0.1) and send it N users' requests at once")
+    g.add_argument("--duration", type=float, default=120.0, help="seconds of load")
+    g.add_argument("--requests-per-user", type=int, default=1000, help="most requests one user sends")
+    g.add_argument("--bad-share", type=float, default=0.1,
+                   help="share of abusive requests: empty, 100 kB, binary, HTML language, script tags")
+    g.add_argument("--port", type=int, default=0, help="port of the served demo (0: a free one)")
 
 
 def _questions(args, pipeline):
@@ -57,6 +68,8 @@ def run(args: argparse.Namespace) -> int:
     from xqa.errors import XqaError
     from xqa.pipeline import Pipeline
 
+    if args.concurrency:
+        return _run_load(args)
     if args.threads:
         import torch
 
@@ -74,3 +87,57 @@ def run(args: argparse.Namespace) -> int:
 
         write_json_atomic(args.json, result.to_dict())
     return 0
+
+
+def _run_load(args: argparse.Namespace) -> int:
+    """Serve the demo in a child process on 127.0.0.1, load it, print the table, stop the server."""
+    import socket
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    from xqa.bench.load import run_load
+    from xqa.errors import XqaError
+    from xqa.pipeline import Pipeline
+
+    if args.concurrency < 1 or args.duration <= 0 or not 0 <= args.bad_share <= 1:
+        raise XqaError("--concurrency and --duration must be positive and --bad-share between 0 and 1")
+    pipeline = Pipeline.load(args.config)  # the config only: the server loads the models
+    questions = [q.question for q in _questions(args, pipeline)]
+    cfg = pipeline.config
+    method = args.methods[0] if args.methods else cfg.retrieval.method
+    port = args.port
+    if not port:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+    cmd = [sys.executable, "-m", "xqa.cli", "demo", "--config", args.config, "--host", "127.0.0.1",
+           "--port", str(port)]
+    server = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 600
+        for line in server.stdout:  # wait until the warm-up has loaded every model
+            print(line.rstrip(), flush=True)
+            if "ready in" in line or "warm-up failed" in line or time.monotonic() > deadline:
+                break
+        if server.poll() is not None:
+            raise XqaError(f"the demo server exited ({server.returncode}) before it was ready")
+        # keep reading what the server prints, or a full pipe would stall it
+        threading.Thread(target=lambda: [None for _ in server.stdout], daemon=True).start()
+        result = run_load(f"http://127.0.0.1:{port}/", questions, method, args.k or cfg.retrieval.k,
+                          args.n_passages or cfg.reader.n_passages, users=args.concurrency,
+                          duration=args.duration, requests_per_user=args.requests_per_user,
+                          bad_share=args.bad_share, server_pid=server.pid)
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+    print(result.table())
+    if args.json:
+        from xqa.artifacts import write_json_atomic
+
+        write_json_atomic(args.json, result.to_dict())
+    return 1 if result.failed_valid else 0

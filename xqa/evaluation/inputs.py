@@ -1,7 +1,8 @@
 """Reading the files the evaluation scores: gold questions, predictions, retrieval results.
 
 Every malformed input raises :class:`~xqa.errors.InputError` naming the file
-(and the line where it is known); an empty file is a valid, empty input.
+(and the line where it is known), and so does an empty file (an empty JSON
+object ``{}`` is a valid prediction file that answers nothing).
 """
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from xqa.errors import InputError, XqaError
+from xqa.errors import InputError, XqaError, json_document, json_list_items, json_type, read_text
 from xqa.errors import jsonl_objects as _jsonl_objects
 from xqa.evaluation.languages import check_language
-from xqa.io import read_questions
+from xqa.io import read_questions, record_id
 from xqa.records import Question
 
 _SUFFIXES = (".json", ".jsonl")
@@ -102,7 +103,7 @@ class Predictions(Mapping[str, "str | None"]):
 
 def _add_prediction(preds: Predictions, path: Path, key: Any, value: Any, line: int | None) -> None:
     if value is not None and not isinstance(value, str):
-        raise InputError(path, line, f"answer for id {key!r} is a {type(value).__name__}, "
+        raise InputError(path, line, f"answer for id {key!r} is {json_type(value)}, "
                          "expected a string (or null for no answer)")
     preds.add(str(key), value, str(path))
 
@@ -118,28 +119,57 @@ def load_predictions(paths: Iterable[str | Path]) -> Predictions:
       ``{"xor-tydi": {...}, "mkqa-ja": {...}}``);
     * JSONL of answer records ``{"id": ..., "answer": ...}`` (``Answer.to_dict``).
 
-    ``null`` answers count as missing. An empty file holds no predictions.
+    ``null`` answers count as missing. An empty file, an id given twice in one
+    file (a repeated key in a JSON object included) and an empty id are errors.
     """
     preds = Predictions()
     for path in expand_paths(paths, "prediction"):
+        if path.stat().st_size == 0:
+            raise InputError(path, None, "the file is empty")
         if path.suffix == ".jsonl":
+            seen: dict[str, int] = {}
             for line_no, obj in _jsonl_objects(path):
-                if "id" not in obj or "answer" not in obj:
+                if "answer" not in obj:
                     raise InputError(path, line_no, "prediction record needs 'id' and 'answer'")
-                _add_prediction(preds, path, obj["id"], obj["answer"], line_no)
+                key = record_id(obj, path, line_no)
+                if key in seen:
+                    raise InputError(path, line_no, f"duplicate prediction id {key!r} (first at line {seen[key]})")
+                seen[key] = line_no
+                _add_prediction(preds, path, key, obj["answer"], line_no)
+            if not seen:
+                raise InputError(path, None, "holds no predictions (only blank lines)")
             continue
         data = _json_document(path)
-        if data is None:
-            continue
         if not isinstance(data, dict):
-            raise InputError(path, 1, f"expected a JSON object id -> answer, found a {type(data).__name__}")
+            raise InputError(path, 1, f"expected a JSON object id -> answer, found {json_type(data)}")
         for key, value in data.items():
             if isinstance(value, dict):  # a submission file: one object per part/language
                 for k, v in value.items():
-                    _add_prediction(preds, path, k, v, None)
+                    _add_keyed_prediction(preds, path, k, v)
             else:
-                _add_prediction(preds, path, key, value, None)
+                _add_keyed_prediction(preds, path, key, value)
     return preds
+
+
+def _add_keyed_prediction(preds: Predictions, path: Path, key: str, value: Any) -> None:
+    """One ``"id": answer`` pair of a JSON object; an error names the line of its key."""
+    try:
+        if not key.strip():
+            raise InputError(path, None, "a prediction has an empty id (key \"\")")
+        _add_prediction(preds, path, key, value, None)
+    except InputError as e:
+        raise InputError(path, _line_of_key(path, key), str(e).split(": ", 1)[1]) from None
+
+
+def _line_of_key(path: Path, key: str) -> int | None:
+    """The line where ``"key":`` first appears in the JSON file ``path`` (for messages)."""
+    import re
+
+    text = read_text(path)
+    m = re.search(re.escape(json.dumps(key, ensure_ascii=False)) + r"\s*:", text)
+    if m is None:
+        m = re.search(re.escape(json.dumps(key)) + r"\s*:", text)
+    return text.count("\n", 0, m.start()) + 1 if m else None
 
 
 # ----------------------------------------------------------------------------- retrieval results
@@ -158,27 +188,32 @@ def load_retrieval_results(path: str | Path, default_lang: str | None = None) ->
     if path.is_dir():
         raise XqaError(f"{path}: expected a retrieval-result file, found a folder")
     if path.suffix == ".jsonl":
+        if path.stat().st_size == 0:
+            raise InputError(path, None, "the file is empty")
         records = list(_jsonl_objects(path))
+        if not records:
+            raise InputError(path, None, "holds no retrieval results (only blank lines)")
     else:
-        data = _json_document(path)
-        if data is None:
-            return []
-        if not isinstance(data, list):
-            raise InputError(path, 1, f"expected a JSON list of results, found a {type(data).__name__}")
-        records = [(None, obj) for obj in data]
+        records = json_list_items(path)
     out = []
-    for i, (line_no, obj) in enumerate(records):
-        where = f"record {i}" if line_no is None else "record"
+    seen: dict[str, int | None] = {}
+    for line_no, obj in records:
+        where = "record"
         if not isinstance(obj, dict):
-            raise InputError(path, line_no, f"{where}: expected an object, found {type(obj).__name__}")
+            raise InputError(path, line_no, f"{where}: expected an object, found {json_type(obj)}")
         for key in ("id", "answers", "ctxs"):
             if key not in obj:
                 raise InputError(path, line_no, f"{where}: retrieval result lacks {key!r}")
+        rid = record_id(obj, path, line_no)
+        if rid in seen:
+            raise InputError(path, line_no, f"duplicate question id {rid!r} (first at line {seen[rid]})")
+        seen[rid] = line_no
         if not isinstance(obj["ctxs"], list) or not all(
-                isinstance(c, dict) and "text" in c for c in obj["ctxs"]):
-            raise InputError(path, line_no, f"{where}: 'ctxs' must be a list of objects with 'text'")
-        if isinstance(obj["answers"], str):
-            obj["answers"] = [obj["answers"]]
+                isinstance(c, dict) and isinstance(c.get("text"), str) for c in obj["ctxs"]):
+            raise InputError(path, line_no, f"{where}: 'ctxs' must be a list of objects with a string 'text'")
+        if not isinstance(obj["answers"], list) or not all(isinstance(a, str) for a in obj["answers"]):
+            raise InputError(path, line_no, f"field 'answers' should be a list of strings, found "
+                                            f"{json_type(obj['answers'])}")
         lang = obj.get("lang") or default_lang
         if lang is None:
             raise InputError(path, line_no, f"{where}: no 'lang'; pass a default language")
@@ -194,11 +229,5 @@ def load_retrieval_results(path: str | Path, default_lang: str | None = None) ->
 
 
 def _json_document(path: Path) -> Any:
-    """The JSON value in ``path``, or None for an empty file."""
-    text = path.read_text(encoding="utf-8")
-    if not text.strip():
-        return None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(path, e.lineno, f"invalid JSON: {e.msg} (column {e.colno})") from None
+    """The JSON value in ``path``: UTF-8, not empty, no key twice in one object."""
+    return json_document(path)
