@@ -44,8 +44,8 @@ class Recipe:
     dense_max_length: int = 256      # passage tokens the dense encoder reads
     dense_procs: int = 2             # processes encoding the passages side by side
     lexical_layers: int = 2          # Λ: the encoder's first layers
-    lexical_steps: int = 150
-    lexical_batch: int = 32
+    lexical_steps: int = 60
+    lexical_batch: int = 16
     weights: dict[str, float] = field(default_factory=dict)   # alpha, mu, roman_weight, beta, gamma
 
     @classmethod
@@ -148,7 +148,7 @@ class CorpusBuild:
              lambda: _xqa("train", "lexical", "--passages", self.passages, "--bm25", o / "bm25",
                           "--init", o / "encoder", "--layers", r.lexical_layers, "--freeze-embeddings",
                           "--max-steps", r.lexical_steps, "--batch-size", r.lexical_batch,
-                          "--passage-max-length", 128, "--query-max-length", 48, "--lr", 5e-5,
+                          "--passage-max-length", 96, "--query-max-length", 48, "--lr", 5e-5,
                           "--out", o / "lexical")),
             ("SPAR index", lambda: is_complete(o / "spar"),
              lambda: _xqa("index", "spar", "--dense", o / "dense", "--lexical", o / "lexical" / "best",
@@ -199,7 +199,7 @@ class CorpusBuild:
         a fifth faster than one two-thread process), then build the FAISS indexes."""
         o, r = self.out, self.recipe
         args = ["index", "dense", "--model", o / "encoder", "--passages", self.passages, "--out", o / "dense",
-                "--max-length", r.dense_max_length]
+                "--max-length", r.dense_max_length, "--chunk-size", 500]
         if r.dense_procs > 1:
             _xqa_processes([[*args, "--shard-id", i, "--num-shards", r.dense_procs, "--encode-only",
                              "--threads", 1, *(["--quiet"] if i else [])] for i in range(r.dense_procs)])

@@ -91,9 +91,11 @@ def run(args: argparse.Namespace) -> int:
         if args.max_length:
             model.config.passage_max_length = args.max_length
         for s in todo:
-            stats = encode_shard(lambda ps: model.encode_passages(ps, batch_size=args.batch_size),
+            # the bar of each chunk's encoding moves per batch (a chunk is the unit a rerun resumes from)
+            stats = encode_shard(lambda ps: model.encode_passages(ps, batch_size=args.batch_size,
+                                                                  progress=not args.quiet),
                                  read_passages(args.passages, lang=args.lang), out, s, n,
-                                 fp16=args.fp16, chunk_size=args.chunk_size, progress=not args.quiet)
+                                 fp16=args.fp16, chunk_size=args.chunk_size, progress=False)
             print(f"shard {s}/{n}: {stats['encoded']} passages encoded, {stats['skipped']} already done")
     missing = [s for s in range(n) if not shard_done(out, s, n)]
     if args.encode_only:
