@@ -157,11 +157,11 @@ def answer_html(answer: Answer, fused: bool, question_lang: str = "") -> str:
                  "written in the question's language by the answer label table")
     elif n_found:
         where = f"found in {n_found} of {len(answer.evidence)} passages read"
+    else:
+        where = "not found verbatim in the passages read (a generated or translated answer)"
     span_lang = answer.candidates[0].lang if answer.candidates else ""
     if span_lang and question_lang and span_lang != question_lang:
         where = f"as written in a {language_name(span_lang)} passage ({span_lang}); " + where
-    else:
-        where = "not found verbatim in the passages read (a generated or translated answer)"
     kind = "fused probability (reader × passage relevance × retriever score)" if fused else "reader probability"
     mark = ""
     if span_lang and question_lang and span_lang != question_lang:

@@ -9,11 +9,11 @@ from xqa.embedded import PROFILES, Build
 from xqa.errors import XqaError
 
 
-def test_long_profile_is_the_default_with_a_longer_reader():
-    default, long = PROFILES["world"], PROFILES["long"]
-    assert long.reader_steps > default.reader_steps
+def test_long_profile_is_the_world_with_a_longer_reader():
+    world, long = PROFILES["world"], PROFILES["long"]
+    assert long.reader_steps > world.reader_steps
     assert {k: v for k, v in vars(long).items() if k != "reader_steps"} == \
-        {k: v for k, v in vars(default).items() if k != "reader_steps"}
+        {k: v for k, v in vars(world).items() if k != "reader_steps"}
 
 
 def test_a_reader_of_another_profile_is_not_silently_reused(tmp_path):
@@ -57,7 +57,7 @@ def test_a_reader_of_another_recipe_is_trained_again(tmp_path, capsys, monkeypat
     recipe["copy_attention"] = 1.0                              # made by an older profile
     (tmp_path / "reader" / "recipe.json").write_text(json.dumps(recipe))
     assert not build._reader_finished() and not (tmp_path / "reader").exists()
-    assert f"copy_attention 1.0 -> {PROFILES['default'].reader_copy_attention}" in capsys.readouterr().out
+    assert f"copy_attention 1.0 -> {PROFILES['world'].reader_copy_attention}" in capsys.readouterr().out
 
 
 def test_training_a_reader_forgets_fusion_weights_tuned_for_the_last_one(tmp_path, monkeypatch):
@@ -168,14 +168,14 @@ def test_the_reader_trains_to_copy_foreign_names_through_the_labels(tmp_path, mo
         build = Build(tmp_path / profile, profile=profile)
         build.reader.mkdir(parents=True)
         build.train_reader()
-    small, default = calls
+    small, world = calls
     assert "--labels" not in small
-    assert str(default[default.index("--labels") + 1]) == str(tmp_path / "default" / "world" / "labels.jsonl")
+    assert str(world[world.index("--labels") + 1]) == str(tmp_path / "world" / "world" / "labels.jsonl")
     # the recipe names the option only when it is on, so readers built without it and before it agree
     assert "train_labels" not in Build(tmp_path / "small", profile="small")._reader_recipe()
-    assert Build(tmp_path / "default")._reader_recipe()["train_labels"] is True
+    assert Build(tmp_path / "world")._reader_recipe()["train_labels"] is True
     # and the label table is in place before the reader trains
-    names = [name for name, _, _ in Build(tmp_path / "default").stages()]
+    names = [name for name, _, _ in Build(tmp_path / "world").stages()]
     assert names.index("answer labels") < names.index("FiD reader")
 
 
