@@ -301,20 +301,22 @@ def test_interrupted_build_resumes_and_overwrite_rebuilds(tmp_path, monkeypatch)
         assert r.languages == ["en"]
 
 
-def test_concurrent_builds_are_refused_and_stale_locks_taken_over(tmp_path):
-    import os
-
+def test_concurrent_builds_are_refused_and_a_dead_builds_lock_is_free(tmp_path):
     out = tmp_path / "bm25"
-    work = sparse_index.work_dir(out)
-    work.mkdir()
-    (work / "build.pid").write_text(str(os.getppid()))  # a live process
-    with pytest.raises(XqaError, match="being written by another build"):
-        build_sparse_indexes(CORPUS[:2], out, progress=False)
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
-                          text=True, check=True).stdout.strip()
-    (work / "build.pid").write_text(dead)
+    holder = subprocess.Popen(   # another process holds the build lock of `out`
+        [sys.executable, "-c", "import sys, filelock; lock = filelock.FileLock(sys.argv[1]); lock.acquire(); "
+         "print('locked', flush=True); sys.stdin.read()", str(sparse_index.lock_path(out))],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(XqaError, match="being written by another build"):
+            build_sparse_indexes(CORPUS[:2], out, progress=False)
+        assert not out.exists()
+    finally:
+        holder.kill()   # dies without releasing: the OS frees the lock
+        holder.wait()
     assert build_sparse_indexes(CORPUS[:2], out, progress=False)["built"] == ["en"]
-    assert not work.exists() and not (out / "build.pid").exists()
+    assert not sparse_index.work_dir(out).exists() and is_complete(out)
 
 
 @pytest.mark.parametrize("bad,match", [
