@@ -23,6 +23,7 @@ import numpy as np
 from reader.evidence import (
     FusionParams,
     log_softmax,
+    logsumexp,
     match_matrix,
     normalize_answer,
     soften,
@@ -101,12 +102,8 @@ def choose(s: FusionSet, params: FusionParams) -> np.ndarray:
     m = s.soft_match if params.soft else s.match
     within = s.logprobs[:, None, :] + np.log(m + params.miss * (1 - m))                 # [Q, N, k]
     within = log_softmax(within, axis=2)
-    with np.errstate(invalid="ignore"):
-        joint = np.where(s.passages[:, :, None], log_p[:, :, None] + within, -np.inf)
-    top = joint.max(axis=1, keepdims=True)
-    top = np.where(np.isfinite(top), top, 0.0)
-    scores = np.exp(joint - top).sum(axis=1) * np.exp(top[:, 0, :])                     # [Q, k] probabilities
-    scores = np.nan_to_num(scores)
+    joint = np.where(s.passages[:, :, None], log_p[:, :, None] + within, -np.inf)        # [Q, N, k]
+    scores = np.exp(logsumexp(joint, axis=1))                                             # [Q, k] probabilities
     group = np.einsum("qab,qb->qa", s.same, scores)                                       # duplicates summed
     best_group = group >= group.max(axis=1, keepdims=True) * (1 - 1e-9)
     return np.where(best_group, scores, -1.0).argmax(axis=1)

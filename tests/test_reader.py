@@ -684,6 +684,28 @@ def test_fusion_is_stable_for_large_scores():
     assert all(math.isfinite(c.score) for c in out) and out[0].text == "a"
 
 
+def test_log_softmax_of_a_row_without_mass_is_minus_infinity_not_nan():
+    import warnings
+    from types import SimpleNamespace
+
+    from reader.evidence import log_softmax, logsumexp
+
+    x = np.array([[-np.inf, -np.inf, -np.inf], [0.0, 1.0, -np.inf]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # no "invalid value" warnings either
+        out = log_softmax(x, axis=1)
+        total = logsumexp(x, axis=1)
+    assert np.isneginf(out[0]).all()
+    assert np.exp(out[1]).tolist() == pytest.approx([1 / (1 + math.e), math.e / (1 + math.e), 0.0])
+    assert np.isneginf(total[0]) and total[1] == pytest.approx(math.log(1 + math.e))
+    # a dev question the reader gave no candidate picks its (padding) first slot, not a NaN argmax
+    s = prepare([SimpleNamespace(candidates=[], relevance=np.array([1.0])),
+                 SimpleNamespace(candidates=[("Paris", -0.1)], relevance=np.array([1.0]))],
+                [[Context("p", "", "Paris", "en", 1.0, "bm25")]] * 2, [["Paris"], ["Paris"]], ["en", "en"],
+                simple_score)
+    assert choose(s, FusionParams()).tolist() == [0, 0] and evaluate(s, FusionParams()) == (0.5, 0.5)
+
+
 def test_duplicates_summed_with_best_surface_form():
     cands = [("Paris", -1.0), ("paris.", -0.9), ("Rome", -0.5)]
     out = fuse_evidence(cands, [1.0], [0.0], ["Paris is in France; Rome is not."], beta=0.0, gamma=0.0, miss=0.5)
