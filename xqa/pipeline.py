@@ -29,13 +29,14 @@ class PassageStore:
         self._dict, self._ds, self._rows = passages, dataset, rows
 
     @classmethod
-    def open(cls, path: str | Path, in_memory_limit: int = 2_000_000) -> "PassageStore":
+    def open(cls, path: str | Path, in_memory_limit: int = 2_000_000, lang: str | None = None) -> "PassageStore":
+        """``lang``: the language of records that carry none (as :func:`xqa.io.read_passages`)."""
         from xqa.io import read_passages
 
         path = Path(path)
         if path.stat().st_size < 512 * 1024 * 1024:
             d = {}
-            for p in read_passages(path):
+            for p in read_passages(path, lang):
                 d[p.id] = p
                 if len(d) > in_memory_limit:
                     break
@@ -43,7 +44,7 @@ class PassageStore:
                 return cls(passages=d)
         from xqa.io import passages_dataset
 
-        ds = passages_dataset(path)
+        ds = passages_dataset(path, lang)
         rows = {pid: i for i, pid in enumerate(ds["id"])}
         return cls(dataset=ds, rows=rows)
 
@@ -55,12 +56,13 @@ class PassageStore:
 
     def get(self, pid: str) -> Passage:
         if self._dict is not None:
-            try:
-                return self._dict[pid]
-            except KeyError:
-                raise XqaError(f"passage {pid!r} is in an index but not in the passage file") from None
-        r = self._ds[self._rows[pid]]
-        return Passage(id=r["id"], title=r.get("title") or "", text=r["text"], lang=r["lang"])
+            passage = self._dict.get(pid)
+        else:
+            row = self._rows.get(pid)
+            passage = None if row is None else Passage(**self._ds[row])
+        if passage is None:
+            raise XqaError(f"passage {pid!r} is in an index but not in the passage file")
+        return passage
 
     def __iter__(self):
         if self._dict is not None:
