@@ -22,6 +22,9 @@ from xqa.errors import XqaError
 
 from retriever.fused import METHODS
 
+# retrieval.fallback (and xqa --fallback) for "never search again"
+NO_FALLBACK = "none"
+
 
 @dataclass
 class RetrievalConfig:
@@ -39,8 +42,8 @@ class RetrievalConfig:
     mu: float = 1.0
     roman_weight: float = 1.0  # sparse+roman: BM25 + roman_weight * cross-script BM25
     # A question for which the method finds nothing (every query term unknown to the BM25
-    # indexes) is searched again with this method, when the config names its indexes; null: never.
-    fallback: str | None = "dense"
+    # indexes) is searched again with this method, when the config names its indexes; "none": never.
+    fallback: str = "dense"
 
 
 @dataclass
@@ -89,8 +92,8 @@ class PipelineConfig:
         reader = _sub(ReaderConfig, d.pop("reader", {}), "reader")
         if retrieval.method not in METHODS:
             raise XqaError(f"retrieval.method {retrieval.method!r} is not one of {METHODS}")
-        if retrieval.fallback is not None and retrieval.fallback not in METHODS:
-            raise XqaError(f"retrieval.fallback {retrieval.fallback!r} is not null or one of {METHODS}")
+        if retrieval.fallback not in (*METHODS, NO_FALLBACK):
+            raise XqaError(f"retrieval.fallback {retrieval.fallback!r} is not {NO_FALLBACK!r} or one of {METHODS}")
         cfg = cls(retrieval=retrieval, reader=reader, base_dir=str(base_dir), **d)
         return cfg
 

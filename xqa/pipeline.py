@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from retriever.fused import NEEDS as _NEEDS  # which artifacts a method needs
-from xqa.config import METHODS, PipelineConfig
+from xqa.config import METHODS, NO_FALLBACK, PipelineConfig
 from xqa.errors import XqaError
 from xqa.records import Answer, Context, Hit, Passage, Question
 
@@ -215,12 +215,12 @@ class Pipeline:
 
         BM25 finds nothing when every query term is unknown to its index: a language without
         an index, or a question in words the world never uses. The fallback (the config's
-        ``retrieval.fallback`` or an override; dense by default) always ranks passages; its
+        ``retrieval.fallback`` or an override; dense by default, ``"none"`` for never) always ranks passages; its
         hits' ``source`` ends in :data:`FALLBACK_SUFFIX`, so the evidence shows where they came from."""
         fb = replace(self.config.retrieval, **overrides).fallback
-        if fb is not None and fb not in METHODS:
-            raise XqaError(f"unknown fallback method {fb!r}; choose from {', '.join(METHODS)}")
-        if not fb or fb == method or not all(self._available()[n] for n in _NEEDS[fb]):
+        if fb not in (*METHODS, NO_FALLBACK):
+            raise XqaError(f"unknown fallback method {fb!r}; choose from {', '.join(METHODS)} or {NO_FALLBACK!r}")
+        if fb in (NO_FALLBACK, method) or not all(self._available()[n] for n in _NEEDS[fb]):
             return None
         return fb
 

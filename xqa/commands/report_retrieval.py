@@ -56,8 +56,8 @@ def run(args: argparse.Namespace) -> int:
         batched,
         format_table,
         load_pipeline,
-        pipeline_config,
     )
+    from xqa.commands._common import pipeline_config
     from xqa.errors import XqaError
     from xqa.io import read_questions
 
