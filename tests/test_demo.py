@@ -413,7 +413,7 @@ def test_twenty_concurrent_users_are_all_answered(served):
 
 @pytest.mark.slow
 def test_bench_demo_times_every_method(tiny_pipeline):
-    from xqa.bench.demo import bench_demo
+    from xqa.tools.bench.demo import bench_demo
     from xqa.pipeline import Pipeline
     from xqa.records import Question
 

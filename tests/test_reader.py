@@ -826,7 +826,7 @@ def test_diagnose_copy_probe_batches_and_cli(tmp_path):
     import random
 
     from xqa.cli import main
-    from xqa.commands.diagnose_copy import MARKER, make_batch
+    from xqa.tools.diagnose_copy import MARKER, make_batch
 
     x, y = make_batch(random.Random(0), 16, 12, 3, 30)
     assert x.shape == (16, 13) and y.shape == (16, 4)
@@ -946,7 +946,7 @@ def test_diagnose_reading_reads_the_evidence_passage_alone(trained, tmp_path, ca
                  "lang": "en", "ctxs": rows[1]["ctxs"]})                       # no passage holds it: skipped
     path = tmp_path / "r.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    from xqa.commands.diagnose_reading import evidence_passage
+    from xqa.tools.diagnose_reading import evidence_passage
     from xqa.io import read_results
 
     assert evidence_passage(read_results(path)[0]).id == "p0"

@@ -51,7 +51,7 @@ def _questions(args, pipeline):
 
 
 def run(args: argparse.Namespace) -> int:
-    from xqa.bench.demo import bench_demo
+    from xqa.tools.bench.demo import bench_demo
     from xqa.commands._common import config_path, pipeline_config
     from xqa.config import METHODS
     from xqa.errors import XqaError

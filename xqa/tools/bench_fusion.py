@@ -1,6 +1,6 @@
 """``xqa bench fusion``: fusion overhead at k=60 beside search time; SPAR's one index vs a two-index hybrid.
 
-Prints one Markdown table per part (see ``xqa.bench.fusion``). Without
+Prints one Markdown table per part (see ``xqa.tools.bench.fusion``). Without
 indexes (no pipeline config, no folders) only the fusion functions are timed.
 """
 from __future__ import annotations
@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     import platform
     from pathlib import Path
 
-    from xqa.bench.fusion import (
+    from xqa.tools.bench.fusion import (
         Report,
         bench_fusion_functions,
         bench_retrievers,

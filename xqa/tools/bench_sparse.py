@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from xqa.artifacts import write_json_atomic
-    from xqa.bench.sparse import run_bench
+    from xqa.tools.bench.sparse import run_bench
     from xqa.errors import XqaError
 
     try:

@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from xqa.artifacts import write_json_atomic
-    from xqa.bench.dense import run_bench
+    from xqa.tools.bench.dense import run_bench
     from xqa.errors import XqaError
 
     if min(args.tiny, args.base, args.flat, args.index_size) < 0 or args.dim < 8:

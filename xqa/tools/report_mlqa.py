@@ -214,10 +214,14 @@ RETRIEVERS: dict[str, Callable[[Mapping[str, MlqaLanguage], Path, argparse.Names
 
 
 def _lexical(data: Mapping[str, MlqaLanguage], work: Path, args: argparse.Namespace) -> Any:
-    """SPAR's Λ trained on the MLQA contexts' sentences, BM25 as teacher (``_mlqa_lexical``)."""
-    from xqa.commands._mlqa_lexical import lexical_retriever
+    """SPAR's Λ trained on the MLQA contexts' sentences, BM25 as teacher (``xqa.tools.mlqa_lexical``)."""
+    from xqa.tools.mlqa_lexical import lexical_retriever
 
-    return lexical_retriever(data, work, args)
+    teacher = bm25_retriever(data, work / "bm25", False, args.threads)
+    try:
+        return lexical_retriever(data, work, teacher)
+    finally:
+        teacher.close()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
