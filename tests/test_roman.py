@@ -213,16 +213,20 @@ def test_stop_tokens_are_each_languages_frequent_tokens_and_leave_its_queries(tm
     assert stop_tokens(stats, {"ko": 20, "sw": 3}, 0.1) == {"ko": ["eseo", "~s"]}
     assert stop_tokens(stats, {"ko": 20, "sw": 3}, 0.0) == {}
 
+    from xqa.world.retrieval import CROSS_SCRIPT_STOP_FRACTION
+
     corpus = _stop_corpus()
-    build_sparse_indexes(corpus, tmp_path / "stop", progress=False, cross_script=True)
-    build_sparse_indexes(corpus, tmp_path / "all", progress=False, cross_script=True, stop_fraction=0.0)
+    build_sparse_indexes(corpus, tmp_path / "stop", progress=False, cross_script=True,
+                         stop_fraction=CROSS_SCRIPT_STOP_FRACTION)
+    build_sparse_indexes(corpus, tmp_path / "all", progress=False, cross_script=True)   # default: every token
     config = json.loads((tmp_path / "stop" / ALL / "config.json").read_text(encoding="utf-8"))
-    assert config["stop_fraction"] == 0.1 and len(config["stop_tokens"]) == 10
+    assert config["stop_fraction"] == CROSS_SCRIPT_STOP_FRACTION == 0.1 and len(config["stop_tokens"]) == 10
     ko_docs = [set(roman_tokens(p.contents())) for p in corpus if p.lang == "ko"]
     frequent = sorted(t for t in set().union(*ko_docs) if sum(t in d for d in ko_docs) >= 0.1 * len(ko_docs))
     assert config["stop_tokens"]["ko"] == frequent
     assert "bakoni" not in {t for v in config["stop_tokens"].values() for t in v}
-    assert json.loads((tmp_path / "all" / ALL / "config.json").read_text())["stop_tokens"] == {}
+    every = json.loads((tmp_path / "all" / ALL / "config.json").read_text())
+    assert every["stop_fraction"] == 0.0 and every["stop_tokens"] == {}
 
     question = Question("q", "바코니 라타는 서울의 어느 회사에서 일한다?", "ko")
     with SparseRetriever.load(tmp_path / "stop") as stop, SparseRetriever.load(tmp_path / "all") as keep:

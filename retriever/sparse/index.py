@@ -47,10 +47,11 @@ LUCENE_SUBDIR = "lucene"
 FORMAT = 1
 # Anserini's BM25 defaults (SimpleSearcher), recorded so every searcher uses the same.
 DEFAULT_K1, DEFAULT_B = 0.9, 0.4
-# Cross-script index: a question leaves out the tokens found in at least this share of its own
-# language's passages (counted on the first STOP_SAMPLE passages of each language; languages with
-# fewer than STOP_MIN_PASSAGES get no list). docs/sparse.md, "Stop tokens".
-STOP_FRACTION = 0.1
+# Cross-script index: with a stop fraction F > 0, a question leaves out the tokens found in at least
+# F of its own language's passages (counted on the first STOP_SAMPLE passages of each language;
+# languages with fewer than STOP_MIN_PASSAGES get no list). The default keeps every token: a share
+# is tuned per corpus (the embedded world's is xqa.world.retrieval.CROSS_SCRIPT_STOP_FRACTION).
+STOP_FRACTION = 0.0
 STOP_SAMPLE = 20_000
 STOP_MIN_PASSAGES = 20
 
