@@ -197,7 +197,7 @@ def fuse_evidence(candidates: Sequence[tuple[str, float]], relevance: Sequence[f
     ``candidate_relevance`` [k, N] (``ReaderOutput.candidate_relevance``), when
     given, matches candidates found in no passage softly (see module doc).
     ``shown`` [k], when given, is how each candidate is answered (a copied span
-    written in the question's language, :mod:`reader.labels`): candidates are
+    written in the question's language, :mod:`xqa.world.labels`): candidates are
     matched against the passages by the text the reader wrote, and summed and
     shown by this one. Returns de-duplicated candidates sorted by fused probability.
     """

@@ -28,12 +28,12 @@ from reader.evidence import (
     normalize_answer,
     soften,
 )
+from reader.scoring import Scorer
 from xqa.records import Context
 
 COARSE = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
 MISSES = (0.01, 0.03, 0.1, 0.3, 1.0)
 
-Scorer = Callable[[str, Sequence[str], str], "tuple[float, float]"]
 
 
 @dataclass
@@ -59,7 +59,7 @@ def prepare(outputs: Sequence[Any], contexts: Sequence[Sequence[Context]],
             labels: Any = None) -> FusionSet:
     """Pack reader outputs (``candidates``, ``relevance``) with their passages and gold answers.
 
-    With ``labels`` (:class:`reader.labels.AnswerLabels`) a candidate is matched to the passages
+    With ``labels`` (:class:`xqa.world.labels.AnswerLabels`) a candidate is matched to the passages
     as written and answers (is grouped and evaluated) in the question's language."""
     Q = len(outputs)
     k = max([len(o.candidates) for o in outputs] + [1])

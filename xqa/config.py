@@ -52,14 +52,14 @@ class ReaderConfig:
     n_passages: int = 20
     beams: int = 4
     n_best: int = 4
-    span_beams: int = 0  # extra candidates from a beam search restricted to passage spans (reader.spans)
+    span_beams: int = 0  # extra candidates from a beam search restricted to passage spans (reader.fid.spans)
     max_answer_len: int = 24
     evidence_fusion: bool = True
     beta: float = 1.0
     gamma: float = 0.0
     miss: float = 0.1  # evidence fusion: mass a candidate keeps in a passage it does not occur in
     soft: bool = False  # evidence fusion: credit a non-span candidate to the passages it attended to
-    labels: str | None = None  # answer label table: copied answers written in the question's language (reader.labels)
+    labels: str | None = None  # answer label table: copied answers written in the question's language (xqa.world.labels)
 
 
 @dataclass

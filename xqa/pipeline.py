@@ -178,10 +178,10 @@ class Pipeline:
 
     @property
     def labels(self):
-        """The answer label table (``reader.labels``), or None when the config names none."""
+        """The answer label table (``xqa.world.labels``), or None when the config names none."""
         with self._lock:
             if self._labels is None and self.config.reader.labels:
-                from reader.labels import AnswerLabels
+                from xqa.world.labels import AnswerLabels
 
                 self._labels = AnswerLabels.load(self.config.path(self.config.reader.labels))
             return self._labels
