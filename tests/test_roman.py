@@ -7,7 +7,7 @@ import json
 import pytest
 from test_sparse import _lucene_bm25  # Lucene's BM25 by hand (quantized lengths)
 
-from retriever.fused import SparseRomanRetriever, build_retriever
+from retriever.fused import FusionConfig, SparseRomanRetriever, build_retriever
 from retriever.sparse import SparseRetriever, build_sparse_indexes
 from retriever.sparse.roman import ALL, roman_tokens, romanize, skeleton
 from xqa.errors import XqaError
@@ -96,7 +96,7 @@ def test_sparse_plus_roman_is_the_score_hybrid_of_both(indexes):
     qs = [Question("a", "서울은 어느 나라의 수도인가요?", "ko"), Question("b", "바코바 니라타의 직업은?", "ko"),
           Question("c", "Bakoba Nirata alizaliwa wapi?", "sw")]
     for w in (0.0, 0.5, 2.0):
-        fused = build_retriever("sparse+roman", sparse=sparse, roman=roman, roman_weight=w)
+        fused = build_retriever(FusionConfig("sparse+roman", roman_weight=w), sparse=sparse, roman=roman)
         assert isinstance(fused, SparseRomanRetriever)
         lists = fused.search(qs, 5)
         s = sparse.search(qs, 5, missing="empty")
@@ -107,7 +107,7 @@ def test_sparse_plus_roman_is_the_score_hybrid_of_both(indexes):
             want = {i: ds.get(i, d_min) + w * rs.get(i, r_min) for i in ds.keys() | rs.keys()}
             assert [h.score for h in hits] == pytest.approx(sorted(want.values(), reverse=True)[:5]), q.id
             assert all(h.source == "sparse+roman" for h in hits)
-    lists = build_retriever("sparse+roman", sparse=sparse, roman=roman, roman_weight=1.0).search(qs, 5)
+    lists = build_retriever(FusionConfig("sparse+roman", roman_weight=1.0), sparse=sparse, roman=roman).search(qs, 5)
     assert lists[0][0].id == "ko-2"                      # same language: BM25 leads
     assert {lists[1][0].id, lists[1][1].id} == {"en-1", "ru-1"}  # the person, in other scripts
     assert lists[2][0].id in {"en-1", "ru-1"}            # no Swahili index: the cross-script list alone

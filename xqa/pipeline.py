@@ -83,7 +83,7 @@ class Pipeline:
         self.config = config
         self._lock = threading.RLock()
         self._components: dict[str, Any] = {}
-        self._retrievers: dict[tuple, Any] = {}
+        self._retrievers: dict[Any, Any] = {}  # FusionConfig -> retriever
         self._reader = None
         self._labels = None
         self._store: PassageStore | None = None
@@ -146,7 +146,7 @@ class Pipeline:
 
     def retriever(self, method: str | None = None, **overrides):
         """A retriever for ``method`` (default: the config's), built from the loaded parts."""
-        from retriever.fused import build_retriever
+        from retriever.fused import FusionConfig, build_retriever
 
         r = replace(self.config.retrieval, **overrides)
         method = method or r.method
@@ -156,14 +156,13 @@ class Pipeline:
         if missing:
             raise XqaError(f"method {method!r} needs a {' and a '.join(missing)} index, "
                            f"which this pipeline config does not name")
-        key = (method, r.max_frac, r.corroborated_order, r.alpha, r.normalize, r.mu, r.roman_weight)
+        fusion = FusionConfig(method=method, max_frac=r.max_frac, corroborated_order=r.corroborated_order,
+                              alpha=r.alpha, normalize=r.normalize, mu=r.mu, roman_weight=r.roman_weight)
         with self._lock:
-            if key not in self._retrievers:
+            if fusion not in self._retrievers:
                 parts = {n: self.component(n) for n in _NEEDS[method]}
-                self._retrievers[key] = build_retriever(
-                    method, **parts, max_frac=r.max_frac, alpha=r.alpha, mu=r.mu if "spar" in parts else None,
-                    normalize=r.normalize, corroborated_order=r.corroborated_order, roman_weight=r.roman_weight)
-            return self._retrievers[key]
+                self._retrievers[fusion] = build_retriever(fusion, **parts)
+            return self._retrievers[fusion]
 
     @property
     def reader(self):
