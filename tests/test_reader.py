@@ -604,7 +604,7 @@ def test_two_process_gloo_training_via_torchrun(tokenizer, tmp_path):
                           check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     run_cfg = json.loads((tmp_path / "run" / "config.json").read_text())
-    assert run_cfg["world_size"] == 2
+    assert run_cfg["processes"] == 2
     state = json.loads((tmp_path / "run" / "checkpoint" / "trainer_state.json").read_text())
     assert state["step"] == 2 and state["done"]
     assert FiDReader.load(tmp_path / "run").read_examples([example_from_record(_record(0))], beams=1)
