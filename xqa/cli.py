@@ -69,6 +69,16 @@ def _usage() -> str:
     return "\n".join(lines)
 
 
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """argparse's help with each option's default, unless the default says nothing (None, False,
+    an empty list): a flag's "(default: False)" is noise."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None or action.default is False or action.default == []:
+            return action.help
+        return super()._get_help_string(action)
+
+
 def build_parser(words: tuple[str, ...], width: int | None = None) -> argparse.ArgumentParser:
     """The argument parser of one command (imports its module); ``width`` fixes the help's line
     width (the CLI reference, docs/cli.md, is written at a fixed width)."""
@@ -76,7 +86,7 @@ def build_parser(words: tuple[str, ...], width: int | None = None) -> argparse.A
     module = importlib.import_module(module_name)
 
     def formatter(prog: str) -> argparse.HelpFormatter:
-        return argparse.ArgumentDefaultsHelpFormatter(prog, width=width)
+        return HelpFormatter(prog, width=width)
 
     parser = argparse.ArgumentParser(prog=f"xqa {' '.join(words)}", description=help_, formatter_class=formatter)
     module.add_arguments(parser)

@@ -226,7 +226,8 @@ def _lexical(data: Mapping[str, MlqaLanguage], work: Path, args: argparse.Namesp
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", default=None, metavar="DIR",
-                        help=f"MLQA v1 dev folder (default: {DEFAULT_DATA}; skipped when absent)")
+                        help="MLQA v1 dev folder (default: shared/data/mlqa/dev beside the repository; "
+                             "skipped when absent)")
     parser.add_argument("--langs", default=",".join(MLQA_LANGS),
                         help="comma-separated languages (same-language pairs)")
     parser.add_argument("--ks", default=",".join(map(str, DEFAULT_KS)), help="comma-separated k values")
