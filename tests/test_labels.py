@@ -130,7 +130,7 @@ def test_the_build_names_the_label_table_and_tunes_fusion_with_it(tmp_path, monk
     from xqa.embedded import LABELS, Build
     from xqa.world import build_world
 
-    build = Build(tmp_path, profile="default")
+    build = Build(tmp_path, profile="world")
     build_world(build.world, size="small", seed=0)
     build.write_config()
     assert json.loads(build.config_path.read_text())["reader"]["labels"] == LABELS

@@ -1,14 +1,23 @@
-"""Offline language identification (xqa.langid): script rules, Latin word cues, mapping."""
+"""Offline language identification: the rules (xqa.langid), "unknown" (xqa.langid_model), the report."""
 from __future__ import annotations
 
 import pytest
 
 from xqa.langid import (
     LANGUAGE_NAMES,
+    UNKNOWN,
     detect_language,
     language_name,
     resolve_language,
     script_of,
+)
+from xqa.langid_model import (
+    VETO,
+    cue_language,
+    identify,
+    identify_language,
+    known_language,
+    script_letters,
 )
 
 # Short questions as users type them: with and without punctuation, accents, capitals.
@@ -137,3 +146,243 @@ def test_resolve_language_maps_onto_available_codes():
 def test_language_name():
     assert language_name("fi") == "Finnish"
     assert language_name("xx") == "xx"
+
+
+# ---------------------------------------------------------------- "unknown" (xqa.langid_model)
+
+
+# The languages of MIA 2022 and of the real sets: a pipeline with an index for each.
+PIPELINE = ("ar", "bn", "de", "en", "es", "fi", "hi", "id", "ja", "km", "ko", "ms", "ru", "sv", "sw", "te", "th",
+            "tr", "vi", "zh")
+
+
+def _scorer(*scores):
+    """A stand-in for lingua's scores, recording what it was asked."""
+    asked = []
+
+    def score(text):
+        asked.append(text)
+        return list(scores)
+    score.asked = asked
+    return score
+
+
+def _no_model(text):
+    raise AssertionError(f"the model was asked about {text!r}")
+
+
+def test_no_letters_is_unknown():
+    assert identify("", scorer=_no_model) == UNKNOWN
+    assert identify(" 42 ?! ", scorer=_no_model) == UNKNOWN
+
+
+def test_a_script_of_one_language_decides_without_the_model():
+    assert identify("한국의 수도는 어디입니까?", scorer=_no_model) == "ko"
+    assert identify("東京タワーの高さは？", scorer=_no_model) == "ja"
+    assert identify("ประเทศไทยมีกี่จังหวัด", scorer=_no_model) == "th"
+    assert identify("រាជធានីនៃប្រទេសកម្ពុជាគឺជាអ្វី?", scorer=_no_model) == "km"
+
+
+def test_the_cue_stands_unless_the_model_is_sure_of_another_language():
+    # a German name makes lingua lean German; the English question word stands
+    assert identify("Where did Friedrich Fülleborn die?", scorer=_scorer(("de", 0.46), ("en", 0.1))) == "en"
+    assert identify("Who founded Mathematische Nachrichten?", scorer=_scorer(("de", VETO - 0.01))) == "en"
+    # "wer" is a German question word, but lingua is sure the question is Dutch
+    assert identify("Wer schreef Max Havelaar?", scorer=_scorer(("nl", VETO), ("de", 0.05))) == "nl"
+
+
+def test_without_a_cue_the_model_decides():
+    assert identify("Kdo napsal Babičku?", scorer=_scorer(("cs", 0.5), ("sk", 0.2))) == "cs"
+    assert identify("zzz", scorer=_scorer()) == UNKNOWN  # no language the model knows
+
+
+def test_malay_and_indonesian_go_by_the_model():
+    assert identify("Siapa presiden pertama Indonesia?", scorer=_scorer(("id", 0.4), ("ms", 0.3))) == "id"
+    assert identify("Siapa perdana menteri pertama Malaysia?", scorer=_scorer(("ms", 0.4), ("id", 0.3))) == "ms"
+
+
+def test_the_model_reads_only_the_letters_of_the_question_script():
+    score = _scorer(("ru", 0.9))
+    assert identify("кто поет love you like there's no tomorrow", scorer=score) == "ru"
+    assert "love" not in score.asked[0] and "кто поет" in score.asked[0]
+    assert script_letters("歌曲oh what a night是谁", "han").split() == ["歌曲", "是谁"]
+
+
+def test_without_the_model_the_rules_decide():
+    assert identify("Kuka kirjoitti Seitsemän veljestä?", scorer=lambda text: None) == "fi"
+
+
+def test_cue_language():
+    assert cue_language("vem sjöng i want to know your name") == "sv"
+    assert cue_language("Nani alikuwa rais wa kwanza wa Kenya?") == "sw"
+    assert cue_language("lauloiko tom cruise elokuvassa") == "fi"
+    assert cue_language("Kdo napsal Babičku?") is None
+    assert cue_language("Tko je napisao Povratak Filipa Latinovicza?") is None  # "je" is no Swahili cue
+
+
+def test_known_language_maps_onto_the_pipeline_or_unknown():
+    assert known_language("zh", ["en", "zh_cn"]) == "zh_cn"
+    assert known_language("id", ["ms", "en"]) == "ms"
+    assert known_language("sw", ["en", "ja"]) == UNKNOWN
+    assert known_language("cs", PIPELINE) == UNKNOWN
+    assert known_language("cs", []) == "cs"  # no list: any language
+    assert known_language(UNKNOWN, ["en"]) == UNKNOWN
+    assert language_name(UNKNOWN) == "unknown language"
+
+
+def test_importing_the_identifier_does_not_load_lingua():
+    import subprocess
+    import sys
+
+    code = "import sys, xqa.langid_model, xqa.tools.bench.langid, xqa.tools.report_langid; print('lingua' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+# With lingua's models (in its wheel; no network). Questions inside and outside the pipeline's languages.
+IN_PIPELINE = [
+    ("en", "Who wrote the novel Things Fall Apart?"),
+    ("en", "how many seasons of the walking dead are there"),
+    ("de", "Wann wurde die Berliner Mauer gebaut?"),
+    ("es", "¿Cuál es el río más largo de España?"),
+    ("fi", "Milloin Suomi itsenäistyi?"),
+    ("sv", "Vem skrev Pippi Långstrump?"),
+    ("tr", "Türkiye'nin en yüksek dağı hangisidir?"),
+    ("vi", "Ai là tác giả của Truyện Kiều?"),
+    ("sw", "Nani alikuwa rais wa kwanza wa Tanzania?"),
+    ("sw", "Mlima Kilimanjaro uko wapi?"),
+    ("id", "Kapan Indonesia merdeka?"),
+    ("ru", "Кто написал «Войну и мир»?"),
+    ("ru", "кто поет love you like there's no tomorrow"),
+    ("ar", "ما هي عاصمة مصر؟"),
+    ("hi", "भारत की राजधानी क्या है?"),
+    ("zh", "中国的首都是哪里？"),
+    ("ja", "日本の首都はどこですか"),
+    ("bn", "কে গীতাঞ্জলি লিখেছেন?"),
+    ("km", "រាជធានីនៃប្រទេសកម្ពុជាគឺជាអ្វី?"),
+]
+OUTSIDE = [
+    ("cs", "Kdo napsal Babičku?"),
+    ("cs", "Kolik obyvatel má Brno?"),
+    ("ro", "Cine a scris Luceafărul?"),
+    ("ro", "Care este cel mai lung râu din România?"),
+    ("hr", "Tko je izumio đir po Jadranu?"),
+    ("hr", "Gdje je rođen Nikola Tesla?"),
+    ("mk", "Кој е главниот град на Македонија?"),
+    ("pl", "Kiedy urodził się Mikołaj Kopernik?"),
+    ("pt", "Quem escreveu Os Lusíadas?"),
+    ("nl", "Wie schreef Max Havelaar?"),  # "wie" is a German question word too
+    ("fa", "پایتخت ایران کجاست؟"),
+]
+
+
+@pytest.fixture(scope="module")
+def lingua_loaded():
+    """lingua's models, loaded once per process: seconds (marked slow)."""
+    pytest.importorskip("lingua")
+    from xqa.langid_model import warm_up
+
+    warm_up()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lang,text", IN_PIPELINE, ids=[f"{lang}-{i}" for i, (lang, _) in enumerate(IN_PIPELINE)])
+def test_questions_in_the_pipeline_languages(lingua_loaded, lang, text):
+    assert identify_language(text, PIPELINE) == lang
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lang,text", OUTSIDE, ids=[f"{lang}-{i}" for i, (lang, _) in enumerate(OUTSIDE)])
+def test_other_languages_are_unknown_not_mislabelled(lingua_loaded, lang, text):
+    assert identify(text) == lang
+    assert identify_language(text, PIPELINE) == UNKNOWN
+
+
+@pytest.mark.slow
+def test_swahili_is_unknown_to_a_pipeline_without_it(lingua_loaded):
+    mia = ("ar", "bn", "en", "es", "fi", "ja", "km", "ko", "ms", "ru", "sv", "te", "tr", "zh")
+    for text in ("Nani alikuwa rais wa kwanza wa Tanzania?", "Mlima Kilimanjaro uko wapi?"):
+        assert identify_language(text, mia) == UNKNOWN
+    # the rules alone label them English: what "unknown" replaces
+    assert detect_language("Nani alikuwa rais wa kwanza wa Tanzania?") == "en"
+
+
+# ---------------------------------------------------------------- what "unknown" does downstream
+
+class _FakeIndex:
+    """One language's BM25 index: fixed hits per query, no Java."""
+
+    def __init__(self, lang, hits):
+        self.lang, self.hits, self.asked = lang, hits, []
+
+    def batch_search(self, texts, k, threads, lang=None):
+        from xqa.records import Hit
+
+        self.asked.append((list(texts), lang))
+        return [[Hit(id=pid, score=s, source="sparse", lang=self.lang) for pid, s in self.hits][:k] for _ in texts]
+
+
+def test_bm25_searches_every_index_for_a_question_of_unknown_language(tmp_path):
+    from retriever.sparse.searcher import SparseRetriever
+    from xqa.errors import XqaError
+    from xqa.records import Question
+
+    en = _FakeIndex("en", [("en-1", 9.0), ("en-2", 3.0)])
+    fi = _FakeIndex("fi", [("fi-1", 5.0)])
+    bm25 = SparseRetriever(tmp_path, {"languages": ["en", "fi"]}, {"en": en, "fi": fi}, threads=1)
+    qs = [Question(id="q1", question="Kdo napsal Babičku?", lang=UNKNOWN),
+          Question(id="q2", question="Kuka?", lang="fi")]
+    hits = bm25.search(qs, k=2)
+    assert [(h.id, h.lang) for h in hits[0]] == [("en-1", "en"), ("fi-1", "fi")]  # merged by score, top k
+    assert [h.id for h in hits[1]] == ["fi-1"]
+    assert en.asked == [(["Kdo napsal Babičku?"], None)]  # the English index saw only the unknown question
+    with pytest.raises(XqaError, match="no BM25 index for language 'sw'"):
+        bm25.search([Question(id="q3", question="Nani?", lang="sw")], k=2)  # a known language without index
+
+
+# ---------------------------------------------------------------- the measurement (xqa.tools.bench.langid)
+
+def test_report_measures_each_identifier_per_set_and_language(tmp_path, monkeypatch):
+    import json
+
+    from xqa.tools.bench import langid as bench
+
+    monkeypatch.setattr("xqa.langid_model.warm_up", lambda: None)  # no lingua here
+
+    (tmp_path / "xor_tydi").mkdir()
+    rows = [{"id": str(i), "question": q, "answers": [], "lang": lang}
+            for i, (lang, q) in enumerate([("fi", "Kuka kirjoitti Kalevalan?"), ("ru", "Кто написал?"),
+                                           ("fi", "Milloin Sibelius syntyi?")])]
+    (tmp_path / "xor_tydi" / "xor_train_retrieve_eng_span.jsonl").write_text(
+        "\n".join(json.dumps(r, ensure_ascii=False) for r in rows), encoding="utf-8")
+    samples = bench.load_samples(tmp_path, per_language=1)
+    assert [(s.set, s.use, s.lang, len(s.texts)) for s in samples] == [
+        ("XOR-TyDi train", "train", "fi", 1), ("XOR-TyDi train", "train", "ru", 1)]
+    samples.append(bench.Sample("probe (hand-written)", "probe", "cs", ["Kdo napsal Babičku?"]))
+    which = {"always-fi": lambda text: "fi", "rules": detect_language}
+    report = bench.measure(samples, ("en", "fi", "ru"), which=which)
+    table = bench.table(report)
+    assert "| XOR-TyDi train | train | fi | 1 | 100.0 | 0.0 | 100.0 | 0.0 |" in table
+    assert "| XOR-TyDi train | train | ru | 1 | 0.0 | 0.0 | 100.0 | 0.0 |" in table
+    assert "| probe (hand-written) | probe | cs→und | 1 | 0.0 | 0.0 | 0.0 | 0.0 |" in table  # rules: English
+    assert "CPU µs / question" in table
+    assert bench.chosen_veto([(0.5, 0.949), (0.6, 0.9505), (0.7, 0.951), (1.01, 0.951)]) == 0.6
+
+
+def test_report_without_the_shared_data_says_so(tmp_path, capsys, monkeypatch):
+    import argparse
+
+    from xqa.tools.bench import langid as bench
+    from xqa.tools import report_langid
+
+    monkeypatch.setattr(bench, "identifiers", lambda: {"rules": detect_language})
+    monkeypatch.setattr("xqa.langid_model.warm_up", lambda: None)
+    args = argparse.Namespace(data=str(tmp_path / "absent"), languages="en,fi", per_language=10, seed=0,
+                              grid=False, out=str(tmp_path / "langid.md"))
+    assert report_langid.run(args) == 0
+    err, out = capsys.readouterr().err, (tmp_path / "langid.md").read_text(encoding="utf-8")
+    assert "skipped the public question sets" in err and "absent" in err
+    assert "| probe (hand-written) | probe | cs→und |" in out
+    args.grid = True
+    assert report_langid.run(args) == 0
+    assert "no train split" in capsys.readouterr().err

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-LEAVES = {"xqa.records", "xqa.artifacts", "xqa.errors"}
+LEAVES = {"xqa.records", "xqa.artifacts", "xqa.errors", "xqa.encoders.info"}
 
 
 def _imports(path: Path) -> set[str]:

@@ -70,6 +70,7 @@ class PipelineConfig:
     languages: list[str] = field(default_factory=list)
     examples: list[dict[str, str]] = field(default_factory=list)  # demo examples: {"question", "lang"}
     tuned: dict[str, Any] = field(default_factory=dict)  # what was tuned on dev, and the result
+    about: dict[str, Any] = field(default_factory=dict)  # the collection: passages, languages, sources (demo)
     base_dir: str = ""
 
     def to_dict(self) -> dict[str, Any]:

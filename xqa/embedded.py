@@ -5,8 +5,10 @@ run in this process in order. A stage whose artifact is complete is skipped,
 and the training commands resume from their checkpoints, so a killed build
 continues where it stopped and a second build costs seconds.
 
-Profiles: ``default`` (what ``make demo`` builds: the full-size world) and
-``small`` (a small world and short training, for tests and quick tries).
+Profiles (the generated world, the fast and fully known test world): ``world`` (the
+full-size world), ``long`` (its reader trained longer) and ``small`` (a small world and short
+training, for tests and quick tries). What ``make demo`` builds, the real-text default, is
+:func:`real_default` (``xqa embedded build``, profile ``default``).
 """
 from __future__ import annotations
 
@@ -85,7 +87,7 @@ LABELS = "world/labels.jsonl"
 ROMAN_STOP_FRACTION = 0.1
 
 PROFILES = {
-    "default": Profile(world_size="default", vocab_size=8000, retriever_args=(),
+    "world": Profile(world_size="default", vocab_size=8000, retriever_args=(),
                        lexical_steps=100, reader_steps=2400, reader_batch=16,
                        n_context=2, k=60, tune_questions=500, reader_train_passages=2,
                        reader_train_choice="evidence", train_k=16, span_beams=8),
@@ -93,7 +95,7 @@ PROFILES = {
 # The default world and models with a reader trained 4,000 steps: reading with the evidence gets better
 # with steps, and `make demo` cannot wait for them. 12,000 steps read better still but did not score
 # higher end to end (docs/reader.md, "Session 6").
-PROFILES["long"] = replace(PROFILES["default"], reader_steps=4000)
+PROFILES["long"] = replace(PROFILES["world"], reader_steps=4000)
 PROFILES |= {
     "small": Profile(world_size="small", vocab_size=1500, retriever_args=("--max-steps", "30", "--batch-size", "32", "--eval-every", "10",
                                                     "--dev-questions", "100"),
@@ -137,7 +139,7 @@ def _xqa_distributed(procs: int, *argv: str) -> None:
 
 
 class Build:
-    def __init__(self, out: str | Path, profile: str = "default", seed: int = 0):
+    def __init__(self, out: str | Path, profile: str = "world", seed: int = 0):
         if profile not in PROFILES:
             raise XqaError(f"unknown profile {profile!r}; choose from {sorted(PROFILES)}")
         self.out = Path(out).resolve()
@@ -419,6 +421,9 @@ class Build:
     # ------------------------------------------------------------------ run
 
     def run(self) -> Path:
+        if (self.out / "source.json").is_file():
+            raise XqaError(f"{self.out} holds a real-text build (xqa build); build the world into another "
+                           f"--out (e.g. build/world), or delete {self.out}")
         self.out.mkdir(parents=True, exist_ok=True)
         stages = self.stages()
         t_all = time.perf_counter()
@@ -435,3 +440,17 @@ class Build:
         print(f"embedded default ({self.profile}) ready in {self.out} "
               f"({time.perf_counter() - t_all:.0f} s); pipeline config: {self.config_path}", flush=True)
         return self.config_path
+
+
+def real_default(out: str | Path, threads: int = 0) -> Path:
+    """The real-text default (``make demo``): ``xqa build`` over the shipped multilingual
+    Wikipedia sample (``xqa/corpus``) with the shipped span reader, the demo's examples and the
+    default recipe (weights tuned once on the sample's tuning questions)."""
+    from xqa.build import CorpusBuild
+    from xqa.data.corpus import CORPUS_DIR, load_examples, shipped_passages
+
+    about = {"sources": (CORPUS_DIR / "NOTICE").read_text(encoding="utf-8").split("\n\n", 1)[-1].strip(),
+             "description": "a sample of real Wikipedia paragraphs from public QA sets (MLQA, TyDi QA, "
+                            "JaQuAD, iApp Wiki QA); at full scale xqa searches all of Wikipedia "
+                            "(the MIA 2022 collection: 46M passages, 16 languages)"}
+    return CorpusBuild(shipped_passages(), out, examples=load_examples(), about=about, threads=threads).run()

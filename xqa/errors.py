@@ -22,11 +22,20 @@ class InputError(XqaError, ValueError):
         super().__init__(f"{where}: {message}")
 
 
+def open_text(path: str | Path):
+    """A UTF-8 text file, read through gzip when its name ends in ``.gz``."""
+    if str(path).endswith(".gz"):
+        import gzip
+
+        return gzip.open(path, "rt", encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
 def jsonl_objects(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line number, object)`` for each non-blank line of a JSONL file; a line that is not a
     JSON object is an :class:`InputError` naming ``file:line`` (here, beside the error it
     raises, so that every reader of JSONL input, leaf packages included, shares it)."""
-    with open(path, encoding="utf-8") as f:
+    with open_text(path) as f:
         for n, line in enumerate(f, 1):
             if not line.strip():
                 continue

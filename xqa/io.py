@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from xqa.artifacts import write_text_atomic
-from xqa.errors import InputError, XqaError
+from xqa.errors import InputError, XqaError, open_text
 from xqa.errors import jsonl_objects as _jsonl
 from xqa.records import Context, Passage, Question, RetrievalResult
 
 
 def _load_json(path: str | Path) -> Any:
-    with open(path, encoding="utf-8") as f:
+    with open_text(path) as f:
         try:
             return json.load(f)
         except json.JSONDecodeError as e:
@@ -45,13 +45,13 @@ def _require(obj: dict, key: str, path, line, kinds: type | tuple = str) -> Any:
 def _is_json_document(path: str | Path) -> bool:
     """True for one JSON document (a list or an object); False for JSONL."""
     path = Path(path)
-    with open(path, encoding="utf-8") as f:
+    with open_text(path) as f:
         head = f.read(4096).lstrip()
     if head.startswith("["):
         return True
     if not head.startswith("{"):
         return False
-    with open(path, encoding="utf-8") as f:
+    with open_text(path) as f:
         first = f.readline()
     try:
         obj = json.loads(first)

@@ -25,6 +25,12 @@ Khmer file holding Vietnamese and Japanese lines).
 No model, no network, microseconds per question. :func:`detect_language`
 returns an ISO 639-1 code; :func:`resolve_language` maps it onto the codes a
 pipeline actually has (``zh`` → ``zh_cn``, ``id`` ↔ ``ms``...).
+
+Outside its lists these rules are confidently wrong (Swahili, Czech, Romanian
+come out English). The pipeline identifies questions with
+:mod:`xqa.langid_model`, which checks these rules' cues with a statistical
+identifier and may answer :data:`UNKNOWN`; docs/langid.md measures both on
+questions neither was tuned on (``xqa report langid``).
 """
 from __future__ import annotations
 
@@ -33,8 +39,14 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable
 
+from xqa.records import UNKNOWN_LANG
+
+# A question whose language is not identified (BCP 47 "undetermined"): BM25 searches every index.
+UNKNOWN = UNKNOWN_LANG
+
 # English names of every code this module can return (the demo shows them).
 LANGUAGE_NAMES: dict[str, str] = {
+    UNKNOWN: "unknown language",
     "am": "Amharic", "ar": "Arabic", "bn": "Bengali", "da": "Danish", "de": "German",
     "el": "Greek", "en": "English", "es": "Spanish", "fa": "Persian", "fi": "Finnish",
     "fr": "French", "gu": "Gujarati", "he": "Hebrew", "hi": "Hindi", "hu": "Hungarian",
@@ -234,25 +246,44 @@ def latin_scores(text: str) -> dict[str, float]:
     return scores
 
 
-def detect_language(text: str, default: str = "en") -> str:
-    """The ISO 639-1 code of ``text``'s language (``default`` when it has no letters).
+def dominant_script(text: str) -> str | None:
+    """The script that names ``text``'s language, or None when it has no letters.
 
-    >>> detect_language("東京タワーの高さは？"), detect_language("¿Quién escribió Don Quijote?")
-    ('ja', 'es')
+    ``kana`` for any text with kana (Japanese mixes them with kanji), ``hangul``
+    when Hangul is at least half of the Hangul + Han letters; otherwise the most
+    frequent non-Latin script with a few letters: a question quoting an English
+    title ("من غنى i want to be with you") is in the language of its other script.
     """
     counts = script_counts(text)
     if not counts:
-        return default
+        return None
     if counts["kana"]:
-        return "ja"  # kana never occur in Chinese; Japanese mixes them with kanji
+        return "kana"  # kana never occur in Chinese
     if counts["hangul"] and counts["hangul"] >= counts["han"] / 2:
-        return "ko"
-    # A question quoting an English title ("من غنى i want to be with you") is in the
-    # language of its other script: any non-Latin script with a few letters wins.
+        return "hangul"
     others = [(n, sc) for sc, n in counts.items() if sc != "latin"]
     n_other, script = max(others) if others else (0, "latin")
     if n_other < min(MIN_SCRIPT_LETTERS, counts["latin"] + 1):
         script = "latin"
+    return script
+
+
+def detect_language(text: str, default: str = "en") -> str:
+    """The ISO 639-1 code of ``text``'s language (``default`` when it has no letters).
+
+    Never "unknown": Latin text without a cue is English. :mod:`xqa.langid_model`
+    checks these rules with a statistical model and can answer :data:`UNKNOWN`.
+
+    >>> detect_language("東京タワーの高さは？"), detect_language("¿Quién escribió Don Quijote?")
+    ('ja', 'es')
+    """
+    script = dominant_script(text)
+    if script is None:
+        return default
+    if script == "kana":
+        return "ja"
+    if script == "hangul":
+        return "ko"
     if script == "han":
         return "zh"
     if script == "arabic":

@@ -72,6 +72,29 @@ class PassageStore:
                 yield self.get(pid)
 
 
+def load_reader(folder: str):
+    """The reader artifact in ``folder``: a span reader (``kind: span_reader``) or a FiD reader
+    (an xqa FiD artifact, a training run folder, or a Hugging Face T5/mT5 name or folder)."""
+    import json
+
+    for candidate in (Path(folder), Path(folder) / "best"):
+        config = candidate / "config.json"
+        if config.is_file():
+            try:
+                kind = json.loads(config.read_text(encoding="utf-8")).get("kind")
+            except (json.JSONDecodeError, OSError, AttributeError):
+                kind = None
+            if kind == "span_reader":
+                from reader.span.inference import SpanReader
+
+                return SpanReader.load(candidate)
+            if kind != "training_run":
+                break
+    from reader import FiDReader
+
+    return FiDReader.load(folder)
+
+
 # Appended to the ``source`` of a hit the fallback method found (``dense (fallback)``).
 FALLBACK_SUFFIX = " (fallback)"
 
@@ -170,9 +193,7 @@ class Pipeline:
             if self._reader is None:
                 if not self.config.reader.model:
                     raise XqaError("the pipeline config names no reader model")
-                from reader import FiDReader
-
-                self._reader = FiDReader.load(self.config.path(self.config.reader.model))
+                self._reader = load_reader(self.config.path(self.config.reader.model))
             return self._reader
 
     @property
@@ -240,10 +261,12 @@ class Pipeline:
 
     def _answer(self, q: Question, ctxs: list[Context], out, fuse: bool) -> Answer:
         """Evidence fusion (or the reader alone) over one question's reader output."""
-        from reader.evidence import FusionParams, build_answer
+        from reader.evidence import FusionParams, build_answer, build_span_answer
 
         rc = self.config.reader
         params = FusionParams(rc.beta, rc.gamma, rc.miss, rc.soft) if fuse and ctxs else None
+        if getattr(self.reader, "family", "fid") == "span":
+            return build_span_answer(q.id, out, ctxs, params)
         n = min(len(ctxs), len(out.relevance))
         labels = self.labels
         shown = labels.shown_all([t for t, _ in out.candidates], q.lang) if labels is not None else None

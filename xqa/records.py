@@ -12,6 +12,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+# The ``lang`` of a question whose language is not identified (BCP 47 "undetermined"):
+# per-language BM25 searches every language's index for it.
+UNKNOWN_LANG = "und"
+
 
 @dataclass(frozen=True)
 class Passage:
@@ -113,6 +117,7 @@ class Candidate:
     score: float
     reader_score: float = 0.0
     written: str = ""  # what the reader wrote, when ``text`` is it in the question's language (xqa.world.labels)
+    lang: str = ""  # language of the passage an extracted span comes from (span reader)
 
 
 @dataclass(frozen=True)

@@ -202,6 +202,12 @@ def length_grouped_batches(order: Sequence[int], lengths: Sequence[int], batch_s
     return [batches[i] for i in torch.randperm(len(batches), generator=g).tolist()]
 
 
+def _native_cpu_bf16() -> bool:
+    from xqa.encoders.info import bf16_supported
+
+    return bf16_supported()
+
+
 def _to_device(batch: Any, device: torch.device) -> Any:
     if isinstance(batch, torch.Tensor):
         return batch.to(device, non_blocking=True)
@@ -373,7 +379,14 @@ def train(task: TrainTask, dataset: Sequence[dict], config: TrainConfig, progres
                         task.save(model, tmp)
         _barrier(info)
 
+    # bf16 autocast on CUDA; on CPU only for tasks that ask for it (``cpu_bf16``, the pretrained
+    # encoders) and only where the CPU has native bf16 (elsewhere it is emulated and slower)
+    cpu_bf16 = (not cuda and config.bf16 and getattr(task, "cpu_bf16", False)
+                and _native_cpu_bf16())
+
     def autocast():
+        if cpu_bf16:
+            return torch.autocast("cpu", dtype=torch.bfloat16)
         return torch.autocast("cuda", dtype=torch.bfloat16, enabled=cuda and config.bf16)
 
     backward_step = getattr(task, "backward_step", None)  # optional hook, see TrainTask

@@ -40,6 +40,8 @@ def _device(device: str | torch.device | None) -> torch.device:
 class FiDReader:
     """Batch-first FiD reader: ``read(questions, contexts) -> list[ReaderOutput]``."""
 
+    family = "fid"
+
     def __init__(self, model: FiD, tokenizer, max_length: int = 192, max_answer_len: int = 24,
                  n_context: int = 20, base: str = "", device: str | torch.device | None = "cpu",
                  decoder_prompt: bool = False):

@@ -57,7 +57,8 @@ def build_examples(questions: Iterable[Question], *,
                    known_ids: Collection[str] | None = None) -> tuple[list[Example], int]:
     """Examples for the questions that have at least one positive; returns ``(examples, skipped)``.
 
-    Positives: ``positives[q.id]`` when given, else ``q.meta["positive_ids"]``.
+    Positives: ``positives[q.id]`` when given, else ``q.meta["positive_ids"]``; hard negatives:
+    ``hard_negatives[q.id]`` when given, else ``q.meta["negative_ids"]`` (``xqa data train``).
     Ids not in ``known_ids`` (when given) are dropped.
     """
     examples, skipped = [], 0
@@ -69,8 +70,8 @@ def build_examples(questions: Iterable[Question], *,
         if not pos:
             skipped += 1
             continue
-        neg = [str(p) for p in (hard_negatives or {}).get(q.id, ())
-               if (known_ids is None or str(p) in known_ids) and str(p) not in pos]
+        given = (hard_negatives or {}).get(q.id) or q.meta.get("negative_ids") or ()
+        neg = [str(p) for p in given if (known_ids is None or str(p) in known_ids) and str(p) not in pos]
         examples.append({"id": q.id, "question": q.question, "lang": q.lang,
                          "positive_ids": list(dict.fromkeys(pos)),
                          "hard_negative_ids": list(dict.fromkeys(neg))})

@@ -17,7 +17,11 @@ Artifact (kind ``bi_encoder``)::
 Inputs: a question is ``[CLS] question [SEP]``; a passage is
 ``[CLS] title [SEP] text [SEP]`` in the model's own special tokens. Tokenizers
 without a CLS token (the embedded T5-style SentencePiece one) use their
-``<cls>``/``<sep>`` control symbols and ``</s>`` at the end.
+``<cls>``/``<sep>`` control symbols and ``</s>`` at the end. A text-embedding model
+trained with prefixes (multilingual-e5: ``query_prefix="query: "``,
+``passage_prefix="passage: "``, mean pooling, L2-normalised vectors; recorded by
+``xqa convert e5`` in the folder's ``xqa_encoder.json``) reads one sequence,
+``<s> query: question </s>`` and ``<s> passage: title text </s>``.
 """
 from __future__ import annotations
 
@@ -30,6 +34,8 @@ import torch
 from torch import nn
 
 from xqa.artifacts import atomic_dir, load_config, save_config
+from xqa.encoders.info import autocast as _precision_autocast
+from xqa.encoders.info import read_info
 from xqa.errors import XqaError
 from xqa.records import Passage
 
@@ -59,6 +65,10 @@ class BiEncoderConfig:
     passage_max_length: int = 256
     query_class: str = "LukeModel"
     passage_class: str = "LukeModel"
+    normalize: bool = False           # L2-normalise the vectors (cosine similarity)
+    query_prefix: str = ""            # text-embedding models: "query: " ...
+    passage_prefix: str = ""          # ... and "passage: " (then one sequence, no [SEP] pair)
+    precision: str = "fp32"           # inference on CPU: fp32 | bf16 | auto (bf16 where native)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "BiEncoderConfig":
@@ -72,6 +82,25 @@ def _tower_class(name: str):
     if name in _TOWER_CLASSES:
         return getattr(transformers, name)
     return transformers.AutoModel
+
+
+def _load_tower(class_name: str, folder: str, pooling: str, layers: int = 0):
+    """A tower from a hub name or folder; BERT towers skip the pooler they do not use;
+    ``layers`` > 0 keeps the first ``layers`` layers."""
+    from transformers.utils import logging
+
+    cls = _tower_class(class_name)
+    kwargs: dict[str, Any] = {}
+    if class_name == "BertModel" and pooling != "pooler":
+        kwargs["add_pooling_layer"] = False
+    if layers:
+        kwargs["num_hidden_layers"] = layers
+    level = logging.get_verbosity()
+    logging.set_verbosity_error()   # layers left out are reported as unexpected weights
+    try:
+        return cls.from_pretrained(folder, **kwargs)
+    finally:
+        logging.set_verbosity(level)
 
 
 def _is_bi_encoder(folder: Path) -> bool:
@@ -168,17 +197,19 @@ class BiEncoder(nn.Module):
     @classmethod
     def from_pretrained(cls, name: str, passage_name: str | None = None, *, shared: bool | None = None,
                         pooling: str | None = None, query_max_length: int = 64,
-                        passage_max_length: int = 256) -> "BiEncoder":
+                        passage_max_length: int = 256, layers: int = 0) -> "BiEncoder":
         """Start from a hub model or a local HF folder (an xqa bi-encoder folder works too).
 
         ``passage_name`` gives a separate passage tower (e.g. DPR's ctx encoder);
         without it the towers are shared unless ``shared=False`` (then the
-        passage tower starts as a copy of the question tower).
+        passage tower starts as a copy of the question tower). ``layers`` > 0 keeps
+        the towers' first ``layers`` layers (a cheaper model, e.g. SPAR's Λ).
         """
         from transformers import AutoConfig, AutoTokenizer
 
         if _is_bi_encoder(Path(name)) or _is_bi_encoder(Path(name) / "best"):
             return cls.load(name)  # continue from an xqa model (or its training run)
+        info = read_info(name)  # a converted text-embedding model (xqa convert e5) says how it is used
         hf_cfg = AutoConfig.from_pretrained(name)
         mtype = hf_cfg.model_type
         if mtype == "dpr":
@@ -189,16 +220,19 @@ class BiEncoder(nn.Module):
             base = {"luke": "LukeModel", "bert": "BertModel", "xlm-roberta": "XLMRobertaModel",
                     "roberta": "RobertaModel", "distilbert": "DistilBertModel"}.get(mtype, arch)
             q_cls = p_cls = base
-            pooling = pooling or "cls"
+            pooling = pooling or (info.pooling if info else "cls")
         if shared is None:
             shared = passage_name is None
         tok = AutoTokenizer.from_pretrained(name)
-        q = _tower_class(q_cls).from_pretrained(name)
+        q = _load_tower(q_cls, name, pooling, layers)
         p = None
         if not shared:
-            p = _tower_class(p_cls).from_pretrained(passage_name or name)
+            p = _load_tower(p_cls, passage_name or name, pooling, layers)
         cfg = BiEncoderConfig(mtype, pooling, shared, query_max_length, passage_max_length,
                               q_cls, q_cls if shared else p_cls)
+        if info is not None:
+            cfg.normalize, cfg.precision = info.normalize, info.precision
+            cfg.query_prefix, cfg.passage_prefix = info.query_prefix, info.passage_prefix
         return cls(q, p, tok, cfg).eval()
 
     # ------------------------------------------------------------ save / load
@@ -224,15 +258,17 @@ class BiEncoder(nn.Module):
         model_dir = Path(model_dir)
         if (model_dir / "best" / "config.json").is_file() and not (model_dir / "query_encoder").is_dir():
             model_dir = model_dir / "best"  # a training-run folder: its best model
+        if read_info(model_dir) is not None:   # a converted encoder (xqa convert e5), used as it is
+            return cls.from_pretrained(str(model_dir)).to(device).eval()
         try:
             cfg = BiEncoderConfig.from_dict(load_config(model_dir, KIND))
         except ValueError as e:
             raise XqaError(str(e)) from None
         tok = AutoTokenizer.from_pretrained(str(model_dir / "tokenizer"))
-        q = _tower_class(cfg.query_class).from_pretrained(str(model_dir / "query_encoder"))
+        q = _load_tower(cfg.query_class, str(model_dir / "query_encoder"), cfg.pooling)
         p = None
         if not cfg.shared:
-            p = _tower_class(cfg.passage_class).from_pretrained(str(model_dir / "passage_encoder"))
+            p = _load_tower(cfg.passage_class, str(model_dir / "passage_encoder"), cfg.pooling)
         model = cls(q, p, tok, cfg).to(device)
         model.eval()
         return model
@@ -252,6 +288,12 @@ class BiEncoder(nn.Module):
     def towers(self) -> list[nn.Module]:
         return [self.query_encoder] + ([self.passage_encoder] if self.passage_encoder is not None else [])
 
+    def freeze_embeddings(self) -> None:
+        """Keep the towers' word-embedding matrices fixed (96M of multilingual-e5-small's 118M
+        parameters: a CPU step does far less optimizer work)."""
+        for tower in self.towers():
+            tower.get_input_embeddings().weight.requires_grad_(False)
+
     def enable_gradient_checkpointing(self) -> None:
         """Recompute each layer's activations in the backward pass (saves memory on GPU)."""
         for m in self.towers():
@@ -262,6 +304,9 @@ class BiEncoder(nn.Module):
     def tokenize_queries(self, questions: Sequence[str]) -> dict[str, torch.Tensor]:
         """``{"input_ids", "attention_mask"}``, both ``[n, L<=query_max_length]`` long tensors."""
         L = self.config.query_max_length
+        if self.config.query_prefix or self.config.passage_prefix:
+            enc = self.tokenizer([self.config.query_prefix + q for q in questions], truncation=True, max_length=L)
+            return self._pad(enc["input_ids"])
         if self._native_cls:
             enc = self.tokenizer(list(questions), truncation=True, max_length=L)
             return self._pad(enc["input_ids"])
@@ -274,6 +319,9 @@ class BiEncoder(nn.Module):
         L = self.config.passage_max_length
         titles = [p.title or "" for p in passages]
         texts = [p.text or "" for p in passages]
+        if self.config.query_prefix or self.config.passage_prefix:
+            one = [self.config.passage_prefix + (f"{t} {x}" if t else x) for t, x in zip(titles, texts)]
+            return self._pad(self.tokenizer(one, truncation=True, max_length=L)["input_ids"])
         if self._native_cls:
             enc = self.tokenizer(titles, texts, truncation="only_second", max_length=L)
             return self._pad(enc["input_ids"])
@@ -305,9 +353,13 @@ class BiEncoder(nn.Module):
             return out.pooler_output
         hidden = out.hidden_states[-1] if is_dpr else out.last_hidden_state  # [b, L, h]
         if pooling == "cls":
-            return hidden[:, 0]
-        m = attention_mask.unsqueeze(-1).to(hidden.dtype)  # [b, L, 1]
-        return (hidden * m).sum(1) / m.sum(1).clamp_min(1.0)
+            vec = hidden[:, 0]
+        else:
+            m = attention_mask.unsqueeze(-1).to(hidden.dtype)  # [b, L, 1]
+            vec = (hidden * m).sum(1) / m.sum(1).clamp_min(1.0)
+        if self.config.normalize:
+            vec = torch.nn.functional.normalize(vec.float(), dim=-1)
+        return vec
 
     def embed_queries(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """Question vectors ``[b, d]`` from token ids ``[b, L]`` (differentiable)."""
@@ -346,7 +398,7 @@ class BiEncoder(nn.Module):
 
             bar = tqdm(total=len(items), desc="encoding", unit="text")
         try:
-            with torch.inference_mode(), _autocast(device):
+            with torch.inference_mode(), self._autocast(device):
                 for s in range(0, len(order), batch_size):
                     idx = order[s: s + batch_size]
                     batch = tokenize([items[i] for i in idx])
@@ -361,10 +413,8 @@ class BiEncoder(nn.Module):
         return out
 
 
-def _autocast(device: torch.device):
-    """bf16 autocast on CUDA; nothing on CPU (bf16 matmuls are slow on most CPUs)."""
-    import contextlib
-
-    if device.type == "cuda":
-        return torch.autocast("cuda", dtype=torch.bfloat16)
-    return contextlib.nullcontext()
+    def _autocast(self, device: torch.device):
+        """bf16 autocast on CUDA; on CPU as the artifact's ``precision`` says (fp32 for models
+        trained from scratch; ``auto`` for converted e5: bf16 where the CPU has native bf16)."""
+        precision = "auto" if device.type == "cuda" else self.config.precision
+        return _precision_autocast(device, precision)

@@ -51,6 +51,9 @@ class TaskConfig:
     dev_negatives: int = 4             # validation: hard/random negatives per dev question
     seed: int = 0
     grad_cache_chunk: int = 0          # gradient cache: questions per encoder chunk (0: off)
+    # softmax temperature of the similarities (0: 0.01 for L2-normalised vectors, as multilingual-e5
+    # was trained; 1 for raw dot products, as DPR)
+    temperature: float = 0.0
 
 
 class RetrieverTask:
@@ -122,7 +125,13 @@ class RetrieverTask:
         mask = None
         if self.config.mask_false_negatives:
             mask = (batch["pos_keys"], batch["pos_keys_valid"], batch["p_keys"])
-        return distributed_contrastive_loss(q, p, batch["positive"], false_negatives=mask)
+        return distributed_contrastive_loss(q / self.temperature, p, batch["positive"], false_negatives=mask)
+
+    @property
+    def temperature(self) -> float:
+        if self.config.temperature > 0:
+            return self.config.temperature
+        return 0.01 if getattr(self.model.config, "normalize", False) else 1.0
 
     def backward_step(self, model: torch.nn.Module, batch: dict[str, Any], *, scale: float = 1.0,
                       autocast: Callable[[], AbstractContextManager] | None = None) -> torch.Tensor:

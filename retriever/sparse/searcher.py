@@ -26,7 +26,7 @@ from retriever.sparse.index import DEFAULT_B, DEFAULT_K1, KIND, LANG_KIND, LUCEN
 from retriever.sparse.java import ensure_jvm, jclass
 from xqa.artifacts import is_complete, load_config
 from xqa.errors import XqaError
-from xqa.records import Hit, Question
+from xqa.records import UNKNOWN_LANG, Hit, Question
 
 SOURCE = "sparse"
 CROSS_SCRIPT_SOURCE = "roman"
@@ -129,7 +129,9 @@ class SparseRetriever:
     Load with :meth:`load`; the Java VM starts then (not at import). A question
     whose language has no index raises :class:`XqaError`, or gets ``[]`` with
     ``missing="empty"`` (what a fused retriever wants: an empty sparse list
-    makes Sparse-Corroborate-Dense return the dense list).
+    makes Sparse-Corroborate-Dense return the dense list). A question whose
+    language is unknown (``lang`` "und", :data:`xqa.records.UNKNOWN_LANG`) is
+    searched in every language's index.
     """
 
     source = SOURCE
@@ -210,7 +212,7 @@ class SparseRetriever:
         for i, q in enumerate(questions):
             by_lang.setdefault(q.lang, []).append(i)
         targets = {lang: self.index_language(lang) for lang in by_lang}
-        unknown = sorted(lang for lang, target in targets.items() if target is None)
+        unknown = sorted(lang for lang, target in targets.items() if target is None and lang != UNKNOWN_LANG)
         if unknown and missing == "error":
             first = questions[by_lang[unknown[0]][0]]
             raise XqaError(f"no BM25 index for language {unknown[0]!r} (question {first.id!r}) in "
@@ -220,12 +222,25 @@ class SparseRetriever:
             return out
         for lang, positions in by_lang.items():
             target = targets[lang]
-            if target is None:
-                continue
             texts = [questions[i].question for i in positions]
-            for i, hits in zip(positions, self._indexes[target].batch_search(texts, k, self.threads, lang)):
+            if target is not None:
+                found = self._indexes[target].batch_search(texts, k, self.threads, lang)
+            elif lang == UNKNOWN_LANG:
+                found = self._search_every_index(texts, k)
+            else:
+                continue
+            for i, hits in zip(positions, found):
                 out[i] = hits
         return out
+
+    def _search_every_index(self, texts: list[str], k: int) -> list[list[Hit]]:
+        """Questions of unidentified language (``lang`` "und"): each language's index searched with
+        its own analyzer, the hits merged by BM25 score (each keeps its index's language)."""
+        merged: list[list[Hit]] = [[] for _ in texts]
+        for index in self._indexes.values():
+            for row, hits in zip(merged, index.batch_search(texts, k, self.threads)):
+                row.extend(hits)
+        return [sorted(row, key=lambda h: -h.score)[:k] for row in merged]
 
     def close(self) -> None:
         """Release the Lucene readers."""

@@ -110,10 +110,53 @@ def load_pipeline(args: argparse.Namespace):
     return Pipeline(cfg)
 
 
-def read_question_files(paths: list[str], lang: str | None = None):
+def add_selection_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("question selection")
+    g.add_argument("--where", action="append", default=[], metavar="FIELD=VALUE",
+                   help="only questions whose record has FIELD equal to VALUE (e.g. split=test, "
+                        "crosslingual=true, lang=de); repeatable")
+    g.add_argument("--per-lang", type=int, default=0, metavar="N",
+                   help="only the first N selected questions of each language (and of each side of "
+                        "crosslingual) in file order (0: all)")
+
+
+def select_questions(questions: list, where: list[str] | None = None, per_lang: int = 0) -> list:
+    """``questions`` whose fields match every ``FIELD=VALUE`` of ``where``, then the first
+    ``per_lang`` of each (language, cross-lingual or not) group, in their order. Deterministic,
+    so ``xqa answer`` and ``xqa eval`` given the same flags take the same questions."""
+    from xqa.errors import XqaError
+
+    conds = []
+    for w in where or []:
+        field, sep, value = w.partition("=")
+        if not sep or not field:
+            raise XqaError(f"--where {w!r}: expected FIELD=VALUE")
+        conds.append((field, value))
+
+    def field_of(q, name: str) -> str:
+        v = getattr(q, name, None) if name in ("id", "lang", "question") else q.meta.get(name)
+        if isinstance(v, bool) or v is None:
+            return str(bool(v)).lower()
+        return str(v)
+
+    out = [q for q in questions if all(field_of(q, f) == v for f, v in conds)]
+    if per_lang:
+        seen: dict[tuple, int] = {}
+        kept = []
+        for q in out:
+            key = (q.lang, bool(q.meta.get("crosslingual")))
+            if seen.get(key, 0) < per_lang:
+                seen[key] = seen.get(key, 0) + 1
+                kept.append(q)
+        out = kept
+    return out
+
+
+def read_question_files(paths: list[str], lang: str | None = None, where: list[str] | None = None,
+                        per_lang: int = 0):
     from xqa.io import read_questions
 
     out = []
     for path in paths:
         out.extend(read_questions(path, lang=lang))
-    return out
+    return select_questions(out, where, per_lang) if (where or per_lang) else out

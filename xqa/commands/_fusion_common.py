@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -41,6 +40,9 @@ def add_question_arguments(p: argparse.ArgumentParser, flag: str = "--dev") -> N
                    help="questions with answers (and positive_ids for --metric recall), any question layout")
     p.add_argument("--lang", help="language of question files that carry none")
     p.add_argument("--max-questions", type=int, default=0, help="use the first N questions only (0: all)")
+    from xqa.commands._common import add_selection_arguments
+
+    add_selection_arguments(p)
     p.add_argument("--match", choices=("dpr", "lang_aware"), default="lang_aware",
                    help="answer matching: DPR's token rule, or substring for unsegmented scripts")
 
@@ -66,6 +68,10 @@ def read_questions(args: argparse.Namespace) -> list[Question]:
     from xqa.io import read_questions as read
 
     qs = read(args.questions, lang=args.lang)
+    if getattr(args, "where", None) or getattr(args, "per_lang", 0):
+        from xqa.commands._common import select_questions
+
+        qs = select_questions(qs, args.where, args.per_lang)
     if args.max_questions:
         qs = qs[: args.max_questions]
     if not qs:

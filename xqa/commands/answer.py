@@ -18,7 +18,7 @@ import json
 import os
 from pathlib import Path
 
-from xqa.commands._common import add_pipeline_arguments
+from xqa.commands._common import add_pipeline_arguments, add_selection_arguments
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -32,6 +32,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="answer with the reader's own best candidate (for comparison)")
     p.add_argument("--evidence", type=int, default=5, help="evidence passages kept per record")
     add_pipeline_arguments(p)
+    add_selection_arguments(p)
 
 
 def done_ids(records: Path) -> set[str]:
@@ -95,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
     from xqa.errors import XqaError
     from xqa.training import init_distributed, main_process, map_sharded
 
-    questions = read_question_files(args.questions, args.lang)
+    questions = read_question_files(args.questions, args.lang, args.where, args.per_lang)
     ids = [q.id for q in questions]
     if len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)

@@ -10,7 +10,9 @@ NBEST_SHOWN = 10  # candidates printed on the n-best line
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("question", help="the question, in any language")
-    p.add_argument("--lang", default="auto", help="the question's language code, or 'auto' to detect it")
+    p.add_argument("--lang", default="auto",
+                   help="the question's language code, 'auto' to identify it, or 'und' (unknown: BM25 searches "
+                        "every language's index, as when the language is not identified among the pipeline's)")
     p.add_argument("--n-passages", type=int, default=None, help="passages given to the reader")
     p.add_argument("--show", type=int, default=5, help="evidence passages to print")
     p.add_argument("--json", action="store_true", help="print the answer record as JSON")
@@ -29,20 +31,24 @@ def run(args: argparse.Namespace) -> int:
     text = args.question.strip()
     if not text:
         raise XqaError("the question is empty")
+    pipe = load_pipeline(args)
     lang = args.lang
     if lang == "auto":
-        from xqa.langid import detect_language
+        from xqa.langid_model import identify_language
 
-        lang = detect_language(text)
-    pipe = load_pipeline(args)
+        lang = identify_language(text, pipe.config.languages)
     [ans] = pipe.answer([Question(id="q", question=text, lang=lang)], n_passages=args.n_passages)
     if args.json:
         print(json.dumps(ans.to_dict(), ensure_ascii=False, indent=1))
         return 0
-    print(f"question ({lang}): {text}")
-    method = pipe.config.retrieval.method
+    from xqa.langid import UNKNOWN
+
+    print(f"question ({lang}{': not identified, every BM25 index searched' if lang == UNKNOWN else ''}): {text}")
+    method = args.method or pipe.config.retrieval.method
     written = ans.candidates[0].written if ans.candidates else ""
-    print(f"answer: {ans.text or '(empty)'}    (p = {ans.score:.3f}, retrieval: {method}"
+    span_lang = ans.candidates[0].lang if ans.candidates else ""
+    mark = f" [{span_lang}: as written in a passage in that language]" if span_lang and span_lang != lang else ""
+    print(f"answer: {ans.text or '(empty)'}{mark}    (p = {ans.score:.3f}, retrieval: {method}"
           + (f"; the reader copied {written!r}, written in the question's language by the label table" if written
              else "") + ")")
     if len(ans.candidates) > 1:

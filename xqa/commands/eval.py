@@ -19,6 +19,9 @@ from typing import Any
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from xqa.commands._common import add_selection_arguments
+
+    add_selection_arguments(parser)
     e2e = parser.add_argument_group("end-to-end (MIA 2022 official EM / F1)")
     e2e.add_argument("--gold", nargs="+", metavar="PATH",
                      help="gold question files or folders (XOR-TyDi/MIA/MKQA JSONL and the other "
@@ -203,6 +206,10 @@ def run(args: argparse.Namespace) -> int:
     out: dict[str, Any] = {}
     report: dict[str, Any] = {}
     gold = inputs.load_gold(args.gold) if args.gold else []
+    if args.where or args.per_lang:
+        from xqa.commands._common import select_questions
+
+        gold = select_questions(gold, args.where, args.per_lang)
 
     if args.predictions:
         preds = inputs.load_predictions(args.predictions)

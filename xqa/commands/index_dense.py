@@ -40,8 +40,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pq-bits", type=int, default=8, help="IVF-PQ: bits per sub-quantiser code")
     p.add_argument("--nprobe", type=int, default=16, help="IVF-PQ: lists visited per query")
     p.add_argument("--batch-size", type=int, default=64, help="passages per encoder batch")
+    p.add_argument("--max-length", type=int, default=0,
+                   help="passage tokens the encoder reads (0: the model's own setting); recorded in the index")
     p.add_argument("--device", default=None, help="torch device (default: cuda when available, else cpu)")
     p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+    p.add_argument("--encode-only", action="store_true",
+                   help="encode the shard(s) and stop; a later run without it builds the indexes (so that "
+                        "processes encoding shards side by side never build them twice)")
     p.add_argument("--overwrite", action="store_true",
                    help="rebuild the FAISS indexes of a finished folder (finished shards are reused)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -75,19 +80,24 @@ def run(args: argparse.Namespace) -> int:
     info = model_info(model_dir, out)
     _check_same_model(out, info, args.fp16)
     out.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(out / "encoding.json", {"model": info, "num_shards": n, "fp16": args.fp16})
+    write_json_atomic(out / "encoding.json", {"model": info, "num_shards": n, "fp16": args.fp16,
+                                              **({"max_length": args.max_length} if args.max_length else {})})
 
     todo = [args.shard_id] if args.shard_id is not None else list(range(n))
     todo = [s for s in todo if not shard_done(out, s, n)]
     if todo:
         device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
         model = BiEncoder.load(model_dir, device=device)
+        if args.max_length:
+            model.config.passage_max_length = args.max_length
         for s in todo:
             stats = encode_shard(lambda ps: model.encode_passages(ps, batch_size=args.batch_size),
                                  read_passages(args.passages, lang=args.lang), out, s, n,
                                  fp16=args.fp16, chunk_size=args.chunk_size, progress=not args.quiet)
             print(f"shard {s}/{n}: {stats['encoded']} passages encoded, {stats['skipped']} already done")
     missing = [s for s in range(n) if not shard_done(out, s, n)]
+    if args.encode_only:
+        return 0
     if missing:
         print(f"{len(missing)} shard(s) still to encode ({', '.join(map(str, missing[:10]))}); "
               f"the indexes are built when all are done")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from xqa.commands._common import add_pipeline_arguments
+from xqa.commands._common import add_pipeline_arguments, add_selection_arguments
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -14,6 +14,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trec", default=None, help="also write a TREC run file here")
     p.add_argument("--batch-size", type=int, default=64, help="questions per search call")
     add_pipeline_arguments(p)
+    add_selection_arguments(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -23,7 +24,7 @@ def run(args: argparse.Namespace) -> int:
     from xqa.io import write_results, write_trec_run
     from xqa.records import RetrievalResult
 
-    questions = read_question_files(args.questions, args.lang)
+    questions = read_question_files(args.questions, args.lang, args.where, args.per_lang)
     pipe = load_pipeline(args)
     results = []
     with tqdm(total=len(questions), desc=f"search ({pipe.config.retrieval.method})", unit="q") as bar:

@@ -39,6 +39,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"build a random mLUKE-architecture model of this size (needs --tokenizer; "
                         f"default {d['config']} when no --init)")
     m.add_argument("--tokenizer", help="tokenizer folder for --config (xqa train tokenizer)")
+    m.add_argument("--layers", type=int, default=0,
+                   help="with --init: keep the encoder's first N layers (0: all; a cheaper model)")
+    m.add_argument("--freeze-embeddings", action="store_true",
+                   help="keep the word-embedding matrix fixed (most of a multilingual model's parameters: "
+                        "far less optimizer work on CPU)")
     m.add_argument("--separate", action="store_true", help="separate question and passage towers (default shared)")
     m.add_argument("--pooling", choices=("cls", "mean", "pooler"), default="mean",
                    help="representation: mean of the last layer (Λ imitates a bag of words; learns faster "

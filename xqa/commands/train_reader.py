@@ -16,7 +16,14 @@ import argparse
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--train", required=True, help="training retrieval results (JSON list or JSONL)")
+    from xqa.commands import _train_span
+
+    p.add_argument("--arch", dest="family", choices=("fid", "span"), default="fid",
+                   help="fid: Fusion-in-Decoder on (m)T5 (generates); span: the extractive reader on a "
+                        "pretrained encoder (--init an 'xqa convert e5' folder), trained on 'xqa data train' "
+                        "files")
+    p.add_argument("--train", required=True,
+                   help="fid: training retrieval results (JSON list or JSONL); span: xqa data train's train.jsonl")
     p.add_argument("--dev", help="dev retrieval results for EM/F1 validation (best kept)")
     p.add_argument("--out", required=True, help="run folder: OUT/best is the reader artifact")
     init = p.add_mutually_exclusive_group()
@@ -28,7 +35,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(repeatable; integers, floats and strings)")
     p.add_argument("--tokenizer", help="tokenizer folder for --config (xqa train tokenizer)")
     p.add_argument("--n-context", type=int, default=20, help="passages per question (padded)")
-    p.add_argument("--max-length", type=int, default=192, help="tokens per encoded passage (truncated)")
+    p.add_argument("--max-length", type=int, default=None,
+                   help="tokens per encoded passage (fid: truncated, default 192; span: per window, default 256)")
     p.add_argument("--max-answer-len", type=int, default=24, help="tokens of the target answer")
     p.add_argument("--sample-answers", action="store_true", help="train on a random gold answer each time")
     p.add_argument("--train-contexts", choices=["top", "gold", "answer", "evidence"], default="top",
@@ -73,7 +81,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=int, default=16, help="questions per batch per process")
     p.add_argument("--epochs", type=float, default=1.0, help="passes over the training set")
     p.add_argument("--max-steps", type=int, default=0, help="optimizer steps; >0 overrides --epochs")
-    p.add_argument("--lr", type=float, default=5e-5, help="peak learning rate (AdamW, linear schedule)")
+    p.add_argument("--lr", type=float, default=None,
+                   help="peak learning rate (AdamW, linear schedule; default fid 5e-5, span 1e-4)")
     p.add_argument("--weight-decay", type=float, default=0.01, help="AdamW weight decay")
     p.add_argument("--warmup-steps", type=int, default=0, help="linear warm-up steps")
     p.add_argument("--grad-accum", type=int, default=1, help="gradient accumulation steps")
@@ -89,6 +98,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gradient-checkpointing", action="store_true",
                    help="trade compute for memory (CUDA only)")
     p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch default)")
+    _train_span.add_arguments(p)
 
 
 def is_gold(result, ctx) -> bool:
@@ -198,6 +208,14 @@ def make_scorer(mode: str):
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.family == "span":
+        from xqa.commands._train_span import train_span
+        from xqa.training import main_process
+
+        result = train_span(args, make_scorer(args.eval_mode))
+        if main_process():
+            print(f"span reader written to {args.out}/best (step {result['step']}, best f1 {result.get('best')})")
+        return 0
     import torch
     from transformers import AutoTokenizer
 
@@ -214,6 +232,8 @@ def run(args: argparse.Namespace) -> int:
         raise XqaError(f"--generator-share must be between 0 and 1 (0: off), got {args.generator_share}")
     if args.threads:
         torch.set_num_threads(args.threads)
+    args.max_length = args.max_length or 192
+    args.lr = 5e-5 if args.lr is None else args.lr
     if args.init and args.arch:
         raise XqaError("--set changes a random-init architecture (--config), not a checkpoint (--init)")
     if args.init:

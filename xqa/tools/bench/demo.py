@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from xqa.langid import detect_language, resolve_language
+from xqa.langid_model import identify_language
 from xqa.records import Question
 
 TARGET_P50_S = 1.0
@@ -83,7 +83,7 @@ def time_method(pipeline, questions: Sequence[Question], method: str, k: int, n_
     total, retrieve, read, lang_ok = [], [], [], 0
     for q in questions:
         t0 = time.perf_counter()
-        lang = resolve_language(detect_language(q.question), langs)
+        lang = identify_language(q.question, langs)
         asked = Question(id=q.id, question=q.question, lang=lang)
         ctxs = pipeline.retrieve([asked], k=max(k, n_passages), method=method)
         t1 = time.perf_counter()

@@ -1,0 +1,58 @@
+"""The demo on real text in a real browser: a real question about a real paragraph, answered by
+the shipped span reader, with its answer and evidence on the page (headless Debian Chromium)."""
+from __future__ import annotations
+
+import pytest
+
+from test_browser import TIMEOUT_MS, _ask, _free_port, browser_context  # noqa: F401 (a fixture)
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def served_real(real_build):
+    from apps.demo import build_app, launch, warm_up
+    from xqa.pipeline import Pipeline
+
+    _, out, asked = real_build
+    pipe = Pipeline.load(out / "pipeline.json")
+    demo = build_app(pipe)
+    url = launch(demo, port=_free_port(), block=False)
+    warm_up(pipe)
+    yield url, pipe, asked
+    demo.close()
+
+
+def test_a_real_question_shows_its_answer_and_evidence(browser_context, served_real):
+    from urllib.parse import urlparse
+
+    from apps.demo import Answerer
+
+    url, pipe, asked = served_real
+    page = browser_context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    outside = []
+    page.on("request", lambda r: outside.append(r.url) if urlparse(r.url).hostname != "127.0.0.1"
+            and not r.url.startswith(("data:", "blob:")) else None)
+    page.goto(url)
+    intro = page.locator("#intro").inner_text()
+    assert "12 Wikipedia paragraphs" in intro and "extractive reader" in intro
+    right = 0
+    for q in asked[:2]:
+        expected = Answerer(pipe)(q["question"], "auto", pipe.config.retrieval.method, pipe.config.retrieval.k,
+                                  pipe.config.reader.n_passages)[4]
+        _ask(page, q["question"])
+        answer = page.locator("#xqa-answer-text")
+        page.wait_for_function("(want) => { const e = document.querySelector('#xqa-answer-text');"
+                               " return e && e.innerText.includes(want); }", arg=expected["answer"].strip())
+        shown = answer.inner_text().strip()
+        assert shown.startswith(expected["answer"].strip())
+        gold = q["positive_ids"][0]
+        rows = page.locator("tr.xqa-passage")
+        ids = [rows.nth(i).get_attribute("data-id") for i in range(rows.count())]
+        assert gold in ids or q["xling"]["en"]["positive_ids"][0] in ids   # its own paragraph is evidence
+        assert page.locator("tr.xqa-hit mark").count() >= 1                  # the answer highlighted in it
+        right += any(a.lower() in shown.lower() for a in q["answers"])
+    assert right >= 1
+    page.close()
+    assert not outside, f"the page contacted other hosts: {outside}"

@@ -1,0 +1,49 @@
+"""``xqa build``: a passage collection -> BM25, cross-script BM25, dense and SPAR indexes, a
+reader and ``OUT/pipeline.json``, for ``xqa ask``/``answer``/``demo --config OUT/pipeline.json``.
+
+Passages: JSONL (``{"id", "title", "text", "lang"}``; ``.gz`` too), DPR TSV (``--lang``) or a
+Pyserini JsonCollection folder. A bad record fails with file:line before anything is built;
+every stage is skipped when built and resumes when interrupted (run the same command again).
+"""
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from xqa.build import Recipe
+
+    d = Recipe()
+    p.add_argument("--passages", required=True, help="passage file (JSONL, .jsonl.gz, DPR .tsv) or JsonCollection folder")
+    p.add_argument("--out", required=True, help="build folder (pipeline.json and every index)")
+    p.add_argument("--lang", help="language of passages that carry none (DPR TSV, JsonCollection)")
+    p.add_argument("--dev", help="questions with answers to tune the fusion weights on (α, μ, w, β, γ); "
+                                 "without: the default recipe's weights")
+    p.add_argument("--reader", help="reader to use: a span or FiD reader folder, or a packed span reader "
+                                    "(default: the shipped span reader, xqa/models/span-reader)")
+    p.add_argument("--method", default=d.method, help="the pipeline's retrieval method")
+    p.add_argument("--k", type=int, default=d.k, help="passages retrieved per question")
+    p.add_argument("--n-passages", type=int, default=d.n_passages, help="passages the reader reads")
+    p.add_argument("--dense-max-length", type=int, default=d.dense_max_length,
+                   help="passage tokens the dense encoder reads")
+    p.add_argument("--lexical-steps", type=int, default=d.lexical_steps, help="training steps of Λ (SPAR)")
+    p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+
+
+def run(args: argparse.Namespace) -> int:
+    import os
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from xqa.build import DEFAULT_WEIGHTS, CorpusBuild, Recipe
+    from xqa.config import METHODS
+    from xqa.errors import XqaError
+
+    if args.method not in METHODS:
+        raise XqaError(f"--method {args.method!r} is not one of {', '.join(METHODS)}")
+    recipe = Recipe(method=args.method, k=args.k, n_passages=args.n_passages,
+                    dense_max_length=args.dense_max_length, lexical_steps=args.lexical_steps,
+                    weights=dict(DEFAULT_WEIGHTS))
+    CorpusBuild(args.passages, args.out, lang=args.lang, dev=args.dev, reader=args.reader, recipe=recipe,
+                threads=args.threads).run()
+    return 0

@@ -1,0 +1,1 @@
+"""The shipped multilingual Wikipedia sample (``xqa data corpus`` makes it; see NOTICE)."""

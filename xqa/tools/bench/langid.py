@@ -1,0 +1,242 @@
+"""Language identification measured on questions it was not tuned on (``xqa report langid``).
+
+Three identifiers, each mapped onto the pipeline's languages (a code outside
+them is "unknown", the answer for a language without an index):
+
+* ``rules``: :func:`xqa.langid.detect_language`, script rules and Latin word
+  lists chosen on the MIA 2022 test questions; never "unknown" for text with letters.
+* ``lingua``: lingua's best language over its 75 (Khmer is not among them).
+* ``combined``: :func:`xqa.langid_model.identify`, the rules' cues checked by lingua.
+
+Question sets (``../shared/data``, see its README) are sampled per language
+(``per_language`` questions, seeded); a set's ``use`` says what it may be used
+for: ``train`` (the veto threshold is chosen there, :func:`veto_grid`), ``dev``,
+``eval`` (evaluation only), ``tuned`` (MIA 2022 test: the rules were chosen on
+it, so their figure there is not a measurement) and ``probe`` (hand-written
+questions in languages outside the pipeline's, :mod:`xqa.tools.bench.langid_probe`).
+"""
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from xqa.langid import UNKNOWN, detect_language
+
+# The MIA 2022 languages and those of the real sets in ../shared/data.
+MIA_LANGUAGES = ("ar", "bn", "en", "es", "fi", "ja", "km", "ko", "ms", "ru", "sv", "te", "tr", "zh")
+REAL_SET_LANGUAGES = ("ar", "de", "en", "es", "hi", "id", "ja", "ko", "sw", "th", "vi", "zh")
+PIPELINE_LANGUAGES = tuple(sorted(set(MIA_LANGUAGES) | set(REAL_SET_LANGUAGES)))
+
+
+@dataclass(frozen=True)
+class QuestionSet:
+    name: str
+    use: str  # train | dev | eval | tuned | probe
+    patterns: tuple[str, ...]  # globs under the data folder
+    lang: str | None = None  # for files that carry no language
+
+
+SETS: tuple[QuestionSet, ...] = (
+    QuestionSet("XOR-TyDi train", "train", ("xor_tydi/xor_train_retrieve_eng_span.jsonl",)),
+    QuestionSet("TyDi GoldP train", "train", ("tydiqa_goldp_train_en_ko_sw/tydiqa.goldp.*.train.json",)),
+    QuestionSet("TyDi GoldP id train", "train", ("tydiqa_goldp_id/train.json",), "id"),
+    QuestionSet("TyDi GoldP id valid", "dev", ("tydiqa_goldp_id/valid.json",), "id"),
+    QuestionSet("MLQA dev", "eval", ("mlqa/dev/dev-context-*-question-*.json",)),
+    QuestionSet("SQuAD v1.1 dev", "eval", ("squad_v1.1_dev/dev-v1.1.json",), "en"),
+    QuestionSet("NQ-open dev", "eval", ("nq_open/NQ-open.dev.jsonl",), "en"),
+    QuestionSet("EntityQuestions dev", "eval", ("entityquestions/dev/*.dev.json",), "en"),
+    QuestionSet("JaQuAD dev", "eval", ("jaquad_ja/dev.json",), "ja"),
+    QuestionSet("JSQuAD valid", "eval", ("jsquad_ja/valid.json",), "ja"),
+    QuestionSet("iapp test", "eval", ("iapp_wiki_qa_th/test.json",), "th"),
+    QuestionSet("ARCD test", "eval", ("arcd_ar/test.json",), "ar"),
+    QuestionSet("CMRC 2018 dev", "eval", ("cmrc2018_zh/dev.json",), "zh"),
+    QuestionSet("DRCD dev", "eval", ("drcd_zhtw/dev.json",), "zh"),
+    QuestionSet("MIA 2022 test", "tuned", ("mia2022_test_questions/mia_2022_test_xorqa_without_answers.jsonl",
+                                           "mia2022_test_questions/mkqa_test_without_answers/mkqa-*.jsonl")),
+)
+
+
+@dataclass
+class Sample:
+    """One language's questions from one set."""
+
+    set: str
+    use: str
+    lang: str
+    texts: list[str]
+
+
+def base_code(lang: str) -> str:
+    """``zh_cn``, ``zh-TW`` → ``zh``; other codes lower-cased."""
+    code = lang.lower().replace("-", "_")
+    return code.split("_")[0] if code.startswith("zh") else code
+
+
+def load_samples(root: str | Path, per_language: int = 1000, seed: int = 0,
+                 sets: Sequence[QuestionSet] = SETS) -> list[Sample]:
+    """Each set's distinct questions per language, at most ``per_language`` (a seeded sample)."""
+    from xqa.io import read_questions
+
+    root = Path(root)
+    out = []
+    for qs in sets:
+        by_lang: dict[str, dict[str, None]] = {}
+        for pattern in qs.patterns:
+            for path in sorted(root.glob(pattern)):
+                for q in read_questions(path, lang=qs.lang):
+                    by_lang.setdefault(base_code(q.lang), {})[q.question.strip()] = None
+        rng = random.Random(f"{seed}:{qs.name}")
+        for lang, texts in sorted(by_lang.items()):
+            chosen = list(texts)
+            if len(chosen) > per_language:
+                chosen = rng.sample(chosen, per_language)
+            out.append(Sample(qs.name, qs.use, lang, chosen))
+    return out
+
+
+def probe_samples() -> list[Sample]:
+    from xqa.tools.bench.langid_probe import PROBE
+
+    return [Sample("probe (hand-written)", "probe", lang, list(texts)) for lang, texts in PROBE.items()]
+
+
+def lingua_alone(text: str) -> str:
+    """lingua's best language over all of its languages (Khmer text: "unknown")."""
+    from xqa.langid_model import model_scores
+
+    scores = model_scores(text)
+    return scores[0][0] if scores else UNKNOWN
+
+
+def identifiers() -> dict[str, Callable[[str], str]]:
+    from xqa.langid_model import identify
+
+    return {"rules": detect_language, "lingua": lingua_alone, "combined": identify}
+
+
+@dataclass
+class Cell:
+    n: int = 0
+    correct: int = 0
+    unknown: int = 0
+
+
+@dataclass
+class LangidReport:
+    languages: tuple[str, ...]
+    names: tuple[str, ...]
+    rows: list[tuple[Sample, dict[str, Cell]]] = field(default_factory=list)
+    seconds: dict[str, list[float]] = field(default_factory=dict)  # wall time per question, by identifier
+    cpu_seconds: dict[str, list[float]] = field(default_factory=dict)  # this process's CPU time per question
+    load_seconds: float = 0.0
+    load_cpu_seconds: float = 0.0
+
+
+def expected(lang: str, languages: Iterable[str]) -> str:
+    from xqa.langid_model import known_language
+
+    return known_language(lang, languages)
+
+
+def measure(samples: Sequence[Sample], languages: Sequence[str] = PIPELINE_LANGUAGES,
+            which: dict[str, Callable[[str], str]] | None = None) -> LangidReport:
+    """Accuracy and "unknown" rate per sample and identifier, and each question's seconds."""
+    from xqa.langid_model import known_language, warm_up
+
+    which = which or identifiers()
+    t0, c0 = time.perf_counter(), time.process_time()
+    warm_up()  # lingua's models load here, not inside the first questions' timings
+    report = LangidReport(tuple(languages), tuple(which), load_seconds=time.perf_counter() - t0,
+                          load_cpu_seconds=time.process_time() - c0)
+    for name in which:
+        report.seconds[name], report.cpu_seconds[name] = [], []
+    for s in samples:
+        gold = expected(s.lang, languages)
+        cells = {}
+        for name, fn in which.items():
+            cell, times, cpu = Cell(n=len(s.texts)), report.seconds[name], report.cpu_seconds[name]
+            for text in s.texts:
+                t, c = time.perf_counter(), time.process_time()
+                got = known_language(fn(text), languages)
+                times.append(time.perf_counter() - t)
+                cpu.append(time.process_time() - c)
+                cell.correct += got == gold
+                cell.unknown += got == UNKNOWN
+            cells[name] = cell
+        report.rows.append((s, cells))
+    return report
+
+
+def veto_grid(samples: Sequence[Sample], languages: Sequence[str] = PIPELINE_LANGUAGES,
+              grid: Sequence[float] = (0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.01)) -> list[tuple[float, float]]:
+    """Mean accuracy (over the samples) of the combined identifier for each veto threshold."""
+    from xqa.langid_model import identify, known_language, model_scores
+
+    scorer = lru_cache(maxsize=None)(model_scores)
+    out = []
+    for veto in grid:
+        accs = []
+        for s in samples:
+            gold = expected(s.lang, languages)
+            hits = sum(known_language(identify(t, veto, scorer), languages) == gold for t in s.texts)
+            accs.append(hits / max(len(s.texts), 1))
+        out.append((veto, sum(accs) / max(len(accs), 1)))
+    return out
+
+
+def _pct(a: int, n: int) -> str:
+    return f"{100 * a / n:.1f}" if n else "–"
+
+
+def table(report: LangidReport) -> str:
+    """Markdown: a row per set and language, accuracy and "unknown" % per identifier; then averages
+    over the sets not used to choose anything (eval, dev) and the latency per question."""
+    names = report.names
+    head = "| set | use | lang | n | " + " | ".join(f"{n} acc % | {n} unk %" for n in names) + " |"
+    lines = [head, "|" + " --- |" * (4 + 2 * len(names))]
+    for s, cells in report.rows:
+        gold = s.lang if expected(s.lang, report.languages) != UNKNOWN else f"{s.lang}→und"
+        vals = " | ".join(f"{_pct(c.correct, c.n)} | {_pct(c.unknown, c.n)}" for c in cells.values())
+        lines.append(f"| {s.set} | {s.use} | {gold} | {len(s.texts)} | {vals} |")
+    for label, uses in (("mean, in-pipeline languages (eval + dev)", ("eval", "dev")),
+                        ("mean, probe (must be und)", ("probe",))):
+        rows = [cells for s, cells in report.rows if s.use in uses]
+        if not rows:
+            continue
+        vals = " | ".join(
+            f"**{sum(r[n].correct / r[n].n for r in rows) / len(rows) * 100:.1f}** | "
+            f"{sum(r[n].unknown / r[n].n for r in rows) / len(rows) * 100:.1f}" for n in names)
+        lines.append(f"| {label} | | | {len(rows)} rows | {vals} |")
+    lines.append("")
+    lines.append("| identifier | mean CPU µs / question | mean wall µs | p99 wall µs |")
+    lines.append("| --- | --- | --- | --- |")
+    for n in names:
+        secs, cpu = sorted(report.seconds[n]) or [0.0], report.cpu_seconds[n] or [0.0]
+        p99 = secs[min(len(secs) - 1, int(0.99 * len(secs)))]
+        lines.append(f"| {n} | {sum(cpu) / len(cpu) * 1e6:.0f} | {sum(secs) / len(secs) * 1e6:.0f} | {p99 * 1e6:.0f} |")
+    lines.append("")
+    lines.append(f"lingua's models (all languages) loaded once per process before timing: "
+                 f"{report.load_cpu_seconds:.1f} s CPU, {report.load_seconds:.1f} s wall.")
+    return "\n".join(lines)
+
+
+# A veto guards against languages the train splits lack (a listed question word in a language
+# without an index), so the train splits cannot show its gain, only its cost: take the lowest
+# threshold that costs them at most this much mean accuracy (one question in a thousand).
+GRID_TOLERANCE = 0.001
+
+
+def chosen_veto(grid: Sequence[tuple[float, float]]) -> float:
+    best = max(acc for _, acc in grid)
+    return min(v for v, acc in grid if acc >= best - GRID_TOLERANCE - 1e-12)
+
+
+def grid_table(grid: Sequence[tuple[float, float]]) -> str:
+    chosen = chosen_veto(grid)
+    lines = ["| veto | mean accuracy on train % |", "| --- | --- |"]
+    lines += [f"| {v:g}{' (chosen)' if v == chosen else ''} | {acc * 100:.2f} |" for v, acc in grid]
+    return "\n".join(lines)

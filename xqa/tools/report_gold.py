@@ -1,0 +1,119 @@
+"""``xqa report gold``: a reader's EM/F1 given each question's own paragraph, on the real
+evaluation-only sets (``../shared/data``).
+
+Sets: MLQA dev's 7 same-language pairs and (``--crosslingual``) its 42 cross-lingual pairs
+(question in one language, paragraph in another), JaQuAD dev, JSQuAD valid, iApp Wiki QA test,
+ARCD test, CMRC 2018 dev, DRCD dev and SQuAD v1.1 dev. Each question is read with its gold
+paragraph alone; the answer is the reader's best span. Scores: the MIA 2022 rules in their
+language-aware form (``lang_aware``: Chinese segmented by jieba too), max over gold answers.
+"""
+from __future__ import annotations
+
+import argparse
+import random
+
+SINGLE_SETS = ("jaquad-dev", "jsquad-valid", "iapp-test", "arcd-test", "cmrc-dev", "drcd-dev", "squad-dev")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True, help="reader folder (a span reader, or its training run)")
+    p.add_argument("--data", default=None, help="the real QA sets folder (default: $XQA_DATA or ../shared/data)")
+    p.add_argument("--limit", type=int, default=500, help="questions per set or pair, sampled by --seed (0: all)")
+    p.add_argument("--crosslingual", action="store_true", help="also MLQA's 42 cross-lingual pairs")
+    p.add_argument("--cross-limit", type=int, default=100, help="questions per cross-lingual pair")
+    p.add_argument("--sets", nargs="*", default=None, help=f"only these (mlqa, {', '.join(SINGLE_SETS)})")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--batch-size", type=int, default=16, help="rows per model batch")
+    p.add_argument("--json", help="write the scores (and each question's prediction) to this JSON file")
+    p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+
+
+def _questions(path, limit: int, seed: int, qlang: str, clang: str) -> list[tuple]:
+    from xqa.data.sets import clean_context, squad_paragraphs
+
+    rows = []
+    for para in squad_paragraphs(path):
+        text = clean_context(para.context)
+        for qa in para.qas:
+            answers = [clean_context(t) for t, _ in qa.answers]
+            if answers:
+                rows.append((qa.id, qa.question, answers, para.title, text, qlang, clang))
+    if limit and len(rows) > limit:
+        rows = random.Random(seed).sample(rows, limit)
+    return rows
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+    import time
+
+    import torch
+
+    from xqa.data.sets import MLQA_LANGS, SETS, data_root, mlqa_file
+    from xqa.evaluation.mia import score_answer
+    from xqa.pipeline import load_reader
+    from xqa.records import Context, Question
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    root = data_root(args.data)
+    reader = load_reader(args.model)
+    if getattr(reader, "family", "fid") != "span":
+        raise SystemExit("xqa report gold reads with a span reader (xqa train reader --arch span)")
+    groups: list[tuple[str, list[tuple]]] = []
+    want = set(args.sets) if args.sets else None
+    if want is None or "mlqa" in want:
+        for c in MLQA_LANGS:
+            groups.append((f"mlqa {c}-{c}", _questions(mlqa_file(root, c, c), args.limit, args.seed, c, c)))
+        if args.crosslingual:
+            for c in MLQA_LANGS:
+                for q in MLQA_LANGS:
+                    if c != q:
+                        groups.append((f"mlqa {c}-{q}", _questions(mlqa_file(root, c, q), args.cross_limit,
+                                                                   args.seed, q, c)))
+    for name in SINGLE_SETS:
+        if want is None or name in want:
+            s = SETS[name]
+            groups.append((name, _questions(s.file(root), args.limit, args.seed, s.lang, s.lang)))
+    table, details = [], {}
+    t0 = time.perf_counter()
+    n_read = 0
+    for name, rows in groups:
+        qs = [Question(id=r[0], question=r[1], lang=r[5]) for r in rows]
+        ctxs = [[Context(id=r[0], title=r[3], text=r[4], lang=r[6], score=0.0, source="gold")] for r in rows]
+        outs = reader.read(qs, ctxs, n_best=1, batch_size=args.batch_size)
+        em = f1 = 0.0
+        preds = {}
+        for r, out in zip(rows, outs):
+            # the answer is scored in its paragraph's language (MLQA's answers are spans of it)
+            lang = "zh_cn" if r[6] == "zh" else r[6]
+            e, f = score_answer(out.text, r[2], lang, mode="lang_aware")
+            em, f1 = em + e, f1 + f
+            preds[r[0]] = out.text
+        n = max(1, len(rows))
+        n_read += len(rows)
+        table.append({"set": name, "question_lang": rows[0][5] if rows else "", "context_lang": rows[0][6] if rows else "",
+                      "n": len(rows), "em": em / n, "f1": f1 / n})
+        details[name] = preds
+        print(f"{name:<16} {len(rows):>5}  EM {em / n:.3f}  F1 {f1 / n:.3f}", flush=True)
+    same = [t for t in table if t["set"].startswith("mlqa") and t["question_lang"] == t["context_lang"]]
+    cross = [t for t in table if t["set"].startswith("mlqa") and t["question_lang"] != t["context_lang"]]
+    summary = {}
+    if same:
+        summary["mlqa_same_language_f1"] = sum(t["f1"] for t in same) / len(same)
+        summary["mlqa_same_language_em"] = sum(t["em"] for t in same) / len(same)
+    if cross:
+        summary["mlqa_crosslingual_f1"] = sum(t["f1"] for t in cross) / len(cross)
+        summary["mlqa_crosslingual_em"] = sum(t["em"] for t in cross) / len(cross)
+    seconds = time.perf_counter() - t0
+    summary["questions"] = n_read
+    summary["seconds"] = round(seconds, 1)
+    for k, v in summary.items():
+        print(f"{k}: {v:.4f}" if isinstance(v, float) else f"{k}: {v}")
+    if args.json:
+        from xqa.artifacts import write_json_atomic
+
+        write_json_atomic(args.json, {"model": str(args.model), "limit": args.limit, "seed": args.seed,
+                                      "mode": "lang_aware", "summary": summary, "table": table,
+                                      "predictions": details})
+    return 0

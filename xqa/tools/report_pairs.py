@@ -1,0 +1,131 @@
+"""``xqa report pairs``: R@k of every retrieval method per (paragraph language, question
+language) pair, over one pool of paragraphs in many languages.
+
+Questions are ``xqa data corpus`` records (``questions.jsonl.gz``): a question's own paragraph
+(``positive_ids``) and its parallel paragraphs in other languages (``xling``). For the pair
+(C, Q) a question in Q is a hit at k when its paragraph in C is among the first k passages the
+method retrieves from the whole pool — MLQA's cross-lingual setting as open retrieval. Same-
+language pairs are C = Q. The pool is the pipeline's passages: build one with ``xqa build``
+(e.g. over ``xqa data corpus --mlqa-pool``, every MLQA dev paragraph).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from collections import defaultdict
+
+DEFAULT_METHODS = ("sparse", "roman", "dense", "scd", "hybrid", "rrf", "spar", "spar+scd", "sparse+roman")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", required=True, help="pipeline.json of a build over the pool")
+    p.add_argument("--questions", required=True, help="questions with positive_ids and xling (xqa data corpus)")
+    p.add_argument("--methods", nargs="+", default=list(DEFAULT_METHODS), help="retrieval methods to compare")
+    p.add_argument("--ks", nargs="+", type=int, default=[1, 5, 20], help="cut-offs")
+    p.add_argument("--split", default=None, help="only questions of this split (tune, test)")
+    p.add_argument("--dense-index", default=None, help="another dense index for the dense methods (e.g. a "
+                                                         "fine-tuned encoder's), labelled --label")
+    p.add_argument("--label", default=None, help="suffix of the method names in the table (with --dense-index)")
+    p.add_argument("--out", help="write the table (JSON) here")
+    p.add_argument("--markdown", help="write the tables (markdown) here")
+
+
+def gold_by_pair(q: dict) -> dict[str, set[str]]:
+    """``{paragraph language: gold passage ids}`` of one question record."""
+    out: dict[str, set[str]] = {}
+    if q.get("positive_ids") and not q.get("crosslingual"):
+        out[q["lang"]] = set(q["positive_ids"])
+    for c, x in (q.get("xling") or {}).items():
+        out[c] = set(x["positive_ids"])
+    return out
+
+
+def pair_recall(hits: list[list[str]], questions: list[dict], ks: list[int]) -> dict[tuple[str, str], dict]:
+    """``{(C, Q): {"n", "R@k"...}}`` from each question's ranked passage ids."""
+    acc: dict[tuple[str, str], dict] = defaultdict(lambda: {"n": 0, **{f"R@{k}": 0.0 for k in ks}})
+    for ranked, q in zip(hits, questions):
+        for c, gold in gold_by_pair(q).items():
+            cell = acc[(c, q["lang"])]
+            cell["n"] += 1
+            for k in ks:
+                cell[f"R@{k}"] += float(any(pid in gold for pid in ranked[:k]))
+    for cell in acc.values():
+        for k in ks:
+            cell[f"R@{k}"] /= max(1, cell["n"])
+    return dict(acc)
+
+
+def summarise(table: dict[tuple[str, str], dict], ks: list[int]) -> dict[str, float]:
+    same = [v for (c, q), v in table.items() if c == q]
+    cross = [v for (c, q), v in table.items() if c != q]
+    out = {}
+    for name, cells in (("same", same), ("cross", cross)):
+        for k in ks:
+            out[f"{name} R@{k}"] = sum(v[f"R@{k}"] for v in cells) / len(cells) if cells else float("nan")
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    import time
+
+    from xqa.config import PipelineConfig
+    from xqa.errors import XqaError, jsonl_objects
+    from xqa.pipeline import Pipeline
+    from xqa.records import Question
+
+    questions = [q for _, q in jsonl_objects(args.questions) if args.split is None or q.get("split") == args.split]
+    if not questions:
+        raise XqaError(f"{args.questions}: no questions" + (f" of split {args.split}" if args.split else ""))
+    cfg = PipelineConfig.load(args.config)
+    if args.dense_index:
+        import os
+
+        cfg.retrieval.dense_index = os.path.abspath(args.dense_index)
+    pipe = Pipeline(cfg)
+    qs = [Question(id=q["id"], question=q["question"], lang=q["lang"]) for q in questions]
+    kmax = max(args.ks)
+    results, summary = {}, {}
+    for method in args.methods:
+        if method not in pipe.methods:
+            print(f"{method}: the config names no index for it; skipped")
+            continue
+        t0 = time.perf_counter()
+        ranked = []
+        for i in range(0, len(qs), 256):
+            hits = pipe.retriever(method).search(qs[i: i + 256], kmax)
+            ranked += [[h.id for h in hs] for hs in hits]
+        name = f"{method}{'-' + args.label if args.label else ''}"
+        table = pair_recall(ranked, questions, args.ks)
+        results[name] = table
+        summary[name] = {**summarise(table, args.ks), "seconds": round(time.perf_counter() - t0, 1)}
+        print(f"{name:<16} " + "  ".join(f"{k} {v:.3f}" for k, v in summary[name].items() if k != "seconds")
+              + f"  ({summary[name]['seconds']} s)", flush=True)
+    if args.out:
+        from xqa.artifacts import write_json_atomic
+
+        write_json_atomic(args.out, {"config": args.config, "questions": args.questions, "split": args.split,
+                                     "ks": args.ks, "summary": summary,
+                                     "pairs": {m: {f"{c}-{q}": v for (c, q), v in t.items()}
+                                               for m, t in results.items()}})
+    if args.markdown:
+        from xqa.artifacts import write_text_atomic
+
+        write_text_atomic(args.markdown, markdown(results, summary, args.ks))
+    return 0
+
+
+def markdown(results: dict, summary: dict, ks: list[int]) -> str:
+    """A summary table (methods × same/cross R@k) and, per method, C × Q tables of R@max(k)."""
+    cols = [f"{s} R@{k}" for s in ("same", "cross") for k in ks]
+    lines = ["| method | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
+    for m, s in summary.items():
+        lines.append(f"| {m} | " + " | ".join(f"{s[c]:.3f}" for c in cols) + " |")
+    k = max(ks)
+    for m, table in results.items():
+        langs = sorted({c for c, _ in table} | {q for _, q in table})
+        lines += ["", f"{m}: R@{k}, rows: paragraph language, columns: question language", "",
+                  "| C \\ Q | " + " | ".join(langs) + " |", "|---|" + "---:|" * len(langs)]
+        for c in langs:
+            lines.append(f"| {c} | " + " | ".join(f"{table[(c, q)][f'R@{k}']:.2f}" if (c, q) in table else ""
+                                                  for q in langs) + " |")
+    return "\n".join(lines) + "\n"
