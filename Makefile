@@ -11,6 +11,9 @@ PORT ?= 7860
 # machine kind; 2.13.0 installs the CPU wheel that lies on disk. A GPU machine
 # installs its own CUDA torch before `make`, and this step then does nothing.
 TORCH_SPEC ?= torch==2.13.0
+# FAISS comes from one extra: cpu (faiss-cpu) here, gpu (faiss-gpu) on a CUDA machine
+# (`make test EXTRAS=gpu,test`); the two must not be installed together.
+EXTRAS ?= cpu,test
 
 export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
@@ -28,7 +31,7 @@ $(VENV)/.installed: pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	@$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH_SPEC)"
-	$(PY) -m pip install -q -e ".[test]"
+	$(PY) -m pip install -q -e ".[$(EXTRAS)]"
 	@touch $@
 
 env: $(VENV)/.installed

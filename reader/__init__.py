@@ -1,13 +1,15 @@
-"""The reader: Fusion-in-Decoder on (m)T5, and evidence fusion.
+"""The reader: reader families behind one ``read(...)`` contract, and evidence fusion.
 
-Modules:
+Shared by every family:
 
-- ``reader.fid``: the ``FiD`` module (encoder per passage, decoder over all) and model configs;
-- ``reader.inference``: ``FiDReader`` (load/save/read) and ``ReaderOutput``;
-- ``reader.data``: passage formatting, tokenization into ``n_context`` blocks, collation;
+- ``reader.base``: ``ReaderOutput`` (what ``read`` returns) and the ``Reader`` protocol;
 - ``reader.evidence``: ``fuse_evidence`` (pure numpy) and the reader-only ranking;
 - ``reader.tuning``: coarse-to-fine grid search of the fusion weights β, γ;
-- ``reader.task``: the training task plugged into ``xqa.training.train``.
+- ``reader.scoring``: EM/F1 of a reader's answers with an injected scorer.
+
+One sub-package per family:
+
+- ``reader.fid``: Fusion-in-Decoder on (m)T5 (``FiD``, ``FiDReader``, its data and training task).
 
 Names are imported lazily (``from reader import FiDReader`` loads torch and
 transformers only then), so importing ``reader`` costs nothing.
@@ -18,16 +20,16 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "FiD": "reader.fid",
-    "FiDReader": "reader.inference",
-    "ReaderOutput": "reader.inference",
-    "FiDCollator": "reader.data",
+    "ReaderOutput": "reader.base",
     "fuse_evidence": "reader.evidence",
     "reader_only": "reader.evidence",
     "build_answer": "reader.evidence",
     "FusionParams": "reader.evidence",
     "tune_fusion": "reader.tuning",
-    "FiDTask": "reader.task",
+    "FiD": "reader.fid.model",
+    "FiDReader": "reader.fid.inference",
+    "FiDCollator": "reader.fid.data",
+    "FiDTask": "reader.fid.task",
 }
 
 __all__ = [

@@ -49,6 +49,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+from scipy.special import logsumexp as _logsumexp
 
 from xqa.records import Answer, Candidate, Context, Evidence
 
@@ -118,18 +119,18 @@ def soften(match: np.ndarray, candidate_relevance: np.ndarray | None) -> np.ndar
 
 
 def log_softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
-    """Stable log-softmax (max subtracted before exponentiating)."""
+    """Stable log-softmax (scipy's log-sum-exp); a slice of all -inf (nothing has any mass, e.g.
+    a question without candidates) stays all -inf rather than NaN."""
     x = np.asarray(x, dtype=np.float64)
-    shifted = x - np.max(x, axis=axis, keepdims=True)
-    return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
+    total = _logsumexp(x, axis=axis, keepdims=True)
+    with np.errstate(invalid="ignore"):   # -inf - -inf: replaced below
+        out = x - total
+    return np.where(np.isneginf(total), -np.inf, out)
 
 
 def logsumexp(x: np.ndarray, axis: int | None = None) -> np.ndarray:
-    x = np.asarray(x, dtype=np.float64)
-    top = np.max(x, axis=axis, keepdims=True)
-    top = np.where(np.isfinite(top), top, 0.0)
-    out = np.log(np.sum(np.exp(x - top), axis=axis, keepdims=True)) + top
-    return np.squeeze(out, axis=axis) if axis is not None else out.reshape(())
+    """log Σ exp(x) along ``axis`` (scipy's); -inf where every term is -inf."""
+    return np.asarray(_logsumexp(np.asarray(x, dtype=np.float64), axis=axis))
 
 
 def passage_log_weights(relevance: Sequence[float], retriever_scores: Sequence[float],
@@ -199,7 +200,7 @@ def fuse_evidence(candidates: Sequence[tuple[str, float]], relevance: Sequence[f
     ``candidate_relevance`` [k, N] (``ReaderOutput.candidate_relevance``), when
     given, matches candidates found in no passage softly (see module doc).
     ``shown`` [k], when given, is how each candidate is answered (a copied span
-    written in the question's language, :mod:`reader.labels`): candidates are
+    written in the question's language, :mod:`xqa.world.labels`): candidates are
     matched against the passages by the text the reader wrote, and summed and
     shown by this one. Returns de-duplicated candidates sorted by fused probability.
     """

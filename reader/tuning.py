@@ -14,7 +14,7 @@ costs a few numpy operations on [Q, N, k] arrays.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,16 +23,17 @@ import numpy as np
 from reader.evidence import (
     FusionParams,
     log_softmax,
+    logsumexp,
     match_matrix,
     normalize_answer,
     soften,
 )
+from reader.scoring import Scorer
 from xqa.records import Context
 
 COARSE = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
 MISSES = (0.01, 0.03, 0.1, 0.3, 1.0)
 
-Scorer = Callable[[str, Sequence[str], str], "tuple[float, float]"]
 
 
 @dataclass
@@ -58,7 +59,7 @@ def prepare(outputs: Sequence[Any], contexts: Sequence[Sequence[Context]],
             labels: Any = None) -> FusionSet:
     """Pack reader outputs (``candidates``, ``relevance``) with their passages and gold answers.
 
-    With ``labels`` (:class:`reader.labels.AnswerLabels`) a candidate is matched to the passages
+    With ``labels`` (:class:`xqa.world.labels.AnswerLabels`) a candidate is matched to the passages
     as written and answers (is grouped and evaluated) in the question's language."""
     Q = len(outputs)
     k = max([len(o.candidates) for o in outputs] + [1])
@@ -101,12 +102,8 @@ def choose(s: FusionSet, params: FusionParams) -> np.ndarray:
     m = s.soft_match if params.soft else s.match
     within = s.logprobs[:, None, :] + np.log(m + params.miss * (1 - m))                 # [Q, N, k]
     within = log_softmax(within, axis=2)
-    with np.errstate(invalid="ignore"):
-        joint = np.where(s.passages[:, :, None], log_p[:, :, None] + within, -np.inf)
-    top = joint.max(axis=1, keepdims=True)
-    top = np.where(np.isfinite(top), top, 0.0)
-    scores = np.exp(joint - top).sum(axis=1) * np.exp(top[:, 0, :])                     # [Q, k] probabilities
-    scores = np.nan_to_num(scores)
+    joint = np.where(s.passages[:, :, None], log_p[:, :, None] + within, -np.inf)        # [Q, N, k]
+    scores = np.exp(logsumexp(joint, axis=1))                                             # [Q, k] probabilities
     group = np.einsum("qab,qb->qa", s.same, scores)                                       # duplicates summed
     best_group = group >= group.max(axis=1, keepdims=True) * (1 - 1e-9)
     return np.where(best_group, scores, -1.0).argmax(axis=1)

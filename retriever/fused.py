@@ -3,7 +3,7 @@
 Each class here is *given* its component retrievers (anything with
 ``search(questions, k)``, see :mod:`retriever.base`) and merges their ranked
 lists with a pure function of :mod:`retriever.fusion`. One entry point,
-:func:`build_retriever`, turns a method name into a retriever:
+:func:`build_retriever`, turns a :class:`FusionConfig` (a method and its weights) into a retriever:
 
 ==============  ==========================================================
 ``sparse``      BM25 in the question's language
@@ -153,7 +153,7 @@ class RrfRetriever:
         return [rrf([lists[i] for lists in per], k, self.rrf_k) for i in range(len(questions))]
 
 
-@dataclass
+@dataclass(frozen=True)
 class FusionConfig:
     """How to fuse: the method and its weights (``pipeline.json`` holds the tuned ones)."""
 
@@ -179,47 +179,35 @@ class FusionConfig:
         return asdict(self)
 
 
-def build_retriever(method: str, *, sparse: Retriever | None = None, dense: Retriever | None = None,
-                    spar: Retriever | None = None, roman: Retriever | None = None, k_each: int | None = None,
-                    max_frac: float = 0.2, alpha: float = 1.0, mu: float | None = None, normalize: bool = False,
-                    corroborated_order: str = "dense", rrf_k: int = RRF_K, roman_weight: float = 1.0) -> Retriever:
-    """A retriever for ``method`` (one of :data:`METHODS`) from the given components.
+def build_retriever(config: FusionConfig | str, *, sparse: Retriever | None = None,
+                    dense: Retriever | None = None, spar: Retriever | None = None,
+                    roman: Retriever | None = None) -> Retriever:
+    """A retriever for ``config`` (a :class:`FusionConfig`, or a method name of :data:`METHODS`
+    with the default settings) from the given components.
 
-    ``mu`` sets SPAR's query-side weight (``spar.with_mu(mu)``, sharing the
+    ``config.mu`` sets SPAR's query-side weight (``spar.with_mu(mu)``, sharing the
     index); ``None`` keeps the one the SPAR retriever has.
     """
-    if method not in NEEDS:
-        raise XqaError(f"unknown retrieval method {method!r}; choose from {', '.join(METHODS)}")
+    c = FusionConfig(method=config) if isinstance(config, str) else config
+    if c.method not in NEEDS:
+        raise XqaError(f"unknown retrieval method {c.method!r}; choose from {', '.join(METHODS)}")
     given = {"sparse": sparse, "dense": dense, "spar": spar, "roman": roman}
-    missing = [n for n in NEEDS[method] if given[n] is None]
+    missing = [n for n in NEEDS[c.method] if given[n] is None]
     if missing:
-        raise XqaError(f"method {method!r} needs a {' and a '.join(missing)} retriever")
-    if spar is not None and mu is not None:
-        spar = spar.with_mu(mu)
-    if method == "sparse":
-        return sparse
-    if method == "dense":
-        return dense
-    if method == "spar":
-        return spar
-    if method == "roman":
-        return roman
-    if method == "sparse+roman":
-        return SparseRomanRetriever(sparse, roman, roman_weight, k_each)
-    if method == "scd":
-        return ScdRetriever(dense, sparse, max_frac, corroborated_order)
-    if method == "spar+scd":
-        return ScdRetriever(spar, sparse, max_frac, corroborated_order)
-    if method == "hybrid":
-        return HybridRetriever(dense, sparse, alpha, normalize, k_each)
-    return RrfRetriever([dense, sparse], rrf_k, k_each)
-
-
-def build_from_config(config: FusionConfig, **components: Retriever | None) -> Retriever:
-    """:func:`build_retriever` with the settings of a :class:`FusionConfig`."""
-    settings = config.to_dict()
-    method = settings.pop("method")
-    return build_retriever(method, **components, **settings)
+        raise XqaError(f"method {c.method!r} needs a {' and a '.join(missing)} retriever")
+    if spar is not None and c.mu is not None:
+        spar = spar.with_mu(c.mu)
+    if c.method in ("sparse", "dense", "spar", "roman"):
+        return {"sparse": sparse, "dense": dense, "spar": spar, "roman": roman}[c.method]
+    if c.method == "sparse+roman":
+        return SparseRomanRetriever(sparse, roman, c.roman_weight, c.k_each)
+    if c.method == "scd":
+        return ScdRetriever(dense, sparse, c.max_frac, c.corroborated_order)
+    if c.method == "spar+scd":
+        return ScdRetriever(spar, sparse, c.max_frac, c.corroborated_order)
+    if c.method == "hybrid":
+        return HybridRetriever(dense, sparse, c.alpha, c.normalize, c.k_each)
+    return RrfRetriever([dense, sparse], c.rrf_k, c.k_each)
 
 
 __all__ = [
@@ -230,7 +218,6 @@ __all__ = [
     "RrfRetriever",
     "ScdRetriever",
     "SparseRomanRetriever",
-    "build_from_config",
     "build_retriever",
     "sparse_search",
 ]

@@ -317,11 +317,12 @@ def test_demo_command_options():
     import argparse
 
     from xqa.commands import demo
+    from xqa.commands._common import config_path
 
     p = argparse.ArgumentParser()
     demo.add_arguments(p)
     a = p.parse_args([])
-    assert a.host == "127.0.0.1" and a.port == 7860 and a.config.endswith("pipeline.json")
+    assert a.host == "127.0.0.1" and a.port == 7860 and str(config_path(a)).endswith("pipeline.json")
     assert p.parse_args(["--pipeline", "x.json"]).config == "x.json"
     assert p.parse_args(["--config", "y.json", "--port", "9000"]).port == 9000
     for action in p._actions:
@@ -413,7 +414,7 @@ def test_twenty_concurrent_users_are_all_answered(served):
 
 @pytest.mark.slow
 def test_bench_demo_times_every_method(tiny_pipeline):
-    from xqa.bench.demo import bench_demo
+    from xqa.tools.bench.demo import bench_demo
     from xqa.pipeline import Pipeline
     from xqa.records import Question
 

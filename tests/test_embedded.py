@@ -185,7 +185,7 @@ def test_a_cross_script_index_without_stop_tokens_is_built_again_and_w_tuned_aga
     build = Build(tmp_path, profile="world")
     done = dict((name, is_done) for name, is_done, _ in build.stages())["cross-script BM25 index"]
     (build.roman / "_all").mkdir(parents=True)
-    (build.roman / "config.json").write_text(json.dumps({"kind": "bm25"}))   # complete, built before session 13
+    (build.roman / "config.json").write_text(json.dumps({"kind": "bm25"}))   # complete, built without stop tokens
     (build.roman / "_all" / "config.json").write_text(json.dumps({"kind": "bm25-language"}))
     assert not done() and "building it again" in capsys.readouterr().out
     build.config_path.write_text(json.dumps({"retrieval": {"method": "sparse+roman", "roman_weight": 1.7},

@@ -319,17 +319,17 @@ def _qs(*qids):
 
 
 def test_build_retriever_wires_each_method_to_its_fusion():
+    from retriever.fused import FusionConfig as F
     from retriever.fused import build_retriever
 
     dense = ListRetriever({"q1": DENSE, "q2": [1, 2, 3]}, "dense")
     sparse = ListRetriever({"q1": SPARSE}, "sparse", accepts_missing=True)  # q2: no BM25 list
     qs = _qs("q1", "q2")
-    scd = build_retriever("scd", dense=dense, sparse=sparse, max_frac=0.6).search(qs, 5)
+    scd = build_retriever(F("scd", max_frac=0.6), dense=dense, sparse=sparse).search(qs, 5)
     assert [ids(x) for x in scd] == [[5, 2, 3, 1, 8], [1, 2, 3]]
-    order = build_retriever("scd", dense=dense, sparse=sparse, max_frac=0.6,
-                            corroborated_order="sparse").search(qs, 5)
-    assert ids(order[0]) == [2, 5, 3, 1, 8]
-    hyb = build_retriever("hybrid", dense=dense, sparse=sparse, alpha=0.5, k_each=8).search(qs, 3)
+    order = build_retriever(F("scd", max_frac=0.6, corroborated_order="sparse"), dense=dense, sparse=sparse)
+    assert ids(order.search(qs, 5)[0]) == [2, 5, 3, 1, 8]
+    hyb = build_retriever(F("hybrid", alpha=0.5, k_each=8), dense=dense, sparse=sparse).search(qs, 3)
     assert dense.calls[-1] == 8 and sparse.calls[-1] == 8  # each side searched to k'
     assert hyb[0] == hybrid(pairs(DENSE), pairs(SPARSE), 3, 0.5)
     fused = build_retriever("rrf", dense=dense, sparse=sparse).search(qs, 4)
@@ -339,7 +339,7 @@ def test_build_retriever_wires_each_method_to_its_fusion():
 
 
 def test_build_retriever_reports_missing_parts_and_unknown_methods():
-    from retriever.fused import build_retriever
+    from retriever.fused import FusionConfig, build_retriever
     from xqa.errors import XqaError
 
     with pytest.raises(XqaError, match="needs a sparse"):
@@ -347,16 +347,16 @@ def test_build_retriever_reports_missing_parts_and_unknown_methods():
     with pytest.raises(XqaError, match="unknown retrieval method"):
         build_retriever("bm42")
     with pytest.raises(ValueError, match="max_frac"):
-        build_retriever("scd", dense=ListRetriever({}, "d"), sparse=ListRetriever({}, "s"), max_frac=2)
+        build_retriever(FusionConfig("scd", max_frac=2), dense=ListRetriever({}, "d"), sparse=ListRetriever({}, "s"))
 
 
 def test_fusion_config_round_trips_and_rejects_unknown_keys():
-    from retriever.fused import FusionConfig, build_from_config
+    from retriever.fused import FusionConfig, build_retriever
     from xqa.errors import XqaError
 
     cfg = FusionConfig(method="hybrid", alpha=0.35, normalize=True)
     assert FusionConfig.from_dict(cfg.to_dict()) == cfg
-    r = build_from_config(cfg, dense=ListRetriever({"q": [1, 2]}, "d"), sparse=ListRetriever({"q": [2]}, "s"))
+    r = build_retriever(cfg, dense=ListRetriever({"q": [1, 2]}, "d"), sparse=ListRetriever({"q": [2]}, "s"))
     assert r.alpha == 0.35 and r.normalize
     with pytest.raises(XqaError, match="unknown fusion settings: beta"):
         FusionConfig.from_dict({"beta": 1})
@@ -367,7 +367,7 @@ def test_fusion_config_round_trips_and_rejects_unknown_keys():
 
 @given(n=st.integers(1, 5), k=st.integers(1, 70), overlap=st.floats(0, 1))
 def test_synthetic_lists_have_the_requested_overlap(n, k, overlap):
-    from xqa.bench.fusion import synthetic_lists
+    from xqa.tools.bench.fusion import synthetic_lists
 
     for dense, sparse in synthetic_lists(n, k, overlap, seed=1):
         assert len(dense) == len(sparse) == k
@@ -376,7 +376,7 @@ def test_synthetic_lists_have_the_requested_overlap(n, k, overlap):
 
 
 def test_bench_fusion_renders_every_function():
-    from xqa.bench.fusion import Report, bench_fusion_functions, render
+    from xqa.tools.bench.fusion import Report, bench_fusion_functions, render
 
     rows = bench_fusion_functions(k=60, n=20, repeats=1)
     assert {r.name for r in rows} >= {"SCD (max_frac 0.2)", "hybrid (raw)", "hybrid (normalised)", "RRF (k=60)"}

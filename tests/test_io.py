@@ -89,6 +89,35 @@ def test_passages_through_datasets(tmp_path, monkeypatch):
     assert len(ds) == 5 and ds[3]["text"] == "text 3"
 
 
+@pytest.mark.parametrize("name,content,lang", [
+    ("pyserini.jsonl", '{"id": "a", "contents": "Paris\\nParis is the capital.", "lang": "fr"}\n'
+                       '{"id": "b", "contents": "no title here", "lang": "fr"}\n', None),
+    ("dpr.tsv", "id\ttext\ttitle\na\tParis is the capital.\tParis\nb\tno title here\t\n", "fr"),
+])
+def test_the_arrow_passage_store_reads_every_layout_the_dict_store_reads(tmp_path, name, content, lang):
+    from xqa.pipeline import PassageStore
+
+    path = _write(tmp_path / name, content)
+    small = PassageStore.open(path, lang=lang)
+    large = PassageStore.open(path, in_memory_limit=1, lang=lang)   # more passages than the limit: Arrow
+    assert small._dict is not None and large._dict is None
+    assert list(large) == list(small) == [Passage("a", "Paris", "Paris is the capital.", "fr"),
+                                          Passage("b", "", "no title here", "fr")]
+    for store in (small, large):
+        with pytest.raises(XqaError, match="'c' is in an index but not in the passage file"):
+            store.get("c")
+
+
+def test_the_arrow_passage_store_reads_a_changed_file_again(tmp_path):
+    path = _write(tmp_path / "p.jsonl", '{"id": "a", "text": "old", "lang": "en"}\n')
+    assert passages_dataset(path, cache_dir=str(tmp_path / "c"))[0]["text"] == "old"
+    _write(path, '{"id": "a", "text": "new text", "lang": "en"}\n')
+    assert passages_dataset(path, cache_dir=str(tmp_path / "c"))[0]["text"] == "new text"
+    _write(path, '{"id": "a", "lang": "en"}\n')
+    with pytest.raises(InputError, match="missing field 'text'"):
+        passages_dataset(path, cache_dir=str(tmp_path / "c"))
+
+
 @pytest.mark.skipif(not (DATA / "mlqa").is_dir(), reason="../shared/data/mlqa absent")
 def test_real_sets_load():
     qs, ps = read_squad(DATA / "mlqa/dev/dev-context-de-question-en.json")

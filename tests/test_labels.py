@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from reader.evidence import build_answer, fuse_evidence
-from reader.labels import AnswerLabels
 from reader.tuning import evaluate, prepare
 from xqa.errors import InputError, XqaError
 from xqa.records import Context
+from xqa.world.labels import AnswerLabels
 
 ITEMS = [
     {"id": "city/tokyo", "labels": {"en": "Tokyo", "ja": "東京", "es": "Tokio"}},
@@ -94,8 +94,8 @@ def test_tuning_evaluates_the_answer_in_the_questions_language():
     assert evaluate(prepare(*args, labels=AnswerLabels(ITEMS)), None) == (1.0, 1.0)
 
 
-def test_the_world_writes_its_label_table_and_an_older_world_gets_the_same(tmp_path):
-    from xqa.world import answer_labels, build_world, generate, write_labels
+def test_the_world_writes_its_label_table_and_rebuilds_a_world_without_one(tmp_path, capsys):
+    from xqa.world import answer_labels, build_world, generate
 
     out = tmp_path / "w"
     build_world(out, size="small", seed=3)
@@ -105,12 +105,11 @@ def test_the_world_writes_its_label_table_and_an_older_world_gets_the_same(tmp_p
     assert [json.loads(line) for line in written.decode().splitlines()] == rows
     config = json.loads((out / "config.json").read_text(encoding="utf-8"))
     assert "labels.jsonl" in config["files"]
-    (out / "labels.jsonl").unlink()
-    config["files"].remove("labels.jsonl")
-    (out / "config.json").write_text(json.dumps(config), encoding="utf-8")
-    write_labels(out)                                       # a world built before labels existed
+    assert build_world(out, size="small", seed=3)["built"] is False        # complete: kept
+    (out / "labels.jsonl").unlink()                                        # as an earlier xqa wrote worlds
+    assert build_world(out, size="small", seed=3)["built"] is True         # stale: built again, and said so
+    assert "without labels.jsonl (made by an earlier version of xqa): building it again" in capsys.readouterr().out
     assert (out / "labels.jsonl").read_bytes() == written
-    assert json.loads((out / "config.json").read_text(encoding="utf-8"))["files"] == [*config["files"], "labels.jsonl"]
     labels = AnswerLabels.load(out / "labels.jsonl")
     # the gold answer of a cross-lingual question about an entity is what the table makes of the
     # entity's name in the language of one of its gold passages (occupations: see the next test)
@@ -126,23 +125,17 @@ def test_the_world_writes_its_label_table_and_an_older_world_gets_the_same(tmp_p
         assert any(labels.shown(other[lg], q["lang"]) == q["answers"][0] for lg in gold_langs if lg in other)
 
 
-def test_the_build_names_the_label_table_and_tunes_fusion_again(tmp_path, monkeypatch):
+def test_the_build_names_the_label_table_and_tunes_fusion_with_it(tmp_path, monkeypatch):
     import xqa.embedded as embedded
     from xqa.embedded import LABELS, Build
     from xqa.world import build_world
 
     build = Build(tmp_path, profile="world")
     build_world(build.world, size="small", seed=0)
-    (build.world / "labels.jsonl").unlink()
-    build.config_path.write_text(json.dumps({"reader": {"model": "reader/best"},
-                                             "tuned": {"fusion": {"beta": 1.0}}}))
-    (tmp_path / "fusion.json").write_text("{}")
-    stages = dict((name, done) for name, done, _ in build.stages())
-    assert not stages["answer labels"]()
-    build.add_labels()
-    assert stages["answer labels"]() and (build.world / "labels.jsonl").is_file()
+    build.write_config()
     assert json.loads(build.config_path.read_text())["reader"]["labels"] == LABELS
-    assert not stages["tune β, γ (evidence fusion)"]()      # tuned without labels: tuned again
+    stages = dict((name, done) for name, done, _ in build.stages())
+    assert stages["answer labels"]()
     calls = []
     monkeypatch.setattr(embedded, "_xqa_distributed", lambda procs, *argv: calls.append(argv))
     monkeypatch.setattr(embedded.Build, "_update_config", lambda self, **kw: None)

@@ -234,7 +234,7 @@ def test_importing_the_identifier_does_not_load_lingua():
     import subprocess
     import sys
 
-    code = "import sys, xqa.langid_model, xqa.bench.langid, xqa.commands.report_langid; print('lingua' in sys.modules)"
+    code = "import sys, xqa.langid_model, xqa.tools.bench.langid, xqa.tools.report_langid; print('lingua' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -340,12 +340,12 @@ def test_bm25_searches_every_index_for_a_question_of_unknown_language(tmp_path):
         bm25.search([Question(id="q3", question="Nani?", lang="sw")], k=2)  # a known language without index
 
 
-# ---------------------------------------------------------------- the measurement (xqa.bench.langid)
+# ---------------------------------------------------------------- the measurement (xqa.tools.bench.langid)
 
 def test_report_measures_each_identifier_per_set_and_language(tmp_path, monkeypatch):
     import json
 
-    from xqa.bench import langid as bench
+    from xqa.tools.bench import langid as bench
 
     monkeypatch.setattr("xqa.langid_model.warm_up", lambda: None)  # no lingua here
 
@@ -372,8 +372,8 @@ def test_report_measures_each_identifier_per_set_and_language(tmp_path, monkeypa
 def test_report_without_the_shared_data_says_so(tmp_path, capsys, monkeypatch):
     import argparse
 
-    from xqa.bench import langid as bench
-    from xqa.commands import report_langid
+    from xqa.tools.bench import langid as bench
+    from xqa.tools import report_langid
 
     monkeypatch.setattr(bench, "identifiers", lambda: {"rules": detect_language})
     monkeypatch.setattr("xqa.langid_model.warm_up", lambda: None)

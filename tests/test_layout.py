@@ -52,6 +52,59 @@ def test_xqa_never_imports_apps():
         assert apps <= allowed.get(path, set()), f"{path} imports {sorted(apps)}"
 
 
+def _modules() -> dict[str, Path]:
+    out = {}
+    for package in ("xqa", "retriever", "reader", "apps"):
+        for path in (ROOT / package).rglob("*.py"):
+            name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+            out[name.removesuffix(".__init__")] = path
+    return out
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Module -> the project modules it imports anywhere (inside functions too). ``from pkg import
+    sub`` imports the submodule ``pkg.sub`` when there is one, else ``pkg``."""
+    modules = _modules()
+    graph = {}
+    for name, path in modules.items():
+        deps = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module
+                           for a in node.names]
+            else:
+                continue
+            deps |= {t for t in targets if t in modules and t != name}
+        graph[name] = deps
+    return graph
+
+
+def test_no_import_cycles():
+    graph = _import_graph()
+    done: set[str] = set()
+
+    def visit(name: str, path: list[str]) -> None:
+        if name in path:
+            cycle = path[path.index(name):] + [name]
+            raise AssertionError("import cycle: " + " -> ".join(cycle))
+        if name in done:
+            return
+        for dep in sorted(graph[name]):
+            visit(dep, [*path, name])
+        done.add(name)
+
+    for name in sorted(graph):
+        visit(name, [])
+
+
+def test_the_users_commands_never_import_the_tooling():
+    for name, deps in _import_graph().items():
+        if not name.startswith("xqa.tools"):
+            assert not {d for d in deps if d.startswith("xqa.tools")}, f"{name} imports {sorted(deps)}"
+
+
 def test_help_is_fast_and_imports_nothing_heavy():
     code = ("import sys, time; t=time.perf_counter(); from xqa.cli import main; "
             "import contextlib, io\nwith contextlib.redirect_stdout(io.StringIO()): main(['--help'])\n"

@@ -9,10 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from types import SimpleNamespace
+
 from xqa.cli import main
+from xqa.commands._common import method_for, pipeline_config
 from xqa.config import PipelineConfig
 from xqa.errors import XqaError
-from xqa.io import read_questions, read_results
+from xqa.io import read_passages, read_questions, read_results
 from xqa.pipeline import Pipeline
 from xqa.records import Question
 
@@ -65,7 +68,7 @@ def test_a_span_copied_from_another_language_is_answered_in_the_questions(pipe, 
                                     "roman", "sparse+roman"])
 def test_every_method_retrieves_real_passages(pipe, test_questions, method):
     qs = test_questions[:12]
-    ctxs = pipe.retrieve(qs, k=10, method=method, fallback=None)
+    ctxs = pipe.retrieve(qs, k=10, method=method, fallback="none")
     assert len(ctxs) == len(qs)
     # The BM25 methods may find no term in common with a question (a Chinese question is one
     # romanized token in the cross-script index); every other method always answers ...
@@ -211,15 +214,64 @@ def test_retrieve_falls_back_only_for_questions_the_method_finds_nothing_for(tin
           Question(id="some", question=found.title, lang="en")]
     got = pipe.retrieve(qs, k=5, method="sparse")
     assert pipe.fallback_for("sparse") == "dense" and pipe.fallback_for("dense") is None
-    assert pipe.fallback_for("sparse", fallback=None) is None      # an override wins over the config
+    assert pipe.fallback_for("sparse", fallback="none") is None    # an override wins over the config
     assert len(got[0]) == 5 and all(c.source == "dense (fallback)" for c in got[0])
     assert got[1] and all(c.source == "sparse" for c in got[1])
-    pipe.config.retrieval.fallback = None
+    pipe.config.retrieval.fallback = "none"
     plain = pipe.retrieve(qs, k=5, method="sparse")
     assert plain[0] == [] and pipe.fallback_for("sparse") is None
     assert [c.id for c in plain[1]] == [c.id for c in got[1]]       # a question BM25 answers: untouched
     with pytest.raises(XqaError, match="retrieval.fallback 'bm42'"):
         PipelineConfig.from_dict({"retrieval": {"fallback": "bm42"}})
+    # one spelling for "never", in pipeline.json as on the command line (--fallback none)
+    assert PipelineConfig.from_dict({"retrieval": {"fallback": "none"}}).retrieval.fallback == "none"
+    with pytest.raises(XqaError, match="retrieval.fallback None is not 'none'"):
+        PipelineConfig.from_dict({"retrieval": {"fallback": None}})
+
+
+def test_a_corpus_named_on_the_command_line_does_not_mix_with_the_default_build(tiny_pipeline, tmp_path,
+                                                                                monkeypatch, capsys):
+    """`xqa search --sparse-index X --passages P` searches X over P alone: the default build's
+    dense fallback (which would return passages P does not hold) is not inherited."""
+    from retriever.sparse import build_sparse_indexes
+    from xqa.io import write_passages, write_questions
+    from xqa.records import Passage
+
+    monkeypatch.setenv("XQA_CONFIG", str(tiny_pipeline))          # a default config with a dense fallback
+    passages = tmp_path / "p.jsonl"
+    write_passages(passages, [Passage("own-1", "Zorbatu", "Zorbatu is a river in the north.", "en"),
+                              Passage("own-2", "Quellin", "Quellin is a mountain.", "en")])
+    build_sparse_indexes(list(read_passages(passages)), tmp_path / "bm25", progress=False)
+    questions = tmp_path / "q.jsonl"
+    write_questions(questions, [Question("found", "Where is the Zorbatu river?", "en"),
+                                Question("none", "Qqzzkk xxvvqq?", "en")])
+    out = tmp_path / "r.jsonl"
+    assert main(["search", "--sparse-index", str(tmp_path / "bm25"), "--passages", str(passages),
+                 "--questions", str(questions), "--out", str(out)]) == 0
+    found, none = read_results(out)
+    assert found.ctxs[0].id == "own-1" and {c.source for c in found.ctxs} == {"sparse"}
+    assert none.ctxs == ()                                         # BM25 finds nothing; no default fallback
+    # without their passages, named indexes are an error that says what to add
+    assert main(["search", "--sparse-index", str(tmp_path / "bm25"), "--questions", str(questions),
+                 "--out", str(out)]) == 1
+    assert "add --passages" in capsys.readouterr().err
+    # with --config the command line overrides that config's fields: the user asked for the mix
+    args = SimpleNamespace(config=str(tiny_pipeline), sparse_index=str(tmp_path / "bm25"), passages=str(passages),
+                           dense_index=None, spar_index=None, roman_index=None, method=None)
+    cfg = pipeline_config(args)
+    assert cfg.retrieval.dense_index.endswith("dense") and cfg.passages == str(passages)
+
+
+def test_the_method_for_named_indexes_uses_the_most_of_them():
+    def method(**named):
+        return method_for(PipelineConfig.from_dict({"retrieval": named}))
+
+    assert method(sparse_index="b") == "sparse"
+    assert method(sparse_index="b", dense_index="d") == "scd"
+    assert method(sparse_index="b", roman_index="r") == "sparse+roman"
+    assert method(spar_index="s", sparse_index="b") == "spar+scd"
+    with pytest.raises(XqaError, match="no index to search"):
+        method()
 
 
 def test_ask_empty_question_is_a_clear_error(tiny_pipeline):

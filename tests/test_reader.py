@@ -12,14 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from reader.data import (
-    FiDCollator,
-    copy_attention_targets,
-    encode_passages,
-    encode_prompts,
-    example_from_record,
-    format_passage,
-)
+from reader.base import ReaderOutput
 from reader.evidence import (
     FusionParams,
     build_answer,
@@ -27,10 +20,20 @@ from reader.evidence import (
     match_matrix,
     reader_only,
 )
-from reader.fid import FiD, build_t5, locality_prior
-from reader.inference import FiDReader, ReaderOutput
-from reader.task import FiDTask, copy_attention_loss, score_predictions, simple_score
+from reader.fid.data import (
+    FiDCollator,
+    copy_attention_targets,
+    encode_passages,
+    encode_prompts,
+    example_from_record,
+    format_passage,
+)
+from reader.fid.inference import FiDReader
+from reader.fid.model import DecoderPrompt, FiD, Search, build_t5, locality_prior
+from reader.fid.task import FiDTask, copy_attention_loss
+from reader.scoring import score_predictions, simple_score
 from reader.tuning import choose, evaluate, prepare, tune_fusion
+from xqa.errors import XqaError
 from xqa.records import Context, Question
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -193,7 +196,7 @@ def test_guided_attention_trains_a_head_to_look_at_the_answer(guided):
 
 
 def test_pointer_score_adds_the_copy_heads_log_mass(guided):
-    from reader.fid import POINTER_FLOOR
+    from reader.fid.model import POINTER_FLOOR
 
     fid, batch = guided["guided"]["reader"].model, guided["guided"]["batch"]
     enc, mask = fid.encode(batch["input_ids"], batch["attention_mask"], batch["passage_mask"])
@@ -213,11 +216,11 @@ def test_pointer_score_adds_the_copy_heads_log_mass(guided):
         assert expected > len(steps) * math.log(0.5)                  # the head found the answer
 
 
-def test_pointer_mix_scores_each_token_as_a_mixture_of_generator_and_pointer(guided):
-    """Pointer-generator scoring (--pointer-mix λ): a token's probability is λ·p_gen + (1-λ)·mass,
+def test_generator_share_scores_each_token_as_a_mixture_of_generator_and_pointer(guided):
+    """Pointer-generator scoring (--generator-share λ): a token's probability is λ·p_gen + (1-λ)·mass,
     </s> λ·p_gen(</s>); a candidate in no passage pays log λ per token (</s> included) on top of
     the generator's."""
-    from reader.fid import check_pointer_mix
+    from reader.fid.model import check_generator_share
 
     fid, batch = guided["guided"]["reader"].model, guided["guided"]["batch"]
     enc, mask = fid.encode(batch["input_ids"], batch["attention_mask"], batch["passage_mask"])
@@ -225,12 +228,12 @@ def test_pointer_mix_scores_each_token_as_a_mixture_of_generator_and_pointer(gui
     seqs = torch.cat([torch.zeros_like(labels[:, :1]), labels], dim=1)
     with torch.no_grad():
         out = fid.t5(encoder_outputs=enc, attention_mask=mask, decoder_input_ids=seqs[:, :-1], output_attentions=True)
-        fid.pointer_mix = 0.25
+        fid.generator_share = 0.25
         try:
             mixed, rel = fid.score(enc.last_hidden_state, mask, seqs, 2, batch["copy_mask"])
             nowhere, _ = fid.score(enc.last_hidden_state, mask, seqs, 2, torch.zeros_like(batch["copy_mask"]))
         finally:
-            fid.pointer_mix = None
+            fid.generator_share = None
         plain, _ = fid.score(enc.last_hidden_state, mask, seqs, 2)
     p_gen = out.logits.softmax(-1)
     att = out.cross_attentions[1][:, 0]
@@ -248,14 +251,14 @@ def test_pointer_mix_scores_each_token_as_a_mixture_of_generator_and_pointer(gui
         assert float(nowhere[b] - plain[b]) == pytest.approx((n_answer + 1) * math.log(0.25), abs=1e-4)  # </s> too
         assert float(mixed[b]) > float(nowhere[b]) + n_answer * 0.5   # found by the pointer: far cheaper
     assert torch.allclose(rel.sum(1), torch.ones(len(labels)))
-    assert check_pointer_mix(0) is None and check_pointer_mix(None) is None and check_pointer_mix(1) == 1.0
-    with pytest.raises(ValueError, match="pointer_mix"):
-        check_pointer_mix(1.5)
+    assert check_generator_share(0) is None and check_generator_share(None) is None and check_generator_share(1) == 1.0
+    with pytest.raises(ValueError, match="generator_share"):
+        check_generator_share(1.5)
 
 
 def test_pointer_spans_are_the_passage_spans_where_the_pointer_looks(tokenizer):
-    from reader.data import encode_passages
-    from reader.spans import passage_ranges, pointer_span_sequences
+    from reader.fid.data import encode_passages
+    from reader.fid.spans import passage_ranges, pointer_span_sequences
 
     ex = {"question": QUESTION["en"].format("Norland"), "lang": "en", "titles": ["Norland", "Sudmark"],
           "texts": [PASSAGE["en"].format("Norland", "Velora"), PASSAGE["en"].format("Sudmark", "Kastell")]}
@@ -282,19 +285,25 @@ def test_pointer_spans_are_the_passage_spans_where_the_pointer_looks(tokenizer):
     assert two.shape[:2] == (2, 4) and two[1].tolist() == [[0, eos] + [pad] * (two.shape[2] - 2)] * 4
 
 
-def test_pointer_mix_reader_reads_pointer_spans_and_saves_the_mix(guided, tmp_path):
+def test_a_pointer_generator_reader_reads_pointer_spans_and_saves_its_generator_share(guided, tmp_path):
     reader, examples = guided["guided"]["reader"], guided["examples"]
-    reader.model.pointer_mix = 0.1
+    reader.model.generator_share = 0.1
     try:
         outs = reader.read_examples(examples, beams=2, n_best=2, span_beams=2)
         reader.save(tmp_path / "mix")
     finally:
-        reader.model.pointer_mix = None
+        reader.model.generator_share = None
     assert [o.candidates[0][0] for o in outs] == [FACTS[i][1] for i in range(len(FACTS))]
     assert all(len(o.candidates) > 4 for o in outs)                    # the pointer's spans were read too
-    assert json.loads((tmp_path / "mix" / "config.json").read_text())["pointer_mix"] == 0.1
-    assert FiDReader.load(tmp_path / "mix").model.pointer_mix == 0.1
-    assert FiDReader.load(tmp_path / "mix", pointer_mix=0).model.pointer_mix is None    # overridden: off
+    config = json.loads((tmp_path / "mix" / "config.json").read_text())
+    assert config["generator_share"] == 0.1
+    assert FiDReader.load(tmp_path / "mix").model.generator_share == 0.1
+    assert FiDReader.load(tmp_path / "mix", generator_share=0).model.generator_share is None    # overridden: off
+    # a reader saved by an earlier xqa (the share under its old name) is an error that says what to do
+    config["pointer_mix"] = config.pop("generator_share")
+    (tmp_path / "mix" / "config.json").write_text(json.dumps(config))
+    with pytest.raises(XqaError, match="earlier version of xqa.*train it again"):
+        FiDReader.load(tmp_path / "mix")
 
 
 def test_pointer_reader_starts_spans_where_it_points_and_survives_save_load(guided, tmp_path):
@@ -334,15 +343,15 @@ def test_decoder_prompt_reads_alike_in_training_and_inference(tokenizer):
         answers = [[t for t in lab if t >= 0] for lab in batch["labels"].tolist()]
         T = max(len(a) for a in answers)
         seqs = torch.tensor([[0] + a + [0] * (T - len(a)) for a in answers])    # start token, answer, </s>
-        scored, _ = fid.score(enc.last_hidden_state, mask, seqs, 2, prompt=prompt, prompt_mask=pmask)
+        decoder_prompt = DecoderPrompt(prompt, pmask)
+        scored, _ = fid.score(enc.last_hidden_state, mask, seqs, 2, prompt=decoder_prompt)
         # candidates of one question share the prompt's cache: the same scores as read one by one
         grouped, _ = fid.score(enc.last_hidden_state.repeat_interleave(3, dim=0), mask.repeat_interleave(3, dim=0),
-                               seqs.repeat_interleave(3, dim=0), 2, prompt=prompt.repeat_interleave(3, dim=0),
-                               prompt_mask=pmask.repeat_interleave(3, dim=0), repeats=3)
+                               seqs.repeat_interleave(3, dim=0), 2, prompt=decoder_prompt.repeat(3), repeats=3)
         torch.testing.assert_close(grouped, scored.repeat_interleave(3), atol=1e-4, rtol=1e-4)
-        pointed = fid.pointer(enc.last_hidden_state, mask, prompt, pmask)
-        greedy = fid.generate(batch["input_ids"], batch["attention_mask"], batch["passage_mask"], beams=1,
-                              n_best=1, max_new_tokens=6, prompt=prompt, prompt_mask=pmask)["sequences"][:, 0]
+        pointed = fid.pointer(enc.last_hidden_state, mask, decoder_prompt)
+        greedy = fid.generate(batch["input_ids"], batch["attention_mask"], batch["passage_mask"],
+                              Search(beams=1, n_best=1, max_new_tokens=6), prompt=decoder_prompt)["sequences"][:, 0]
     for b, row in enumerate(rows):
         first = len(row) - 1                               # the last prompt token predicts the answer
         expected = sum(float(logp[b, first + t, tok]) for t, tok in enumerate(answers[b]))
@@ -399,7 +408,7 @@ def test_fid_over_one_passage_equals_plain_mt5(tokenizer):
     gen_plain = fid.t5.generate(input_ids=ids, attention_mask=mask, max_new_tokens=6, num_beams=1,
                                 do_sample=False)
     gen_fid = fid.generate(batch["input_ids"], batch["attention_mask"], batch["passage_mask"],
-                           beams=1, n_best=1, max_new_tokens=6)["sequences"][:, 0]
+                           Search(beams=1, n_best=1, max_new_tokens=6))["sequences"][:, 0]
     assert gen_fid.tolist() == gen_plain.tolist()
 
 
@@ -449,10 +458,10 @@ def test_more_decoder_than_encoder_layers_generates_and_scores(tokenizer):
     fid.copy_head = (2, 0)
     batch = encode_passages(tokenizer, [example_from_record(_record(i)) for i in range(2)], 2, 40)
     out = fid.generate(batch["input_ids"], batch["attention_mask"], batch["passage_mask"],
-                       beams=3, n_best=2, max_new_tokens=5)
+                       Search(beams=3, n_best=2, max_new_tokens=5))
     assert out["sequences"].shape[:2] == (2, 2) and torch.isfinite(out["logprobs"]).all()
     greedy = fid.generate(batch["input_ids"], batch["attention_mask"], batch["passage_mask"],
-                          beams=1, n_best=1, max_new_tokens=5)
+                          Search(beams=1, n_best=1, max_new_tokens=5))
     assert greedy["sequences"].shape[:2] == (2, 1)
 
 
@@ -465,7 +474,7 @@ def test_padding_passages_change_nothing(tokenizer):
         five = encode_passages(tokenizer, [ex], 5, 40)
         a = fid(**two, decoder_input_ids=dec).logits
         b = fid(**five, decoder_input_ids=dec).logits
-        rel = fid.generate(**five, beams=2, n_best=2, max_new_tokens=4)["relevance"]
+        rel = fid.generate(**five, search=Search(beams=2, n_best=2, max_new_tokens=4))["relevance"]
     torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
     assert rel.shape == (1, 2, 5)
     assert torch.all(rel[..., 2:] == 0)
@@ -496,7 +505,7 @@ def test_locality_prior_starts_neighbour_heads_and_stays_trainable():
 def test_beam_scores_are_sequence_logprobs(tokenizer):
     fid = FiD(build_t5(MICRO, len(tokenizer), seed=3)).eval()
     batch = encode_passages(tokenizer, [example_from_record(_record(i)) for i in range(2)], 2, 40)
-    out = fid.generate(**batch, beams=3, n_best=3, max_new_tokens=5)
+    out = fid.generate(**batch, search=Search(beams=3, n_best=3, max_new_tokens=5))
     assert out["sequences"].shape[:2] == (2, 3)
     lp = out["logprobs"]
     assert torch.all(lp[:, :-1] >= lp[:, 1:])  # best first
@@ -595,7 +604,7 @@ def test_two_process_gloo_training_via_torchrun(tokenizer, tmp_path):
                           check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     run_cfg = json.loads((tmp_path / "run" / "config.json").read_text())
-    assert run_cfg["world_size"] == 2
+    assert run_cfg["processes"] == 2
     state = json.loads((tmp_path / "run" / "checkpoint" / "trainer_state.json").read_text())
     assert state["step"] == 2 and state["done"]
     assert FiDReader.load(tmp_path / "run").read_examples([example_from_record(_record(0))], beams=1)
@@ -684,6 +693,28 @@ def test_fusion_is_stable_for_large_scores():
     assert all(math.isfinite(c.score) for c in out) and out[0].text == "a"
 
 
+def test_log_softmax_of_a_row_without_mass_is_minus_infinity_not_nan():
+    import warnings
+    from types import SimpleNamespace
+
+    from reader.evidence import log_softmax, logsumexp
+
+    x = np.array([[-np.inf, -np.inf, -np.inf], [0.0, 1.0, -np.inf]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # no "invalid value" warnings either
+        out = log_softmax(x, axis=1)
+        total = logsumexp(x, axis=1)
+    assert np.isneginf(out[0]).all()
+    assert np.exp(out[1]).tolist() == pytest.approx([1 / (1 + math.e), math.e / (1 + math.e), 0.0])
+    assert np.isneginf(total[0]) and total[1] == pytest.approx(math.log(1 + math.e))
+    # a dev question the reader gave no candidate picks its (padding) first slot, not a NaN argmax
+    s = prepare([SimpleNamespace(candidates=[], relevance=np.array([1.0])),
+                 SimpleNamespace(candidates=[("Paris", -0.1)], relevance=np.array([1.0]))],
+                [[Context("p", "", "Paris", "en", 1.0, "bm25")]] * 2, [["Paris"], ["Paris"]], ["en", "en"],
+                simple_score)
+    assert choose(s, FusionParams()).tolist() == [0, 0] and evaluate(s, FusionParams()) == (0.5, 0.5)
+
+
 def test_duplicates_summed_with_best_surface_form():
     cands = [("Paris", -1.0), ("paris.", -0.9), ("Rome", -0.5)]
     out = fuse_evidence(cands, [1.0], [0.0], ["Paris is in France; Rome is not."], beta=0.0, gamma=0.0, miss=0.5)
@@ -762,7 +793,7 @@ def test_soft_match_credits_the_passage_a_translation_came_from():
 
 
 def test_select_contexts_keeps_gold_and_fused_order():
-    from reader.data import select_contexts
+    from reader.fid.data import select_contexts
 
     ctxs = list("abcdefgh")
     gold = [False, False, False, False, True, False, True, False]
@@ -804,7 +835,7 @@ def test_diagnose_copy_probe_batches_and_cli(tmp_path):
     import random
 
     from xqa.cli import main
-    from xqa.commands.diagnose_copy import MARKER, make_batch
+    from xqa.tools.diagnose_copy import MARKER, make_batch
 
     x, y = make_batch(random.Random(0), 16, 12, 3, 30)
     assert x.shape == (16, 13) and y.shape == (16, 4)
@@ -826,7 +857,7 @@ def test_diagnose_copy_probe_batches_and_cli(tmp_path):
 
 
 def test_span_index_allows_exactly_the_continuations_of_passage_spans():
-    from reader.spans import SEP, SpanIndex
+    from reader.fid.spans import SEP, SpanIndex
 
     # two passages: [5 6 7] (title) | [8 5 9] (text); piece 6 has a ▁-marked twin 60; 3 is the bare ▁
     idx = SpanIndex([5, 6, 7, SEP, 8, 5, 9, SEP], eos=1, twin={6: 60}, bare=3)
@@ -842,7 +873,7 @@ def test_span_index_allows_exactly_the_continuations_of_passage_spans():
 
 
 def test_answer_text_drops_the_full_stop_a_span_brings_along():
-    from reader.inference import answer_text
+    from reader.fid.inference import answer_text
 
     assert answer_text(" 1958. ") == "1958"
     assert answer_text("東京。") == "東京" and answer_text("ঢাকা।") == "ঢাকা"
@@ -851,7 +882,7 @@ def test_answer_text_drops_the_full_stop_a_span_brings_along():
 
 
 def test_span_index_pointed_starts_only_where_the_pointer_looks():
-    from reader.spans import SEP, SpanIndex
+    from reader.fid.spans import SEP, SpanIndex
 
     idx = SpanIndex([5, 6, 7, SEP, 8, 5, 9, SEP], eos=1, twin={6: 60}, bare=3)
     assert idx.point([42]) == [3, 5, 6, 7, 8, 9, 60]      # no passage token: nothing changes
@@ -863,7 +894,7 @@ def test_span_index_pointed_starts_only_where_the_pointer_looks():
 
 
 def test_constrained_search_only_writes_passage_spans(tokenizer):
-    from reader.spans import allowed_tokens_fn, span_indexes
+    from reader.fid.spans import allowed_tokens_fn, span_indexes
 
     reader = FiDReader.from_config(MICRO, tokenizer, seed=3, max_length=40, max_answer_len=6, n_context=2)
     examples = [example_from_record(_record(i)) for i in range(4)]
@@ -901,7 +932,7 @@ def test_span_beams_add_exactly_scored_candidates_without_repeats(trained):
 def test_repeats_are_the_same_tokens_up_to_the_first_eos():
     """The free search pads a finished candidate, the span search repeats </s>: the same
     answer from both is one candidate (fusion would otherwise count it twice)."""
-    from reader.fid import _drop_repeats
+    from reader.fid.model import _drop_repeats
 
     seqs = torch.tensor([[[0, 7, 8, 1, 0, 0], [0, 7, 8, 1, 1, 1], [0, 7, 1, 0, 0, 0], [0, 7, 8, 9, 1, 0]]])
     out = _drop_repeats(seqs, torch.tensor([[-1.0, -1.0, -2.0, -3.0]]), pad=0, eos=1)
@@ -924,7 +955,7 @@ def test_diagnose_reading_reads_the_evidence_passage_alone(trained, tmp_path, ca
                  "lang": "en", "ctxs": rows[1]["ctxs"]})                       # no passage holds it: skipped
     path = tmp_path / "r.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    from xqa.commands.diagnose_reading import evidence_passage
+    from xqa.tools.diagnose_reading import evidence_passage
     from xqa.io import read_results
 
     assert evidence_passage(read_results(path)[0]).id == "p0"

@@ -12,7 +12,7 @@ import pytest
 from fusion_stack import NO_BM25_LANG, build_stack
 
 from retriever.base import Retriever, contract_violations
-from retriever.fused import METHODS, build_retriever
+from retriever.fused import METHODS, FusionConfig, build_retriever
 from retriever.fusion import sparse_corroborate_dense
 from xqa.errors import XqaError
 from xqa.records import Question
@@ -29,12 +29,12 @@ def make(stack, kind: str) -> Retriever:
     parts = {"sparse": stack.sparse_retriever(), "dense": stack.dense_retriever(),
              "spar": stack.spar_retriever(), "roman": stack.roman_retriever()}
     if kind == "hybrid-norm":
-        return build_retriever("hybrid", **parts, alpha=0.7, normalize=True, k_each=40)
+        return build_retriever(FusionConfig("hybrid", alpha=0.7, normalize=True, k_each=40), **parts)
     if kind == "lexical":
         return stack.spar_retriever().part("lexical")
     if kind == "spar-dense-half":
         return stack.spar_retriever().part("dense")
-    return build_retriever(kind, **parts, alpha=0.5, max_frac=0.2, mu=0.7)
+    return build_retriever(FusionConfig(kind, alpha=0.5, max_frac=0.2, mu=0.7), **parts)
 
 
 def indexed_questions(stack, n=12):

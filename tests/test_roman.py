@@ -7,7 +7,7 @@ import json
 import pytest
 from test_sparse import _lucene_bm25  # Lucene's BM25 by hand (quantized lengths)
 
-from retriever.fused import SparseRomanRetriever, build_retriever
+from retriever.fused import FusionConfig, SparseRomanRetriever, build_retriever
 from retriever.sparse import SparseRetriever, build_sparse_indexes
 from retriever.sparse.roman import ALL, roman_tokens, romanize, skeleton
 from xqa.errors import XqaError
@@ -96,7 +96,7 @@ def test_sparse_plus_roman_is_the_score_hybrid_of_both(indexes):
     qs = [Question("a", "서울은 어느 나라의 수도인가요?", "ko"), Question("b", "바코바 니라타의 직업은?", "ko"),
           Question("c", "Bakoba Nirata alizaliwa wapi?", "sw")]
     for w in (0.0, 0.5, 2.0):
-        fused = build_retriever("sparse+roman", sparse=sparse, roman=roman, roman_weight=w)
+        fused = build_retriever(FusionConfig("sparse+roman", roman_weight=w), sparse=sparse, roman=roman)
         assert isinstance(fused, SparseRomanRetriever)
         lists = fused.search(qs, 5)
         s = sparse.search(qs, 5, missing="empty")
@@ -107,7 +107,7 @@ def test_sparse_plus_roman_is_the_score_hybrid_of_both(indexes):
             want = {i: ds.get(i, d_min) + w * rs.get(i, r_min) for i in ds.keys() | rs.keys()}
             assert [h.score for h in hits] == pytest.approx(sorted(want.values(), reverse=True)[:5]), q.id
             assert all(h.source == "sparse+roman" for h in hits)
-    lists = build_retriever("sparse+roman", sparse=sparse, roman=roman, roman_weight=1.0).search(qs, 5)
+    lists = build_retriever(FusionConfig("sparse+roman", roman_weight=1.0), sparse=sparse, roman=roman).search(qs, 5)
     assert lists[0][0].id == "ko-2"                      # same language: BM25 leads
     assert {lists[1][0].id, lists[1][1].id} == {"en-1", "ru-1"}  # the person, in other scripts
     assert lists[2][0].id in {"en-1", "ru-1"}            # no Swahili index: the cross-script list alone
@@ -213,16 +213,20 @@ def test_stop_tokens_are_each_languages_frequent_tokens_and_leave_its_queries(tm
     assert stop_tokens(stats, {"ko": 20, "sw": 3}, 0.1) == {"ko": ["eseo", "~s"]}
     assert stop_tokens(stats, {"ko": 20, "sw": 3}, 0.0) == {}
 
+    from xqa.world.retrieval import CROSS_SCRIPT_STOP_FRACTION
+
     corpus = _stop_corpus()
-    build_sparse_indexes(corpus, tmp_path / "stop", progress=False, cross_script=True)
-    build_sparse_indexes(corpus, tmp_path / "all", progress=False, cross_script=True, stop_fraction=0.0)
+    build_sparse_indexes(corpus, tmp_path / "stop", progress=False, cross_script=True,
+                         stop_fraction=CROSS_SCRIPT_STOP_FRACTION)
+    build_sparse_indexes(corpus, tmp_path / "all", progress=False, cross_script=True)   # default: every token
     config = json.loads((tmp_path / "stop" / ALL / "config.json").read_text(encoding="utf-8"))
-    assert config["stop_fraction"] == 0.1 and len(config["stop_tokens"]) == 10
+    assert config["stop_fraction"] == CROSS_SCRIPT_STOP_FRACTION == 0.1 and len(config["stop_tokens"]) == 10
     ko_docs = [set(roman_tokens(p.contents())) for p in corpus if p.lang == "ko"]
     frequent = sorted(t for t in set().union(*ko_docs) if sum(t in d for d in ko_docs) >= 0.1 * len(ko_docs))
     assert config["stop_tokens"]["ko"] == frequent
     assert "bakoni" not in {t for v in config["stop_tokens"].values() for t in v}
-    assert json.loads((tmp_path / "all" / ALL / "config.json").read_text())["stop_tokens"] == {}
+    every = json.loads((tmp_path / "all" / ALL / "config.json").read_text())
+    assert every["stop_fraction"] == 0.0 and every["stop_tokens"] == {}
 
     question = Question("q", "바코니 라타는 서울의 어느 회사에서 일한다?", "ko")
     with SparseRetriever.load(tmp_path / "stop") as stop, SparseRetriever.load(tmp_path / "all") as keep:

@@ -320,8 +320,8 @@ def test_tune_commands_end_to_end(stack, tmp_path):
 
     from retriever.spar.index import MU_GRID
 
-    common = ["--dev", stack.world / "dev.jsonl", "--passages", stack.passages_file, "--config",
-              tmp_path / "none.json"]
+    # indexes and passages named on the command line are the whole corpus: no default config is read
+    common = ["--dev", stack.world / "dev.jsonl", "--passages", stack.passages_file]
     _cli("tune", "alpha", *common, "--bm25", stack.bm25, "--dense", stack.dense, "--metric", "recall",
          "--at", 10, "--depth", 30, "--out", tmp_path / "alpha.json")
     a = json.loads((tmp_path / "alpha.json").read_text())
@@ -342,7 +342,7 @@ def test_diagnose_lexical_end_to_end(stack, tmp_path):
     from fusion_stack import _cli
 
     _cli("diagnose", "lexical", "--questions", stack.world / "dev.jsonl", "--bm25", stack.bm25,
-         "--spar", stack.spar, "--passages", stack.passages_file, "--config", tmp_path / "none.json",
+         "--spar", stack.spar, "--passages", stack.passages_file,
          "--depth", 20, "--ks", 5, 20, "--out", tmp_path / "diag.json")
     d = json.loads((tmp_path / "diag.json").read_text())
     assert set(d["rbo"]) == {"Λ", "dense", "SPAR (μ=1)"}  # no config: the index's own μ

@@ -301,20 +301,22 @@ def test_interrupted_build_resumes_and_overwrite_rebuilds(tmp_path, monkeypatch)
         assert r.languages == ["en"]
 
 
-def test_concurrent_builds_are_refused_and_stale_locks_taken_over(tmp_path):
-    import os
-
+def test_concurrent_builds_are_refused_and_a_dead_builds_lock_is_free(tmp_path):
     out = tmp_path / "bm25"
-    work = sparse_index.work_dir(out)
-    work.mkdir()
-    (work / "build.pid").write_text(str(os.getppid()))  # a live process
-    with pytest.raises(XqaError, match="being written by another build"):
-        build_sparse_indexes(CORPUS[:2], out, progress=False)
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
-                          text=True, check=True).stdout.strip()
-    (work / "build.pid").write_text(dead)
+    holder = subprocess.Popen(   # another process holds the build lock of `out`
+        [sys.executable, "-c", "import sys, filelock; lock = filelock.FileLock(sys.argv[1]); lock.acquire(); "
+         "print('locked', flush=True); sys.stdin.read()", str(sparse_index.lock_path(out))],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(XqaError, match="being written by another build"):
+            build_sparse_indexes(CORPUS[:2], out, progress=False)
+        assert not out.exists()
+    finally:
+        holder.kill()   # dies without releasing: the OS frees the lock
+        holder.wait()
     assert build_sparse_indexes(CORPUS[:2], out, progress=False)["built"] == ["en"]
-    assert not work.exists() and not (out / "build.pid").exists()
+    assert not sparse_index.work_dir(out).exists() and is_complete(out)
 
 
 @pytest.mark.parametrize("bad,match", [
@@ -412,7 +414,7 @@ def mlqa_dir(tmp_path):
 
 
 def test_mlqa_corpus_is_deduplicated_with_gold_contexts(mlqa_dir):
-    from xqa.commands.report_mlqa import load_mlqa
+    from xqa.tools.report_mlqa import load_mlqa
 
     en = load_mlqa(mlqa_dir, ["en"])["en"]
     assert sorted(p.text for p in en.passages) == sorted({p.text for p in en.passages})
@@ -423,7 +425,7 @@ def test_mlqa_corpus_is_deduplicated_with_gold_contexts(mlqa_dir):
 
 
 def test_mlqa_table_counts_answers_and_gold_contexts(mlqa_dir, tmp_path):
-    from xqa.commands.report_mlqa import load_mlqa, markdown_table, retrieval_table
+    from xqa.tools.report_mlqa import load_mlqa, markdown_table, retrieval_table
     from xqa.records import Hit
 
     data = load_mlqa(mlqa_dir, ["en"])
@@ -450,7 +452,7 @@ def test_mlqa_table_counts_answers_and_gold_contexts(mlqa_dir, tmp_path):
 
 def test_report_mlqa_skips_without_data_and_runs_with_it(mlqa_dir, tmp_path, monkeypatch, capsys):
     from xqa.cli import main
-    from xqa.commands import report_mlqa
+    from xqa.tools import report_mlqa
 
     monkeypatch.setattr(report_mlqa, "DEFAULT_DATA", tmp_path / "absent")
     assert main(["report", "mlqa"]) == 0
@@ -463,7 +465,7 @@ def test_report_mlqa_skips_without_data_and_runs_with_it(mlqa_dir, tmp_path, mon
 
 
 def test_bench_corpus_is_deterministic_and_table_complete(tmp_path):
-    from xqa.bench.sparse import (
+    from xqa.tools.bench.sparse import (
         EngineResult,
         SparseBench,
         synthesize_corpus,
@@ -484,7 +486,7 @@ def test_bench_corpus_is_deterministic_and_table_complete(tmp_path):
 
 def test_report_mlqa_cross_lingual_searches_the_english_contexts(mlqa_dir, tmp_path, capsys):
     from xqa.cli import main
-    from xqa.commands.report_mlqa import load_mlqa_cross
+    from xqa.tools.report_mlqa import load_mlqa_cross
 
     data = load_mlqa_cross(mlqa_dir, ["en", "de"])
     assert list(data) == ["de"]                                  # English questions are not cross-lingual

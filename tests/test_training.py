@@ -108,19 +108,19 @@ def test_finished_run_is_not_repeated(tmp_path):
 
 
 def test_epoch_order_covers_data_across_ranks():
-    n, world = 10, 3
-    parts = [epoch_order(n, 2, 7, r, world) for r in range(world)]
+    n, processes = 10, 3
+    parts = [epoch_order(n, 2, 7, r, processes) for r in range(processes)]
     assert len({len(p) for p in parts}) == 1
     assert set(sum(parts, [])) == set(range(n))
-    assert epoch_order(n, 2, 7, 0, world) == parts[0]
-    assert epoch_order(n, 3, 7, 0, world) != parts[0]
+    assert epoch_order(n, 2, 7, 0, processes) == parts[0]
+    assert epoch_order(n, 3, 7, 0, processes) != parts[0]
 
 
 def test_length_grouped_batches_cover_the_epoch_with_less_spread():
     from xqa.training import length_grouped_batches
 
     lengths = [(i * 37) % 101 for i in range(200)]
-    order = epoch_order(200, 0, seed=1, rank=0, world=1)
+    order = epoch_order(200, 0, seed=1, rank=0, processes=1)
     batches = length_grouped_batches(order, lengths, batch_size=8, window=5, seed=1, epoch=0)
     assert sorted(i for b in batches for i in b) == list(range(200))    # every example once
     assert all(len(b) == 8 for b in batches)

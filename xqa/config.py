@@ -21,6 +21,9 @@ from xqa.errors import XqaError
 
 from retriever.fused import METHODS
 
+# retrieval.fallback (and xqa --fallback) for "never search again"
+NO_FALLBACK = "none"
+
 
 @dataclass
 class RetrievalConfig:
@@ -38,8 +41,8 @@ class RetrievalConfig:
     mu: float = 1.0
     roman_weight: float = 1.0  # sparse+roman: BM25 + roman_weight * cross-script BM25
     # A question for which the method finds nothing (every query term unknown to the BM25
-    # indexes) is searched again with this method, when the config names its indexes; null: never.
-    fallback: str | None = "dense"
+    # indexes) is searched again with this method, when the config names its indexes; "none": never.
+    fallback: str = "dense"
 
 
 @dataclass
@@ -48,14 +51,14 @@ class ReaderConfig:
     n_passages: int = 20
     beams: int = 4
     n_best: int = 4
-    span_beams: int = 0  # extra candidates from a beam search restricted to passage spans (reader.spans)
+    span_beams: int = 0  # extra candidates from a beam search restricted to passage spans (reader.fid.spans)
     max_answer_len: int = 24
     evidence_fusion: bool = True
     beta: float = 1.0
     gamma: float = 0.0
     miss: float = 0.1  # evidence fusion: mass a candidate keeps in a passage it does not occur in
     soft: bool = False  # evidence fusion: credit a non-span candidate to the passages it attended to
-    labels: str | None = None  # answer label table: copied answers written in the question's language (reader.labels)
+    labels: str | None = None  # answer label table: copied answers written in the question's language (xqa.world.labels)
 
 
 @dataclass
@@ -96,8 +99,8 @@ class PipelineConfig:
         reader = _sub(ReaderConfig, d.pop("reader", {}), "reader")
         if retrieval.method not in METHODS:
             raise XqaError(f"retrieval.method {retrieval.method!r} is not one of {METHODS}")
-        if retrieval.fallback is not None and retrieval.fallback not in METHODS:
-            raise XqaError(f"retrieval.fallback {retrieval.fallback!r} is not null or one of {METHODS}")
+        if retrieval.fallback not in (*METHODS, NO_FALLBACK):
+            raise XqaError(f"retrieval.fallback {retrieval.fallback!r} is not {NO_FALLBACK!r} or one of {METHODS}")
         cfg = cls(retrieval=retrieval, reader=reader, base_dir=str(base_dir), **d)
         return cfg
 

@@ -7,15 +7,14 @@ EntityQuestions JSON lists. Results: the DPR / FiD JSON layout with ``ctxs``, an
 TREC run files.
 
 Every malformed line is an :class:`~xqa.errors.InputError` naming ``file:line``;
-nothing is skipped silently. Large files also load through HF ``datasets``
-(Arrow, memory-mapped): see :func:`passages_dataset` and :func:`questions_dataset`.
+nothing is skipped silently. Large passage files also load through HF ``datasets``
+(Arrow, memory-mapped): see :func:`passages_dataset`.
 """
 from __future__ import annotations
 
 import csv
 import dataclasses
 import json
-import os
 import re
 import sys
 from pathlib import Path
@@ -483,28 +482,31 @@ def write_trec_run(path: str | Path, results: Iterable[RetrievalResult], tag: st
 # --------------------------------------------------------------------------- HF datasets
 
 
-def passages_dataset(path: str | Path, cache_dir: str | None = None):
-    """Passages as an Arrow-backed, memory-mapped ``datasets.Dataset``.
+def passages_dataset(path: str | Path, lang: str | None = None, cache_dir: str | None = None):
+    """Passages as an Arrow-backed, memory-mapped ``datasets.Dataset`` of ``{"id","title","text","lang"}``.
 
-    Validates the file first (so a malformed line is reported as ``file:line``),
-    then lets ``datasets`` convert it once; later loads map the cached Arrow file.
+    Read through :func:`read_passages`, so every layout it reads (xqa or Pyserini JSONL, DPR TSV
+    with ``lang``) gives the same rows, and a malformed line is an error naming ``file:line``.
+    ``datasets`` converts the file once; later loads of the unchanged file map the cached Arrow file.
     """
     import datasets
 
-    for _ in read_passages(path):
-        pass
-    return datasets.load_dataset("json", data_files=str(path), split="train", cache_dir=cache_dir)
+    path = Path(path)
+    if not path.is_file():
+        raise XqaError(f"{path}: no such passage file")
+    stat = path.stat()
+    features = datasets.Features({k: datasets.Value("string") for k in ("id", "title", "text", "lang")})
+    try:
+        # the file's size and time are part of the arguments, so a changed file is converted again
+        return datasets.Dataset.from_generator(
+            _passage_rows, features=features, cache_dir=cache_dir,
+            gen_kwargs={"path": str(path), "lang": lang, "stamp": (stat.st_size, stat.st_mtime_ns)})
+    except datasets.exceptions.DatasetGenerationError as e:
+        if isinstance(e.__cause__, XqaError):
+            raise e.__cause__ from None
+        raise
 
 
-def questions_dataset(source: str, split: str = "train", cache_dir: str | None = None):
-    """A question set as a ``datasets.Dataset``: a local file, or a hub name where a hub is reachable.
-
-    Local files in any layout :func:`read_questions` reads are normalised to the
-    XOR/MKQA layout. A hub name (e.g. ``mkqa``) goes to ``datasets.load_dataset``.
-    """
-    import datasets
-
-    if os.path.exists(source):
-        rows = [q.to_dict() for q in read_questions(source)]
-        return datasets.Dataset.from_list(rows)
-    return datasets.load_dataset(source, split=split, cache_dir=cache_dir)
+def _passage_rows(path: str, lang: str | None, stamp: tuple[int, int]) -> Iterator[dict[str, str]]:
+    for p in read_passages(path, lang):
+        yield p.to_dict()

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from retriever.fused import NEEDS as _NEEDS  # which artifacts a method needs
-from xqa.config import METHODS, PipelineConfig
+from xqa.config import METHODS, NO_FALLBACK, PipelineConfig
 from xqa.errors import XqaError
 from xqa.records import Answer, Context, Hit, Passage, Question
 
@@ -29,13 +29,14 @@ class PassageStore:
         self._dict, self._ds, self._rows = passages, dataset, rows
 
     @classmethod
-    def open(cls, path: str | Path, in_memory_limit: int = 2_000_000) -> "PassageStore":
+    def open(cls, path: str | Path, in_memory_limit: int = 2_000_000, lang: str | None = None) -> "PassageStore":
+        """``lang``: the language of records that carry none (as :func:`xqa.io.read_passages`)."""
         from xqa.io import read_passages
 
         path = Path(path)
         if path.stat().st_size < 512 * 1024 * 1024:
             d = {}
-            for p in read_passages(path):
+            for p in read_passages(path, lang):
                 d[p.id] = p
                 if len(d) > in_memory_limit:
                     break
@@ -43,7 +44,7 @@ class PassageStore:
                 return cls(passages=d)
         from xqa.io import passages_dataset
 
-        ds = passages_dataset(path)
+        ds = passages_dataset(path, lang)
         rows = {pid: i for i, pid in enumerate(ds["id"])}
         return cls(dataset=ds, rows=rows)
 
@@ -55,12 +56,13 @@ class PassageStore:
 
     def get(self, pid: str) -> Passage:
         if self._dict is not None:
-            try:
-                return self._dict[pid]
-            except KeyError:
-                raise XqaError(f"passage {pid!r} is in an index but not in the passage file") from None
-        r = self._ds[self._rows[pid]]
-        return Passage(id=r["id"], title=r.get("title") or "", text=r["text"], lang=r["lang"])
+            passage = self._dict.get(pid)
+        else:
+            row = self._rows.get(pid)
+            passage = None if row is None else Passage(**self._ds[row])
+        if passage is None:
+            raise XqaError(f"passage {pid!r} is in an index but not in the passage file")
+        return passage
 
     def __iter__(self):
         if self._dict is not None:
@@ -104,7 +106,7 @@ class Pipeline:
         self.config = config
         self._lock = threading.RLock()
         self._components: dict[str, Any] = {}
-        self._retrievers: dict[tuple, Any] = {}
+        self._retrievers: dict[Any, Any] = {}  # FusionConfig -> retriever
         self._reader = None
         self._labels = None
         self._store: PassageStore | None = None
@@ -167,7 +169,7 @@ class Pipeline:
 
     def retriever(self, method: str | None = None, **overrides):
         """A retriever for ``method`` (default: the config's), built from the loaded parts."""
-        from retriever.fused import build_retriever
+        from retriever.fused import FusionConfig, build_retriever
 
         r = replace(self.config.retrieval, **overrides)
         method = method or r.method
@@ -177,14 +179,13 @@ class Pipeline:
         if missing:
             raise XqaError(f"method {method!r} needs a {' and a '.join(missing)} index, "
                            f"which this pipeline config does not name")
-        key = (method, r.max_frac, r.corroborated_order, r.alpha, r.normalize, r.mu, r.roman_weight)
+        fusion = FusionConfig(method=method, max_frac=r.max_frac, corroborated_order=r.corroborated_order,
+                              alpha=r.alpha, normalize=r.normalize, mu=r.mu, roman_weight=r.roman_weight)
         with self._lock:
-            if key not in self._retrievers:
+            if fusion not in self._retrievers:
                 parts = {n: self.component(n) for n in _NEEDS[method]}
-                self._retrievers[key] = build_retriever(
-                    method, **parts, max_frac=r.max_frac, alpha=r.alpha, mu=r.mu if "spar" in parts else None,
-                    normalize=r.normalize, corroborated_order=r.corroborated_order, roman_weight=r.roman_weight)
-            return self._retrievers[key]
+                self._retrievers[fusion] = build_retriever(fusion, **parts)
+            return self._retrievers[fusion]
 
     @property
     def reader(self):
@@ -197,10 +198,10 @@ class Pipeline:
 
     @property
     def labels(self):
-        """The answer label table (``reader.labels``), or None when the config names none."""
+        """The answer label table (``xqa.world.labels``), or None when the config names none."""
         with self._lock:
             if self._labels is None and self.config.reader.labels:
-                from reader.labels import AnswerLabels
+                from xqa.world.labels import AnswerLabels
 
                 self._labels = AnswerLabels.load(self.config.path(self.config.reader.labels))
             return self._labels
@@ -234,12 +235,12 @@ class Pipeline:
 
         BM25 finds nothing when every query term is unknown to its index: a language without
         an index, or a question in words the world never uses. The fallback (the config's
-        ``retrieval.fallback`` or an override; dense by default) always ranks passages; its
+        ``retrieval.fallback`` or an override; dense by default, ``"none"`` for never) always ranks passages; its
         hits' ``source`` ends in :data:`FALLBACK_SUFFIX`, so the evidence shows where they came from."""
         fb = replace(self.config.retrieval, **overrides).fallback
-        if fb is not None and fb not in METHODS:
-            raise XqaError(f"unknown fallback method {fb!r}; choose from {', '.join(METHODS)}")
-        if not fb or fb == method or not all(self._available()[n] for n in _NEEDS[fb]):
+        if fb not in (*METHODS, NO_FALLBACK):
+            raise XqaError(f"unknown fallback method {fb!r}; choose from {', '.join(METHODS)} or {NO_FALLBACK!r}")
+        if fb in (NO_FALLBACK, method) or not all(self._available()[n] for n in _NEEDS[fb]):
             return None
         return fb
 

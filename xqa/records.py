@@ -116,7 +116,7 @@ class Candidate:
     text: str
     score: float
     reader_score: float = 0.0
-    written: str = ""  # what the reader wrote, when ``text`` is it in the question's language (reader.labels)
+    written: str = ""  # what the reader wrote, when ``text`` is it in the question's language (xqa.world.labels)
     lang: str = ""  # language of the passage an extracted span comes from (span reader)
 
 

@@ -92,7 +92,7 @@ class TrainTask(Protocol):
 @dataclass
 class DistInfo:
     rank: int = 0
-    world_size: int = 1
+    processes: int = 1  # processes of the torchrun job (its WORLD_SIZE)
     local_rank: int = 0
     device: torch.device = torch.device("cpu")
 
@@ -109,9 +109,9 @@ def main_process() -> bool:
 
 def init_distributed() -> DistInfo:
     """Initialise torch distributed from torchrun's environment (no-op for one process)."""
-    world = int(os.environ.get("WORLD_SIZE", "1"))
+    processes = int(os.environ.get("WORLD_SIZE", "1"))
     cuda = torch.cuda.is_available()
-    if world <= 1:
+    if processes <= 1:
         return DistInfo(device=torch.device("cuda" if cuda else "cpu"))
     import torch.distributed as dist
 
@@ -120,57 +120,57 @@ def init_distributed() -> DistInfo:
         torch.cuda.set_device(local)
     if not dist.is_initialized():
         dist.init_process_group(backend="nccl" if cuda else "gloo")
-    return DistInfo(rank=dist.get_rank(), world_size=dist.get_world_size(), local_rank=local,
+    return DistInfo(rank=dist.get_rank(), processes=dist.get_world_size(), local_rank=local,
                     device=torch.device(f"cuda:{local}" if cuda else "cpu"))
 
 
 def map_sharded(fn: Callable[[list], list], items: Sequence) -> list | None:
     """``fn(items)`` shared by the processes of a torchrun job (one process: just ``fn``).
 
-    Rank r maps ``items[r::world]`` (strided, so that sorted inputs spread evenly); rank 0
+    Rank r maps ``items[r::processes]`` (strided, so that sorted inputs spread evenly); rank 0
     gets every result back in the order of ``items``, the other ranks get None. ``fn`` must
     return one result per item.
     """
     info = init_distributed()
-    if info.world_size == 1:
+    if info.processes == 1:
         return fn(list(items))
     import torch.distributed as dist
 
-    share = list(items[info.rank::info.world_size])
+    share = list(items[info.rank::info.processes])
     mine = fn(share)
     if len(mine) != len(share):
         raise ValueError(f"map_sharded: {len(mine)} results for {len(share)} items")
-    parts: list | None = [None] * info.world_size if info.main else None
+    parts: list | None = [None] * info.processes if info.main else None
     dist.gather_object(mine, parts, dst=0)
     if not info.main:
         return None
     out: list = [None] * len(items)
     for rank, part in enumerate(parts):
-        out[rank::info.world_size] = part
+        out[rank::info.processes] = part
     return out
 
 
 def _barrier(info: DistInfo) -> None:
-    if info.world_size > 1:
+    if info.processes > 1:
         import torch.distributed as dist
 
         dist.barrier()
 
 
 def _mean_across(value: float, info: DistInfo) -> float:
-    if info.world_size == 1:
+    if info.processes == 1:
         return value
     import torch.distributed as dist
 
     t = torch.tensor([value], dtype=torch.float64, device=info.device)
     dist.all_reduce(t)
-    return float(t.item()) / info.world_size
+    return float(t.item()) / info.processes
 
 
 # ----------------------------------------------------------------------------- data order
 
 
-def epoch_order(n: int, epoch: int, seed: int, rank: int, world: int) -> list[int]:
+def epoch_order(n: int, epoch: int, seed: int, rank: int, processes: int) -> list[int]:
     """This rank's example indices for one epoch: a seeded permutation, strided by rank.
 
     Padded (wrapping around) so every rank sees the same number of examples, as
@@ -179,9 +179,9 @@ def epoch_order(n: int, epoch: int, seed: int, rank: int, world: int) -> list[in
     """
     g = torch.Generator().manual_seed(seed * 100_003 + epoch)
     perm = torch.randperm(n, generator=g).tolist()
-    per_rank = math.ceil(n / world)
-    perm += perm[: per_rank * world - n]
-    return perm[rank::world]
+    per_rank = math.ceil(n / processes)
+    perm += perm[: per_rank * processes - n]
+    return perm[rank::processes]
 
 
 def length_grouped_batches(order: Sequence[int], lengths: Sequence[int], batch_size: int, window: int,
@@ -353,7 +353,7 @@ def train(task: TrainTask, dataset: Sequence[dict], config: TrainConfig, progres
     out = Path(config.out_dir)
     if info.main:
         out.mkdir(parents=True, exist_ok=True)
-        save_config(out, "training_run", {"train_config": asdict(config), "world_size": info.world_size})
+        save_config(out, "training_run", {"train_config": asdict(config), "processes": info.processes})
     random.seed(config.seed + info.rank)
     np.random.seed(config.seed + info.rank)
     torch.manual_seed(config.seed + info.rank)
@@ -361,7 +361,7 @@ def train(task: TrainTask, dataset: Sequence[dict], config: TrainConfig, progres
     n = len(dataset)
     if n == 0:
         raise ValueError("training set is empty")
-    per_rank = math.ceil(n / info.world_size)
+    per_rank = math.ceil(n / info.processes)
     batches_per_epoch = math.ceil(per_rank / config.batch_size)
     steps_per_epoch = max(1, batches_per_epoch // config.grad_accum)
     total = config.max_steps or max(1, math.ceil(config.epochs * steps_per_epoch))
@@ -388,7 +388,7 @@ def train(task: TrainTask, dataset: Sequence[dict], config: TrainConfig, progres
         return {"step": state["step"], "best": state["best"]}
 
     wrapped: torch.nn.Module = model
-    if info.world_size > 1:
+    if info.processes > 1:
         from torch.nn.parallel import DistributedDataParallel
 
         wrapped = DistributedDataParallel(model, device_ids=[info.local_rank] if cuda else None)
@@ -440,7 +440,7 @@ def train(task: TrainTask, dataset: Sequence[dict], config: TrainConfig, progres
     window_examples, t0 = 0, time.perf_counter()
     accum = 0
     while state["step"] < total:
-        order = epoch_order(n, state["epoch"], config.seed, info.rank, info.world_size)
+        order = epoch_order(n, state["epoch"], config.seed, info.rank, info.processes)
         if lengths is None:
             batches = [order[i:i + config.batch_size] for i in range(0, len(order), config.batch_size)]
         else:
@@ -472,7 +472,7 @@ def train(task: TrainTask, dataset: Sequence[dict], config: TrainConfig, progres
             if state["step"] % config.log_every == 0 or state["step"] == total:
                 dt = time.perf_counter() - t0
                 mean_loss = _mean_across(window_loss / max(1, window_batches), info)
-                rate = window_examples * info.world_size / max(dt, 1e-9)
+                rate = window_examples * info.processes / max(dt, 1e-9)
                 bar.set_postfix(loss=f"{mean_loss:.4f}", ex_s=f"{rate:.1f}")
                 log.write({"step": state["step"], "loss": mean_loss, "lr": sched.get_last_lr()[0],
                            "examples_per_s": rate})

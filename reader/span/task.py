@@ -20,18 +20,17 @@ passes the official MIA one).
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 
+from reader.scoring import Scorer, score_predictions
 from reader.span.data import Encoded, Window, answer_token_spans, encode, pad_rows, windows
 from reader.span.inference import SpanReader
 from reader.span.model import SpanModel
 from xqa.records import Context, Passage, Question
-
-Scorer = Callable[[str, Sequence[str], str], "tuple[float, float]"]
 
 
 class SpanTask:
@@ -149,12 +148,7 @@ class SpanTask:
             outs = self.reader.read(qs, ctxs, n_best=1)
         finally:
             self.reader.model = was
-        em = f1 = 0.0
-        for ex, out in zip(self.dev, outs):
-            e, f = self.scorer(out.text, list(ex["answers"]), ex.get("lang", ""))
-            em, f1 = em + e, f1 + f
-        n = max(1, len(self.dev))
-        return {"em": em / n, "f1": f1 / n}
+        return score_predictions(self.dev, [o.text for o in outs], self.scorer)
 
     def save(self, model: torch.nn.Module, folder) -> None:
         self.reader.model = getattr(model, "module", model)

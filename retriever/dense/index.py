@@ -54,8 +54,8 @@ class IndexParams:
 def _faiss():
     try:
         import faiss
-    except ImportError as e:  # pragma: no cover - faiss-cpu is a dependency
-        raise XqaError("FAISS is not installed: pip install faiss-cpu (or faiss-gpu)") from e
+    except ImportError as e:
+        raise XqaError("FAISS is not installed: pip install 'xqa[cpu]' (or 'xqa[gpu]' on a CUDA machine)") from e
     return faiss
 
 

@@ -47,10 +47,11 @@ LUCENE_SUBDIR = "lucene"
 FORMAT = 1
 # Anserini's BM25 defaults (SimpleSearcher), recorded so every searcher uses the same.
 DEFAULT_K1, DEFAULT_B = 0.9, 0.4
-# Cross-script index: a question leaves out the tokens found in at least this share of its own
-# language's passages (counted on the first STOP_SAMPLE passages of each language; languages with
-# fewer than STOP_MIN_PASSAGES get no list). docs/sparse.md, "Stop tokens".
-STOP_FRACTION = 0.1
+# Cross-script index: with a stop fraction F > 0, a question leaves out the tokens found in at least
+# F of its own language's passages (counted on the first STOP_SAMPLE passages of each language;
+# languages with fewer than STOP_MIN_PASSAGES get no list). The default keeps every token: a share
+# is tuned per corpus (the embedded world's is xqa.world.retrieval.CROSS_SCRIPT_STOP_FRACTION).
+STOP_FRACTION = 0.0
 STOP_SAMPLE = 20_000
 STOP_MIN_PASSAGES = 20
 
@@ -224,27 +225,29 @@ def _index_language(lang: str, spooled: dict[str, Any], choice: analyzers.Analyz
     return config
 
 
-def _take_lock(work: Path) -> Path:
-    """Claim ``work`` for this process; a live other build holding it is an error."""
-    lock = work / "build.pid"
-    for _ in range(2):
-        try:
-            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-        except FileExistsError:
-            try:
-                pid = int(lock.read_text().strip() or 0)
-                os.kill(pid, 0)  # raises if no such process
-            except (ValueError, ProcessLookupError, FileNotFoundError):
-                lock.unlink(missing_ok=True)  # left by a killed build: take over
-                continue
-            except PermissionError:
-                pass  # alive, owned by someone else
-            raise XqaError(f"{work} is being written by another build (pid {pid}); "
-                           "wait for it, or delete the folder if that process is gone") from None
-        with os.fdopen(fd, "w") as f:
-            f.write(str(os.getpid()))
-        return lock
-    raise XqaError(f"could not lock {work}")
+def lock_path(out_dir: str | Path) -> Path:
+    """The lock file that one build of ``out_dir`` holds (hidden sibling, beside the work folder)."""
+    out = Path(out_dir)
+    return out.with_name(f".{out.name}.lock")
+
+
+@contextlib.contextmanager
+def _build_lock(out: Path) -> Iterator[None]:
+    """Hold ``out``'s build lock, or fail at once when another build holds it.
+
+    An OS file lock (``filelock``): the kernel releases it when its process dies, so a
+    killed build leaves no lock behind, and two builds that start together cannot both
+    take it."""
+    from filelock import FileLock, Timeout
+
+    path = lock_path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with FileLock(str(path), timeout=0):
+            yield
+    except Timeout:
+        raise XqaError(f"{out} is being written by another build (it holds {path}); wait for it to "
+                       "finish") from None
 
 
 def _reusable(target: Path, spooled: dict[str, Any], choice: analyzers.AnalyzerChoice,
@@ -283,15 +286,13 @@ def build_sparse_indexes(passages: Iterable[Passage], out_dir: str | Path, threa
     """
     out = Path(out_dir)
     _check_target(out, overwrite)
-    runtime = ensure_jvm()
-    work = work_dir(out)
-    work.mkdir(parents=True, exist_ok=True)
-    lock = _take_lock(work)
-    try:
+    with _build_lock(out):
+        _check_target(out, overwrite)  # again: another build may have finished while we waited to lock
+        runtime = ensure_jvm()
+        work = work_dir(out)
+        work.mkdir(parents=True, exist_ok=True)
         return _build(passages, out, work, runtime, threads, batch_size, optimize, progress, cross_script,
                       stop_fraction)
-    finally:
-        lock.unlink(missing_ok=True)
 
 
 def _build(passages: Iterable[Passage], out: Path, work: Path, runtime: Any, threads: int,
@@ -328,7 +329,6 @@ def _build(passages: Iterable[Passage], out: Path, work: Path, runtime: Any, thr
                                                       "pretokenized", "num_passages", "index_bytes",
                                                       "stop_fraction", "stop_tokens") if k in config}
     shutil.rmtree(work / "spool")
-    (work / "build.pid").unlink()
     top = {
         "format": FORMAT,
         "cross_script": cross_script,

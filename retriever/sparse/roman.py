@@ -21,7 +21,8 @@ would otherwise make one word.
 
 All passages go into ONE index (the pseudo-language :data:`ALL`), and every
 question is searched in it whatever its language: the hits are passages about
-the question's names in any language (docs/sparse.md, "Cross-script BM25").
+the question's names in any language (docs/sparse.md measures it on the embedded
+world and on MLQA).
 Numbers stay as they are (no skeleton).
 """
 from __future__ import annotations

@@ -5,64 +5,108 @@ import argparse
 import os
 from pathlib import Path
 
-DEFAULT_CONFIG = os.environ.get("XQA_CONFIG", "build/embedded/pipeline.json")
+# The pipeline config used when the command line names none: $XQA_CONFIG, else the embedded build's.
+DEFAULT_CONFIG = "build/embedded/pipeline.json"
+CONFIG_ENV = "XQA_CONFIG"
+# Command-line options (argparse dests, equal to the config's field names) that name a corpus.
+INDEXES = ("sparse_index", "dense_index", "spar_index", "roman_index")
+CORPUS = (*INDEXES, "passages")
+
+CONFIG_HELP = (f"pipeline config JSON (default: ${CONFIG_ENV}, else {DEFAULT_CONFIG}, which 'make demo' "
+               "builds; indexes or passages named on the command line without --config are the whole "
+               "corpus: no default config is read)")
 
 
 def add_pipeline_arguments(p: argparse.ArgumentParser, method_default: str | None = None) -> None:
-    from xqa.config import METHODS
+    from xqa.config import METHODS, NO_FALLBACK
 
     g = p.add_argument_group("pipeline")
-    g.add_argument("--config", default=DEFAULT_CONFIG,
-                   help="pipeline config JSON (env XQA_CONFIG); 'make demo' builds the embedded one")
+    g.add_argument("--config", default=None, help=CONFIG_HELP)
     g.add_argument("--method", "--retriever", dest="method", choices=METHODS, default=method_default,
-                   help="retrieval method (default: the config's)")
+                   help="retrieval method (default: the config's; for indexes named on the command line "
+                        "without --config, the first method that uses the most of them)")
     g.add_argument("--k", type=int, default=None, help="passages to retrieve (default: the config's)")
-    g.add_argument("--sparse-index", default=None, help="override: BM25 index folder")
-    g.add_argument("--dense-index", default=None, help="override: dense FAISS index folder")
-    g.add_argument("--spar-index", default=None, help="override: SPAR index folder")
+    g.add_argument("--sparse-index", default=None, help="BM25 index folder")
+    g.add_argument("--dense-index", default=None, help="dense FAISS index folder")
+    g.add_argument("--spar-index", default=None, help="SPAR index folder")
     g.add_argument("--roman-index", default=None,
-                   help="override: cross-script BM25 index folder (xqa index sparse --cross-script)")
-    g.add_argument("--passages", default=None, help="override: passages file (JSONL or DPR TSV)")
+                   help="cross-script BM25 index folder (xqa index sparse --cross-script)")
+    g.add_argument("--passages", default=None, help="passages file of those indexes (JSONL or DPR TSV)")
     g.add_argument("--max-frac", type=float, default=None, help="SCD: share of K open to sparse-only hits")
     g.add_argument("--alpha", type=float, default=None, help="hybrid: weight of the BM25 score")
     g.add_argument("--mu", type=float, default=None, help="SPAR: query-side weight of Λ")
     g.add_argument("--roman-weight", type=float, default=None,
                    help="sparse+roman: weight of the cross-script BM25 score")
-    g.add_argument("--fallback", choices=(*METHODS, "none"), default=None,
+    g.add_argument("--fallback", choices=(*METHODS, NO_FALLBACK), default=None,
                    help="method that searches again for a question the method finds nothing for "
-                        "(default: the config's, dense when it names a dense index; 'none': never)")
+                        f"(default: the config's, dense when it names a dense index; '{NO_FALLBACK}': never)")
+
+
+def config_path(args: argparse.Namespace) -> Path | None:
+    """The pipeline config a command starts from: ``--config``; else, unless the command line
+    names a corpus (indexes or passages), ``$XQA_CONFIG`` or the embedded build's. An explicit
+    corpus never mixes with the default config's indexes, passages or fallback."""
+    if getattr(args, "config", None):
+        return Path(args.config)
+    if any(getattr(args, name, None) for name in CORPUS):
+        return None
+    return Path(os.environ.get(CONFIG_ENV) or DEFAULT_CONFIG)
+
+
+def pipeline_config(args: argparse.Namespace):
+    """The :class:`~xqa.config.PipelineConfig` of :func:`config_path` (an empty one for a corpus
+    named on the command line), with the command line's corpus and settings applied."""
+    from xqa.config import PipelineConfig
+    from xqa.errors import XqaError
+
+    path = config_path(args)
+    if path is None:
+        cfg = PipelineConfig(base_dir=os.getcwd())
+    elif path.is_file() or getattr(args, "config", None):
+        cfg = PipelineConfig.load(path)
+    else:
+        raise XqaError(f"{path}: no such pipeline config; run 'make demo' (or 'xqa embedded build') first, "
+                       f"or name a config with --config, or indexes with --sparse-index/--dense-index "
+                       f"and their --passages")
+    r = cfg.retrieval
+    for name in INDEXES:
+        if getattr(args, name, None):
+            setattr(r, name, os.path.abspath(getattr(args, name)))
+    if getattr(args, "passages", None):
+        cfg.passages = os.path.abspath(args.passages)
+    if path is None:
+        if not cfg.passages:
+            raise XqaError("indexes named on the command line need their passages: add --passages FILE "
+                           "(or name a pipeline config with --config)")
+        if not getattr(args, "method", None):
+            r.method = method_for(cfg)
+    return cfg
+
+
+def method_for(cfg) -> str:
+    """The first retrieval method (in ``METHODS`` order) that uses the most of the config's indexes."""
+    from retriever.fused import NEEDS
+    from xqa.config import METHODS
+    from xqa.errors import XqaError
+
+    r = cfg.retrieval
+    have = {"sparse": r.sparse_index, "dense": r.dense_index, "spar": r.spar_index, "roman": r.roman_index}
+    usable = [m for m in METHODS if all(have[n] for n in NEEDS[m])]
+    if not usable:
+        raise XqaError("no index to search: name one with --sparse-index, --dense-index, --spar-index "
+                       "or --roman-index")
+    return max(usable, key=lambda m: len(NEEDS[m]))
 
 
 def load_pipeline(args: argparse.Namespace):
-    """A Pipeline from ``--config`` (if it exists) with the command-line overrides applied."""
-    from xqa.config import PipelineConfig
-    from xqa.errors import XqaError
+    """A Pipeline from :func:`pipeline_config` with the settings of :func:`add_pipeline_arguments`
+    applied (loads nothing yet)."""
     from xqa.pipeline import Pipeline
 
-    overrides = {"sparse_index": args.sparse_index, "dense_index": args.dense_index,
-                 "spar_index": args.spar_index, "roman_index": getattr(args, "roman_index", None)}
-    if Path(args.config).is_file():
-        cfg = PipelineConfig.load(args.config)
-    elif any(overrides.values()):
-        cfg = PipelineConfig(base_dir=os.getcwd())
-    else:
-        raise XqaError(f"{args.config}: no such pipeline config; run 'make demo' (or "
-                       f"'xqa embedded build') first, or name indexes with --sparse-index/--dense-index")
-    r = cfg.retrieval
-    for key, val in overrides.items():
-        if val:
-            setattr(r, key, os.path.abspath(val))
-    if args.passages:
-        cfg.passages = os.path.abspath(args.passages)
-    for key in ("max_frac", "alpha", "mu", "roman_weight"):
+    cfg = pipeline_config(args)
+    for key in ("method", "k", "max_frac", "alpha", "mu", "roman_weight", "fallback"):
         if getattr(args, key, None) is not None:
-            setattr(r, key, getattr(args, key))
-    if args.method:
-        r.method = args.method
-    if getattr(args, "fallback", None):
-        r.fallback = None if args.fallback == "none" else args.fallback
-    if args.k:
-        r.k = args.k
+            setattr(cfg.retrieval, key, getattr(args, key))
     return Pipeline(cfg)
 
 

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from xqa.commands._common import DEFAULT_CONFIG
+from xqa.commands._common import CONFIG_HELP, config_path, pipeline_config
 from xqa.errors import XqaError
 from xqa.records import Hit, Question
 
@@ -26,12 +25,11 @@ METRICS = ("accuracy", "recall")
 
 def add_source_arguments(p: argparse.ArgumentParser, passages_required: bool = False) -> None:
     g = p.add_argument_group("retrievers (a pipeline config, or folders; folders override the config)")
-    g.add_argument("--config", default=DEFAULT_CONFIG,
-                   help="pipeline config JSON naming the indexes (env XQA_CONFIG)")
-    g.add_argument("--bm25", "--sparse-index", dest="bm25", help="BM25 index folder (xqa index sparse)")
-    g.add_argument("--dense", "--dense-index", dest="dense", help="dense index folder (xqa index dense)")
-    g.add_argument("--spar", "--spar-index", dest="spar", help="SPAR index folder (xqa index spar)")
-    g.add_argument("--roman", "--roman-index", dest="roman",
+    g.add_argument("--config", default=None, help=CONFIG_HELP)
+    g.add_argument("--bm25", "--sparse-index", dest="sparse_index", help="BM25 index folder (xqa index sparse)")
+    g.add_argument("--dense", "--dense-index", dest="dense_index", help="dense index folder (xqa index dense)")
+    g.add_argument("--spar", "--spar-index", dest="spar_index", help="SPAR index folder (xqa index spar)")
+    g.add_argument("--roman", "--roman-index", dest="roman_index",
                    help="cross-script BM25 index folder (xqa index sparse --cross-script)")
     g.add_argument("--passages", required=passages_required,
                    help="passage file (JSONL or DPR TSV); default: the config's")
@@ -49,32 +47,6 @@ def add_question_arguments(p: argparse.ArgumentParser, flag: str = "--dev") -> N
                    help="answer matching: DPR's token rule, or substring for unsegmented scripts")
 
 
-def pipeline_config(args: argparse.Namespace):
-    """The pipeline config with the command-line folders applied (an empty one without a file)."""
-    from xqa.config import PipelineConfig
-
-    if args.config and Path(args.config).is_file():
-        import json
-
-        path = Path(args.config)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as e:
-            raise XqaError(f"{path}:{e.lineno}: invalid JSON ({e.msg})") from None
-        data.pop("tuned", None)  # the record of tuned values that `write_tuned` / the embedded build keep
-        cfg = PipelineConfig.from_dict(data, base_dir=path.parent)
-    else:
-        cfg = PipelineConfig(base_dir=os.getcwd())
-    r = cfg.retrieval
-    for attr, key in (("bm25", "sparse_index"), ("dense", "dense_index"), ("spar", "spar_index"),
-                      ("roman", "roman_index")):
-        if getattr(args, attr, None):
-            setattr(r, key, os.path.abspath(getattr(args, attr)))
-    if getattr(args, "passages", None):
-        cfg.passages = os.path.abspath(args.passages)
-    return cfg
-
-
 def load_pipeline(args: argparse.Namespace, needed: Sequence[str]):
     """A Pipeline whose components ``needed`` (sparse / dense / spar / roman) are named; loads nothing yet."""
     from xqa.pipeline import Pipeline
@@ -86,7 +58,7 @@ def load_pipeline(args: argparse.Namespace, needed: Sequence[str]):
     missing = [n for n in needed if not names[n]]
     if missing:
         raise XqaError(f"no {' / '.join(missing)} index: give {' '.join(flags[n] for n in missing)} "
-                       f"or a --config that names it (looked for {args.config})")
+                       f"or a --config that names it (looked for {config_path(args) or 'none'})")
     if not cfg.passages:
         raise XqaError("no passage file: give --passages or a --config that names one")
     return Pipeline(cfg)
@@ -170,19 +142,21 @@ def _unsegmented() -> frozenset[str]:
     return frozenset(UNSEGMENTED_LANGUAGES)
 
 
-def write_tuned(config_path: str | Path, section_field: str, value: float) -> None:
-    """Set ``retrieval.<field>`` in a pipeline config JSON and record it under ``tuned``."""
+def write_tuned(args: argparse.Namespace, section_field: str, value: float) -> Path:
+    """Set ``retrieval.<field>`` in the command's pipeline config JSON (:func:`config_path`) and
+    record it under ``tuned``; returns the file written."""
     import json
 
     from xqa.artifacts import write_json_atomic
 
-    path = Path(config_path)
-    if not path.is_file():
-        raise XqaError(f"{path}: no pipeline config to write the tuned value into")
+    path = config_path(args)
+    if path is None or not path.is_file():
+        raise XqaError(f"{path or 'no --config'}: no pipeline config to write the tuned value into")
     cfg = json.loads(path.read_text(encoding="utf-8"))
     cfg.setdefault("retrieval", {})[section_field] = value
     cfg.setdefault("tuned", {})[section_field] = value
     write_json_atomic(path, cfg)
+    return path
 
 
 def batched(items: Sequence, size: int):

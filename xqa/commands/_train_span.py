@@ -54,7 +54,9 @@ def load_examples(path: str, limit: int = 0, per_source: int = 0, seed: int = 0)
     return rows[:limit] if limit else rows
 
 
-def train_span(args: argparse.Namespace) -> dict:
+def train_span(args: argparse.Namespace, scorer) -> dict:
+    """Train the span reader as ``xqa train reader --arch span`` asks; ``scorer(prediction, answers,
+    lang) -> (EM, F1)`` validates it (the command passes the MIA scorer)."""
     import torch
 
     from reader.span.inference import SpanReader
@@ -98,9 +100,6 @@ def train_span(args: argparse.Namespace) -> dict:
     n_train = sum(p.numel() for p in reader.model.parameters() if p.requires_grad)
     say(f"{len(train_ex)} training questions, {len(dev_ex)} dev questions, {len(passages)} passages; "
         f"{reader.model.encoder.config.num_hidden_layers} layers, {n_train / 1e6:.1f}M trained parameters")
-    from xqa.commands.train_reader import make_scorer
-
-    scorer = make_scorer(args.eval_mode)
     task = SpanTask(reader, passages, negatives=args.negatives, dev=dev_ex, scorer=scorer,
                     dev_questions=args.dev_limit or len(dev_ex))
     config = TrainConfig(out_dir=args.out, batch_size=args.batch_size or SPAN_DEFAULTS["batch_size"],

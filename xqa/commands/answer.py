@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
     # Under torchrun each process answers a strided share of every round of world x batch-size
     # questions; rank 0 gathers the records, in order, and alone writes them.
     main = info.main
-    step = args.batch_size * info.world_size
+    step = args.batch_size * info.processes
     with (open(records, "a", encoding="utf-8") if main else contextlib.nullcontext()) as f, \
             tqdm(total=len(questions), initial=len(questions) - len(todo), desc="answer", unit="q",
                  disable=not main) as bar:

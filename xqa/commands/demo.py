@@ -50,18 +50,19 @@ def run(args: argparse.Namespace) -> int:
     if args.concurrency < 1 or args.max_queue < 1 or args.max_chars < 1:
         raise XqaError("--concurrency, --max-queue and --max-chars must be at least 1")
     t0 = time.perf_counter()
-    from xqa.commands._common import load_pipeline
+    from xqa.commands._common import config_path, load_pipeline
 
     pipeline = load_pipeline(args)
+    source = config_path(args) or "the indexes named on the command line"
     if not pipeline.methods:
-        raise XqaError(f"{args.config}: the config names no sparse, dense or SPAR index; nothing to retrieve with")
+        raise XqaError(f"{source}: names no sparse, dense or SPAR index; nothing to retrieve with")
     from apps.demo import build_app, launch, warm_up
 
     app = build_app(pipeline, max_chars=args.max_chars, concurrency=args.concurrency, max_queue=args.max_queue)
     if args.warm_up:
         threading.Thread(target=warm_up, args=(pipeline,), name="xqa-warm-up", daemon=True).start()
     url = launch(app, host=args.host, port=args.port, block=False)
-    print(f"xqa demo: serving {args.config} on {url}  (up in {time.perf_counter() - t0:.1f} s; Ctrl+C stops)",
+    print(f"xqa demo: serving {source} on {url}  (up in {time.perf_counter() - t0:.1f} s; Ctrl+C stops)",
           flush=True)
     app.block_thread()
     return 0

@@ -48,7 +48,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "or as answer, but a question with no such passage trains on its gold passages "
                         "(evidence: cross-lingual questions, whose answer is a translation, are kept)")
     p.add_argument("--labels", metavar="FILE",
-                   help="answer label table (JSONL, reader.labels; the embedded world's world/labels.jsonl): a "
+                   help="answer label table (JSONL, xqa.world.labels; the embedded world's world/labels.jsonl): a "
                         "question whose answer is in none of its training passages but another name of the "
                         "answer is (the value as a passage in another language writes it) learns to copy that "
                         "name, which the pipeline, given the same table, answers in the question's language")
@@ -56,11 +56,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="guided cross-attention: add W x (-log of the attention one head of the last decoder "
                         "layer puts on the answer's tokens in the passages) to the loss; teaches a reader "
                         "trained from scratch where to copy from (0: off)")
-    p.add_argument("--pointer-mix", type=float, default=0.1, metavar="LAMBDA",
+    p.add_argument("--generator-share", type=float, default=0.1, metavar="LAMBDA",
                    help="with --copy-attention: score each answer token as LAMBDA x the generator's probability "
                         "+ (1 - LAMBDA) x the copy head's mass on it in the passages (a pointer-generator "
                         "with a fixed gate), and also read the spans that start where the copy head looks; "
-                        "saved with the reader. 0: multiply the two instead (the scoring before session 13)")
+                        "saved with the reader. 0: score with the product of the generator's probability "
+                        "and the copy head's mass (weighted by W) instead")
+    # the spelling xqa/embedded.py still passes; not shown in --help
+    p.add_argument("--pointer-mix", dest="generator_share", type=float, help=argparse.SUPPRESS)
     p.add_argument("--decoder-prompt", action="store_true",
                    help="the decoder reads 'question: Q lang: L answer:' before the answer, so its first "
                         "answer step (and the copy head's pointer) knows what is asked; saved with the "
@@ -120,16 +123,16 @@ def holds_target(result, ctx) -> bool:
 
 def load_examples(path: str, n_context: int, limit: int = 0, need_answers: bool = False,
                   contexts: str = "top", pool: int = 0, labels=None) -> list[dict]:
-    """Example dicts (``reader.data``) from a retrieval-result file, ctxs in the given order;
+    """Example dicts (``reader.fid.data``) from a retrieval-result file, ctxs in the given order;
     ``contexts="gold"`` makes sure the gold passages among the first ``pool`` are included;
     ``contexts="answer"`` puts passages holding the target first and skips questions without one;
     ``contexts="evidence"`` does the same but skips only questions with no gold passage at all.
 
-    With ``labels`` (:class:`reader.labels.AnswerLabels`) a question whose answer is in none of
+    With ``labels`` (:class:`xqa.world.labels.AnswerLabels`) a question whose answer is in none of
     its passages but another name of the answer is (the value as a passage in another language
     writes it) is trained to copy that name: the pipeline writes it in the question's language
     with the same table."""
-    from reader.data import example_from_records, select_contexts
+    from reader.fid.data import example_from_records, select_contexts
     from xqa.errors import XqaError
     from xqa.io import read_results
     from xqa.training import main_process
@@ -188,7 +191,7 @@ def _copy_target(ex: dict, labels) -> int:
 
 def make_scorer(mode: str):
     """(prediction, answers, lang) -> (EM, F1): the MIA official scorer, or the simple fallback."""
-    from reader.task import simple_score
+    from reader.scoring import simple_score
 
     if mode == "simple":
         return simple_score
@@ -209,24 +212,24 @@ def run(args: argparse.Namespace) -> int:
         from xqa.commands._train_span import train_span
         from xqa.training import main_process
 
-        result = train_span(args)
+        result = train_span(args, make_scorer(args.eval_mode))
         if main_process():
             print(f"span reader written to {args.out}/best (step {result['step']}, best f1 {result.get('best')})")
         return 0
     import torch
     from transformers import AutoTokenizer
 
-    from reader.data import FiDCollator
-    from reader.fid import check_pointer_mix
-    from reader.inference import FiDReader
-    from reader.task import FiDTask
+    from reader.fid.data import FiDCollator
+    from reader.fid.model import check_generator_share
+    from reader.fid.inference import FiDReader
+    from reader.fid.task import FiDTask
     from xqa.errors import XqaError
     from xqa.training import TrainConfig, main_process, train
 
     if args.copy_attention < 0:
         raise XqaError(f"--copy-attention must be >= 0 (a loss weight), got {args.copy_attention}")
-    if not 0.0 <= args.pointer_mix <= 1.0:
-        raise XqaError(f"--pointer-mix must be between 0 and 1 (0: off), got {args.pointer_mix}")
+    if not 0.0 <= args.generator_share <= 1.0:
+        raise XqaError(f"--generator-share must be between 0 and 1 (0: off), got {args.generator_share}")
     if args.threads:
         torch.set_num_threads(args.threads)
     args.max_length = args.max_length or 192
@@ -246,7 +249,7 @@ def run(args: argparse.Namespace) -> int:
     reader.decoder_prompt = reader.decoder_prompt or args.decoder_prompt
     labels = None
     if args.labels:
-        from reader.labels import AnswerLabels
+        from xqa.world.labels import AnswerLabels
 
         labels = AnswerLabels.load(args.labels)
     train_set = load_examples(args.train, args.n_context, args.train_limit, need_answers=True,
@@ -261,7 +264,7 @@ def run(args: argparse.Namespace) -> int:
                    eval_span_beams=(8 if args.copy_attention > 0 else 0) if args.eval_span_beams < 0
                    else args.eval_span_beams)
     # after FiDTask, which gives a reader trained with --copy-attention its copy head
-    reader.model.pointer_mix = check_pointer_mix(args.pointer_mix) if reader.model.copy_head else None
+    reader.model.generator_share = check_generator_share(args.generator_share) if reader.model.copy_head else None
     config = TrainConfig(out_dir=args.out, batch_size=args.batch_size, epochs=args.epochs,
                          max_steps=args.max_steps, lr=args.lr, weight_decay=args.weight_decay,
                          warmup_steps=args.warmup_steps, grad_accum=args.grad_accum,
@@ -281,7 +284,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _architecture(size: str, settings: list[str]):
     """The named size, or (with ``--set KEY=VALUE``) its fields changed: an explicit dict."""
-    from reader.fid import SIZES
+    from reader.fid.model import SIZES
     from xqa.errors import XqaError
 
     if not settings:

@@ -99,10 +99,10 @@ def run(args: argparse.Namespace) -> int:
                                      "depth": args.depth, "questions": len(questions), "baselines": base,
                                      "grid": {f"{a:.2f}": v for a, v in table.items()}})
     if args.write_config and roman:
-        write_tuned(args.config, "roman_weight", best)
-        print(f"retrieval.roman_weight = {best:.2f} written to {args.config}")
+        path = write_tuned(args, "roman_weight", best)
+        print(f"retrieval.roman_weight = {best:.2f} written to {path}")
     elif args.write_config:
-        write_tuned(args.config, "alpha", best)
-        write_tuned(args.config, "normalize", args.normalize)
-        print(f"retrieval.alpha = {best:.2f} written to {args.config}")
+        write_tuned(args, "alpha", best)
+        path = write_tuned(args, "normalize", args.normalize)
+        print(f"retrieval.alpha = {best:.2f} written to {path}")
     return 0

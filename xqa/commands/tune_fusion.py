@@ -33,7 +33,7 @@ def add_reading_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--limit", type=int, default=0, help="use only the first N questions of each file (0: all)")
     p.add_argument("--eval-mode", choices=["official", "lang_aware", "simple"], default="official",
                    help="EM/F1: MIA official, its language-aware variant, or simple normalized")
-    p.add_argument("--labels", help="answer label table (JSONL, reader.labels): a span copied from a passage in "
+    p.add_argument("--labels", help="answer label table (JSONL, xqa.world.labels): a span copied from a passage in "
                         "another language answers in the question's language (the embedded world's: "
                         "world/labels.jsonl)")
     p.add_argument("--cache", help="folder for reader outputs (JSONL), reused when present")
@@ -58,8 +58,8 @@ def reader_outputs(reader, results, n_context: int, beams: int, n_best: int, bat
     Under torchrun the processes share the reading and only rank 0 gets the outputs (the
     others get None and should stop there).
     """
-    from reader.data import example_from_records
-    from reader.inference import ReaderOutput
+    from reader.fid.data import example_from_records
+    from reader.base import ReaderOutput
     from xqa.artifacts import write_text_atomic
     from xqa.training import main_process, map_sharded
 
@@ -87,7 +87,7 @@ def beam_key(args: argparse.Namespace) -> str:
 
 
 def load_labels(path: str | None):
-    from reader.labels import AnswerLabels
+    from xqa.world.labels import AnswerLabels
 
     return AnswerLabels.load(path) if path else None
 

@@ -74,6 +74,6 @@ def run(args: argparse.Namespace) -> int:
         write_json_atomic(args.out, {"best_mu": best, "metric": f"{name}@{args.at}", "questions": len(questions),
                                      "grid": {f"{m:.6g}": v for m, v in table.items()}})
     if args.write_config:
-        write_tuned(args.config, "mu", best)
-        print(f"retrieval.mu = {best:.3g} written to {args.config}")
+        path = write_tuned(args, "mu", best)
+        print(f"retrieval.mu = {best:.3g} written to {path}")
     return 0

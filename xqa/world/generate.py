@@ -38,6 +38,7 @@ from xqa.world.entities import (
     World,
     build_entities,
 )
+from xqa.world.labels import answer_labels
 from xqa.world.templates import (
     join_sentences,
     passage_templates,
@@ -285,16 +286,11 @@ class GeneratedWorld:
     passage_subject: dict[str, str]
 
 
-def _entities(rng: random.Random, spec: WorldSize) -> World:
-    """The world's entities: the first draws of its seeded ``rng`` (``write_labels`` relies on it)."""
-    return build_entities(rng, spec.n_persons, spec.n_orgs)
-
-
 def generate(size: str | WorldSize = "default", seed: int = 0, progress: bool = False) -> GeneratedWorld:
     """Make the whole world in memory."""
     spec = SIZES[size] if isinstance(size, str) else size
     rng = random.Random(f"xqa-world:{seed}")
-    world = _entities(rng, spec)
+    world = build_entities(rng, spec.n_persons, spec.n_orgs)
     subjects: list[Entity] = []
     for kind in SUBJECT_KINDS:
         ents = sorted((e for e in world.entities.values() if e.kind == kind), key=lambda e: e.id)
@@ -337,43 +333,6 @@ def _write_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
             f.write("\n")
 
 
-def answer_labels(world: World) -> list[dict[str, Any]]:
-    """The world's label table (``reader.labels``): every entity's and occupation's name in every
-    language, the feminine occupation forms where they differ; what Wikidata's labels are to
-    Wikipedia. The reader writes a copied answer in the question's language with it."""
-    rows: list[dict[str, Any]] = [{"id": e.id, "labels": dict(e.names)}
-                                  for e in sorted(world.entities.values(), key=lambda e: e.id)]
-    for occ in sorted(world.occupations):
-        forms = world.occupations[occ]
-        row: dict[str, Any] = {"id": f"occupation/{occ}", "labels": {lg: m for lg, (m, _) in forms.items()}}
-        female = {lg: f for lg, (m, f) in forms.items() if f != m}
-        if female:
-            row["female"] = female
-        rows.append(row)
-    return rows
-
-
-def write_labels(world_dir: str | Path) -> Path:
-    """Add ``labels.jsonl`` to a world built before worlds carried one (the same seed and size
-    give the same entities); written atomically."""
-    from xqa.artifacts import load_config, write_json_atomic, write_text_atomic
-    from xqa.errors import XqaError
-
-    out = Path(world_dir)
-    cfg = load_config(out, kind="world")
-    size = cfg.get("size")
-    if size not in SIZES:
-        raise XqaError(f"{out}/config.json: world size {size!r} is not one this generator makes; "
-                       "build the world again")
-    world = _entities(random.Random(f"xqa-world:{cfg.get('seed', 0)}"), SIZES[size])
-    path = out / "labels.jsonl"
-    write_text_atomic(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in answer_labels(world)))
-    if "labels.jsonl" not in cfg.get("files", []):   # the world's config lists it, as a new world's does
-        cfg["files"] = [*cfg.get("files", []), "labels.jsonl"]
-        write_json_atomic(out / "config.json", cfg)
-    return path
-
-
 def build_world(out_dir: str | Path, size: str = "default", seed: int = 0, overwrite: bool = False,
                 progress: bool = False) -> dict[str, Any]:
     """Write ``passages.jsonl``, ``{train,dev,test}.jsonl``, ``labels.jsonl`` and ``config.json`` into ``out_dir``.
@@ -390,7 +349,11 @@ def build_world(out_dir: str | Path, size: str = "default", seed: int = 0, overw
     out = Path(out_dir)
     if is_complete(out) and not overwrite:
         cfg = load_config(out, kind="world")
-        return {**cfg.get("stats", {}), "built": False}
+        stale = _stale(out, cfg)
+        if not stale:
+            return {**cfg.get("stats", {}), "built": False}
+        print(f"{out}: {stale}: building it again", flush=True)
+        overwrite = True
     if out.exists() and not overwrite:
         if out.is_dir() and not any(out.iterdir()):
             overwrite = True  # an empty folder holds nothing to lose
@@ -408,3 +371,14 @@ def build_world(out_dir: str | Path, size: str = "default", seed: int = 0, overw
                                    "counts": {"passages": stats["passages"], **stats["questions"]},
                                    "stats": stats})
     return {**stats, "built": True}
+
+
+def _stale(out: Path, cfg: dict[str, Any]) -> str:
+    """Why the complete world in ``out`` is not what this generator makes ("" if it is)."""
+    version = cfg.get("generator_version")
+    if version != GENERATOR_VERSION:
+        return f"a world of generator version {version}, this is version {GENERATOR_VERSION}"
+    missing = [f for f in FILES if not (out / f).is_file()]
+    if missing:
+        return f"a world without {', '.join(missing)} (made by an earlier version of xqa)"
+    return ""

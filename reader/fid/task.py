@@ -9,60 +9,26 @@ passes the official MIA scorer.
 """
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from reader.data import FiDCollator
-from reader.evidence import normalize_answer
-from reader.inference import FiDReader
-
-# (prediction, gold answers, language) -> (EM, F1), both in [0, 1]
-Scorer = Callable[[str, Sequence[str], str], "tuple[float, float]"]
-
-
-def simple_score(prediction: str, answers: Sequence[str], lang: str) -> tuple[float, float]:
-    """Normalised EM and white-space token F1 (max over gold answers); a fallback scorer."""
-    from collections import Counter
-
-    pred = normalize_answer(prediction).split()
-    best_em = best_f1 = 0.0
-    for gold in answers:
-        g = normalize_answer(gold).split()
-        best_em = max(best_em, float(pred == g))
-        shared = sum((Counter(pred) & Counter(g)).values())
-        if shared:
-            p, r = shared / len(pred), shared / len(g)
-            best_f1 = max(best_f1, 2 * p * r / (p + r))
-    return best_em, best_f1
-
-
-def score_predictions(examples: Sequence[Mapping[str, Any]], predictions: Sequence[str],
-                      scorer: Scorer = simple_score) -> dict[str, float]:
-    """Mean EM/F1 over questions with a gold answer, plus the macro average over languages."""
-    per_lang: dict[str, list[tuple[float, float]]] = defaultdict(list)
-    for ex, pred in zip(examples, predictions):
-        if ex.get("answers"):
-            per_lang[ex.get("lang", "")].append(scorer(pred, ex["answers"], ex.get("lang", "")))
-    flat = [s for v in per_lang.values() for s in v]
-    if not flat:
-        return {}
-    out = {"em": sum(e for e, _ in flat) / len(flat), "f1": sum(f for _, f in flat) / len(flat)}
-    out["macro_f1"] = sum(sum(f for _, f in v) / len(v) for v in per_lang.values()) / len(per_lang)
-    return out
-
+from reader.fid.data import FiDCollator
+from reader.fid.inference import FiDReader
+from reader.scoring import Scorer, score_predictions, simple_score
 
 def copy_attention_loss(cross_attention: torch.Tensor, copy_mask: torch.Tensor, head: int = 0) -> torch.Tensor:
     """Guided cross-attention: -log of the attention mass one head puts on the answer in the passages.
 
     ``cross_attention`` [B, H, T, N*L] is one decoder layer's, ``copy_mask``
-    [B, T, N*L] from :func:`reader.data.copy_attention_targets`. Mean over the answer tokens
+    [B, T, N*L] from :func:`reader.fid.data.copy_attention_targets`. Mean over the answer tokens
     that have a target; 0 when none has. Supervising one head of the layer whose output
     feeds the LM head tells the decoder *where* the answer is from the first step, instead of
-    leaving it to find that out through the token loss alone (docs/reader.md, "Session 7").
+    leaving it to find that out through the token loss alone: trained without this term, no
+    head of the tiny reader put more than 4 % of its attention on the answer; with it, the
+    supervised head put 59 % there after the same 1,600 steps.
     """
     mass = (cross_attention[:, head].float() * copy_mask).sum(-1)      # [B, T]
     valid = copy_mask.sum(-1) > 0

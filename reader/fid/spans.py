@@ -133,7 +133,7 @@ def span_indexes(tokenizer, examples: Sequence[Mapping[str, Any]], n_context: in
                  max_length: int, twins: tuple[dict[int, int], int | None] | None = None) -> list[SpanIndex]:
     """One :class:`SpanIndex` per example over the titles and texts of its first
     ``n_context`` passages, each text cut where the encoder row is cut (``max_length``)."""
-    from reader.data import format_passage
+    from reader.fid.data import format_passage
 
     twin, bare = twins if twins is not None else piece_twins(tokenizer)
     eos = tokenizer.eos_token_id
@@ -163,11 +163,11 @@ def allowed_tokens_fn(indexes: Sequence[SpanIndex], start_len: int = 1):
 def passage_ranges(tokenizer, examples: Sequence[Mapping[str, Any]], n_context: int, max_length: int,
                    row_length: int) -> list[list[tuple[int, int]]]:
     """Per example, the ``[start, end)`` encoder positions (flattened over its ``n_context`` rows
-    of ``row_length`` tokens, as :func:`reader.data.encode_passages` lays them out) that hold a
+    of ``row_length`` tokens, as :func:`reader.fid.data.encode_passages` lays them out) that hold a
     passage's title or its text: where a copied answer may lie (not the question, the markers,
     ``</s>`` or padding). SentencePiece never cuts across white space, so each segment's
     positions are the lengths of the formatted row's prefixes."""
-    from reader.data import format_passage
+    from reader.fid.data import format_passage
 
     def count(text: str) -> int:
         return len(tokenizer(text, add_special_tokens=False)["input_ids"])

@@ -1,4 +1,4 @@
-"""Answer labels: write an answer copied from a passage in the question's language.
+"""The world's answer labels: write an answer copied from a passage in the question's language.
 
 A reader that copies a span answers a cross-lingual question with a value in
 the passage's language ("東京" from a Japanese passage, asked in English). A
@@ -20,18 +20,37 @@ has one; a form that is both (English "chemist") to the plain label.
 Evidence fusion matches a candidate against the passages by the text the reader
 wrote and scores it, and shows (and sums duplicates, and evaluates) the label:
 the translated answer keeps the evidence of the span it was copied from.
-The embedded world writes its table as ``world/labels.jsonl``; at full scale,
-a Wikidata label dump of the answer entities in the same layout does.
+The embedded world writes its table (:func:`answer_labels`) as ``world/labels.jsonl``,
+which its pipeline config names as ``reader.labels``. It is a feature of the world,
+whose names of places, companies and occupations are a closed set it generated; a
+real corpus would need a Wikidata label dump of its answer entities in the same layout.
 """
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from xqa.errors import InputError, XqaError, json_type, jsonl_objects
+from xqa.world.entities import World
 
 _LANG_CODE = re.compile(r"[a-z]{2,3}(?:[_-][a-zA-Z]{2,4})?")
+
+
+def answer_labels(world: World) -> list[dict[str, Any]]:
+    """The world's label table: every entity's and occupation's name in every language, the
+    feminine occupation forms where they differ; what Wikidata's labels are to Wikipedia."""
+    rows: list[dict[str, Any]] = [{"id": e.id, "labels": dict(e.names)}
+                                  for e in sorted(world.entities.values(), key=lambda e: e.id)]
+    for occ in sorted(world.occupations):
+        forms = world.occupations[occ]
+        row: dict[str, Any] = {"id": f"occupation/{occ}", "labels": {lg: m for lg, (m, _) in forms.items()}}
+        female = {lg: f for lg, (m, f) in forms.items() if f != m}
+        if female:
+            row["female"] = female
+        rows.append(row)
+    return rows
 
 
 class AnswerLabels:

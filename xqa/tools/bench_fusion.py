@@ -1,6 +1,6 @@
 """``xqa bench fusion``: fusion overhead at k=60 beside search time; SPAR's one index vs a two-index hybrid.
 
-Prints one Markdown table per part (see ``xqa.bench.fusion``). Without
+Prints one Markdown table per part (see ``xqa.tools.bench.fusion``). Without
 indexes (no pipeline config, no folders) only the fusion functions are timed.
 """
 from __future__ import annotations
@@ -29,20 +29,24 @@ def run(args: argparse.Namespace) -> int:
     import platform
     from pathlib import Path
 
-    from xqa.bench.fusion import (
+    from xqa.tools.bench.fusion import (
         Report,
         bench_fusion_functions,
         bench_retrievers,
         render,
     )
-    from xqa.commands._fusion_common import pipeline_config
+    from xqa.commands._common import config_path, pipeline_config
     from xqa.errors import XqaError
 
     report = Report(k=args.k)
     report.fusion = bench_fusion_functions(args.k, args.synthetic, args.overlap, args.repeats)
     report.notes.append(f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
                         f"Python {platform.python_version()}")
-    if not args.fusion_only:
+    path = config_path(args)
+    if not args.fusion_only and path is not None and not path.is_file() and not args.config:
+        report.notes.append(f"no indexes given (--config / --bm25 --dense --spar --passages, no {path}): "
+                            "retrieval latency not measured")
+    elif not args.fusion_only:
         cfg = pipeline_config(args)
         r = cfg.retrieval
         named = {"sparse": r.sparse_index, "dense": r.dense_index, "spar": r.spar_index}

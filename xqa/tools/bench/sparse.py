@@ -291,7 +291,7 @@ def run_bench(n_passages: int = 100_000, n_queries: int = 2000, n_small: int = 5
         try:
             peer_result, peer_top = bench_bm25s(corpus, work, min(n_small, n_passages), threads, ks)
         except ImportError as e:
-            print(f"bm25s peer skipped: {e} (pip install 'xqa[test]')", file=sys.stderr)
+            print(f"bm25s peer skipped: {e} (pip install 'xqa[bench]')", file=sys.stderr)
         else:
             result.engines.append(peer_result)
             result.overlap_top10 = top10_overlap(lucene_top, peer_top)

@@ -11,7 +11,6 @@ BM25's rankings per language is printed and written to ``WORK/lexical_rbo.json``
 """
 from __future__ import annotations
 
-import argparse
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -23,14 +22,16 @@ SETTINGS = {"vocab_size": 8000, "sentences_per_passage": 3, "steps": 500, "batch
             "rbo_depth": 100}
 
 
-def lexical_retriever(data: Mapping[str, Any], work: Path, args: argparse.Namespace):
-    """Train (or reuse) Λ on the MLQA contexts, index them, report RBO with BM25; return Λ's retriever."""
+def lexical_retriever(data: Mapping[str, Any], work: Path, teacher: Any):
+    """Train (or reuse) Λ on the MLQA contexts, index them, report RBO with BM25; return Λ's retriever.
+
+    ``teacher``: the BM25 retriever of the same contexts (the report's own), which labels Λ's
+    training data and is compared with it; the caller opens and closes it."""
     from retriever.dense.model import BiEncoder
     from retriever.spar.data import TeacherConfig
     from retriever.spar.lexical import lexical_task, summary, teacher_data
     from retriever.spar.lexical_index import LexicalRetriever, build_lexical_index
     from xqa.artifacts import is_complete
-    from xqa.commands.report_mlqa import bm25_retriever
     from xqa.tokenizer import train_tokenizer
     from xqa.training import TrainConfig, train
 
@@ -41,23 +42,19 @@ def lexical_retriever(data: Mapping[str, Any], work: Path, args: argparse.Namesp
                           vocab_size=s["vocab_size"])
     lex_dir, index_dir = work / "lexical", work / "lexical_index"
     cfg = TeacherConfig(sentences_per_passage=s["sentences_per_passage"])
-    teacher = bm25_retriever(data, work / "bm25", False, args.threads)
-    try:
-        train_ex, dev_ex, meta = teacher_data(teacher, lambda: passages, lex_dir, cfg, dev_size=500)
-        print(f"Λ teacher data: {summary(meta)}")
-        model = BiEncoder.from_scratch(tok, "tiny", query_max_length=s["query_max_length"],
-                                       passage_max_length=s["passage_max_length"], pooling=s["pooling"],
-                                       dropout=0.0, seed=0)
-        task = lexical_task(model, passages, train_ex, dev_ex, cfg)
-        train(task, train_ex, TrainConfig(out_dir=str(lex_dir), batch_size=s["batch_size"], max_steps=s["steps"],
-                                          lr=s["lr"], warmup_steps=s["warmup"], eval_every=200, save_every=200,
-                                          max_grad_norm=2.0))
-        if not is_complete(index_dir):
-            build_lexical_index(lex_dir, passages, index_dir)
-        lam = LexicalRetriever.load(index_dir, same_language=True)
-        _report_rbo(lam, teacher, data, work / "lexical_rbo.json", s["rbo_depth"])
-    finally:
-        teacher.close()
+    train_ex, dev_ex, meta = teacher_data(teacher, lambda: passages, lex_dir, cfg, dev_size=500)
+    print(f"Λ teacher data: {summary(meta)}")
+    model = BiEncoder.from_scratch(tok, "tiny", query_max_length=s["query_max_length"],
+                                   passage_max_length=s["passage_max_length"], pooling=s["pooling"],
+                                   dropout=0.0, seed=0)
+    task = lexical_task(model, passages, train_ex, dev_ex, cfg)
+    train(task, train_ex, TrainConfig(out_dir=str(lex_dir), batch_size=s["batch_size"], max_steps=s["steps"],
+                                      lr=s["lr"], warmup_steps=s["warmup"], eval_every=200, save_every=200,
+                                      max_grad_norm=2.0))
+    if not is_complete(index_dir):
+        build_lexical_index(lex_dir, passages, index_dir)
+    lam = LexicalRetriever.load(index_dir, same_language=True)
+    _report_rbo(lam, teacher, data, work / "lexical_rbo.json", s["rbo_depth"])
     return lam
 
 

@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     sparse, spar = pipe.component("sparse"), pipe.component("spar")
     systems = {"BM25": None, "Λ": spar.part("lexical"), "dense": spar.part("dense"),
                f"SPAR (μ={spar.mu:g})": spar}
-    if pipe.config.retrieval.dense_index and args.dense:
+    if pipe.config.retrieval.dense_index and args.dense_index:
         systems["dense"] = pipe.component("dense")
     deep = max(max(args.ks), args.depth if args.all_languages else 4 * args.depth)
 

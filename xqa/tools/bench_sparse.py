@@ -18,8 +18,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--queries", type=int, default=2000, help="queries in the timed batch")
     parser.add_argument("--small", type=int, default=5000, help="size of the small index also timed")
     parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic corpus")
-    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1,
-                        help="most search/indexing threads; queries/s is also measured with 1")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="most search/indexing threads; queries/s is also measured with 1 "
+                             "(default: the CPU count)")
     parser.add_argument("--ks", default="10,100", help="comma-separated k values timed")
     parser.add_argument("--work", default="build/bench/sparse", metavar="DIR",
                         help="folder for the benchmark's indexes (rebuilt each run)")
@@ -29,9 +30,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from xqa.artifacts import write_json_atomic
-    from xqa.bench.sparse import run_bench
+    from xqa.tools.bench.sparse import run_bench
     from xqa.errors import XqaError
 
+    args.threads = args.threads or os.cpu_count() or 1
     try:
         ks = sorted({int(k) for k in args.ks.split(",") if k.strip()})
     except ValueError:

@@ -113,7 +113,7 @@ def bench_retrievers(parts: dict, questions: Sequence[Question], k: int = 60, ba
     """
     from tqdm.auto import tqdm
 
-    from retriever.fused import build_retriever, sparse_search
+    from retriever.fused import FusionConfig, build_retriever, sparse_search
     from retriever.fusion import hybrid, sparse_corroborate_dense
 
     qs = list(questions)
@@ -129,12 +129,12 @@ def bench_retrievers(parts: dict, questions: Sequence[Question], k: int = 60, ba
         cases["SPAR (one index)"] = lambda b: s.search(b, k)
         cases["  SPAR: two query encoders"] = lambda b: s.encode([q.question for q in b])
     if dense is not None and sparse is not None:
-        h = build_retriever("hybrid", dense=dense, sparse=sparse, alpha=alpha)
-        c = build_retriever("scd", dense=dense, sparse=sparse, max_frac=max_frac)
+        h = build_retriever(FusionConfig("hybrid", alpha=alpha), dense=dense, sparse=sparse)
+        c = build_retriever(FusionConfig("scd", max_frac=max_frac), dense=dense, sparse=sparse)
         cases["hybrid (dense + BM25 + fusion)"] = lambda b: h.search(b, k)
         cases["SCD (dense + BM25 + fusion)"] = lambda b: c.search(b, k)
     if spar is not None and sparse is not None:
-        sc = build_retriever("spar+scd", spar=spar, sparse=sparse, max_frac=max_frac, mu=mu)
+        sc = build_retriever(FusionConfig("spar+scd", max_frac=max_frac, mu=mu), spar=spar, sparse=sparse)
         cases["SPAR+SCD (SPAR + BM25 + fusion)"] = lambda b: sc.search(b, k)
     # fusion alone on these questions' real lists
     if dense is not None and sparse is not None:

@@ -14,10 +14,9 @@ import argparse
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from xqa.commands._common import DEFAULT_CONFIG
+    from xqa.commands._common import CONFIG_HELP
 
-    p.add_argument("--config", "--pipeline", dest="config", default=DEFAULT_CONFIG,
-                   help="pipeline config JSON (env XQA_CONFIG)")
+    p.add_argument("--config", "--pipeline", dest="config", default=None, help=CONFIG_HELP)
     p.add_argument("--questions", default=None,
                    help="question file (any layout xqa reads); default: the config's demo examples, "
                         "else world/test.jsonl next to the config")
@@ -63,7 +62,8 @@ def _questions(args, pipeline):
 
 
 def run(args: argparse.Namespace) -> int:
-    from xqa.bench.demo import bench_demo
+    from xqa.tools.bench.demo import bench_demo
+    from xqa.commands._common import config_path, pipeline_config
     from xqa.config import METHODS
     from xqa.errors import XqaError
     from xqa.pipeline import Pipeline
@@ -74,11 +74,11 @@ def run(args: argparse.Namespace) -> int:
         import torch
 
         torch.set_num_threads(args.threads)
-    pipeline = Pipeline.load(args.config)
+    pipeline = Pipeline(pipeline_config(args))
     methods = args.methods or pipeline.methods
     unknown = [m for m in methods if m not in pipeline.methods]
     if unknown:
-        raise XqaError(f"methods {unknown} are not available in {args.config} "
+        raise XqaError(f"methods {unknown} are not available in {config_path(args)} "
                        f"(it offers {pipeline.methods}; all methods: {list(METHODS)})")
     result = bench_demo(pipeline, _questions(args, pipeline), methods, k=args.k, n_passages=args.n_passages)
     print(result.table())

@@ -4,7 +4,7 @@ The script and word rules, lingua alone, and the two combined (what xqa uses),
 each mapped onto the pipeline's languages, "unknown" for any other; on the
 question sets of ``../shared/data`` (skipped with a message when absent) and
 on hand-written questions in languages outside the pipeline's. See
-:mod:`xqa.bench.langid` and docs/langid.md.
+:mod:`xqa.tools.bench.langid` and docs/langid.md.
 
 Examples::
 
@@ -21,7 +21,7 @@ DEFAULT_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from xqa.bench.langid import PIPELINE_LANGUAGES
+    from xqa.tools.bench.langid import PIPELINE_LANGUAGES
 
     p.add_argument("--data", default=None, metavar="DIR",
                    help=f"the shared data folder (default: {DEFAULT_DATA}; its sets are skipped when absent)")
@@ -37,7 +37,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from xqa.bench import langid as bench
+    from xqa.tools.bench import langid as bench
 
     languages = [c.strip() for c in args.languages.split(",") if c.strip()]
     data = Path(args.data) if args.data else DEFAULT_DATA

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from xqa.bench.dense import BenchResult
+from xqa.tools.bench.dense import BenchResult
 from xqa.records import Passage
 
 

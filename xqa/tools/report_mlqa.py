@@ -214,15 +214,20 @@ RETRIEVERS: dict[str, Callable[[Mapping[str, MlqaLanguage], Path, argparse.Names
 
 
 def _lexical(data: Mapping[str, MlqaLanguage], work: Path, args: argparse.Namespace) -> Any:
-    """SPAR's Λ trained on the MLQA contexts' sentences, BM25 as teacher (``_mlqa_lexical``)."""
-    from xqa.commands._mlqa_lexical import lexical_retriever
+    """SPAR's Λ trained on the MLQA contexts' sentences, BM25 as teacher (``xqa.tools.mlqa_lexical``)."""
+    from xqa.tools.mlqa_lexical import lexical_retriever
 
-    return lexical_retriever(data, work, args)
+    teacher = bm25_retriever(data, work / "bm25", False, args.threads)
+    try:
+        return lexical_retriever(data, work, teacher)
+    finally:
+        teacher.close()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", default=None, metavar="DIR",
-                        help=f"MLQA v1 dev folder (default: {DEFAULT_DATA}; skipped when absent)")
+                        help="MLQA v1 dev folder (default: shared/data/mlqa/dev beside the repository; "
+                             "skipped when absent)")
     parser.add_argument("--langs", default=",".join(MLQA_LANGS),
                         help="comma-separated languages (same-language pairs)")
     parser.add_argument("--ks", default=",".join(map(str, DEFAULT_KS)), help="comma-separated k values")

@@ -13,7 +13,7 @@ Question sets (``../shared/data``, see its README) are sampled per language
 for: ``train`` (the veto threshold is chosen there, :func:`veto_grid`), ``dev``,
 ``eval`` (evaluation only), ``tuned`` (MIA 2022 test: the rules were chosen on
 it, so their figure there is not a measurement) and ``probe`` (hand-written
-questions in languages outside the pipeline's, :mod:`xqa.bench.langid_probe`).
+questions in languages outside the pipeline's, :mod:`xqa.tools.bench.langid_probe`).
 """
 from __future__ import annotations
 
@@ -99,7 +99,7 @@ def load_samples(root: str | Path, per_language: int = 1000, seed: int = 0,
 
 
 def probe_samples() -> list[Sample]:
-    from xqa.bench.langid_probe import PROBE
+    from xqa.tools.bench.langid_probe import PROBE
 
     return [Sample("probe (hand-written)", "probe", lang, list(texts)) for lang, texts in PROBE.items()]
 

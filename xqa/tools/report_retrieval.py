@@ -49,15 +49,15 @@ def _groups(questions) -> dict[str, list[int]]:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from retriever.fused import build_retriever, sparse_search
+    from retriever.fused import FusionConfig, build_retriever, sparse_search
     from xqa.artifacts import write_json_atomic, write_text_atomic
     from xqa.commands._fusion_common import (
         Judge,
         batched,
         format_table,
         load_pipeline,
-        pipeline_config,
     )
+    from xqa.commands._common import pipeline_config
     from xqa.errors import XqaError
     from xqa.io import read_questions
 
@@ -89,9 +89,9 @@ def run(args: argparse.Namespace) -> int:
         elif m == "lexical":
             retrievers[m] = parts["spar"].part("lexical")
         else:
-            retrievers[m] = build_retriever(m, **{n: parts[n] for n in needs[m]}, max_frac=r.max_frac,
-                                            alpha=r.alpha, normalize=r.normalize, mu=r.mu if "spar" in needs[m] else None,
-                                            corroborated_order=r.corroborated_order, roman_weight=r.roman_weight)
+            fusion = FusionConfig(method=m, max_frac=r.max_frac, alpha=r.alpha, normalize=r.normalize, mu=r.mu,
+                                  corroborated_order=r.corroborated_order, roman_weight=r.roman_weight)
+            retrievers[m] = build_retriever(fusion, **{n: parts[n] for n in needs[m]})
     from tqdm.auto import tqdm
 
     lists = {}

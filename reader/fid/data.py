@@ -181,7 +181,7 @@ def copy_attention_targets(tokenizer, input_ids: torch.Tensor, labels: torch.Ten
     """Where the decoder should look to copy each answer token: a mask [B, T, N*L].
 
     ``mask[b, t, p]`` is 1 when encoder position ``p`` (row-major over the N
-    passage rows of question ``b``, as :meth:`reader.fid.FiD.encode` lays them
+    passage rows of question ``b``, as :meth:`reader.fid.model.FiD.encode` lays them
     out for the decoder) holds text of answer token ``t`` in an occurrence of the
     whole answer in one of the rows. Matching is done on the pieces' text, not on
     token ids, because SentencePiece cuts an answer differently alone and in

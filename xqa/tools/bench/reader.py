@@ -1,6 +1,6 @@
 """FiD reader speed on this machine: latency per question vs passages, training throughput.
 
-Models are built from configs with random weights (``reader.fid.SIZES``):
+Models are built from configs with random weights (``reader.fid.model.SIZES``):
 ``tiny`` (the embedded default's shape, vocabulary 8,000) and ``small``
 (mt5-small's shape, vocabulary 250,112). Inputs are random token ids of a
 fixed passage length, so the figures measure the model (encoder over N*L
@@ -43,7 +43,7 @@ class TrainRow:
 
 
 def _model(size: str, seed: int = 0):
-    from reader.fid import FiD, build_t5
+    from reader.fid.model import FiD, build_t5
 
     model = FiD(build_t5(size, VOCAB[size], seed=seed))
     model.t5.generation_config.suppress_tokens = [model.config.eos_token_id]  # fixed-length decoding
@@ -77,23 +77,25 @@ def latency(sizes: Sequence[str], passages: Sequence[int], length: int, answer_l
     """
     import torch
 
+    from reader.fid.model import DecoderPrompt, Search
+
     rows = []
     for size in sizes:
         model = _model(size).eval()
         n_params = sum(p.numel() for p in model.parameters()) / 1e6
         for n in passages:
             ids, mask, pmask = _inputs(1, n, length, VOCAB[size])
-            prompt = prompt_mask = None
+            prompt = None
             if prompt_tokens:   # the start token, then random ids
-                prompt = _inputs(1, 1, prompt_tokens, VOCAB[size], seed=2)[0][:, 0]
-                prompt[:, 0] = model.config.decoder_start_token_id
-                prompt_mask = torch.ones_like(prompt)
+                start = _inputs(1, 1, prompt_tokens, VOCAB[size], seed=2)[0][:, 0]
+                start[:, 0] = model.config.decoder_start_token_id
+                prompt = DecoderPrompt(start, torch.ones_like(start))
             timings = []
             for b in (1, beams):
                 def call(b=b, model=model, ids=ids, mask=mask, pmask=pmask):
                     with torch.no_grad():
-                        model.generate(ids, mask, pmask, beams=b, n_best=b, max_new_tokens=answer_len,
-                                       prompt=prompt, prompt_mask=prompt_mask)
+                        model.generate(ids, mask, pmask, Search(beams=b, n_best=b, max_new_tokens=answer_len),
+                                       prompt=prompt)
                 t0 = time.perf_counter()
                 call()
                 first = time.perf_counter() - t0

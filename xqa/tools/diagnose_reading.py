@@ -55,7 +55,7 @@ def target_ce(reader, examples) -> list[tuple[float, float]]:
     """(first-token CE, mean CE over the target's tokens incl. </s>) per example, teacher-forced."""
     import torch
 
-    from reader.data import encode_answers, encode_passages
+    from reader.fid.data import encode_answers, encode_passages
 
     batch = encode_passages(reader.tokenizer, examples, 1, reader.max_length)
     labels = encode_answers(reader.tokenizer, [ex["answers"][0] for ex in examples], reader.max_answer_len)
@@ -71,9 +71,9 @@ def target_ce(reader, examples) -> list[tuple[float, float]]:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from reader.data import example_from_records
+    from reader.fid.data import example_from_records
     from reader.evidence import normalize_answer, occurs_in
-    from reader.inference import FiDReader
+    from reader.fid.inference import FiDReader
     from xqa.commands.train_reader import make_scorer
     from xqa.commands.tune_fusion import load_results
     from xqa.errors import XqaError

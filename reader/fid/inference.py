@@ -14,7 +14,6 @@ model with default settings.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -22,43 +21,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from reader.data import copy_attention_targets, encode_passages, encode_prompts, example_from_records
-from reader.fid import FiD, build_t5, load_t5
+from reader.base import ReaderOutput
+from reader.fid.data import copy_attention_targets, encode_passages, encode_prompts, example_from_records
+from reader.fid.model import FiD, DecoderPrompt, Search, SpanHooks, build_t5, load_t5
 from xqa.artifacts import CONFIG_NAME, atomic_dir, save_config
 from xqa.errors import XqaError
 from xqa.records import Context, Question
 
 KIND = "fid_reader"
-
-
-@dataclass
-class ReaderOutput:
-    """What the reader says about one question.
-
-    ``candidates``: (text, sequence log-probability), best first (one for greedy).
-    ``relevance``: [n_passages] cross-attention mass per passage the reader saw
-    (sums to 1), averaged over the candidates weighted by their probability
-    within the n-best. ``candidate_relevance``: [k, n_passages], per candidate.
-    """
-
-    candidates: list[tuple[str, float]]
-    relevance: np.ndarray
-    candidate_relevance: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32))
-
-    @property
-    def text(self) -> str:
-        return self.candidates[0][0] if self.candidates else ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"candidates": [[t, float(s)] for t, s in self.candidates],
-                "relevance": [float(x) for x in self.relevance],
-                "candidate_relevance": np.asarray(self.candidate_relevance).round(6).tolist()}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> ReaderOutput:
-        cr = np.asarray(d.get("candidate_relevance") or np.zeros((0, 0)), dtype=np.float32)
-        return cls([(str(t), float(s)) for t, s in d["candidates"]],
-                   np.asarray(d["relevance"], dtype=np.float32), cr)
 
 
 def _device(device: str | torch.device | None) -> torch.device:
@@ -70,16 +40,18 @@ def _device(device: str | torch.device | None) -> torch.device:
 class FiDReader:
     """Batch-first FiD reader: ``read(questions, contexts) -> list[ReaderOutput]``."""
 
+    family = "fid"
+
     def __init__(self, model: FiD, tokenizer, max_length: int = 192, max_answer_len: int = 24,
                  n_context: int = 20, base: str = "", device: str | torch.device | None = "cpu",
                  decoder_prompt: bool = False):
         self.model, self.tokenizer = model, tokenizer
         # The decoder reads "question: {q} lang: {lang} answer:" before the answer
-        # (reader.data.format_decoder_prompt): a property of how the model was trained.
+        # (reader.fid.data.format_decoder_prompt): a property of how the model was trained.
         self.decoder_prompt = bool(decoder_prompt)
         self.max_length, self.max_answer_len, self.n_context = max_length, max_answer_len, n_context
         self.base = base
-        self._twins = None  # reader.spans.piece_twins of the tokenizer, made on first span-constrained read
+        self._twins = None  # reader.fid.spans.piece_twins of the tokenizer, made on first span-constrained read
         self.device = _device(device)
         self.model.to(self.device).eval()
 
@@ -100,19 +72,23 @@ class FiDReader:
 
         from xqa.artifacts import load_config
 
-        mix = overrides.pop("pointer_mix", ...)   # ...: the artifact's own
+        share = overrides.pop("generator_share", ...)   # ...: the artifact's own
         folder = Path(name_or_folder)
         if not (folder / "model").is_dir() and (folder / "best" / "model").is_dir():
             folder = folder / "best"  # a training run folder (xqa train reader --out)
         if (folder / CONFIG_NAME).is_file() and (folder / "model").is_dir():
             cfg = load_config(folder, KIND)
+            if "pointer_mix" in cfg:
+                raise XqaError(f"{folder}: a reader saved by an earlier version of xqa (its config.json "
+                               "has 'pointer_mix'); train it again (xqa train reader, or delete the "
+                               "build's reader/ folder and run xqa embedded build)")
             t5 = load_t5(str(folder / "model"))
             tok = AutoTokenizer.from_pretrained(str(folder / "tokenizer"))
             settings = {k: cfg[k] for k in ("max_length", "max_answer_len", "n_context", "decoder_prompt")
                         if k in cfg}
             settings.update(overrides)
             fid = FiD(t5, copy_head=cfg.get("copy_head"), copy_weight=cfg.get("copy_weight", 1.0),
-                      pointer_mix=cfg.get("pointer_mix") if mix is ... else mix)
+                      generator_share=cfg.get("generator_share") if share is ... else share)
             return cls(fid, tok, base=cfg.get("base", ""), device=device, **settings)
         if folder.exists() and not (folder / CONFIG_NAME).is_file():
             raise FileNotFoundError(f"{folder}: neither an xqa reader nor a Hugging Face model folder")
@@ -121,8 +97,8 @@ class FiDReader:
             tok = AutoTokenizer.from_pretrained(str(name_or_folder))
         except OSError as e:  # not a folder, and not on the hub (or the hub is offline)
             raise XqaError(f"{name_or_folder}: no xqa reader, HF folder or reachable hub model ({e})") from None
-        return cls(FiD(t5, pointer_mix=None if mix is ... else mix), tok, base=str(name_or_folder), device=device,
-                   **overrides)
+        return cls(FiD(t5, generator_share=None if share is ... else share), tok, base=str(name_or_folder),
+                   device=device, **overrides)
 
     def write_to(self, folder: str | Path) -> None:
         """Write the artifact into an existing (empty) ``folder``; see :meth:`save` for the atomic form."""
@@ -136,7 +112,7 @@ class FiDReader:
                                    "parameters": sum(p.numel() for p in self.model.parameters()),
                                    "copy_head": list(self.model.copy_head) if self.model.copy_head else None,
                                    "copy_weight": self.model.copy_weight,
-                                   "pointer_mix": self.model.pointer_mix})
+                                   "generator_share": self.model.generator_share})
 
     def save(self, folder: str | Path, overwrite: bool = True) -> Path:
         """Write the artifact to ``folder`` atomically (temporary folder, then rename)."""
@@ -153,7 +129,7 @@ class FiDReader:
         """Answer each question from its contexts (kept in the given order; the first
         ``n_context`` are read). ``beams=1`` is greedy decoding (one candidate).
         ``span_beams`` > 0 adds that many candidates from a beam search restricted to
-        spans of the passages read (:mod:`reader.spans`)."""
+        spans of the passages read (:mod:`reader.fid.spans`)."""
         if len(questions) != len(contexts):
             raise ValueError(f"{len(questions)} questions but {len(contexts)} context lists")
         examples = [example_from_records(q, c) for q, c in zip(questions, contexts)]
@@ -164,8 +140,8 @@ class FiDReader:
     def read_examples(self, examples: Sequence[Mapping[str, Any]], n_context: int | None = None,
                       beams: int = 4, n_best: int = 4, max_answer_len: int | None = None,
                       batch_size: int = 8, progress: bool = False, span_beams: int = 0) -> list[ReaderOutput]:
-        """:meth:`read` over example dicts (``reader.data.example_from_record``)."""
-        from reader.spans import allowed_tokens_fn, passage_ranges, piece_twins, span_indexes
+        """:meth:`read` over example dicts (``reader.fid.data.example_from_record``)."""
+        from reader.fid.spans import allowed_tokens_fn, passage_ranges, piece_twins, span_indexes
 
         n_context = n_context or self.n_context
         max_answer_len = max_answer_len or self.max_answer_len
@@ -179,28 +155,26 @@ class FiDReader:
             n = max(1, min(n_context, max(len(ex["texts"]) for ex in chunk)))
             batch = encode_passages(self.tokenizer, chunk, n, self.max_length)
             batch = {k: v.to(self.device) for k, v in batch.items()}
-            allowed = indexes = prompt = prompt_mask = None
+            allowed = indexes = prompt = None
             if self.decoder_prompt:
-                _, prompt, prompt_mask = encode_prompts(self.tokenizer, chunk, self.model.config.decoder_start_token_id)
-                prompt, prompt_mask = prompt.to(self.device), prompt_mask.to(self.device)
+                _, ids, mask = encode_prompts(self.tokenizer, chunk, self.model.config.decoder_start_token_id)
+                prompt = DecoderPrompt(ids.to(self.device), mask.to(self.device))
             if span_beams > 0:
                 indexes = span_indexes(self.tokenizer, chunk, n, self.max_length, self._twins)
-                allowed = allowed_tokens_fn(indexes, start_len=1 if prompt is None else prompt.shape[1])
-            point_first = copy_targets = spans_at = None
+                allowed = allowed_tokens_fn(indexes, start_len=1 if prompt is None else prompt.ids.shape[1])
+            hooks = SpanHooks(allowed_tokens=allowed)
             if self.model.copy_head is not None:
                 ids = batch["input_ids"].cpu()
-                copy_targets = partial(_copy_targets, self.tokenizer, ids)
+                spans_at = point_first = None
                 if indexes is not None:
                     point_first = partial(_point_first, indexes, ids, span_beams)
-                if indexes is not None and self.model.pointer_mix is not None:
+                if indexes is not None and self.model.generator_share is not None:
                     ranges = passage_ranges(self.tokenizer, chunk, n, self.max_length, ids.shape[-1])
                     spans_at = partial(_pointer_spans, ids, ranges, span_beams, self.tokenizer,
                                        self.model.config.decoder_start_token_id)
+                hooks = SpanHooks(allowed, point_first, partial(_copy_targets, self.tokenizer, ids), spans_at)
             gen = self.model.generate(batch["input_ids"], batch["attention_mask"], batch["passage_mask"],
-                                      beams=beams, n_best=n_best, max_new_tokens=max_answer_len,
-                                      span_beams=span_beams, allowed_tokens_fn=allowed,
-                                      point_first=point_first, copy_targets=copy_targets,
-                                      prompt=prompt, prompt_mask=prompt_mask, pointer_spans=spans_at)
+                                      Search(beams, n_best, max_answer_len, span_beams), hooks, prompt)
             outputs.extend(self._outputs(chunk, gen, n_context))
         return outputs
 
@@ -243,8 +217,8 @@ def _copy_targets(tokenizer, input_ids: torch.Tensor, labels: torch.Tensor, k: i
 def _pointer_spans(input_ids: torch.Tensor, ranges, n_starts: int, tokenizer, start_id: int,
                    looks: torch.Tensor) -> torch.Tensor:
     """The passage spans starting where the copy head looks (pointer-generator reading)."""
-    from reader.fid import POINTER_SPAN_TOKENS
-    from reader.spans import pointer_span_sequences
+    from reader.fid.model import POINTER_SPAN_TOKENS
+    from reader.fid.spans import pointer_span_sequences
 
     return pointer_span_sequences(input_ids, ranges, looks.cpu(), n_starts, POINTER_SPAN_TOKENS, start_id,
                                   tokenizer.eos_token_id, tokenizer.pad_token_id)

@@ -100,7 +100,7 @@ def markdown(summary: dict, fusion: dict, meta: dict) -> str:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from reader.inference import FiDReader
+    from reader.fid.inference import FiDReader
     from reader.tuning import choose, params_from, tune_fusion
     from xqa.artifacts import write_json_atomic, write_text_atomic
     from xqa.commands.train_reader import make_scorer
