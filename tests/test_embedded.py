@@ -123,8 +123,8 @@ def test_a_config_of_an_older_build_is_written_again_with_the_cross_script_index
     assert cfg["retrieval"]["method"] == RETRIEVAL_METHOD == "sparse+roman"
     assert cfg["retrieval"]["roman_index"] == "roman" and cfg["tuned"] == {}   # α, μ, w tuned again
     # a profile that reads another number of passages: written again (w and β/γ depend on it)
-    assert cfg["reader"]["n_passages"] == PROFILES["small"].n_context
-    cfg["reader"]["n_passages"] = PROFILES["small"].n_context + 4
+    assert cfg["reader"]["n_passages"] == PROFILES["small"].read_passages
+    cfg["reader"]["n_passages"] = PROFILES["small"].read_passages + 4
     build.config_path.write_text(json.dumps(cfg))
     assert not done()
 

@@ -26,15 +26,15 @@ from xqa.errors import XqaError
 
 @dataclass(frozen=True)
 class Profile:
-    world_size: str
+    world_scale: str
     vocab_size: int
     retriever_args: tuple[str, ...]  # beyond the command's tuned embedded defaults
     lexical_steps: int
     reader_steps: int
     reader_batch: int
-    n_context: int
+    read_passages: int  # passages the reader reads per question when answering
     k: int
-    reader_train_passages: int  # passages per question in training (far cheaper; inference reads n_context)
+    train_passages_per_question: int  # passages per question in training (far cheaper; answering reads read_passages)
     reader_train_choice: str  # xqa train reader --train-contexts: which passages those are
     train_k: int  # passages kept per training question in retrieved/train.jsonl (the reader's pool)
     tune_questions: int
@@ -43,27 +43,27 @@ class Profile:
     # The reader is trained, and read for β/γ tuning, by this many one-thread processes of one
     # torch-distributed job; in training each takes reader_batch / reader_procs questions of every
     # batch. On 2 cores the tiny model trains 2 % faster with a second thread, 48 % faster with a
-    # second process (docs/reader.md, "Session 6").
+    # second process (docs/reader.md, the generated world's reader).
     reader_procs: int = 2
     # xqa train reader --copy-attention: one decoder head is trained to point at the answer in the
-    # passages, and the reader scores candidates with it (docs/reader.md, "Session 7"). Weight 4 since
-    # session 13: with pointer-generator scoring (below) the pointer carries the copied names, and dev
-    # fusion F1 (1,000 questions) at weight 2, 4, 8 was 0.545, 0.610, 0.599 (docs/reader.md, "Session 13").
+    # passages, and the reader scores candidates with it. With pointer-generator scoring (below) the
+    # pointer carries the copied names; world dev fusion F1 (1,000 questions) at weight 2, 4, 8:
+    # 0.545, 0.610, 0.599.
     reader_copy_attention: float = 4.0
     # xqa train reader --decoder-prompt: the decoder reads the question before the answer, so the
-    # pointer's first step knows the asked relation. Dev fusion F1 0.190 -> 0.276 at 1,200 steps
-    # (docs/reader.md, "Session 11").
+    # pointer's first step knows the asked relation. World dev fusion F1 at 1,200 steps: 0.276 with
+    # the prompt, 0.190 without.
     reader_decoder_prompt: bool = True
     # xqa train reader --labels (the world's answer label table): a cross-lingual question learns to
     # copy the answer's name as its passage writes it, which the pipeline answers in the question's
-    # language. It needs steps: dev fusion F1 (1,000 questions) 0.31 without it at 1,200 steps, with it
-    # 0.29 at 1,200 (two seeds), 0.377 at 2,400 and 0.473 at 4,000 (docs/reader.md, "Session 12").
+    # language. It needs steps: world dev fusion F1 (1,000 questions) 0.31 without it at 1,200 steps,
+    # with it 0.29 at 1,200 (two seeds), 0.377 at 2,400 and 0.473 at 4,000.
     reader_train_labels: bool = True
-    # xqa train reader --pointer-mix: the reader scores each answer token as 0.1 x the generator's
-    # probability + 0.9 x the copy head's mass on it, and reads the spans starting where that head
-    # looks. Dev fusion F1 (1,000 questions, the session-13 default reader) 0.480 -> 0.545; the
-    # generator's share 0.02 ... 0.1 scored alike, 0.3 a little lower (docs/reader.md, "Session 13").
-    reader_pointer_mix: float = 0.1
+    # xqa train reader --pointer-mix: the generator's share. The reader scores each answer token as
+    # 0.1 x the generator's probability + 0.9 x the copy head's mass on it, and reads the spans
+    # starting where that head looks. World dev fusion F1 (1,000 questions): 0.545 with it, 0.480
+    # with the generator alone; shares 0.02 ... 0.1 scored alike, 0.3 a little lower.
+    reader_generator_share: float = 0.1
 
     def __post_init__(self) -> None:
         if self.reader_procs < 1 or self.reader_batch % self.reader_procs:
@@ -78,29 +78,29 @@ RETRIEVAL_METHOD = "sparse+roman"
 
 # The reader reads 2 passages: with BM25 + cross-script retrieval a gold passage is first for 90 % of test
 # split same-language questions, and the tiny reader is misled by more. Tuned fusion F1 on 500 dev questions
-# reading 1, 2, 3, 4, 8, 12 passages: 0.197, 0.205, 0.203, 0.184, 0.158, 0.142 (docs/reader.md, "Sessions 8 and 9").
+# reading 1, 2, 3, 4, 8, 12 passages: 0.197, 0.205, 0.203, 0.184, 0.158, 0.142.
 # The world's answer label table, as the pipeline config names it (relative to the build folder):
 # a span copied from a passage in another language answers in the question's (reader.labels).
 LABELS = "world/labels.jsonl"
-# The cross-script index leaves each language's frequent tokens out of its questions (session 13:
-# gold passage among the 2 read for cross-lingual dev questions 0.51 -> 0.70; docs/sparse.md).
+# The cross-script index leaves each language's frequent tokens out of its questions (world dev:
+# gold passage among the 2 read for cross-lingual questions 0.70 with, 0.51 without; docs/sparse.md).
 ROMAN_STOP_FRACTION = 0.1
 
 PROFILES = {
-    "world": Profile(world_size="default", vocab_size=8000, retriever_args=(),
+    "world": Profile(world_scale="default", vocab_size=8000, retriever_args=(),
                        lexical_steps=100, reader_steps=2400, reader_batch=16,
-                       n_context=2, k=60, tune_questions=500, reader_train_passages=2,
+                       read_passages=2, k=60, tune_questions=500, train_passages_per_question=2,
                        reader_train_choice="evidence", train_k=16, span_beams=8),
 }
 # The default world and models with a reader trained 4,000 steps: reading with the evidence gets better
 # with steps, and `make demo` cannot wait for them. 12,000 steps read better still but did not score
-# higher end to end (docs/reader.md, "Session 6").
+# higher end to end.
 PROFILES["long"] = replace(PROFILES["world"], reader_steps=4000)
 PROFILES |= {
-    "small": Profile(world_size="small", vocab_size=1500, retriever_args=("--max-steps", "30", "--batch-size", "32", "--eval-every", "10",
+    "small": Profile(world_scale="small", vocab_size=1500, retriever_args=("--max-steps", "30", "--batch-size", "32", "--eval-every", "10",
                                                     "--dev-questions", "100"),
                      lexical_steps=40, reader_steps=60, reader_batch=8,
-                     n_context=4, k=20, tune_questions=60, reader_train_passages=2,
+                     read_passages=4, k=20, tune_questions=60, train_passages_per_question=2,
                      reader_train_choice="gold", train_k=10, span_beams=2, reader_train_labels=False),
 }
 
@@ -169,7 +169,7 @@ class Build:
         p, w = self.p, self.world
         return [
             ("world", lambda: is_complete(w),
-             lambda: _xqa("world", "build", "--out", w, "--size", p.world_size, "--seed", self.seed)),
+             lambda: _xqa("world", "build", "--out", w, "--size", p.world_scale, "--seed", self.seed)),
             ("tokenizer", lambda: is_complete(self.tok),
              lambda: _xqa("train", "tokenizer", "--passages", self.passages, "--questions", w / "train.jsonl",
                           "--out", self.tok, "--vocab-size", p.vocab_size)),
@@ -247,14 +247,14 @@ class Build:
         reader, an error above); recorded next to the reader, so a changed recipe retrains it.
         The retrieval that made its training passages is part of it."""
         p = self.p
-        return {"train_passages": p.reader_train_passages, "train_choice": p.reader_train_choice,
+        return {"train_passages": p.train_passages_per_question, "train_choice": p.reader_train_choice,
                 "batch": p.reader_batch, "lr": 1e-3, "warmup_steps": 50,
                 "group_by_length": p.reader_group_by_length, "copy_attention": p.reader_copy_attention,
                 "decoder_prompt": p.reader_decoder_prompt,
                 # recorded only when on: readers built before the option stay current
                 **({"train_labels": True} if p.reader_train_labels else {}),
-                # the saved reader scores with the pointer weighted as in training (session 11)
-                "pointer_score_weight": p.reader_copy_attention, "pointer_mix": p.reader_pointer_mix,
+                # the saved reader scores with the pointer weighted as in training
+                "pointer_score_weight": p.reader_copy_attention, "pointer_mix": p.reader_generator_share,
                 "retrieval": self._retrieval_recipe()}
 
     def _retrieval_recipe(self) -> dict:
@@ -274,8 +274,8 @@ class Build:
         return json.loads(config.read_text(encoding="utf-8")).get("stop_fraction")
 
     def _roman_current(self) -> bool:
-        """The cross-script index leaves out the stop tokens this build asks for; one built before
-        stop tokens (session 13) is stale: rebuilt, and w tuned again."""
+        """The cross-script index leaves out the stop tokens this build asks for; one built with
+        another share is stale: rebuilt, and w tuned again."""
         stale = self._roman_stop_fraction() != ROMAN_STOP_FRACTION
         if stale:
             print(f"{self.roman}: built without the stop-token share {ROMAN_STOP_FRACTION}: "
@@ -304,7 +304,7 @@ class Build:
         cfg = self._config()
         r, reader = cfg.get("retrieval", {}), cfg.get("reader", {})
         return (r.get("method") != RETRIEVAL_METHOD or r.get("roman_index") != "roman"
-                or reader.get("n_passages") != self.p.n_context or reader.get("span_beams") != self.p.span_beams)
+                or reader.get("n_passages") != self.p.read_passages or reader.get("span_beams") != self.p.span_beams)
 
     def _config(self) -> dict:
         return json.loads(self.config_path.read_text(encoding="utf-8"))
@@ -328,7 +328,7 @@ class Build:
             passages="world/passages.jsonl",
             retrieval=RetrievalConfig(method=RETRIEVAL_METHOD, k=self.p.k, sparse_index="bm25", dense_index="dense",
                                       spar_index="spar", roman_index="roman"),
-            reader=ReaderConfig(model="reader/best", n_passages=self.p.n_context, span_beams=self.p.span_beams,
+            reader=ReaderConfig(model="reader/best", n_passages=self.p.read_passages, span_beams=self.p.span_beams,
                                 labels=LABELS),
             languages=sorted(json.loads((self.world / "config.json").read_text())["languages"]),
             examples=self._examples(),
@@ -359,7 +359,7 @@ class Build:
         # the world's questions name their gold passages: tune the cross-script weight on recall of
         # those among the passages the reader reads
         _xqa("tune", "alpha", "--pair", "sparse+roman", "--config", self.config_path, "--dev", dev,
-             "--max-questions", n, "--metric", "recall", "--at", self.p.n_context, "--write-config")
+             "--max-questions", n, "--metric", "recall", "--at", self.p.read_passages, "--write-config")
 
     def retrieve_for_reader(self) -> None:
         (self.retrieved / "recipe.json").unlink(missing_ok=True)
@@ -377,12 +377,12 @@ class Build:
         # next stage reads dev anyway, reporting the reader alone and fused.
         _xqa_distributed(p.reader_procs, "train", "reader", "--train", self.retrieved / "train.jsonl",
                          "--config", "tiny", "--tokenizer", self.tok,
-                         "--n-context", p.reader_train_passages, "--train-contexts", p.reader_train_choice,
+                         "--n-context", p.train_passages_per_question, "--train-contexts", p.reader_train_choice,
                          "--lr", recipe["lr"], "--warmup-steps", recipe["warmup_steps"],
                          "--max-steps", p.reader_steps,
                          "--batch-size", p.reader_batch // p.reader_procs,
                          "--group-by-length", p.reader_group_by_length,
-                         "--copy-attention", p.reader_copy_attention, "--pointer-mix", p.reader_pointer_mix,
+                         "--copy-attention", p.reader_copy_attention, "--pointer-mix", p.reader_generator_share,
                          "--out", self.reader, "--seed", self.seed,
                          *(["--decoder-prompt"] if p.reader_decoder_prompt else []),
                          *(["--labels", self.world / "labels.jsonl"] if p.reader_train_labels else []))
@@ -392,7 +392,7 @@ class Build:
         return (self.world / "labels.jsonl").is_file() and self._config()["reader"].get("labels") == LABELS
 
     def add_labels(self) -> None:
-        """The world's answer label table (worlds built before session 12 lack it), named in the
+        """The world's answer label table (written when the world folder lacks it), named in the
         pipeline config; β/γ, tuned on answers without it, are tuned again."""
         from xqa.world import write_labels
 
@@ -409,7 +409,7 @@ class Build:
         # Tune with as many passages as the pipeline reads (the reader trains on fewer, and the
         # artifact records its training setting).
         _xqa_distributed(self.p.reader_procs, "tune", "fusion", "--model", self.reader,
-                         "--dev", self.retrieved / "dev.jsonl", "--n-context", self.p.n_context,
+                         "--dev", self.retrieved / "dev.jsonl", "--n-context", self.p.read_passages,
                          "--span-beams", self.p.span_beams, "--limit", self.p.tune_questions, "--out", out,
                          "--labels", self.world / "labels.jsonl")
         best = json.loads(out.read_text(encoding="utf-8"))
