@@ -22,7 +22,9 @@ def test_a_reader_of_another_profile_is_not_silently_reused(tmp_path):
     state.write_text(json.dumps({"step": PROFILES["world"].reader_steps, "done": True}))
     (tmp_path / "reader" / "best").mkdir()
     (tmp_path / "reader" / "best" / "config.json").write_text(json.dumps({"copy_head": [1, 0]}))
-    assert Build(tmp_path, profile="world")._reader_finished()
+    build = Build(tmp_path, profile="world")
+    (tmp_path / "reader" / "recipe.json").write_text(json.dumps(build._reader_recipe()))
+    assert build._reader_finished()
     d, lg = PROFILES["world"].reader_steps, PROFILES["long"].reader_steps
     with pytest.raises(XqaError, match=f"trained {d} steps, but profile 'long' trains {lg}"):
         Build(tmp_path, profile="long")._reader_finished()
@@ -30,16 +32,15 @@ def test_a_reader_of_another_profile_is_not_silently_reused(tmp_path):
     assert not Build(tmp_path, profile="long")._reader_finished()
 
 
-def test_a_reader_without_the_copy_head_is_trained_again(tmp_path, capsys):
+def test_a_reader_without_a_recorded_recipe_is_trained_again(tmp_path, capsys):
     state = tmp_path / "reader" / "checkpoint" / "trainer_state.json"
     state.parent.mkdir(parents=True)
     state.write_text(json.dumps({"step": PROFILES["world"].reader_steps, "done": True}))
     (tmp_path / "reader" / "best").mkdir()
     (tmp_path / "reader" / "best" / "config.json").write_text(json.dumps({"copy_head": None}))
-    assert PROFILES["world"].reader_copy_attention > 0
     assert not Build(tmp_path, profile="world")._reader_finished()
     assert not (tmp_path / "reader").exists()                 # not resumed from the stale checkpoint
-    assert "trained without a copy head" in capsys.readouterr().out
+    assert "no recipe.json beside the reader" in capsys.readouterr().out
 
 
 def test_a_reader_of_another_recipe_is_trained_again(tmp_path, capsys, monkeypatch):

@@ -209,9 +209,9 @@ class Build:
 
     def _reader_finished(self) -> bool:
         """Finished with this profile's number of steps; a reader of another profile is an error.
-        A reader whose recorded recipe (``reader/recipe.json``) differs from the profile's, or,
-        from before recipes were recorded, one without the copy head the profile trains, is
-        stale: it is removed and trained again, like any build product whose recipe changed."""
+        A reader whose recorded recipe (``reader/recipe.json``) differs from the profile's, or that
+        has none, is stale: it is removed and trained again, like any build product whose recipe
+        changed."""
         if not self._finished(self.reader):
             return False
         stale = self._reader_stale()
@@ -235,12 +235,7 @@ class Build:
             changed = ", ".join(f"{k} changed" if isinstance(v, dict) else f"{k} {old.get(k)} -> {v}"
                                 for k, v in want.items() if old.get(k) != v)
             return f"the reader was trained with another recipe ({changed})" if changed else ""
-        best = self.reader / "best" / "config.json"   # built before recipes were recorded
-        has_head = best.is_file() and bool(json.loads(best.read_text(encoding="utf-8")).get("copy_head"))
-        if has_head == (self.p.reader_copy_attention > 0):
-            return ""
-        return (f"the reader was trained {'with' if has_head else 'without'} a copy head (--copy-attention), "
-                f"profile {self.profile!r} trains it {'without' if has_head else 'with'} one")
+        return "no recipe.json beside the reader (not trained by this build)"
 
     def _reader_recipe(self) -> dict:
         """What the reader stage trains with, steps aside (another step count is another profile's
@@ -298,7 +293,7 @@ class Build:
         return json.loads(recipe.read_text(encoding="utf-8")) == self._retrieval_recipe()
 
     def _config_stale(self) -> bool:
-        """A config from an older build: another retrieval method, no cross-script index named, or
+        """A config that no longer fits the profile: another retrieval method, no cross-script index named, or
         another number of passages read (or span candidates) than the profile's. Written again, it
         is tuned again: w is tuned on recall at the passages read, β/γ on reading them."""
         cfg = self._config()
@@ -392,12 +387,10 @@ class Build:
         return (self.world / "labels.jsonl").is_file() and self._config()["reader"].get("labels") == LABELS
 
     def add_labels(self) -> None:
-        """The world's answer label table (written when the world folder lacks it), named in the
-        pipeline config; β/γ, tuned on answers without it, are tuned again."""
-        from xqa.world import write_labels
-
+        """The world's answer label table (``world/labels.jsonl``, written by the world stage) named
+        in the pipeline config; β/γ, tuned on answers without it, are tuned again."""
         if not (self.world / "labels.jsonl").is_file():
-            write_labels(self.world)
+            raise XqaError(f"{self.world} has no labels.jsonl: delete the folder and build again")
         cfg = self._config()
         cfg["reader"]["labels"] = LABELS
         cfg.get("tuned", {}).pop("fusion", None)
