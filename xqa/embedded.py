@@ -22,6 +22,7 @@ from typing import Callable
 
 from xqa.artifacts import is_complete, write_json_atomic
 from xqa.errors import XqaError
+from xqa.world.retrieval import CROSS_SCRIPT_STOP_FRACTION
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ RETRIEVAL_METHOD = "sparse+roman"
 LABELS = "world/labels.jsonl"
 # The cross-script index leaves each language's frequent tokens out of its questions (world dev:
 # gold passage among the 2 read for cross-lingual questions 0.70 with, 0.51 without; docs/sparse.md).
-ROMAN_STOP_FRACTION = 0.1
+ROMAN_STOP_FRACTION = CROSS_SCRIPT_STOP_FRACTION
 
 PROFILES = {
     "world": Profile(world_scale="default", vocab_size=8000, retriever_args=(),
