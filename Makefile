@@ -12,8 +12,9 @@ PORT ?= 7860
 # installs its own CUDA torch before `make`, and this step then does nothing.
 TORCH_SPEC ?= torch==2.13.0
 # FAISS comes from one extra: cpu (faiss-cpu) here, gpu (faiss-gpu) on a CUDA machine
-# (`make test EXTRAS=gpu,test`); the two must not be installed together.
-EXTRAS ?= cpu,test
+# (`make test EXTRAS=gpu,test,bench`); the two must not be installed together. bench: bm25s and
+# PyStemmer, the peer `xqa bench sparse` compares Lucene with (the test suite imports it).
+EXTRAS ?= cpu,test,bench
 
 export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1

@@ -433,7 +433,7 @@ def test_bench_demo_times_every_method(tiny_pipeline):
 def test_twenty_users_with_abusive_requests_are_each_answered_or_warned(served):
     """A bounded version of ``xqa bench demo --concurrency 50``: 20 users, 3 requests each, a third
     of them abusive (empty, 100 kB, binary, an HTML language code, script tags in the question)."""
-    from xqa.bench.load import BAD_KINDS, run_load
+    from xqa.tools.bench.load import BAD_KINDS, run_load
 
     url, pipe = served
     method = pipe.config.retrieval.method if pipe.config.retrieval.method in pipe.methods else pipe.methods[0]
@@ -451,7 +451,7 @@ def test_twenty_users_with_abusive_requests_are_each_answered_or_warned(served):
 
 
 def test_abusive_requests_get_escaped_warnings_without_calling_the_pipeline():
-    from xqa.bench.load import BAD_KINDS, _check, abusive_request
+    from xqa.tools.bench.load import BAD_KINDS, _check, abusive_request
 
     pipe = FakePipeline()
     ans = Answerer(pipe)

@@ -107,7 +107,7 @@ def _load_pipeline(path):
 
 
 def _load_labels(path):
-    from reader.labels import AnswerLabels
+    from xqa.world.labels import AnswerLabels
 
     return AnswerLabels.load(path).labels
 

@@ -225,7 +225,7 @@ def test_retrieve_falls_back_only_for_questions_the_method_finds_nothing_for(tin
         PipelineConfig.from_dict({"retrieval": {"fallback": "bm42"}})
     # one spelling for "never", in pipeline.json as on the command line (--fallback none)
     assert PipelineConfig.from_dict({"retrieval": {"fallback": "none"}}).retrieval.fallback == "none"
-    with pytest.raises(XqaError, match="retrieval.fallback None is not 'none'"):
+    with pytest.raises(XqaError, match="retrieval.fallback' should be a string, found null"):
         PipelineConfig.from_dict({"retrieval": {"fallback": None}})
 
 

@@ -9,10 +9,11 @@ import argparse
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from xqa.data.corpus import CORPUS_DIR, PER_LANGUAGE
+    from xqa.data.corpus import PER_LANGUAGE
 
     p.add_argument("--data", default=None, help="the real QA sets folder (default: $XQA_DATA or ../shared/data)")
-    p.add_argument("--out", default=str(CORPUS_DIR), help="folder for passages.jsonl.gz, questions.jsonl.gz, NOTICE")
+    p.add_argument("--out", default=None, help="folder for passages.jsonl.gz, questions.jsonl.gz, NOTICE "
+                   "(default: the package's own xqa/corpus)")
     p.add_argument("--per-language", type=int, default=PER_LANGUAGE,
                    help="paragraphs taken from each non-MLQA language's set (id, ja, ko, sw, th; 0: none)")
     p.add_argument("--mlqa-pool", action="store_true",
@@ -24,10 +25,12 @@ def run(args: argparse.Namespace) -> int:
     from collections import Counter
 
     from xqa.data import corpus
+    from xqa.data.corpus import CORPUS_DIR
 
     passages, questions = corpus.build(args.data, args.per_language, mlqa_all=args.mlqa_pool)
-    corpus.write(args.out, passages, questions)
+    out = args.out or str(CORPUS_DIR)
+    corpus.write(out, passages, questions)
     langs = Counter(p["lang"] for p in passages)
     print(f"{len(passages)} passages in {len(langs)} languages "
-          f"({', '.join(f'{k} {v}' for k, v in sorted(langs.items()))}), {len(questions)} questions -> {args.out}")
+          f"({', '.join(f'{k} {v}' for k, v in sorted(langs.items()))}), {len(questions)} questions -> {out}")
     return 0

@@ -24,7 +24,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     from xqa.tools.bench.langid import PIPELINE_LANGUAGES
 
     p.add_argument("--data", default=None, metavar="DIR",
-                   help=f"the shared data folder (default: {DEFAULT_DATA}; its sets are skipped when absent)")
+                   help="the shared data folder (default: ../shared/data beside the repository; its sets are "
+                        "skipped when absent)")
     p.add_argument("--languages", default=",".join(PIPELINE_LANGUAGES),
                    help="comma-separated languages the pipeline has (others must come out unknown)")
     p.add_argument("--per-language", type=int, default=1000, help="questions sampled per set and language")
