@@ -62,12 +62,14 @@ _NO_SPACE = re.compile(r"[\u0E00-\u0EFF\u1000-\u109F\u1780-\u17FF\u3040-\u30FF\u
 @dataclass(frozen=True)
 class FusionParams:
     """β (reader relevance), γ (retriever score), ε (mass kept where a candidate is absent),
-    and whether a candidate found in no passage is matched softly by its cross-attention."""
+    whether a candidate found in no passage is matched softly by its cross-attention, and δ
+    (span reader: added to the passage logit of a passage in the question's language)."""
 
     beta: float = 1.0
     gamma: float = 0.0
     miss: float = 0.1
     soft: bool = False
+    same_language: float = 0.0
 
     def to_dict(self) -> dict[str, float]:
         return asdict(self)
@@ -75,7 +77,7 @@ class FusionParams:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> FusionParams:
         return cls(float(d.get("beta", 1.0)), float(d.get("gamma", 0.0)), float(d.get("miss", 0.1)),
-                   bool(d.get("soft", False)))
+                   bool(d.get("soft", False)), float(d.get("same_language", 0.0)))
 
 
 def normalize_answer(text: str) -> str:
@@ -134,13 +136,17 @@ def logsumexp(x: np.ndarray, axis: int | None = None) -> np.ndarray:
 
 
 def passage_log_weights(relevance: Sequence[float], retriever_scores: Sequence[float],
-                        beta: float, gamma: float) -> np.ndarray:
-    """log softmax(β·r + γ·R) over the N passages -> [N]."""
+                        beta: float, gamma: float, prior: Sequence[float] | None = None) -> np.ndarray:
+    """log softmax(β·r + γ·R + prior) over the N passages -> [N] (``prior`` [N], e.g. δ for
+    each passage in the question's language; none: 0)."""
     r = np.nan_to_num(np.asarray(relevance, dtype=np.float64))
     R = np.nan_to_num(np.asarray(retriever_scores, dtype=np.float64))
     if r.shape != R.shape:
         raise ValueError(f"relevance has {r.shape[0]} passages but retriever scores {R.shape[0]}")
-    return log_softmax(beta * r + gamma * R)
+    logits = beta * r + gamma * R
+    if prior is not None:
+        logits = logits + np.asarray(prior, dtype=np.float64)
+    return log_softmax(logits)
 
 
 def candidate_log_scores(logprobs: Sequence[float], match: np.ndarray, relevance: Sequence[float],
@@ -257,36 +263,48 @@ def build_answer(question_id: str, candidates: Sequence[tuple[str, float]], rele
 
 
 def span_log_scores(spans: Sequence[Any], norm: Sequence[float], relevance: Sequence[float],
-                    retriever_scores: Sequence[float], beta: float, gamma: float) -> np.ndarray:
-    """log s'_{ij} = log softmax(β·r + γ·R)_i + s_ij − log Σ_j' exp(s_ij') for each span -> [m].
+                    retriever_scores: Sequence[float], beta: float, gamma: float,
+                    prior: Sequence[float] | None = None) -> np.ndarray:
+    """log s'_{ij} = log softmax(β·r + γ·R + prior)_i + s_ij − log Σ_j' exp(s_ij') for each span -> [m].
 
     ``spans`` are the span reader's (``.passage`` i, ``.score`` s_ij); ``norm`` [N] is each
     passage's log-normaliser over every span it allows (paper 001 §2.2-2.3, extractive form)."""
     if not len(spans):
         return np.zeros(0)
-    log_p = passage_log_weights(relevance, retriever_scores, beta, gamma)              # [N]
+    log_p = passage_log_weights(relevance, retriever_scores, beta, gamma, prior)       # [N]
     norm = np.asarray(norm, dtype=np.float64)
     return np.asarray([log_p[s.passage] + s.score - norm[s.passage] for s in spans], dtype=np.float64)
 
 
 def fuse_spans(spans: Sequence[Any], norm: Sequence[float], relevance: Sequence[float],
                retriever_scores: Sequence[float], beta: float = 1.0, gamma: float = 0.0,
-               langs: Sequence[str] | None = None) -> list[Candidate]:
+               langs: Sequence[str] | None = None, prior: Sequence[float] | None = None) -> list[Candidate]:
     """Evidence fusion of extracted spans: s'_{ij} summed over identical answers (normalised
     text, across passages and within one), each group shown in its best member's surface form.
     ``score`` is the group's probability, ``reader_score`` its best member's span score;
-    ``langs`` [N] (the passages' languages) marks each answer with its passage's language."""
-    log_scores = span_log_scores(spans, norm, relevance, retriever_scores, beta, gamma)
+    ``langs`` [N] (the passages' languages) marks each answer with its passage's language;
+    ``prior`` [N] is added to the passage logits."""
+    log_scores = span_log_scores(spans, norm, relevance, retriever_scores, beta, gamma, prior)
     span_langs = [langs[s.passage] for s in spans] if langs is not None else None
     return merge_duplicates([s.text for s in spans], log_scores, [s.score for s in spans], langs=span_langs)
 
 
+def same_language_prior(contexts: Sequence[Context], question_lang: str, delta: float) -> list[float] | None:
+    """δ for each passage in the question's language, 0 for the others (None when δ is 0 or the
+    question's language is unknown)."""
+    if not delta or not question_lang or question_lang == "und":
+        return None
+    return [delta if c.lang == question_lang else 0.0 for c in contexts]
+
+
 def build_span_answer(question_id: str, out: Any, contexts: Sequence[Context],
-                      params: FusionParams | None = None) -> Answer:
+                      params: FusionParams | None = None, question_lang: str = "") -> Answer:
     """An :class:`~xqa.records.Answer` from a span reader's output (``reader.span.SpanOutput``).
 
     With ``params`` (β, γ): evidence fusion over every passage. Without: the reader alone —
-    its most relevant passage's best span (the passage weights are softmax(r)). Evidence is
+    its most relevant passage's best span (the passage weights are softmax(r)). With
+    ``params.same_language`` δ, a passage in ``question_lang`` gets δ added to its logit, so an
+    answer written in the question's language wins over an equal one in another. Evidence is
     ordered by the passage weights either way."""
     n = len(out.relevance)
     ctxs = list(contexts)[:n]
@@ -297,8 +315,9 @@ def build_span_answer(question_id: str, out: Any, contexts: Sequence[Context],
         spans = [s for s in out.spans if s.passage == top] or list(out.spans)
     else:
         spans = list(out.spans)
-    ranked = fuse_spans(spans, out.norm, out.relevance, scores, beta, gamma, [c.lang for c in ctxs])
-    weights = passage_log_weights(out.relevance, scores, beta, gamma) if n else np.zeros(0)
+    prior = same_language_prior(ctxs, question_lang, params.same_language) if params is not None else None
+    ranked = fuse_spans(spans, out.norm, out.relevance, scores, beta, gamma, [c.lang for c in ctxs], prior)
+    weights = passage_log_weights(out.relevance, scores, beta, gamma, prior) if n else np.zeros(0)
     order = np.argsort(-weights, kind="stable")
     evidence = tuple(Evidence(context=ctxs[i], relevance=float(np.exp(weights[i]))) for i in order)
     best = ranked[0] if ranked else Candidate("", 0.0)

@@ -184,6 +184,7 @@ class SpanFusionSet:
     retriever: np.ndarray   # [Q, N]
     passages: np.ndarray    # [Q, N] bool
     same: np.ndarray
+    same_lang: np.ndarray   # [Q, N] 1.0 where the passage is in the question's language
     em: np.ndarray          # [Q, m]
     f1: np.ndarray          # [Q, m]
 
@@ -199,12 +200,14 @@ def prepare_spans(outputs: Sequence[Any], contexts: Sequence[Sequence[Context]],
     m = max((len(o.spans) for o in outputs), default=1) or 1
     s = SpanFusionSet(within=np.full((Q, m), -np.inf), passage=np.full((Q, m), -1, int),
                       relevance=np.zeros((Q, N)), retriever=np.zeros((Q, N)), passages=np.zeros((Q, N), bool),
-                      same=np.zeros((Q, m, m)), em=np.zeros((Q, m)), f1=np.zeros((Q, m)))
+                      same=np.zeros((Q, m, m)), same_lang=np.zeros((Q, N)), em=np.zeros((Q, m)),
+                      f1=np.zeros((Q, m)))
     for q, (out, ctxs) in enumerate(zip(outputs, contexts)):
         n = len(out.relevance)
         s.relevance[q, :n] = out.relevance
         s.retriever[q, :n] = [c.score for c in list(ctxs)[:n]]
         s.passages[q, :n] = True
+        s.same_lang[q, :n] = [float(bool(langs[q]) and c.lang == langs[q]) for c in list(ctxs)[:n]]
         keys = [normalize_answer(x.text) for x in out.spans]
         for a, x in enumerate(out.spans):
             s.within[q, a] = x.score - out.norm[x.passage]
@@ -215,9 +218,10 @@ def prepare_spans(outputs: Sequence[Any], contexts: Sequence[Sequence[Context]],
     return s
 
 
-def choose_spans(s: SpanFusionSet, beta: float, gamma: float) -> np.ndarray:
-    """Index [Q] of the span evidence fusion picks (its group's total, best member shown)."""
-    logits = np.where(s.passages, beta * s.relevance + gamma * s.retriever, -np.inf)
+def choose_spans(s: SpanFusionSet, beta: float, gamma: float, delta: float = 0.0) -> np.ndarray:
+    """Index [Q] of the span evidence fusion picks (its group's total, best member shown); δ is
+    added to the logit of each passage in the question's language."""
+    logits = np.where(s.passages, beta * s.relevance + gamma * s.retriever + delta * s.same_lang, -np.inf)
     log_p = log_softmax(logits, axis=1)                                                  # [Q, N]
     rows = np.arange(len(s))[:, None]
     weight = np.where(s.passage >= 0, log_p[rows, np.maximum(s.passage, 0)], -np.inf)    # [Q, m]
@@ -227,7 +231,8 @@ def choose_spans(s: SpanFusionSet, beta: float, gamma: float) -> np.ndarray:
     return np.where(best_group, score, -1.0).argmax(axis=1)
 
 
-def evaluate_spans(s: SpanFusionSet, beta: float | None, gamma: float = 0.0) -> tuple[float, float]:
+def evaluate_spans(s: SpanFusionSet, beta: float | None, gamma: float = 0.0,
+                   delta: float = 0.0) -> tuple[float, float]:
     """Mean (EM, F1) of span fusion at (β, γ); with ``beta`` None, the reader alone: the best
     span of its most relevant passage."""
     rows = np.arange(len(s))
@@ -236,32 +241,46 @@ def evaluate_spans(s: SpanFusionSet, beta: float | None, gamma: float = 0.0) -> 
         own = np.where(s.passage == top[:, None], s.within, -np.inf)
         idx = np.where(np.isfinite(own).any(axis=1), own.argmax(axis=1), s.within.argmax(axis=1))
     else:
-        idx = choose_spans(s, beta, gamma)
+        idx = choose_spans(s, beta, gamma, delta)
     return float(s.em[rows, idx].mean()), float(s.f1[rows, idx].mean())
 
 
-def tune_span_fusion(s: SpanFusionSet, passes: int = 3, progress: bool = False) -> dict[str, Any]:
+# δ tried for the same-language prior of span evidence fusion (0: none)
+SAME_LANGUAGE = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0)
+
+
+def tune_span_fusion(s: SpanFusionSet, passes: int = 3, progress: bool = False,
+                     deltas: Sequence[float] = SAME_LANGUAGE) -> dict[str, Any]:
     """Grid-search β, γ of span evidence fusion on ``s`` (mean F1), coarse to fine, in units
-    of the within-question spread of r and R (as :func:`tune_fusion`)."""
+    of the within-question spread of r and R (as :func:`tune_fusion`), for each same-language
+    prior δ in ``deltas``; the best (β, γ, δ) wins."""
     unit_r = 1.0 / _spread(s.relevance, s.passages)
     unit_R = 1.0 / _spread(s.retriever, s.passages)
-    betas = [m * unit_r for m in COARSE]
-    gammas = [m * unit_R for m in COARSE]
-    best: tuple[float, float, float, float] | None = None
+    best: tuple[float, float, float, float, float] | None = None
     tried = 0
-    for p in range(max(1, passes)):
-        if progress:
-            print(f"span fusion grid pass {p + 1}: {len(betas) * len(gammas)} points")
-        for b in betas:
-            for g in gammas:
-                em, f1 = evaluate_spans(s, float(b), float(g))
-                tried += 1
-                if best is None or f1 > best[1] + 1e-12:
-                    best = (em, f1, float(b), float(g))
-        assert best is not None
-        betas, gammas = _around(betas, best[2]), _around(gammas, best[3])
+    by_delta = {}
+    for delta in deltas:
+        betas = [m * unit_r for m in COARSE]
+        gammas = [m * unit_R for m in COARSE]
+        here: tuple[float, float, float, float] | None = None
+        for p in range(max(1, passes)):
+            if progress:
+                print(f"span fusion grid, δ {delta:g}, pass {p + 1}: {len(betas) * len(gammas)} points")
+            for b in betas:
+                for g in gammas:
+                    em, f1 = evaluate_spans(s, float(b), float(g), float(delta))
+                    tried += 1
+                    if here is None or f1 > here[1] + 1e-12:
+                        here = (em, f1, float(b), float(g))
+            assert here is not None
+            betas, gammas = _around(betas, here[2]), _around(gammas, here[3])
+        by_delta[f"{delta:g}"] = here[1]
+        if best is None or here[1] > best[1] + 1e-12:
+            best = (*here, float(delta))
+    assert best is not None
     reader_em, reader_f1 = evaluate_spans(s, None)
-    em, f1, beta, gamma = best
-    return {"beta": beta, "gamma": gamma, "miss": 0.1, "soft": False, "dev_em": em, "dev_f1": f1,
+    em, f1, beta, gamma, delta = best
+    return {"beta": beta, "gamma": gamma, "same_language": delta, "miss": 0.1, "soft": False,
+            "dev_em": em, "dev_f1": f1, "dev_f1_by_same_language": by_delta,
             "reader_only_em": reader_em, "reader_only_f1": reader_f1, "unit_beta": unit_r,
             "unit_gamma": unit_R, "n_questions": len(s), "points": tried}

@@ -173,6 +173,40 @@ def test_the_answer_keeps_the_best_surface_form_and_orders_evidence_by_weight():
     assert alone.text == "Eiffel Tower"
 
 
+def test_the_same_language_prior_adds_delta_to_the_passage_logits_of_the_question_language():
+    """δ·[passage language = question language] joins β r + γ R: with δ large enough the equal
+    answer written in the question's language wins; an unknown question language adds nothing."""
+    spans = [Span("Kuwait City", 0, 3.0), Span("Kuwait-Stadt", 1, 2.0)]
+    out = SpanOutput(spans, np.array([1.0, 0.0]), np.array([3.0, 2.0]))
+    ctxs = [Context("en1", "", "at Kuwait City", "en", 1.0, "hybrid"),
+            Context("de1", "", "ist Kuwait-Stadt", "de", 1.0, "hybrid")]
+    assert build_span_answer("q", out, ctxs, FusionParams(1.0, 0.0), "de").text == "Kuwait City"
+    delta = 2.0
+    ans = build_span_answer("q", out, ctxs, FusionParams(1.0, 0.0, same_language=delta), "de")
+    w = np.exp([1.0, 0.0 + delta])
+    w = w / w.sum()                                          # each passage holds one span: softmax(s_i) = 1
+    assert ans.text == "Kuwait-Stadt" and ans.candidates[0].lang == "de"
+    assert ans.score == pytest.approx(w[1]) and [e.context.id for e in ans.evidence] == ["de1", "en1"]
+    assert build_span_answer("q", out, ctxs, FusionParams(1.0, 0.0, same_language=delta), "und").text == "Kuwait City"
+
+
+def test_tuning_finds_the_same_language_prior_when_answers_are_graded_in_the_question_language():
+    from reader.tuning import evaluate_spans, prepare_spans, tune_span_fusion
+
+    outs, ctxs, answers = [], [], []
+    for i in range(6):   # the reader prefers the English twin; the gold is the German form
+        outs.append(SpanOutput([Span(f"City {i}", 0, 3.0), Span(f"Stadt {i}", 1, 2.0)],
+                               np.array([1.0, 0.0]), np.array([3.0, 2.0])))
+        ctxs.append([Context(f"en{i}", "", f"City {i}", "en", 1.0, "hybrid"),
+                     Context(f"de{i}", "", f"Stadt {i}", "de", 1.0, "hybrid")])
+        answers.append([f"Stadt {i}"])
+    scorer = lambda pred, golds, lang: (float(pred in golds), float(pred in golds))   # noqa: E731
+    s = prepare_spans(outs, ctxs, answers, ["de"] * 6, scorer)
+    assert evaluate_spans(s, 1.0, 0.0) == (0.0, 0.0) and evaluate_spans(s, 1.0, 0.0, 4.0) == (1.0, 1.0)
+    best = tune_span_fusion(s, passes=1)
+    assert best["same_language"] > 0 and best["dev_f1"] == 1.0 and best["dev_f1_by_same_language"]["0"] < 1.0
+
+
 def test_a_two_process_gloo_training_step_runs(converted_e5, tmp_path):
     examples, passages = _real_examples(4)
     (tmp_path / "train.jsonl").write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in examples))

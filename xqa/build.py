@@ -238,9 +238,11 @@ class CorpusBuild:
             passages="passages.jsonl",
             retrieval=RetrievalConfig(method=r.method, k=r.k, sparse_index="bm25", dense_index="dense",
                                       spar_index="spar", roman_index="roman", alpha=w.get("alpha", 1.0),
-                                      mu=w.get("mu", 1.0), roman_weight=w.get("roman_weight", 1.0)),
+                                      normalize=bool(w.get("normalize", False)), mu=w.get("mu", 1.0),
+                                      roman_weight=w.get("roman_weight", 1.0)),
             reader=ReaderConfig(model="reader", n_passages=r.n_passages, n_best=r.n_best,
-                                beta=w.get("beta", 1.0), gamma=w.get("gamma", 0.0)),
+                                beta=w.get("beta", 1.0), gamma=w.get("gamma", 0.0),
+                                same_language=w.get("same_language", 0.0)),
             languages=sorted(langs), examples=self.examples,
             about={"passages": sum(langs.values()), "languages": langs, **self.about})
         data = cfg.to_dict()
@@ -257,7 +259,7 @@ class CorpusBuild:
     def tune_retrieval(self) -> None:
         assert self.dev is not None
         c, d = self.config_path, self.dev
-        _xqa("tune", "alpha", "--config", c, "--dev", d, "--at", self.recipe.k, "--write-config")
+        _xqa("tune", "alpha", "--normalize", "--config", c, "--dev", d, "--at", self.recipe.k, "--write-config")
         _xqa("tune", "mu", "--config", c, "--dev", d, "--at", self.recipe.k, "--write-config")
         _xqa("tune", "alpha", "--pair", "sparse+roman", "--config", c, "--dev", d, "--at", self.recipe.k,
              "--write-config")
@@ -274,6 +276,7 @@ class CorpusBuild:
         best = json.loads((tuned / "fusion.json.tmp").read_text(encoding="utf-8"))
         cfg = json.loads(self.config_path.read_text(encoding="utf-8"))
         cfg["reader"]["beta"], cfg["reader"]["gamma"] = best["beta"], best["gamma"]
+        cfg["reader"]["same_language"] = best.get("same_language", 0.0)
         cfg.setdefault("tuned", {})["fusion"] = best
         write_json_atomic(self.config_path, cfg)
         (tuned / "fusion.json.tmp").replace(tuned / "fusion.json")

@@ -58,6 +58,7 @@ class ReaderConfig:
     gamma: float = 0.0
     miss: float = 0.1  # evidence fusion: mass a candidate keeps in a passage it does not occur in
     soft: bool = False  # evidence fusion: credit a non-span candidate to the passages it attended to
+    same_language: float = 0.0  # span evidence fusion: δ added to the logit of a passage in the question's language
     labels: str | None = None  # answer label table: copied answers written in the question's language (xqa.world.labels)
 
 

@@ -264,9 +264,9 @@ class Pipeline:
         from reader.evidence import FusionParams, build_answer, build_span_answer
 
         rc = self.config.reader
-        params = FusionParams(rc.beta, rc.gamma, rc.miss, rc.soft) if fuse and ctxs else None
+        params = FusionParams(rc.beta, rc.gamma, rc.miss, rc.soft, rc.same_language) if fuse and ctxs else None
         if getattr(self.reader, "family", "fid") == "span":
-            return build_span_answer(q.id, out, ctxs, params)
+            return build_span_answer(q.id, out, ctxs, params, q.lang or "")
         n = min(len(ctxs), len(out.relevance))
         labels = self.labels
         shown = labels.shown_all([t for t, _ in out.candidates], q.lang) if labels is not None else None

@@ -168,6 +168,7 @@ def _tune_span(args: argparse.Namespace, reader) -> int:
     best.update({"model": str(args.model), "dev": str(args.dev), "n_context": n_context,
                  "n_best": args.n_best, "eval_mode": args.eval_mode, "reader": "span"})
     write_json_atomic(args.out, best)
-    print(f"beta={best['beta']:.4g} gamma={best['gamma']:.4g}: dev F1 {best['dev_f1']:.4f} "
+    print(f"beta={best['beta']:.4g} gamma={best['gamma']:.4g} same_language={best['same_language']:g}: "
+          f"dev F1 {best['dev_f1']:.4f} "
           f"(reader alone {best['reader_only_f1']:.4f}) -> {args.out}")
     return 0
