@@ -35,12 +35,23 @@ def test_a_dozen_real_paragraphs_build_every_stage_and_answer(real_build, capsys
         assert main(["ask", asked[0]["question"], "--config", str(out / "pipeline.json"), "--method", method]) == 0
 
 
-def test_a_second_build_skips_every_stage(real_build, capsys):
+def test_a_second_build_skips_every_stage_and_another_recipe_rewrites_only_the_config(real_build, capsys):
     src, out, _ = real_build
+    same = ["build", "--passages", str(src), "--out", str(out), "--lexical-steps", "4", "--k", "6",
+            "--n-passages", "3"]
     capsys.readouterr()
-    assert main(["build", "--passages", str(src), "--out", str(out), "--lexical-steps", "4"]) == 0
+    assert main(same) == 0
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("[")]
     assert lines and all(line.endswith(": built") for line in lines), lines
+    try:
+        assert main([*same[:-4], "--k", "7", "--n-passages", "3"]) == 0
+        printed = capsys.readouterr().out
+        rebuilt = [line for line in printed.splitlines() if line.startswith("[") and "done in" in line]
+        assert [line.split("] ")[1].split(":")[0] for line in rebuilt] == ["pipeline config"], rebuilt
+        assert "written from another recipe" in printed
+        assert json.loads((out / "pipeline.json").read_text())["retrieval"]["k"] == 7
+    finally:
+        assert main(same) == 0      # the session's build as the other tests expect it
 
 
 def test_a_corrupt_passage_file_fails_with_file_and_line_and_leaves_nothing(tmp_path, capsys):

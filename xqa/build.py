@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -47,7 +48,7 @@ class Recipe:
     lexical_layers: int = 2          # Λ: the encoder's first layers
     lexical_steps: int = 60
     lexical_batch: int = 16
-    weights: dict[str, float] = field(default_factory=dict)   # alpha, mu, roman_weight, beta, gamma
+    weights: dict[str, float] = field(default_factory=dict)   # alpha, normalize, mu, roman_weight, beta, gamma, same_language
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Recipe":
@@ -56,7 +57,8 @@ class Recipe:
 
 # Weights of the default recipe, tuned once on the shipped corpus's tuning questions
 # (docs/fusion.md, docs/reader.md say how); a build given --dev tunes its own.
-DEFAULT_WEIGHTS = {"alpha": 1.0, "mu": 1.0, "roman_weight": 1.0, "beta": 1.0, "gamma": 0.0}
+DEFAULT_WEIGHTS = {"alpha": 0.7, "normalize": True, "mu": 0.1, "roman_weight": 0.35,
+                   "beta": 0.7845, "gamma": 2.3895, "same_language": 0.0}
 
 
 def read_corpus(path: str | Path, lang: str | None = None) -> Iterator[Passage]:
@@ -158,12 +160,25 @@ class CorpusBuild:
              lambda: _xqa("index", "spar", "--dense", o / "dense", "--lexical", o / "lexical" / "best",
                           "--passages", self.passages, "--out", o / "spar")),
             ("reader", lambda: is_complete(o / "reader"), self.make_reader),
-            ("pipeline config", self.config_path.is_file, self.write_config),
+            ("pipeline config", self._config_current, self.write_config),
             ("tune α (hybrid), μ (SPAR), w (cross-script) on --dev", self._tuned_retrieval, self.tune_retrieval),
             ("tune β, γ (evidence fusion) on --dev", self._tuned_fusion, self.tune_fusion),
         ]
 
     # ------------------------------------------------------------------ stages
+    def _config_current(self) -> bool:
+        """pipeline.json exists and was written from this recipe; one written from another (other
+        weights, method, k) is written again, and weights tuned on --dev are tuned again."""
+        if not self.config_path.is_file():
+            return False
+        built = self.out / "build.json"
+        old = json.loads(built.read_text(encoding="utf-8")).get("recipe") if built.is_file() else None
+        if old == asdict(self.recipe):
+            return True
+        print(f"{self.config_path}: written from another recipe; writing it again", flush=True)
+        shutil.rmtree(self.out / "tuned", ignore_errors=True)
+        return False
+
     def _passages_done(self) -> bool:
         meta = self.out / "source.json"
         if not (self.passages.is_file() and meta.is_file()):
@@ -218,7 +233,6 @@ class CorpusBuild:
         if (src / "delta.safetensors").is_file():
             _xqa("reader", "unpack", "--delta", src, "--base", self.out / "encoder", "--out", self.out / "reader")
             return
-        import shutil
 
         from xqa.artifacts import atomic_dir
 
