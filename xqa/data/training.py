@@ -45,6 +45,7 @@ def collect(root: str | Path | None, held_out: set[str], sets: Iterable[str], ca
     examples: list[dict[str, Any]] = []
     skipped: Counter = Counter()
     rng = random.Random(seed)
+    seen: set[str] = set()
     for name in sets:
         s = SETS[name]
         mine = []
@@ -67,7 +68,12 @@ def collect(root: str | Path | None, held_out: set[str], sets: Iterable[str], ca
                 if not answers:
                     skipped["answer not in its paragraph"] += 1
                     continue
-                mine.append({"id": f"{pid}-{qa.id}", "question": qa.question, "lang": s.lang,
+                qid = f"{pid}-{qa.id}"
+                if qid in seen:   # a set that lists one question of one paragraph twice
+                    skipped["the same question of the same paragraph again"] += 1
+                    continue
+                seen.add(qid)
+                mine.append({"id": qid, "question": qa.question, "lang": s.lang,
                              "answers": answers, "answer_starts": starts, "positive_ids": [pid],
                              "source": name})
         if cap and len(mine) > cap:
