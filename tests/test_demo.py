@@ -465,3 +465,14 @@ def test_abusive_requests_get_escaped_warnings_without_calling_the_pipeline():
     for k, n in ((10**9, 2), (10, 10**6), (10, -1), ("ten", 2)):
         assert ans("Who?", "auto", "sparse", k, n)[0].startswith("⚠️")
     assert len(pipe.calls) == 1
+
+
+def test_bench_demo_under_load_is_wired_to_the_cli_and_checks_its_options(tmp_path, capsys):
+    """``xqa bench demo --concurrency N`` reaches the load generator and refuses bad options
+    before it serves anything."""
+    from xqa.cli import main
+
+    config = tmp_path / "pipeline.json"
+    config.write_text('{"examples": [{"question": "Who wrote Kalevala?", "lang": "en"}]}', encoding="utf-8")
+    assert main(["bench", "demo", "--config", str(config), "--concurrency", "2", "--duration", "0"]) != 0
+    assert "--concurrency and --duration must be positive" in capsys.readouterr().err

@@ -1,6 +1,6 @@
 """``xqa bench demo``: end-to-end answer latency p50/p95 per retrieval method (a table), or with
 ``--concurrency N`` the served demo under load: N users at once for ``--duration`` seconds, a
-tenth of their requests abusive (:mod:`xqa.bench.load`), with p50/p95 and failures.
+tenth of their requests abusive (:mod:`xqa.tools.bench.load`), with p50/p95 and failures.
 
 Examples::
 
@@ -97,9 +97,9 @@ def _run_load(args: argparse.Namespace) -> int:
     import threading
     import time
 
-    from xqa.bench.load import run_load
     from xqa.errors import XqaError
     from xqa.pipeline import Pipeline
+    from xqa.tools.bench.load import run_load
 
     if args.concurrency < 1 or args.duration <= 0 or not 0 <= args.bad_share <= 1:
         raise XqaError("--concurrency and --duration must be positive and --bad-share between 0 and 1")
