@@ -30,7 +30,7 @@ METHOD_LABELS = {
     "sparse+roman": "BM25 + cross-script BM25",
 }
 
-NBEST_HEADERS = ["#", "answer", "probability", "reader log-prob", "passages containing it"]
+NBEST_HEADERS = ["#", "answer", "fused probability", "reader score", "passages containing it"]
 # A pointer-generator reader reads ~60 candidates; the n-best table shows the best of them.
 NBEST_SHOWN = 10
 EVIDENCE_HEADERS = ["#", "title", "lang", "source", "retriever score", "reader relevance", "passage"]
@@ -142,9 +142,16 @@ def intro_markdown(about: dict, languages: Sequence[str], method: str, reader_fa
     return "\n\n".join(lines)
 
 
-def answer_html(answer: Answer, fused: bool, question_lang: str = "") -> str:
+NO_ANSWER_TITLE = "No answer found in this collection"
+
+
+def answer_html(answer: Answer, fused: bool, question_lang: str = "", threshold: float | None = None) -> str:
     """The answer in large type with its probability and where it was found; an answer
-    extracted from a passage in another language than the question's is marked with it."""
+    extracted from a passage in another language than the question's is marked with it.
+
+    Where the pipeline has an answerability calibrator (``answer.confidence`` set), the bar is
+    the calibrated probability that the answer is right; below the threshold (``answer.answered``
+    false) the page says :data:`NO_ANSWER_TITLE`, with the best guess and its probability under it."""
     if not answer.text.strip():
         return ('<div class="xqa-answer xqa-empty"><div class="xqa-label">Answer</div>'
                 '<div class="xqa-answer-text" id="xqa-answer-text">(no answer)</div>'
@@ -166,13 +173,38 @@ def answer_html(answer: Answer, fused: bool, question_lang: str = "") -> str:
     mark = ""
     if span_lang and question_lang and span_lang != question_lang:
         mark = f' <span class="xqa-answer-lang" id="xqa-answer-lang">[{html.escape(span_lang)}]</span>'
-    pct = max(0.0, min(1.0, answer.score)) * 100
+    text = f'<span id="xqa-answer-text" dir="auto">{html.escape(answer.text)}{mark}</span>'
+    if answer.confidence is None:
+        pct = max(0.0, min(1.0, answer.score)) * 100
+        return (
+            '<div class="xqa-answer">'
+            '<div class="xqa-label">Answer</div>'
+            f'<div class="xqa-answer-text">{text}</div>'
+            f'<div class="xqa-prob"><span class="xqa-bar"><span style="width:{pct:.1f}%"></span></span> '
+            f'<b id="xqa-answer-prob">{answer.score:.3f}</b> {html.escape(kind)}</div>'
+            f'<div class="xqa-where">{html.escape(where)}</div>'
+            '</div>'
+        )
+    p = max(0.0, min(1.0, answer.confidence))
+    bar = f'<span class="xqa-bar"><span style="width:{p * 100:.1f}%"></span></span> '
+    right = (f'<b id="xqa-answer-prob">{p:.2f}</b> probability that the answer is right '
+             f'(calibrated; {html.escape(kind.split(" (")[0])} {answer.score:.3f})')
+    if answer.answered:
+        return (
+            '<div class="xqa-answer">'
+            '<div class="xqa-label">Answer</div>'
+            f'<div class="xqa-answer-text">{text}</div>'
+            f'<div class="xqa-prob">{bar}{right}</div>'
+            f'<div class="xqa-where">{html.escape(where)}</div>'
+            '</div>'
+        )
+    below = f" (below the threshold {threshold:.2f})" if threshold is not None else ""
     return (
-        '<div class="xqa-answer">'
+        '<div class="xqa-answer xqa-abstain">'
         '<div class="xqa-label">Answer</div>'
-        f'<div class="xqa-answer-text" id="xqa-answer-text" dir="auto">{html.escape(answer.text)}{mark}</div>'
-        f'<div class="xqa-prob"><span class="xqa-bar"><span style="width:{pct:.1f}%"></span></span> '
-        f'<b id="xqa-answer-prob">{answer.score:.3f}</b> {html.escape(kind)}</div>'
+        f'<div class="xqa-no-answer" id="xqa-no-answer">{html.escape(NO_ANSWER_TITLE)}</div>'
+        f'<div class="xqa-guess">Best guess: {text}</div>'
+        f'<div class="xqa-prob">{bar}{right}{html.escape(below)}</div>'
         f'<div class="xqa-where">{html.escape(where)}</div>'
         '</div>'
     )
@@ -249,6 +281,10 @@ CSS = """
 .xqa-label { font-size: 0.85em; opacity: 0.7; text-transform: uppercase; letter-spacing: 0.05em; }
 .xqa-answer-text { font-size: 1.8em; font-weight: 600; margin: 4px 0; }
 .xqa-prob, .xqa-where { font-size: 0.95em; }
+.xqa-abstain { border-color: #f59e0b; background: #fffbeb; }
+.xqa-no-answer { font-size: 1.5em; font-weight: 600; margin: 4px 0; }
+.xqa-guess { font-size: 1.1em; margin: 2px 0 4px; }
+.xqa-abstain .xqa-bar > span { background: #f59e0b; }
 .xqa-bar { display: inline-block; width: 120px; height: 10px; background: #e5e7eb; border-radius: 5px;
            vertical-align: middle; overflow: hidden; }
 .xqa-bar > span { display: block; height: 100%; background: #2563eb; }

@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 from scipy.special import logsumexp as _logsumexp
 
+from reader.answer_text import tidy_answer
 from xqa.records import Answer, Candidate, Context, Evidence
 
 # Scripts written without spaces between words (and Hangul, where particles attach to
@@ -173,7 +174,8 @@ def merge_duplicates(texts: Sequence[str], log_scores: np.ndarray,
                      langs: Sequence[str] | None = None) -> list[Candidate]:
     """Sum candidates with the same normalised text; keep the best member's surface form.
 
-    Returns :class:`Candidate` records, best first, ``score`` a probability and
+    Returns :class:`Candidate` records, best first, their text tidied
+    (:func:`reader.answer_text.tidy_answer`: no edge punctuation), ``score`` a probability and
     ``reader_score`` the surface form's sequence log-probability; ``written`` [k]
     (what the reader wrote, where ``texts`` shows it translated) fills
     ``Candidate.written`` where the two differ; ``langs`` [k] (the language of the passage
@@ -187,7 +189,7 @@ def merge_duplicates(texts: Sequence[str], log_scores: np.ndarray,
         best = max(members, key=lambda j: (log_scores[j], reader_logprobs[j]))
         total = float(logsumexp(np.asarray([log_scores[j] for j in members])))
         wrote = written[best] if written is not None and written[best] != texts[best] else ""
-        merged.append(Candidate(text=texts[best], score=math.exp(total),
+        merged.append(Candidate(text=tidy_answer(texts[best]), score=math.exp(total),
                                 reader_score=float(reader_logprobs[best]), written=wrote,
                                 lang=langs[best] if langs is not None else ""))
     merged.sort(key=lambda c: (-c.score, -c.reader_score))

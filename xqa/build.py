@@ -13,7 +13,7 @@ complete is skipped, and the long ones resume, so a killed build continues where
 | Λ (SPAR's lexical model) | ``lexical/`` | ``xqa train lexical --init encoder --layers 2`` |
 | SPAR index | ``spar/`` | ``xqa index spar`` |
 | reader | ``reader/`` | ``xqa reader unpack`` (the shipped span reader), or a given one |
-| pipeline config | ``pipeline.json`` | |
+| pipeline config | ``pipeline.json`` | (with the shipped answerability calibrator when the reader is the shipped one) |
 | weights tuned on ``--dev`` | ``tuned/`` | ``xqa tune alpha``, ``tune mu``, ``tune fusion`` |
 
 Without ``--dev`` the weights are the recipe's defaults (tuned once on the shipped corpus's
@@ -49,6 +49,8 @@ class Recipe:
     lexical_steps: int = 60
     lexical_batch: int = 16
     weights: dict[str, float] = field(default_factory=dict)   # alpha, normalize, mu, roman_weight, beta, gamma, same_language
+    # the answerability calibrator and its threshold ({"calibrator", "threshold"}; empty: none)
+    answerability: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Recipe":
@@ -59,6 +61,19 @@ class Recipe:
 # (docs/fusion.md, docs/reader.md say how); a build given --dev tunes its own.
 DEFAULT_WEIGHTS = {"alpha": 0.7, "normalize": True, "mu": 0.1, "roman_weight": 0.35,
                    "beta": 0.7845, "gamma": 2.3895, "same_language": 0.0}
+
+
+def shipped_answerability() -> dict[str, Any]:
+    """The answerability calibrator fitted on the shipped corpus's tuning questions with the
+    shipped reader (``xqa/models/answerability``, made by ``xqa tune answerability``):
+    ``{"calibrator", "threshold"}``, or {} when the repository holds none."""
+    from xqa.data.corpus import SHIPPED_ANSWERABILITY
+
+    path = SHIPPED_ANSWERABILITY / "config.json"
+    if not path.is_file():
+        return {}
+    d = json.loads(path.read_text(encoding="utf-8"))
+    return {"calibrator": d["calibrator"], "threshold": d["threshold"]}
 
 
 def read_corpus(path: str | Path, lang: str | None = None) -> Iterator[Passage]:
@@ -122,7 +137,8 @@ class CorpusBuild:
         self.lang = lang
         self.dev = Path(dev) if dev else None
         self.reader_source = Path(reader) if reader else None
-        self.recipe = recipe or Recipe(weights=dict(DEFAULT_WEIGHTS))
+        self.recipe = recipe or Recipe(weights=dict(DEFAULT_WEIGHTS),
+                                       answerability=shipped_answerability() if reader is None else {})
         self.examples = examples or []
         self.about = about or {}
         self.threads = threads
@@ -256,7 +272,9 @@ class CorpusBuild:
                                       roman_weight=w.get("roman_weight", 1.0)),
             reader=ReaderConfig(model="reader", n_passages=r.n_passages, n_best=r.n_best,
                                 beta=w.get("beta", 1.0), gamma=w.get("gamma", 0.0),
-                                same_language=w.get("same_language", 0.0)),
+                                same_language=w.get("same_language", 0.0),
+                                answerability=r.answerability.get("calibrator"),
+                                answerability_threshold=r.answerability.get("threshold", 0.5)),
             languages=sorted(langs), examples=self.examples,
             about={"passages": sum(langs.values()), "languages": langs, **self.about})
         data = cfg.to_dict()

@@ -38,6 +38,8 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
     ("tune", "alpha"): ("xqa.commands.tune_alpha", "grid-search the score-hybrid weight α on a dev set"),
     ("tune", "mu"): ("xqa.commands.tune_mu", "grid-search the SPAR weight μ on a dev set"),
     ("tune", "fusion"): ("xqa.commands.tune_fusion", "grid-search evidence-fusion β, γ on a dev set"),
+    ("tune", "answerability"): ("xqa.commands.tune_answerability",
+                                "fit the calibrated probability that an answer is right, and its threshold"),
     ("demo",): ("xqa.commands.demo", "serve the Gradio demo (127.0.0.1 by default)"),
 }
 

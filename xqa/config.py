@@ -60,6 +60,12 @@ class ReaderConfig:
     soft: bool = False  # evidence fusion: credit a non-span candidate to the passages it attended to
     same_language: float = 0.0  # span evidence fusion: δ added to the logit of a passage in the question's language
     labels: str | None = None  # answer label table: copied answers written in the question's language (xqa.world.labels)
+    # P(answer right) from the answer's features (reader.answerability.Calibrator as JSON; xqa tune
+    # answerability fits it); None: no calibrated probability, every answer is shown as found.
+    answerability: dict[str, Any] | None = None
+    # Below this calibrated probability an answer is a best guess: the demo and xqa ask say "no answer
+    # found in this collection", xqa answer --abstain writes an empty answer.
+    answerability_threshold: float = 0.5
 
 
 @dataclass
@@ -100,6 +106,16 @@ class PipelineConfig:
         reader = _sub(ReaderConfig, d.pop("reader", {}), "reader")
         if retrieval.method not in METHODS:
             raise XqaError(f"retrieval.method {retrieval.method!r} is not one of {METHODS}")
+        if reader.answerability is not None:
+            from reader.answerability import Calibrator
+
+            try:
+                Calibrator.from_dict(reader.answerability)
+            except (ValueError, TypeError) as e:
+                raise XqaError(f"field 'reader.answerability': {e}") from None
+        if not 0.0 <= reader.answerability_threshold <= 1.0:
+            raise XqaError(f"field 'reader.answerability_threshold' should be a probability in [0, 1], "
+                           f"found {reader.answerability_threshold}")
         if retrieval.fallback not in (*METHODS, NO_FALLBACK):
             raise XqaError(f"retrieval.fallback {retrieval.fallback!r} is not {NO_FALLBACK!r} or one of {METHODS}")
         cfg = cls(retrieval=retrieval, reader=reader, base_dir=str(base_dir), **d)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Collection, Sequence
 
 from retriever.fused import NEEDS as _NEEDS  # which artifacts a method needs
 from xqa.config import METHODS, NO_FALLBACK, PipelineConfig
@@ -109,6 +109,7 @@ class Pipeline:
         self._retrievers: dict[Any, Any] = {}  # FusionConfig -> retriever
         self._reader = None
         self._labels = None
+        self._calibrator = ...   # loaded on first use; None when the config names none
         self._store: PassageStore | None = None
 
     @classmethod
@@ -206,6 +207,16 @@ class Pipeline:
                 self._labels = AnswerLabels.load(self.config.path(self.config.reader.labels))
             return self._labels
 
+    @property
+    def calibrator(self):
+        """The answerability calibrator (``reader.answerability``), or None when the config has none."""
+        if self._calibrator is ...:
+            from reader.answerability import Calibrator
+
+            spec = self.config.reader.answerability
+            self._calibrator = Calibrator.from_dict(spec) if spec else None
+        return self._calibrator
+
     # ------------------------------------------------------------------ work
 
     def contexts(self, hits: Sequence[Hit]) -> list[Context]:
@@ -246,13 +257,20 @@ class Pipeline:
 
     def answer(self, questions: Sequence[Question], method: str | None = None, k: int | None = None,
                n_passages: int | None = None, evidence_fusion: bool | None = None,
-               contexts: Sequence[Sequence[Context]] | None = None, **overrides) -> list[Answer]:
-        """Answer each question; ``contexts`` skips retrieval when given."""
+               contexts: Sequence[Sequence[Context]] | None = None,
+               exclude: Sequence[Collection[str]] | None = None, **overrides) -> list[Answer]:
+        """Answer each question; ``contexts`` skips retrieval when given. ``exclude`` [one set of
+        passage ids per question]: answer as if the collection lacked those passages (they are
+        dropped from what is retrieved, which searches that many more to keep K)."""
         rc = self.config.reader
         n = n_passages or rc.n_passages
         fuse = rc.evidence_fusion if evidence_fusion is None else evidence_fusion
         if contexts is None:
-            contexts = self.retrieve(questions, k=max(k or self.config.retrieval.k, n), method=method, **overrides)
+            k = max(k or self.config.retrieval.k, n)
+            extra = max((len(e) for e in exclude), default=0) if exclude is not None else 0
+            contexts = self.retrieve(questions, k=k + extra, method=method, **overrides)
+            if exclude is not None:
+                contexts = [[c for c in ctxs if c.id not in set(ex)][:k] for ctxs, ex in zip(contexts, exclude)]
         contexts = [list(c)[:n] for c in contexts]
         with self._lock:  # one reader, many demo users: torch inference is not re-entrant per module
             outs = self.reader.read(list(questions), contexts, n_context=n, beams=rc.beams, n_best=rc.n_best,
@@ -266,9 +284,25 @@ class Pipeline:
         rc = self.config.reader
         params = FusionParams(rc.beta, rc.gamma, rc.miss, rc.soft, rc.same_language) if fuse and ctxs else None
         if getattr(self.reader, "family", "fid") == "span":
-            return build_span_answer(q.id, out, ctxs, params, q.lang or "")
-        n = min(len(ctxs), len(out.relevance))
-        labels = self.labels
-        shown = labels.shown_all([t for t, _ in out.candidates], q.lang) if labels is not None else None
-        return build_answer(q.id, out.candidates, list(out.relevance)[:n], ctxs[:n], params,
-                            getattr(out, "candidate_relevance", None), shown)
+            ans = build_span_answer(q.id, out, ctxs, params, q.lang or "")
+        else:
+            n = min(len(ctxs), len(out.relevance))
+            labels = self.labels
+            shown = labels.shown_all([t for t, _ in out.candidates], q.lang) if labels is not None else None
+            ans = build_answer(q.id, out.candidates, list(out.relevance)[:n], ctxs[:n], params,
+                               getattr(out, "candidate_relevance", None), shown)
+        return self._judge(ans, q, out.relevance)
+
+    def _judge(self, ans: Answer, q: Question, reader_relevance) -> Answer:
+        """The answer with its answerability features and, where the config has a calibrator, the
+        calibrated probability that it is right and whether it clears the threshold."""
+        from reader.answerability import answer_features
+
+        features = answer_features(ans, q.lang or "", list(reader_relevance))
+        calibrator = self.calibrator
+        if calibrator is None or not ans.candidates:
+            return replace(ans, features=features, answered=bool(ans.text.strip()),
+                           confidence=0.0 if calibrator is not None else None)
+        p = calibrator.probability(features)
+        return replace(ans, features=features, confidence=p,
+                       answered=p >= self.config.reader.answerability_threshold)

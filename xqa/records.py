@@ -137,14 +137,25 @@ class Answer:
     score: float
     candidates: tuple[Candidate, ...] = ()
     evidence: tuple[Evidence, ...] = ()
+    # The calibrated probability that ``text`` is right (reader.answerability), None where the
+    # pipeline has no calibrator; ``answered`` is False when it is below the pipeline's threshold
+    # (the answer is then a best guess, shown as such); ``features`` are what it was computed from.
+    confidence: float | None = None
+    answered: bool = True
+    features: dict[str, float] = field(default_factory=dict, compare=False, hash=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d: dict[str, Any] = {
             "id": self.question_id,
             "answer": self.text,
             "score": self.score,
+            "confidence": self.confidence,
+            "answered": self.answered,
             "candidates": [asdict(c) for c in self.candidates],
             "evidence": [
                 {**e.context.to_dict(), "relevance": e.relevance} for e in self.evidence
             ],
         }
+        if self.features:
+            d["features"] = dict(self.features)
+        return d

@@ -31,6 +31,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-evidence-fusion", action="store_true",
                    help="answer with the reader's own best candidate (for comparison)")
     p.add_argument("--evidence", type=int, default=5, help="evidence passages kept per record")
+    p.add_argument("--abstain", action="store_true",
+                   help="write an empty prediction where the calibrated probability that the answer is right "
+                        "is below the config's reader.answerability_threshold (the records keep the best "
+                        "guess either way; the MIA metric counts an empty answer as wrong)")
+    p.add_argument("--hide-gold", action="store_true",
+                   help="answer as if the collection lacked each question's own paragraphs (its positive_ids "
+                        "and those of its parallel versions, xling.*.positive_ids): the made-unanswerable "
+                        "half that xqa tune answerability and xqa eval --selective read")
     add_pipeline_arguments(p)
     add_selection_arguments(p)
 
@@ -56,7 +64,9 @@ def done_ids(records: Path) -> set[str]:
     return ids
 
 
-def write_predictions(out: Path, records: Path, order: list[str]) -> dict[str, int]:
+def write_predictions(out: Path, records: Path, order: list[str], abstain: bool = False) -> dict[str, int]:
+    """The predictions of ``records`` in ``order``; with ``abstain``, an empty answer where the
+    record says the answer is not ``answered`` (below the calibrated threshold)."""
     from xqa.artifacts import write_json_atomic
 
     by_id = {}
@@ -64,30 +74,67 @@ def write_predictions(out: Path, records: Path, order: list[str]) -> dict[str, i
         for line in f:
             r = json.loads(line)
             by_id[r["id"]] = r
+
+    def shown(r: dict) -> str:
+        return "" if abstain and r.get("answered") is False else r["answer"]
+
     per_lang: dict[str, dict[str, str]] = {}
     for qid in order:
         r = by_id[qid]
-        per_lang.setdefault(r["lang"], {})[qid] = r["answer"]
+        per_lang.setdefault(r["lang"], {})[qid] = shown(r)
     for lang, preds in per_lang.items():
         write_json_atomic(out / "predictions" / f"{lang}.json", preds)
-    write_json_atomic(out / "predictions.json", {qid: by_id[qid]["answer"] for qid in order})
+    write_json_atomic(out / "predictions.json", {qid: shown(by_id[qid]) for qid in order})
     return {lang: len(p) for lang, p in per_lang.items()}
+
+
+def abstained(records: Path, ids: list[str]) -> int:
+    wanted, n = set(ids), 0
+    with open(records, encoding="utf-8") as f:
+        for line in f:
+            r = json.loads(line)
+            n += r["id"] in wanted and r.get("answered") is False
+    return n
+
+
+def gold_passages(q) -> set[str]:
+    """A question's own passages and those of its parallel versions (``positive_ids``,
+    ``xling.{lang}.positive_ids``), which ``--hide-gold`` removes from the collection."""
+    from xqa.errors import XqaError
+
+    ids = set(q.meta.get("positive_ids") or [])
+    for version in (q.meta.get("xling") or {}).values():
+        if isinstance(version, dict):
+            ids.update(version.get("positive_ids") or [])
+    if not ids:
+        raise XqaError(f"question {q.id!r} names no positive_ids: --hide-gold needs each question's own "
+                       f"passage ids")
+    return ids
 
 
 def answer_lines(pipe, batch: list, args: argparse.Namespace, fuse: bool | None) -> list[str]:
     """One ``records.jsonl`` line per question of ``batch`` (an empty answer for an empty question)."""
     answerable = [q for q in batch if q.question.strip()]
+    hide = getattr(args, "hide_gold", False)
+    exclude = [gold_passages(q) for q in answerable] if hide else None
     answers = {a.question_id: a for a in pipe.answer(answerable, n_passages=args.n_passages,
-                                                      evidence_fusion=fuse)} if answerable else {}
+                                                      evidence_fusion=fuse, exclude=exclude)} if answerable else {}
     lines = []
     for q in batch:
         a = answers.get(q.id)
         rec = {"id": q.id, "lang": q.lang, "question": q.question, "answer": a.text if a else "",
-               "score": a.score if a else 0.0, "gold": list(q.answers)}
+               "score": a.score if a else 0.0, "confidence": a.confidence if a else None,
+               "answered": a.answered if a else False, "gold": list(q.answers)}
+        if hide:
+            rec["gold_hidden"] = True
+        if q.meta.get("crosslingual"):
+            rec["crosslingual"] = True
         if a:
             d = a.to_dict()
             rec["candidates"] = d["candidates"]
             rec["evidence"] = d["evidence"][: args.evidence]
+            if a.features:
+                rec["features"] = a.features
         lines.append(json.dumps(rec, ensure_ascii=False) + "\n")
     return lines
 
@@ -108,6 +155,12 @@ def run(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     records = out / "records.jsonl"
     finished = done_ids(records)
+    if finished:
+        with open(records, encoding="utf-8") as f:
+            hidden = bool(json.loads(f.readline()).get("gold_hidden"))
+        if hidden != args.hide_gold:
+            raise XqaError(f"{records} holds answers {'with' if hidden else 'without'} --hide-gold; resume it "
+                           f"{'with' if hidden else 'without'} the flag, or answer into another --out")
     todo = [q for q in questions if q.id not in finished]
     if finished and main_process():
         print(f"resuming: {len(finished)} of {len(questions)} questions already answered")
@@ -132,6 +185,9 @@ def run(args: argparse.Namespace) -> int:
             bar.update(len(batch))
     if not main:
         return 0
-    counts = write_predictions(out, records, ids)
+    counts = write_predictions(out, records, ids, abstain=args.abstain)
     print(f"{len(ids)} predictions → {out / 'predictions'} ({', '.join(f'{k}: {v}' for k, v in sorted(counts.items()))})")
+    if args.abstain:
+        print(f"--abstain: {abstained(records, ids)} of {len(ids)} predictions left empty (calibrated probability "
+              f"below reader.answerability_threshold)")
     return 0

@@ -6,6 +6,7 @@ import argparse
 from xqa.commands._common import add_pipeline_arguments
 
 NBEST_SHOWN = 10  # candidates printed on the n-best line
+NO_ANSWER = "no answer found in this collection"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -48,9 +49,18 @@ def run(args: argparse.Namespace) -> int:
     written = ans.candidates[0].written if ans.candidates else ""
     span_lang = ans.candidates[0].lang if ans.candidates else ""
     mark = f" [{span_lang}: as written in a passage in that language]" if span_lang and span_lang != lang else ""
-    print(f"answer: {ans.text or '(empty)'}{mark}    (p = {ans.score:.3f}, retrieval: {method}"
-          + (f"; the reader copied {written!r}, written in the question's language by the label table" if written
-             else "") + ")")
+    copied = f"; the reader copied {written!r}, written in the question's language by the label table" if written else ""
+    if ans.confidence is None:
+        print(f"answer: {ans.text or '(empty)'}{mark}    (p = {ans.score:.3f}, retrieval: {method}{copied})")
+    else:
+        how = (f"P(right) = {ans.confidence:.2f} calibrated, fused p = {ans.score:.3f}, retrieval: {method}"
+               f"{copied}")
+        if ans.answered:
+            print(f"answer: {ans.text or '(empty)'}{mark}    ({how})")
+        else:
+            threshold = pipe.config.reader.answerability_threshold
+            print(f"answer: {NO_ANSWER} (P(right) {ans.confidence:.2f} < threshold {threshold:.2f})")
+            print(f"best guess: {ans.text or '(empty)'}{mark}    ({how})")
     if len(ans.candidates) > 1:
         # a pointer-generator reader reads ~60 candidates; the rest are in --json
         shown, rest = ans.candidates[:NBEST_SHOWN], len(ans.candidates) - NBEST_SHOWN

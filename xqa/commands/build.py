@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    from xqa.build import DEFAULT_WEIGHTS, CorpusBuild, Recipe
+    from xqa.build import DEFAULT_WEIGHTS, CorpusBuild, Recipe, shipped_answerability
     from xqa.config import METHODS
     from xqa.errors import XqaError
 
@@ -43,7 +43,8 @@ def run(args: argparse.Namespace) -> int:
         raise XqaError(f"--method {args.method!r} is not one of {', '.join(METHODS)}")
     recipe = Recipe(method=args.method, k=args.k, n_passages=args.n_passages,
                     dense_max_length=args.dense_max_length, lexical_steps=args.lexical_steps,
-                    weights=dict(DEFAULT_WEIGHTS))
+                    weights=dict(DEFAULT_WEIGHTS),
+                    answerability=shipped_answerability() if args.reader is None else {})
     CorpusBuild(args.passages, args.out, lang=args.lang, dev=args.dev, reader=args.reader, recipe=recipe,
                 threads=args.threads).run()
     return 0

@@ -8,6 +8,7 @@ Examples::
     xqa eval --gold dev.jsonl --compare a.json b.json
     xqa eval --gold test_questions/ --predictions preds/ --coverage   # a submission check, no scores
     xqa eval --gold dev.jsonl --sweep 1=p1.json 5=p5.json 20=p20.json --report out/
+    xqa eval --selective runs/test runs/test-hidden --plot selective.png   # confidence: AUROC, AURC, ECE
 """
 from __future__ import annotations
 
@@ -62,6 +63,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                            "(each a prediction file or folder)")
     cmp_.add_argument("--metric", choices=("f1", "em"), default="f1",
                       help="per-question score compared by --compare")
+
+    sel = parser.add_argument_group("selective answering (how well a score tells right answers from wrong)")
+    sel.add_argument("--selective", nargs="+", metavar="RECORDS",
+                     help="xqa answer records (OUT/records.jsonl or OUT): coverage-accuracy, AURC, ECE and, "
+                          "given a --hide-gold run too, AUROC of answerable vs made-unanswerable questions, for "
+                          "the calibrated confidence and the fused probability; right = official F1 >= 0.5")
+    sel.add_argument("--plot", metavar="PNG",
+                     help="--selective: the reliability diagram and coverage-accuracy curve (default: "
+                          "selective.png beside the first records file)")
+    sel.add_argument("--threshold", type=float, default=None,
+                     help="--selective: count as shown the answers whose confidence is at least this "
+                          "(default: the records' own 'answered' flags, i.e. the config's threshold)")
 
     rep = parser.add_argument_group("report")
     rep.add_argument("--report", metavar="DIR",
@@ -185,13 +198,76 @@ def _coverage(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+def _selective(args: argparse.Namespace) -> int:
+    """``--selective``: the calibrated confidence and the fused probability as selective scores."""
+    import numpy as np
+
+    from xqa.artifacts import write_json_atomic
+    from xqa.errors import XqaError
+    from xqa.evaluation import selective
+
+    records = selective.read_records(args.selective)
+    if args.where or args.per_lang:
+        raise XqaError("--selective scores whole records files; select the questions when answering them")
+    right, scored = selective.correctness(records, mode=args.mode)
+    records = [r for r, ok in zip(records, scored) if ok]
+    right = right[scored]
+    if not records:
+        raise XqaError(f"{' '.join(args.selective)}: no record with a gold answer to score")
+    answerable = np.asarray([not r.get("gold_hidden") for r in records])
+    halves = [("answerable", answerable), ("made unanswerable", ~answerable)]
+    print(f"{len(records)} answers: " + ", ".join(f"{name} {int(m.sum())} ({right[m].mean():.1%} right)"
+                                                 for name, m in halves if m.any()))
+    scores = [("fused probability", np.asarray([float(r.get("score") or 0.0) for r in records]))]
+    have_conf = all(r.get("confidence") is not None for r in records)
+    if have_conf:
+        scores.insert(0, ("calibrated", np.asarray([float(r["confidence"]) for r in records])))
+    else:
+        print("the records carry no calibrated confidence (the pipeline config had no reader.answerability)")
+    results = []
+    for name, s in scores:
+        shown = None
+        if name == "calibrated":
+            shown = (s >= args.threshold) if args.threshold is not None else np.asarray(
+                [r.get("answered", True) is not False for r in records])
+        elif args.threshold is not None:
+            shown = s >= args.threshold
+        results.append((selective.score(name, s, right, answerable, args.threshold, shown), s, right))
+    width = max(len(n) for n, _ in scores) + 2
+    print(f"\n{'':<22}" + "".join(f"{sc.name:>{width}}" for sc, _, _ in results))
+
+    def row(label: str, values: list) -> None:
+        print(f"{label:<22}" + "".join(f"{'—' if v is None else f'{v:.3f}':>{width}}" for v in values))
+
+    row("AUROC ans. vs unans.", [sc.auroc for sc, _, _ in results])
+    row("AURC (lower better)", [sc.aurc for sc, _, _ in results])
+    row("ECE", [sc.ece for sc, _, _ in results])
+    for c in selective.COVERAGES:
+        row(f"accuracy @ {c:.0%} cover", [sc.at_coverage[f"{c:.1f}"] for sc, _, _ in results])
+    if any(sc.shown is not None for sc, _, _ in results):
+        row("shown at threshold", [sc.shown for sc, _, _ in results])
+        row("  of them right", [sc.shown_accuracy for sc, _, _ in results])
+        row("  answerable shown", [sc.answerable_shown for sc, _, _ in results])
+    plot = Path(args.plot) if args.plot else Path(records[0]["_source"].rsplit(":", 1)[0]).parent / "selective.png"
+    selective.plot(results, plot)
+    print(f"\nplot: {plot}")
+    if args.json:
+        write_json_atomic(args.json, {"selective": {sc.name: sc.to_dict() for sc, _, _ in results},
+                                      "answers": len(records), "answerable": int(answerable.sum()),
+                                      "right": int(right.sum())})
+        print(f"figures: {args.json}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from xqa.artifacts import write_json_atomic
     from xqa.errors import XqaError
     from xqa.evaluation import inputs, mia, retrieval, significance
 
+    if args.selective:
+        return _selective(args)
     if not (args.predictions or args.retrieval or args.compare or args.sweep):
-        raise XqaError("nothing to score: give --predictions, --retrieval, --compare or --sweep")
+        raise XqaError("nothing to score: give --predictions, --retrieval, --compare, --sweep or --selective")
     if (args.predictions or args.compare or args.sweep) and not args.gold:
         raise XqaError("--predictions, --compare and --sweep need --gold")
     if args.names and (not args.retrieval or len(args.names) != len(args.retrieval)):

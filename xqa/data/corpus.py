@@ -43,6 +43,8 @@ PER_LANGUAGE = 200
 OTHER_SETS = {"id": "tydi-id-valid", "ja": "jaquad-dev", "ko": "tydi-ko", "sw": "tydi-sw", "th": "iapp-test"}
 CORPUS_DIR = Path(__file__).resolve().parents[1] / "corpus"
 SHIPPED_READER = Path(__file__).resolve().parents[1] / "models" / "span-reader"
+# The answerability calibrator fitted with the shipped reader on the shipped corpus's tuning questions.
+SHIPPED_ANSWERABILITY = Path(__file__).resolve().parents[1] / "models" / "answerability"
 
 
 def _rank(text: str) -> str:

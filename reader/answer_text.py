@@ -1,0 +1,119 @@
+"""Answer text as a user expects it: no stray punctuation at its edges, no unbalanced brackets.
+
+A span reader cuts answers out of running text at token boundaries, so a span can end in
+the comma, full stop or danda that follows it in the passage (``ليبرالية،``, ``東京。``), or
+keep one half of a bracket pair (``1918 (aged``). Gold answers of the QA sets never have
+these. :func:`tidy_answer` removes them and leaves everything else as written:
+
+- leading and trailing white space and punctuation (Unicode category P*), in any script;
+- except what belongs to the answer: a closing bracket or quote whose opening one is in the
+  answer (``Paris (France)``, ``«Don Quijote»``), an opening one whose closing one is, a
+  trailing ``%`` or ``‰``, the full stop of an initialism or a short abbreviation (``D.C.``,
+  ``Jr.``), and a minus or hyphen right before a digit (``-5``);
+- an opening bracket with no closing one, and what follows it (``1918 (aged`` → ``1918``),
+  unless it starts the answer; a closing bracket with no opening one;
+- a straight double quote that has no partner.
+
+Never returns an empty string for a non-empty answer made only of punctuation: such an
+answer is returned stripped of white space, as it was.
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+
+# Opening -> closing brackets and quotes that come in pairs.
+PAIRS = {"(": ")", "[": "]", "{": "}", "（": "）", "［": "］", "｛": "｝", "「": "」", "『": "』",
+         "【": "】", "〔": "〕", "〈": "〉", "《": "》", "«": "»", "‹": "›", "“": "”", "‘": "’",
+         "„": "“", "‚": "‘"}
+_CLOSERS = {c: o for o, c in PAIRS.items() if o not in "„‚"}
+_KEEP_TRAILING = {"%", "‰", "‱"}
+# "D.C.", "U.S.", "e.g." (letters each followed by a full stop) and "Jr.", "St.", "Co." keep their stop.
+_ABBREVIATION = re.compile(r"(?:^|\s)(?:(?:\w\.){2,}|[A-Z][a-z]{0,2}\.)$")
+
+
+def _is_punct(ch: str) -> bool:
+    return unicodedata.category(ch).startswith("P")
+
+
+def _balanced_close(text: str, i: int) -> bool:
+    """Is the closing bracket/quote at ``text[i]`` matched by an opening one before it?"""
+    opener = _CLOSERS.get(text[i])
+    if opener is None:
+        return False
+    depth = 0
+    for j in range(i - 1, -1, -1):
+        if text[j] == text[i] and opener != text[i]:
+            depth += 1
+        elif text[j] == opener:
+            if depth == 0:
+                return True
+            depth -= 1
+    return False
+
+
+def _balanced_open(text: str, i: int) -> bool:
+    """Is the opening bracket/quote at ``text[i]`` matched by a closing one after it?"""
+    closer = PAIRS.get(text[i])
+    return closer is not None and closer in text[i + 1:]
+
+
+def _strip_edges(text: str) -> str:
+    text = text.strip()
+    while text and (_is_punct(text[-1]) or text[-1].isspace()):
+        ch = text[-1]
+        if ch.isspace():
+            text = text.rstrip()
+            continue
+        if ch in _KEEP_TRAILING or _balanced_close(text, len(text) - 1):
+            break
+        if ch == "." and _ABBREVIATION.search(text):
+            break
+        if ch == '"' and text.count('"') % 2 == 0:
+            break
+        text = text[:-1]
+    while text and (_is_punct(text[0]) or text[0].isspace()):
+        ch = text[0]
+        if ch.isspace():
+            text = text.lstrip()
+            continue
+        if _balanced_open(text, 0):
+            break
+        if ch in "-‐‑‒–−" and len(text) > 1 and text[1].isdigit():
+            break
+        if ch == '"' and text.count('"') % 2 == 0:
+            break
+        text = text[1:]
+    return text
+
+
+def _drop_unbalanced(text: str) -> str:
+    """Cut an unmatched opening bracket and its tail; remove unmatched closing brackets."""
+    stack: list[int] = []
+    drop: set[int] = set()
+    for i, ch in enumerate(text):
+        if ch in PAIRS and PAIRS[ch] != ch and ch not in "“‘„‚":
+            stack.append(i)
+        elif ch in _CLOSERS and ch not in "”’":
+            if stack and PAIRS[text[stack[-1]]] == ch:
+                stack.pop()
+            else:
+                drop.add(i)
+    if stack and stack[0] > 0:
+        text, drop = text[:stack[0]], {i for i in drop if i < stack[0]}
+    elif stack:   # the answer starts with a bracket that is never closed: drop the bracket alone
+        drop.add(stack[0])
+    if drop:
+        text = "".join(ch for i, ch in enumerate(text) if i not in drop)
+    if text.count('"') % 2:   # a lone straight quote
+        at = text.rfind('"') if text.rstrip().endswith('"') or not text.lstrip().startswith('"') else text.find('"')
+        text = text[:at] + text[at + 1:]
+    return text
+
+
+def tidy_answer(text: str) -> str:
+    """``text`` without edge punctuation and unbalanced brackets (see the module doc)."""
+    if not text:
+        return text
+    out = _strip_edges(_drop_unbalanced(_strip_edges(text)))
+    return out if out else text.strip()

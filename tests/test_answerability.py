@@ -1,0 +1,253 @@
+"""Answerability: tidy answer text, the calibrated probability, abstention in ask/answer/demo,
+``xqa tune answerability`` and ``xqa eval --selective``."""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from apps import render
+from reader.answer_text import tidy_answer
+from reader.answerability import (FEATURES, Calibrator, answer_features, fit_calibrator,
+                                  threshold_for_precision)
+from xqa.config import PipelineConfig
+from xqa.errors import XqaError
+from xqa.evaluation import selective
+from xqa.records import Answer, Candidate, Context, Evidence
+
+# ------------------------------------------------------------------ answer text
+
+
+@pytest.mark.parametrize("raw, tidy", [
+    ("ليبرالية،", "ليبرالية"),             # Arabic comma
+    ("东京。", "东京"),                      # ideographic full stop
+    ("「東京タワー」", "「東京タワー」"),       # balanced corner brackets stay
+    ("東京タワー」", "東京タワー"),            # an unbalanced one goes
+    ("हिंदी।", "हिंदी"),                       # Devanagari danda
+    ("Москва,", "Москва"),
+    ("«Don Quijote»", "«Don Quijote»"),
+    ("«Don Quijote", "Don Quijote"),
+    ("1918 (aged", "1918"),                # an opening bracket never closed, and its tail
+    ("aged 70)", "aged 70"),
+    ("Paris (France)", "Paris (France)"),
+    ("(1990", "1990"),
+    ("  45%. ", "45%"),
+    ("Washington, D.C.", "Washington, D.C."),
+    ("Martin Luther King Jr.", "Martin Luther King Jr."),
+    ("in Rome.", "in Rome"),
+    ("-5 °C", "-5 °C"),
+    ("—the end", "the end"),
+    ('"Hello', "Hello"),
+    ('"Hello"', '"Hello"'),
+    ("Barack Obama,", "Barack Obama"),
+    ("ต้มยำกุ้ง", "ต้มยำกุ้ง"),
+    ("...", "..."),                        # nothing but punctuation: kept as it was
+    ("", ""),
+])
+def test_tidy_answer(raw, tidy):
+    assert tidy_answer(raw) == tidy
+
+
+def test_evidence_fusion_shows_tidy_answers():
+    from reader.evidence import merge_duplicates
+
+    merged = merge_duplicates(["ليبرالية،", "ليبرالية"], np.log([0.3, 0.2]), [1.0, 0.5])
+    assert [c.text for c in merged] == ["ليبرالية"]      # one answer, its punctuation gone
+    assert merged[0].score == pytest.approx(0.5)
+
+
+# ------------------------------------------------------------------ features and the calibrator
+
+
+def _ctx(pid, text, lang="en", score=1.0):
+    return Context(id=pid, title="", text=text, lang=lang, score=score, source="hybrid")
+
+
+def _answer(text="Helsinki", p=0.7, p2=0.2, lang="en", texts=("Helsinki is the capital.", "Turku is old."),
+            scores=(0.9, 0.4), weights=(0.8, 0.2)):
+    ev = tuple(Evidence(_ctx(f"p{i}", t, score=s), w) for i, (t, s, w) in enumerate(zip(texts, scores, weights)))
+    cands = (Candidate(text, p, 7.5, lang=lang), Candidate("Turku", p2, 3.0, lang="en"))
+    return Answer("q", text, p, cands, ev)
+
+
+def test_answer_features_read_the_answer_and_its_evidence():
+    f = answer_features(_answer(), "en", reader_relevance=[2.0, -1.0])
+    assert set(f) == set(FEATURES)
+    assert f["log_p"] == pytest.approx(math.log(0.7))
+    assert f["margin"] == pytest.approx(0.5)
+    assert f["span_score"] == 7.5
+    assert (f["relevance_max"], f["relevance_gap"]) == (2.0, 3.0)
+    assert f["passage_weight"] == 0.8
+    assert (f["retrieval_top"], f["retrieval_gap"]) == pytest.approx((0.9, 0.5))
+    assert f["agreement"] == 0.5                       # in one of the two passages read
+    assert f["same_language"] == 1.0
+    assert answer_features(_answer(lang="fi"), "en")["same_language"] == 0.0
+    both = _answer(texts=("Helsinki is the capital.", "Helsinki, Finland."))
+    assert answer_features(both, "en")["agreement"] == 1.0
+    empty = answer_features(Answer("q", "", 0.0), "en")
+    assert all(math.isfinite(v) for v in empty.values())
+
+
+def _calibrator(**coef):
+    feats = list(coef)
+    return Calibrator(feats, [0.0] * len(feats), [1.0] * len(feats), list(coef.values()), -1.0)
+
+
+def test_calibrated_probability_is_a_probability_and_monotonic_in_its_features():
+    cal = _calibrator(log_p=2.0, agreement=1.5, retrieval_gap=0.5)
+    grid = [{"log_p": lp, "agreement": a, "retrieval_gap": 0.1} for lp in (-50, -3, -1, 0) for a in (0, 0.5, 1)]
+    p = cal.probabilities(grid)
+    assert ((p >= 0) & (p <= 1)).all()
+    assert cal.probability({"log_p": -1e6, "agreement": 0}) == pytest.approx(0.0, abs=1e-12)
+    assert cal.probability({"log_p": 1e6, "agreement": 0}) == pytest.approx(1.0)
+    lps = [cal.probability({"log_p": lp, "agreement": 0.5}) for lp in np.linspace(-6, 0, 13)]
+    assert all(b > a for a, b in zip(lps, lps[1:]))       # higher fused probability, higher P(right)
+    ags = [cal.probability({"log_p": -1, "agreement": a}) for a in (0, 0.25, 0.5, 1)]
+    assert all(b > a for a, b in zip(ags, ags[1:]))       # more passages agreeing, higher P(right)
+    assert Calibrator.from_dict(json.loads(json.dumps(cal.to_dict()))).probabilities(grid) == pytest.approx(p)
+
+
+def test_a_calibrator_with_bad_fields_is_refused():
+    with pytest.raises(ValueError, match="unknown features"):
+        Calibrator(["shoe_size"], [0.0], [1.0], [1.0], 0.0)
+    with pytest.raises(ValueError, match="2 features but 1 means"):
+        Calibrator(["log_p", "margin"], [0.0], [1.0, 1.0], [1.0, 1.0], 0.0)
+    with pytest.raises(ValueError, match="missing key 'intercept'"):
+        Calibrator.from_dict({"features": ["log_p"], "mean": [0], "scale": [1], "coef": [1]})
+
+
+def test_fit_learns_which_way_a_feature_points_and_is_calibrated_on_what_it_saw():
+    rng = np.random.default_rng(0)
+    n = 2000
+    rows = [{f: float(rng.normal()) for f in FEATURES} for _ in range(n)]
+    truth = np.array([1 / (1 + math.exp(-(2 * r["log_p"] - 1.5 * r["answer_length"]))) for r in rows])
+    y = rng.random(n) < truth
+    cal = fit_calibrator(rows, y)
+    w = dict(zip(cal.features, cal.coef))
+    assert w["log_p"] > 1.0 and w["answer_length"] < -0.7
+    assert max(abs(w[f]) for f in FEATURES if f not in ("log_p", "answer_length")) < 0.3
+    p = cal.probabilities(rows)
+    assert selective.ece(p, y) < 0.05
+    with pytest.raises(ValueError, match="right and answers that are wrong"):
+        fit_calibrator(rows[:10], [True] * 10)
+
+
+def test_threshold_is_the_lowest_that_keeps_the_wanted_precision():
+    p = [0.9, 0.8, 0.7, 0.6, 0.5, 0.4]
+    right = [1, 1, 1, 0, 1, 0]
+    assert threshold_for_precision(p, right, 0.75) == 0.5     # top 5: 4 of 5 right
+    assert threshold_for_precision(p, right, 1.0) == 0.7
+    assert threshold_for_precision(p, [0] * 6, 0.75) == 1.0   # never precise enough: answer nothing
+
+
+# ------------------------------------------------------------------ selective figures
+
+
+def test_selective_figures_by_hand():
+    assert selective.auroc([0.9, 0.8], [0.1, 0.85]) == pytest.approx(0.75)
+    assert selective.auroc([0.5], [0.5]) == pytest.approx(0.5)          # a tie counts half
+    # order by score: right, wrong, right -> error rates 0, 1/2, 1/3
+    assert selective.aurc([0.9, 0.5, 0.1], [1, 0, 1]) == pytest.approx((0 + 1 / 2 + 1 / 3) / 3)
+    assert selective.accuracy_at([0.9, 0.5, 0.1, 0.05], [1, 0, 1, 1], 0.5) == pytest.approx(0.5)
+    # two bins used: [0.9, 1.0): accuracy 1 at mean 0.95; [0.1, 0.2): accuracy 0 at mean 0.15
+    assert selective.ece([0.95, 0.95, 0.15, 0.15], [1, 1, 0, 0]) == pytest.approx(0.5 * 0.05 + 0.5 * 0.15)
+    assert selective.ece([1.0, 0.0], [1, 0]) == pytest.approx(0.0)       # edges fall in the end bins
+
+
+def _records(path, rows, hidden=False):
+    with open(path, "w", encoding="utf-8") as f:
+        for i, (answer, gold, conf, score) in enumerate(rows):
+            rec = {"id": f"{'h' if hidden else 'a'}{i}", "lang": "en", "question": "?", "answer": answer,
+                   "gold": gold, "score": score, "confidence": conf, "answered": conf >= 0.5,
+                   "features": {f: 0.0 for f in FEATURES} | {"log_p": math.log(max(score, 1e-6))}}
+            if hidden:
+                rec["gold_hidden"] = True
+            f.write(json.dumps(rec) + "\n")
+    return path
+
+
+def test_eval_selective_on_a_small_file(tmp_path, capsys):
+    from xqa.cli import main
+
+    a = _records(tmp_path / "a.jsonl", [("Helsinki", ["Helsinki"], 0.9, 0.6), ("Turku", ["Helsinki"], 0.6, 0.7),
+                                        ("the Kalevala", ["Kalevala"], 0.8, 0.5)])
+    h = _records(tmp_path / "h.jsonl", [("Oulu", ["Helsinki"], 0.2, 0.8), ("Kalevala", ["Kalevala"], 0.4, 0.3)],
+                 hidden=True)
+    out, png = tmp_path / "sel.json", tmp_path / "plots" / "sel.png"
+    assert main(["eval", "--selective", str(a), str(h), "--plot", str(png), "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "answerable 3 (66.7% right), made unanswerable 2 (50.0% right)" in text
+    fig = json.loads(out.read_text())["selective"]
+    cal, fused = fig["calibrated"], fig["fused probability"]
+    assert cal["auroc"] == pytest.approx(1.0) and fused["auroc"] == pytest.approx(3 / 6)
+    # calibrated order: 0.9 right, 0.8 right, 0.6 wrong, 0.4 right, 0.2 wrong
+    assert cal["aurc"] == pytest.approx((0 + 0 + 1 / 3 + 1 / 4 + 2 / 5) / 5)
+    assert cal["shown"] == pytest.approx(3 / 5) and cal["shown_accuracy"] == pytest.approx(2 / 3)
+    assert cal["answerable_shown"] == pytest.approx(1.0)
+    assert png.stat().st_size > 10_000 and png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_eval_selective_names_the_bad_line(tmp_path):
+    from xqa.cli import main
+
+    bad = tmp_path / "r.jsonl"
+    bad.write_text('{"id": "a", "answer": "x", "gold": ["x"], "lang": "en"}\n{"id": "b", "answer": "y"}\n')
+    with pytest.raises(XqaError, match=r"r\.jsonl:2: .*'gold'"):
+        selective.read_records([bad])
+    assert main(["eval", "--selective", str(tmp_path / "missing")]) != 0
+
+
+def test_tune_answerability_fits_writes_and_updates_the_config(tmp_path, capsys):
+    from xqa.cli import main
+
+    rng = np.random.default_rng(1)
+    rows = []
+    for i in range(200):
+        right = i % 2 == 0
+        score = float(np.clip(rng.normal(0.7 if right else 0.3, 0.15), 0.01, 0.99))
+        rows.append(("Helsinki" if right else "Turku", ["Helsinki"], 0.5, score))
+    a = _records(tmp_path / "a.jsonl", rows[:100])
+    h = _records(tmp_path / "h.jsonl", rows[100:], hidden=True)
+    cfg = tmp_path / "pipeline.json"
+    PipelineConfig().save(cfg)
+    assert main(["tune", "answerability", "--records", str(a), str(h), "--out", str(tmp_path / "fit"),
+                 "--config", str(cfg), "--write-config"]) == 0
+    fit = json.loads((tmp_path / "fit" / "config.json").read_text())
+    assert fit["kind"] == "answerability" and fit["train"]["shown_accuracy"] >= 0.75
+    cal = Calibrator.from_dict(fit["calibrator"])
+    assert dict(zip(cal.features, cal.coef))["log_p"] > 0
+    loaded = PipelineConfig.load(cfg)
+    assert loaded.reader.answerability == fit["calibrator"]
+    assert loaded.reader.answerability_threshold == fit["threshold"]
+    assert "threshold" in capsys.readouterr().out
+
+
+def test_the_pipeline_config_checks_the_calibrator(tmp_path):
+    bad = tmp_path / "p.json"
+    bad.write_text(json.dumps({"reader": {"answerability": {"features": ["log_p"], "mean": [0], "scale": [0],
+                                                             "coef": [1], "intercept": 0}}}))
+    with pytest.raises(XqaError, match=r"reader\.answerability.*scale"):
+        PipelineConfig.load(bad)
+    bad.write_text(json.dumps({"reader": {"answerability_threshold": 1.5}}))
+    with pytest.raises(XqaError, match="answerability_threshold"):
+        PipelineConfig.load(bad)
+
+
+# ------------------------------------------------------------------ what a user sees
+
+
+def test_answer_html_abstains_below_the_threshold_and_shows_the_guess():
+    from dataclasses import replace
+
+    a = _answer()
+    shown = render.answer_html(replace(a, confidence=0.82, answered=True), True, "en", 0.45)
+    assert render.NO_ANSWER_TITLE not in shown
+    assert 'id="xqa-answer-prob">0.82<' in shown and "probability that the answer is right" in shown
+    low = render.answer_html(replace(a, text="<b>Turku</b>", confidence=0.12, answered=False), True, "en", 0.45)
+    assert render.NO_ANSWER_TITLE in low and 'id="xqa-no-answer"' in low
+    assert "Best guess: " in low and "&lt;b&gt;Turku&lt;/b&gt;" in low and "<b>Turku</b>" not in low
+    assert 'id="xqa-answer-prob">0.12<' in low and "below the threshold 0.45" in low
+    plain = render.answer_html(a, True, "en")          # no calibrator: the fused probability, as found
+    assert render.NO_ANSWER_TITLE not in plain and 'id="xqa-answer-prob">0.700<' in plain
