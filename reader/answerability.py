@@ -14,6 +14,8 @@ Features (:data:`FEATURES`), each from the answer record and the reader's passag
 
 ==================  ==============================================================
 ``log_p``           log of the fused probability of the best answer
+``log_overlap``     log of the fused probability of every answer that contains the best
+                    one or is contained in it (nested spans split one answer's mass)
 ``margin``          fused probability of the best answer minus the second's
 ``span_score``      the reader's own score of the best answer (span logit, or FiD
                     sequence log-probability)
@@ -41,7 +43,7 @@ import numpy as np
 
 from xqa.records import Answer
 
-FEATURES = ("log_p", "margin", "span_score", "relevance_max", "relevance_gap", "passage_weight",
+FEATURES = ("log_p", "log_overlap", "margin", "span_score", "relevance_max", "relevance_gap", "passage_weight",
             "retrieval_top", "retrieval_gap", "agreement", "same_language", "answer_length")
 # An answer counts as right when its F1 against the gold is at least this.
 CORRECT_F1 = 0.5
@@ -73,8 +75,14 @@ def answer_features(answer: Answer, question_lang: str = "",
     n = len(answer.evidence)
     found = sum(occurs_in(key, normalize_answer(f"{e.context.title} {e.context.text}")) for e in answer.evidence)
     same = 1.0 if best is None or not best.lang or not question_lang or best.lang == question_lang else 0.0
+    overlap = p_top
+    for c in cands[1:]:
+        other = normalize_answer(c.written or c.text)
+        if other and key and (occurs_in(other, key) or occurs_in(key, other)):
+            overlap += float(c.score)
     return {
         "log_p": math.log(max(p_top, 1e-6)),
+        "log_overlap": math.log(max(min(overlap, 1.0), 1e-6)),
         "margin": p_top - p_2,
         "span_score": float(best.reader_score) if best else 0.0,
         "relevance_max": r_max,

@@ -77,6 +77,10 @@ def test_answer_features_read_the_answer_and_its_evidence():
     assert set(f) == set(FEATURES)
     assert f["log_p"] == pytest.approx(math.log(0.7))
     assert f["margin"] == pytest.approx(0.5)
+    assert f["log_overlap"] == pytest.approx(math.log(0.7))      # "Turku" neither holds nor is in it
+    nested = Answer("q", "Helsinki", 0.5, (Candidate("Helsinki", 0.5, 1.0), Candidate("Helsinki city", 0.3, 0.5),
+                                           Candidate("Oulu", 0.2, 0.1)), _answer().evidence)
+    assert answer_features(nested, "en")["log_overlap"] == pytest.approx(math.log(0.8))
     assert f["span_score"] == 7.5
     assert (f["relevance_max"], f["relevance_gap"]) == (2.0, 3.0)
     assert f["passage_weight"] == 0.8
@@ -222,6 +226,19 @@ def test_tune_answerability_fits_writes_and_updates_the_config(tmp_path, capsys)
     assert loaded.reader.answerability == fit["calibrator"]
     assert loaded.reader.answerability_threshold == fit["threshold"]
     assert "threshold" in capsys.readouterr().out
+    # the records' features scored again with the fitted calibrator (the records say 0.5 for every answer)
+    figures = tmp_path / "sel.json"
+    assert main(["eval", "--selective", str(a), str(h), "--calibrator", str(tmp_path / "fit"),
+                 "--plot", str(tmp_path / "sel.png"), "--json", str(figures)]) == 0
+    scored = json.loads(figures.read_text())["selective"]
+    again, fused = scored["calibrated"], scored["fused probability"]
+    # P(right) rises with the fused probability alone here: the same order, calibrated
+    assert again["aurc"] == pytest.approx(fused["aurc"]) and again["ece"] < 0.1
+    assert again["shown_accuracy"] >= 0.75
+    assert again["threshold"] is None and again["shown"] < 1.0
+    assert selective.load_calibrator(cfg)[1] == fit["threshold"]       # a pipeline config serves too
+    with pytest.raises(XqaError, match="no answerability calibrator"):
+        selective.load_calibrator(tmp_path / "sel.json")
 
 
 def test_the_pipeline_config_checks_the_calibrator(tmp_path):

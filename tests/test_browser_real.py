@@ -57,3 +57,31 @@ def test_a_real_question_shows_its_answer_and_evidence(browser_context, served_r
     assert right >= 1
     page.close()
     assert not outside, f"the page contacted other hosts: {outside}"
+
+
+def test_an_answer_below_the_threshold_says_not_found_and_shows_the_guess(browser_context, served_real):
+    from apps.demo import Answerer
+    from apps.render import NO_ANSWER_TITLE
+
+    url, pipe, asked = served_real
+    reader = pipe.config.reader
+    assert reader.answerability is not None, "xqa build with the shipped reader writes the shipped calibrator"
+    page = browser_context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(url)
+    q = asked[0]["question"]
+    kept = reader.answerability_threshold
+    reader.answerability_threshold = 1.0        # no answer is that sure: every answer is a best guess
+    try:
+        expected = Answerer(pipe)(q, "auto", pipe.config.retrieval.method, pipe.config.retrieval.k,
+                                  reader.n_passages)[4]
+        assert expected["answered"] is False and 0.0 <= expected["confidence"] < 1.0
+        _ask(page, q)
+        page.locator("#xqa-no-answer").wait_for()
+        assert page.locator("#xqa-no-answer").inner_text().strip() == NO_ANSWER_TITLE
+        assert page.locator("#xqa-answer-text").inner_text().strip().startswith(expected["answer"].strip())
+        assert float(page.locator("#xqa-answer-prob").inner_text()) == pytest.approx(expected["confidence"], abs=0.01)
+        assert "below the threshold 1.00" in page.locator("#answer").inner_text()
+    finally:
+        reader.answerability_threshold = kept
+    page.close()

@@ -35,6 +35,21 @@ def test_a_dozen_real_paragraphs_build_every_stage_and_answer(real_build, capsys
         assert main(["ask", asked[0]["question"], "--config", str(out / "pipeline.json"), "--method", method]) == 0
 
 
+def test_a_build_with_the_shipped_reader_gets_the_shipped_answerability_calibrator(real_build, capsys):
+    from xqa.data.corpus import SHIPPED_ANSWERABILITY
+
+    _, out, asked = real_build
+    shipped = json.loads((SHIPPED_ANSWERABILITY / "config.json").read_text())
+    reader = json.loads((out / "pipeline.json").read_text())["reader"]
+    assert reader["answerability"] == shipped["calibrator"]
+    assert reader["answerability_threshold"] == shipped["threshold"]
+    capsys.readouterr()
+    assert main(["ask", asked[0]["question"], "--config", str(out / "pipeline.json"), "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert 0.0 <= record["confidence"] <= 1.0
+    assert record["answered"] is (record["confidence"] >= shipped["threshold"])
+
+
 def test_a_second_build_skips_every_stage_and_another_recipe_rewrites_only_the_config(real_build, capsys):
     src, out, _ = real_build
     same = ["build", "--passages", str(src), "--out", str(out), "--lexical-steps", "4", "--k", "6",

@@ -297,3 +297,76 @@ def test_report_retrieval_tables_plot_and_weights(tiny_pipeline, tmp_path):
     md = (out / "report.md").read_text()
     assert "w (cross-script) = " in md and "| BM25+cross-script |" in md
     assert (out / "recall.png").stat().st_size > 0
+
+
+def _config_with_calibrator(tiny_pipeline, folder: Path, threshold: float) -> Path:
+    """The tiny pipeline's config with a hand-made answerability calibrator (P(right) rises with the
+    fused probability) and ``threshold``, its paths made absolute so it can live in ``folder``."""
+    cfg = PipelineConfig.load(tiny_pipeline)
+    cfg.passages = cfg.path(cfg.passages)
+    for name in ("sparse_index", "dense_index", "dense_model", "spar_index", "roman_index"):
+        setattr(cfg.retrieval, name, cfg.path(getattr(cfg.retrieval, name)))
+    cfg.reader.model, cfg.reader.labels = cfg.path(cfg.reader.model), cfg.path(cfg.reader.labels)
+    cfg.reader.answerability = {"features": ["log_p", "agreement"], "mean": [-1.0, 0.5], "scale": [1.0, 0.5],
+                                "coef": [1.5, 0.5], "intercept": 0.0}
+    cfg.reader.answerability_threshold = threshold
+    path = folder / f"pipeline-{threshold}.json"
+    cfg.save(path)
+    return path
+
+
+def test_answer_records_carry_the_calibrated_probability_and_abstain_writes_empty_answers(
+        tiny_pipeline, tmp_path, test_questions):
+    qs = test_questions[:6]
+    qfile = tmp_path / "q.jsonl"
+    qfile.write_text("".join(json.dumps(q.to_dict(), ensure_ascii=False) + "\n" for q in qs))
+    runs = {}
+    for threshold in (0.0, 1.0):
+        cfg = _config_with_calibrator(tiny_pipeline, tmp_path, threshold)
+        out = tmp_path / f"run-{threshold}"
+        assert main(["answer", "--config", str(cfg), "--questions", str(qfile), "--out", str(out), "--abstain"]) == 0
+        records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
+        runs[threshold] = records, json.loads((out / "predictions.json").read_text())
+        for r in records:
+            assert 0.0 < r["confidence"] < 1.0
+            assert r["answered"] is (threshold == 0.0)
+            assert set(r["features"]) >= {"log_p", "agreement", "retrieval_top"}
+    (sure, sure_preds), (unsure, unsure_preds) = runs[0.0], runs[1.0]
+    assert [r["confidence"] for r in sure] == pytest.approx([r["confidence"] for r in unsure])
+    assert sure_preds == {r["id"]: r["answer"] for r in sure}     # every answer shown
+    assert set(unsure_preds.values()) == {""}                     # none: each below the threshold
+    assert [r["answer"] for r in unsure] == [r["answer"] for r in sure]   # the records keep the guesses
+    cal = runs[0.0][0]
+    order = sorted(cal, key=lambda r: r["features"]["log_p"])
+    same_agreement = [r for r in order if r["features"]["agreement"] == order[0]["features"]["agreement"]]
+    assert [r["confidence"] for r in same_agreement] == sorted(r["confidence"] for r in same_agreement)
+
+    out = _cli("ask", qs[0].question, "--config", _config_with_calibrator(tiny_pipeline, tmp_path, 1.0))
+    assert out.returncode == 0, out.stderr
+    assert "answer: no answer found in this collection (P(right)" in out.stdout
+    assert f"best guess: {unsure[0]['answer']}" in out.stdout
+
+
+def test_hide_gold_answers_without_the_questions_own_passages(pipe, tiny_pipeline, tmp_path, test_questions):
+    qs = test_questions[:8]
+    qfile = tmp_path / "q.jsonl"
+    qfile.write_text("".join(json.dumps(q.to_dict(), ensure_ascii=False) + "\n" for q in qs))
+    out = tmp_path / "hidden"
+    args = ["answer", "--config", str(tiny_pipeline), "--questions", str(qfile), "--out", str(out), "--hide-gold"]
+    assert main(args) == 0
+    k = pipe.config.reader.n_passages
+    for line in (out / "records.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        q = next(q for q in qs if q.id == r["id"])
+        assert r["gold_hidden"] is True
+        ids = [e["id"] for e in r["evidence"]]
+        assert len(ids) == min(k, 5) and not set(ids) & set(q.meta["positive_ids"])
+
+def test_a_hide_gold_run_resumes_only_with_the_flag(tiny_pipeline, tmp_path, test_questions, capsys):
+    qfile = tmp_path / "q.jsonl"
+    qfile.write_text("".join(json.dumps(q.to_dict(), ensure_ascii=False) + "\n" for q in test_questions[:2]))
+    args = ["answer", "--config", str(tiny_pipeline), "--questions", str(qfile), "--out", str(tmp_path / "r")]
+    assert main([*args, "--hide-gold"]) == 0
+    capsys.readouterr()
+    assert main(args) == 1
+    assert "holds answers with --hide-gold" in capsys.readouterr().err

@@ -72,6 +72,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sel.add_argument("--plot", metavar="PNG",
                      help="--selective: the reliability diagram and coverage-accuracy curve (default: "
                           "selective.png beside the first records file)")
+    sel.add_argument("--calibrator", metavar="PATH",
+                     help="--selective: score the records' features with this calibrator instead of the "
+                          "confidence they carry: a pipeline config (its reader.answerability and threshold) "
+                          "or xqa tune answerability's output folder")
     sel.add_argument("--threshold", type=float, default=None,
                      help="--selective: count as shown the answers whose confidence is at least this "
                           "(default: the records' own 'answered' flags, i.e. the config's threshold)")
@@ -209,6 +213,8 @@ def _selective(args: argparse.Namespace) -> int:
     records = selective.read_records(args.selective)
     if args.where or args.per_lang:
         raise XqaError("--selective scores whole records files; select the questions when answering them")
+    if args.calibrator:
+        records = selective.rescore(records, *selective.load_calibrator(args.calibrator))
     right, scored = selective.correctness(records, mode=args.mode)
     records = [r for r, ok in zip(records, scored) if ok]
     right = right[scored]

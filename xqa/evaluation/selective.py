@@ -53,6 +53,39 @@ def read_records(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
     return out
 
 
+def load_calibrator(path: str | Path) -> tuple[Any, float]:
+    """``(Calibrator, threshold)`` from a pipeline config (``reader.answerability``) or from
+    ``xqa tune answerability``'s output (its folder or ``config.json``)."""
+    from reader.answerability import Calibrator
+    from xqa.errors import json_document
+
+    path = Path(path)
+    if path.is_dir():
+        path = path / "config.json"
+    if not path.is_file():
+        raise XqaError(f"{path}: no such calibrator (a pipeline config, or xqa tune answerability's OUT)")
+    d = json_document(path)
+    try:
+        if isinstance(d, dict) and d.get("kind") == "answerability":
+            return Calibrator.from_dict(d["calibrator"]), float(d["threshold"])
+        if isinstance(d, dict) and isinstance(d.get("reader"), dict) and d["reader"].get("answerability"):
+            return (Calibrator.from_dict(d["reader"]["answerability"]),
+                    float(d["reader"].get("answerability_threshold", 0.5)))
+    except (KeyError, TypeError, ValueError) as e:
+        raise XqaError(f"{path}: not a usable answerability calibrator ({e})") from None
+    raise XqaError(f"{path}: holds no answerability calibrator (reader.answerability, or kind 'answerability')")
+
+
+def rescore(records: Sequence[Mapping[str, Any]], calibrator: Any, threshold: float) -> list[dict[str, Any]]:
+    """The records with ``confidence`` and ``answered`` computed again from their ``features``."""
+    missing = [r["_source"] for r in records if not r.get("features")]
+    if missing:
+        raise XqaError(f"{missing[0]}: answer record without 'features' ({len(missing)} such); answer the "
+                       f"questions again with this version of xqa answer")
+    p = calibrator.probabilities([r["features"] for r in records])
+    return [{**r, "confidence": float(c), "answered": bool(c >= threshold)} for r, c in zip(records, p)]
+
+
 def answer_f1(record: Mapping[str, Any], mode: str = "official") -> float | None:
     """Official MIA F1 in [0, 1] of the record's answer, None when it has no gold answer."""
     from xqa.evaluation.mia import score_answer
