@@ -718,11 +718,12 @@ def test_log_softmax_of_a_row_without_mass_is_minus_infinity_not_nan():
 def test_duplicates_summed_with_best_surface_form():
     cands = [("Paris", -1.0), ("paris.", -0.9), ("Rome", -0.5)]
     out = fuse_evidence(cands, [1.0], [0.0], ["Paris is in France; Rome is not."], beta=0.0, gamma=0.0, miss=0.5)
-    assert [c.text for c in out] == ["paris.", "Rome"]  # 'paris.' scores higher than 'Paris' alone
+    # 'paris.' scores higher than 'Paris' alone; it is shown without its full stop (tidy_answer)
+    assert [c.text for c in out] == ["paris", "Rome"]
     w = _softmax([-1.0, -0.9, -0.5])
     assert out[0].score == pytest.approx(w[0] + w[1]) and out[1].score == pytest.approx(w[2])
     assert out[0].reader_score == -0.9
-    assert [c.text for c in reader_only(cands)] == ["paris.", "Rome"]
+    assert [c.text for c in reader_only(cands)] == ["paris", "Rome"]
 
 
 def test_translated_candidate_stays_scorable_and_can_win():
