@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from reader.evidence import normalize_answer, occurs_in
 from xqa.records import Answer
 
 FEATURES = ("log_p", "log_overlap", "margin", "span_score", "relevance_max", "relevance_gap", "passage_weight",
@@ -62,8 +63,6 @@ def answer_features(answer: Answer, question_lang: str = "",
                     reader_relevance: Sequence[float] | None = None) -> dict[str, float]:
     """The :data:`FEATURES` of one answer. ``reader_relevance`` [N]: the reader's own
     per-passage relevance (span reader: logits); without it the evidence's weights stand in."""
-    from reader.evidence import normalize_answer, occurs_in
-
     cands = answer.candidates
     p_top = float(answer.score) if cands else 0.0
     p_2 = float(cands[1].score) if len(cands) > 1 else 0.0

@@ -201,6 +201,10 @@ def test_eval_selective_names_the_bad_line(tmp_path):
     with pytest.raises(XqaError, match=r"r\.jsonl:2: .*'gold'"):
         selective.read_records([bad])
     assert main(["eval", "--selective", str(tmp_path / "missing")]) != 0
+    plain = tmp_path / "plain.jsonl"
+    plain.write_text('{"id": "a", "answer": "x", "gold": ["x"], "lang": "en"}\n')
+    with pytest.raises(XqaError, match=r"plain\.jsonl:1: answer record without 'features'"):
+        selective.rescore(selective.read_records([plain]), _calibrator(log_p=1.0), 0.5)
 
 
 def test_tune_answerability_fits_writes_and_updates_the_config(tmp_path, capsys):

@@ -88,15 +88,6 @@ def write_predictions(out: Path, records: Path, order: list[str], abstain: bool 
     return {lang: len(p) for lang, p in per_lang.items()}
 
 
-def abstained(records: Path, ids: list[str]) -> int:
-    wanted, n = set(ids), 0
-    with open(records, encoding="utf-8") as f:
-        for line in f:
-            r = json.loads(line)
-            n += r["id"] in wanted and r.get("answered") is False
-    return n
-
-
 def gold_passages(q) -> set[str]:
     """A question's own passages and those of its parallel versions (``positive_ids``,
     ``xling.{lang}.positive_ids``), which ``--hide-gold`` removes from the collection."""
@@ -188,6 +179,8 @@ def run(args: argparse.Namespace) -> int:
     counts = write_predictions(out, records, ids, abstain=args.abstain)
     print(f"{len(ids)} predictions → {out / 'predictions'} ({', '.join(f'{k}: {v}' for k, v in sorted(counts.items()))})")
     if args.abstain:
-        print(f"--abstain: {abstained(records, ids)} of {len(ids)} predictions left empty (calibrated probability "
-              f"below reader.answerability_threshold)")
+        with open(out / "predictions.json", encoding="utf-8") as f:
+            empty = sum(not a for a in json.load(f).values())
+        print(f"--abstain: {empty} of {len(ids)} predictions empty (calibrated probability below "
+              f"reader.answerability_threshold, or a blank question)")
     return 0

@@ -78,12 +78,17 @@ def load_calibrator(path: str | Path) -> tuple[Any, float]:
 
 def rescore(records: Sequence[Mapping[str, Any]], calibrator: Any, threshold: float) -> list[dict[str, Any]]:
     """The records with ``confidence`` and ``answered`` computed again from their ``features``."""
+    p = calibrator.probabilities(_features(records))
+    return [{**r, "confidence": float(c), "answered": bool(c >= threshold)} for r, c in zip(records, p)]
+
+
+def _features(records: Sequence[Mapping[str, Any]]) -> list[Mapping[str, float]]:
+    """Each record's answerability ``features``; a record without them is an error naming it."""
     missing = [r["_source"] for r in records if not r.get("features")]
     if missing:
         raise XqaError(f"{missing[0]}: answer record without 'features' ({len(missing)} such); answer the "
                        f"questions again with this version of xqa answer")
-    p = calibrator.probabilities([r["features"] for r in records])
-    return [{**r, "confidence": float(c), "answered": bool(c >= threshold)} for r, c in zip(records, p)]
+    return [r["features"] for r in records]
 
 
 def answer_f1(record: Mapping[str, Any], mode: str = "official") -> float | None:
@@ -287,11 +292,7 @@ def fit(records: Sequence[Mapping[str, Any]], precision: float | None = None, l2
     precision = DEFAULT_PRECISION if precision is None else precision
     right, scored = correctness(records, mode=mode)
     keep = [i for i, ok in enumerate(scored) if ok]
-    missing = [records[i]["_source"] for i in keep if not records[i].get("features")]
-    if missing:
-        raise XqaError(f"{missing[0]}: answer record without 'features' ({len(missing)} such); answer the "
-                       f"questions again with this version of xqa answer")
-    rows = [records[i]["features"] for i in keep]
+    rows = _features([records[i] for i in keep])
     y = right[keep]
     try:
         cal = fit_calibrator(rows, y, l2=l2)
