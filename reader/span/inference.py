@@ -15,6 +15,7 @@ softmax(s_i)_j exactly (:func:`reader.evidence.fuse_spans`).
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -30,6 +31,8 @@ from xqa.encoders.info import autocast
 from xqa.errors import XqaError
 from xqa.records import Context, Question
 
+RUNTIME_RECORD = "runtime.json"   # the int8 runtime's check and choice (reader.span.runtime)
+
 KIND = "span_reader"
 
 
@@ -40,7 +43,7 @@ class SpanSettings:
     max_title: int = 24
     stride: int = 64           # tokens two windows of a long passage share
     max_answer_len: int = 24   # answer tokens
-    precision: str = "auto"    # CPU inference: fp32 | bf16 | auto (bf16 where the CPU has it natively)
+    precision: str = "auto"    # CPU inference: fp32 | bf16 | int8 | auto (the fastest that passed its check here)
 
     @property
     def layout(self) -> RowLayout:
@@ -121,8 +124,11 @@ class SpanReader:
         return cls(SpanModel(encoder), tok, SpanSettings(**settings), base=str(folder), device=device)
 
     @classmethod
-    def load(cls, folder: str | Path, device: str | torch.device | None = None, **overrides) -> "SpanReader":
-        """Load an artifact (or a training run folder: its ``best/``)."""
+    def load(cls, folder: str | Path, device: str | torch.device | None = None, runtime: bool = True,
+             **overrides) -> "SpanReader":
+        """Load an artifact (or a training run folder: its ``best/``). ``runtime``: read on CPU
+        through the folder's int8 runtime where its precision says so (off for a reader about
+        to be trained: the file holds the weights as loaded)."""
         from safetensors.torch import load_file
         from transformers import AutoConfig, AutoTokenizer
 
@@ -145,7 +151,24 @@ class SpanReader:
         model.rank_head.load_state_dict({k[len("rank_head."):]: v for k, v in heads.items() if k.startswith("rank_head.")})
         tok = AutoTokenizer.from_pretrained(str(folder / "tokenizer"))
         settings = SpanSettings.from_dict({**cfg.get("settings", {}), **overrides})
-        return cls(model, tok, settings, base=cfg.get("base", ""), device=device)
+        reader = cls(model, tok, settings, base=cfg.get("base", ""), device=device)
+        reader.runtime_dir = folder if runtime else None
+        return reader
+
+    runtime_dir: Path | None = None      # the loaded folder, whose int8 runtime (if any) holds these weights
+    _int8 = None
+
+    def cpu_precision(self) -> str:
+        """What reading runs in: on CPU ``fp32``, ``bf16`` or ``int8`` (as the artifact's
+        ``precision`` resolves on this CPU), bf16 autocast on CUDA."""
+        if self.device.type != "cpu":
+            return "bf16"
+        from xqa.encoders.info import EncoderInfo
+        from xqa.encoders.runtime import resolve_precision
+
+        record = self.runtime_dir / RUNTIME_RECORD if self.runtime_dir is not None else None
+        info = EncoderInfo(runtime=json.loads(record.read_text(encoding="utf-8")) if record and record.is_file() else {})
+        return resolve_precision(self.runtime_dir, self.settings.precision, info)
 
     def write_to(self, folder: str | Path) -> None:
         from safetensors.torch import save_file
@@ -197,12 +220,22 @@ class SpanReader:
         """Per row: (relevance, log-normaliser, [(score, s, e)] best k spans in text-token indexes)."""
         out: list[Any] = [None] * len(rows)
         order = sorted(range(len(rows)), key=lambda i: len(rows[i].ids), reverse=True)
-        with autocast(self.device, self.settings.precision):
+        precision = self.cpu_precision()
+        if precision == "int8" and self._int8 is None:
+            from xqa.encoders.runtime import INT8_FILE, Int8Encoder
+
+            self._int8 = Int8Encoder(Path(self.runtime_dir) / INT8_FILE)
+        with autocast(self.device, "fp32" if precision == "int8" else precision):
             for b in range(0, len(order), batch_size):
                 idx = order[b: b + batch_size]
                 batch = pad_rows([rows[i].ids for i in idx], self.pad_id)
-                start, end, rel = self.model(batch["input_ids"].to(self.device),
-                                             batch["attention_mask"].to(self.device))
+                if precision == "int8":
+                    hidden = torch.from_numpy(self._int8.hidden(batch["input_ids"].numpy(),
+                                                                batch["attention_mask"].numpy()))
+                    start, end, rel = self.model.heads(hidden)
+                else:
+                    start, end, rel = self.model(batch["input_ids"].to(self.device),
+                                                 batch["attention_mask"].to(self.device))
                 start, end, rel = start.float().cpu(), end.float().cpu(), rel.float().cpu()
                 for j, i in enumerate(idx):
                     w = rows[i]

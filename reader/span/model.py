@@ -29,6 +29,10 @@ class SpanModel(nn.Module):
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor
                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state  # [n, L, h]
+        return self.heads(hidden)
+
+    def heads(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Start and end logits ``[n, L]`` and the relevance ``[n]`` from the encoder's hidden states."""
         logits = self.span_head(hidden).float()                                                      # [n, L, 2]
         rel = self.rank_head(hidden[:, 0]).float().squeeze(-1)                                        # [n]
         return logits[..., 0], logits[..., 1], rel

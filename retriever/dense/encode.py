@@ -81,11 +81,13 @@ def _save_npy_atomic(path: Path, arr: np.ndarray) -> None:
 
 def encode_shard(encode: Callable[[Sequence[Passage]], np.ndarray], passages: Iterable[Passage],
                  out_dir: str | Path, shard_id: int = 0, num_shards: int = 1, *,
-                 fp16: bool = False, chunk_size: int = DEFAULT_CHUNK, progress: bool = True) -> dict:
+                 fp16: bool = False, chunk_size: int = DEFAULT_CHUNK, progress: bool = True,
+                 meta: dict | None = None) -> dict:
     """Encode shard ``shard_id`` of ``num_shards`` into ``out_dir/shards``; resume if interrupted.
 
     ``encode`` maps passages to vectors ``[m, d]`` float32 (e.g.
-    ``BiEncoder.encode_passages``). Returns counts ``{"encoded", "skipped", "chunks"}``.
+    ``BiEncoder.encode_passages``); ``meta`` (e.g. the precision that encoded it) goes into the
+    shard's ``done.json``. Returns counts ``{"encoded", "skipped", "chunks"}``.
     """
     if not 0 <= shard_id < num_shards:
         raise XqaError(f"--shard-id {shard_id} must be in [0, {num_shards})")
@@ -127,7 +129,7 @@ def encode_shard(encode: Callable[[Sequence[Passage]], np.ndarray], passages: It
     finally:
         if bar is not None:
             bar.close()
-    write_json_atomic(folder / "done.json", {"passages": total, "chunks": stats["chunks"],
+    write_json_atomic(folder / "done.json", {**(meta or {}), "passages": total, "chunks": stats["chunks"],
                                              "fp16": fp16})
     return stats
 
@@ -168,11 +170,13 @@ def build_indexes(out_dir: str | Path, num_shards: int, params: IndexParams,
                 raise XqaError(f"passage id {pid!r} occurs twice in the passages")
             seen.add(pid)
     groups = {lang: (np.concatenate(vs), is_) for lang, (vs, is_) in by_lang.items()}
+    precisions = sorted({json.loads((shard_dir(out_dir, s, num_shards) / "done.json").read_text()).get("precision", "")
+                         for s in range(num_shards)} - {""})
     indexes = LanguageIndexes.build(groups, params, progress=progress)
     indexes.save(out_dir / "index")
     save_config(out_dir, KIND, {
         "model": model_info, "dim": indexes.dim, "num_shards": num_shards,
-        "index": vars(params), "passages": len(seen),
+        "index": vars(params), "passages": len(seen), **({"precisions": precisions} if precisions else {}),
         "languages": {k: len(v) for k, v in indexes.ids.items()},
     })
     return out_dir

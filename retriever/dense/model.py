@@ -36,6 +36,7 @@ from torch import nn
 from xqa.artifacts import atomic_dir, load_config, save_config
 from xqa.encoders.info import autocast as _precision_autocast
 from xqa.encoders.info import read_info
+from xqa.encoders.runtime import resolve_precision
 from xqa.errors import XqaError
 from xqa.records import Passage
 
@@ -259,7 +260,9 @@ class BiEncoder(nn.Module):
         if (model_dir / "best" / "config.json").is_file() and not (model_dir / "query_encoder").is_dir():
             model_dir = model_dir / "best"  # a training-run folder: its best model
         if read_info(model_dir) is not None:   # a converted encoder (xqa convert e5), used as it is
-            return cls.from_pretrained(str(model_dir)).to(device).eval()
+            model = cls.from_pretrained(str(model_dir)).to(device).eval()
+            model.runtime_dir = model_dir       # its int8 runtime (if any) holds these very weights
+            return model
         try:
             cfg = BiEncoderConfig.from_dict(load_config(model_dir, KIND))
         except ValueError as e:
@@ -383,10 +386,41 @@ class BiEncoder(nn.Module):
         return self._encode(list(passages), self.tokenize_passages, self.embed_passages,
                             batch_size, progress, key=lambda p: len(p.title) + len(p.text))
 
+    # ------------------------------------------------------------- CPU precision
+    runtime_dir: Path | None = None   # set by load() for a converted encoder used as it is
+
+    def train(self, mode: bool = True) -> "BiEncoder":
+        if mode:   # weights about to change: the int8 runtime no longer holds them
+            self.runtime_dir, self._int8 = None, None
+        return super().train(mode)
+
+    def cpu_precision(self) -> str:
+        """What inference runs in on CPU: ``fp32``, ``bf16`` or ``int8`` (the converted folder's
+        int8 runtime), resolved from the artifact's ``precision`` on this CPU."""
+        if self.device.type != "cpu":
+            return "bf16"
+        return resolve_precision(self.runtime_dir, self.config.precision)
+
+    def _int8_embed(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        if getattr(self, "_int8", None) is None:
+            from xqa.encoders.runtime import INT8_FILE, Int8Encoder
+
+            self._int8 = Int8Encoder(Path(self.runtime_dir) / INT8_FILE)
+        hidden = torch.from_numpy(self._int8.hidden(input_ids.numpy(), attention_mask.numpy()))
+        if self.config.pooling == "cls":
+            vec = hidden[:, 0]
+        else:
+            m = attention_mask.unsqueeze(-1).to(hidden.dtype)
+            vec = (hidden * m).sum(1) / m.sum(1).clamp_min(1.0)
+        return torch.nn.functional.normalize(vec, dim=-1) if self.config.normalize else vec
+
     def _encode(self, items: list, tokenize, embed, batch_size: int, progress: bool, key) -> np.ndarray:
         out = np.zeros((len(items), self.dim), dtype=np.float32)
         if not items:
             return out
+        precision = self.cpu_precision()
+        if precision == "int8" and self.config.shared and self.config.pooling in ("mean", "cls"):
+            embed = self._int8_embed
         # Length-sorted batches waste little on padding; the output keeps input order.
         order = sorted(range(len(items)), key=lambda i: key(items[i]), reverse=True)
         was_training = self.training
@@ -398,7 +432,7 @@ class BiEncoder(nn.Module):
 
             bar = tqdm(total=len(items), desc="encoding", unit="text")
         try:
-            with torch.inference_mode(), self._autocast(device):
+            with torch.inference_mode(), _precision_autocast(device, "bf16" if precision == "bf16" else "fp32"):
                 for s in range(0, len(order), batch_size):
                     idx = order[s: s + batch_size]
                     batch = tokenize([items[i] for i in idx])
@@ -412,9 +446,3 @@ class BiEncoder(nn.Module):
             self.train(was_training)
         return out
 
-
-    def _autocast(self, device: torch.device):
-        """bf16 autocast on CUDA; on CPU as the artifact's ``precision`` says (fp32 for models
-        trained from scratch; ``auto`` for converted e5: bf16 where the CPU has native bf16)."""
-        precision = "auto" if device.type == "cuda" else self.config.precision
-        return _precision_autocast(device, precision)

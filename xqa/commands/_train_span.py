@@ -80,7 +80,7 @@ def train_span(args: argparse.Namespace, scorer) -> dict:
 
     init = Path(args.init)
     if is_complete(init) and (init / "encoder").is_dir() or (init / "best" / "encoder").is_dir():
-        reader = SpanReader.load(init)
+        reader = SpanReader.load(init, runtime=False)
     else:
         reader = SpanReader.from_encoder(init, layers=args.layers, max_length=max_length, stride=args.stride,
                                          max_answer_len=args.max_answer_len)

@@ -27,6 +27,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dense-max-length", type=int, default=d.dense_max_length,
                    help="passage tokens the dense encoder reads")
     p.add_argument("--lexical-steps", type=int, default=d.lexical_steps, help="training steps of Λ (SPAR)")
+    p.add_argument("--precision", choices=("auto", "int8", "fp32", "bf16"), default=d.precision,
+                   help="the encoder on CPU: auto builds its int8 runtime, checks it against fp32 on real "
+                        "text and uses the fastest that passes; fp32/bf16 skip the int8 runtime")
     p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
 
 
@@ -43,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
         raise XqaError(f"--method {args.method!r} is not one of {', '.join(METHODS)}")
     recipe = Recipe(method=args.method, k=args.k, n_passages=args.n_passages,
                     dense_max_length=args.dense_max_length, lexical_steps=args.lexical_steps,
+                    precision=args.precision,
                     weights=dict(DEFAULT_WEIGHTS),
                     answerability=shipped_answerability() if args.reader is None else {})
     CorpusBuild(args.passages, args.out, lang=args.lang, dev=args.dev, reader=args.reader, recipe=recipe,

@@ -44,6 +44,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="passage tokens the encoder reads (0: the model's own setting); recorded in the index")
     p.add_argument("--device", default=None, help="torch device (default: cuda when available, else cpu)")
     p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+    p.add_argument("--precision", choices=("auto", "fp32", "bf16", "int8"), default=None,
+                   help="CPU precision of a converted encoder (default: its own setting, auto: the fastest "
+                        "that passed the conversion's check on this CPU; int8 is its ONNX Runtime file)")
     p.add_argument("--encode-only", action="store_true",
                    help="encode the shard(s) and stop; a later run without it builds the indexes (so that "
                         "processes encoding shards side by side never build them twice)")
@@ -90,12 +93,18 @@ def run(args: argparse.Namespace) -> int:
         model = BiEncoder.load(model_dir, device=device)
         if args.max_length:
             model.config.passage_max_length = args.max_length
+        if args.precision:
+            model.config.precision = args.precision
+        precision = model.cpu_precision() if device == "cpu" else f"{device} bf16"
+        if not args.quiet:
+            print(f"encoding with {model_dir} in {precision}", flush=True)
         for s in todo:
             # the bar of each chunk's encoding moves per batch (a chunk is the unit a rerun resumes from)
             stats = encode_shard(lambda ps: model.encode_passages(ps, batch_size=args.batch_size,
                                                                   progress=not args.quiet),
                                  read_passages(args.passages, lang=args.lang), out, s, n,
-                                 fp16=args.fp16, chunk_size=args.chunk_size, progress=False)
+                                 fp16=args.fp16, chunk_size=args.chunk_size, progress=False,
+                                 meta={"precision": precision})
             print(f"shard {s}/{n}: {stats['encoded']} passages encoded, {stats['skipped']} already done")
     missing = [s for s in range(n) if not shard_done(out, s, n)]
     if args.encode_only:

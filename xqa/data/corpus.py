@@ -166,6 +166,10 @@ def notice(passages: list[dict]) -> str:
              "Wikipedia text is by Wikipedia's contributors.", ""]
     for (title, lic), n in sorted(count.items()):
         lines.append(f"- {title}: {n} paragraphs, {lic}")
+    lines += ["", "xqa/corpus/prebuilt holds numbers computed from these paragraphs (their",
+              "multilingual-e5-small vectors and those of SPAR's lexical model Λ, trained on",
+              "them) and Λ's weights as a difference to multilingual-e5-small (MIT); they are",
+              "derived from the paragraphs above and carry no text of their own."]
     return "\n".join(lines) + "\n"
 
 

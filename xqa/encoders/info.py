@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 INFO_NAME = "xqa_encoder.json"
-PRECISIONS = ("auto", "bf16", "fp32")
+PRECISIONS = ("auto", "bf16", "fp32", "int8")
 
 
 @dataclass
@@ -27,8 +27,9 @@ class EncoderInfo:
     normalize: bool = True           # L2-normalise the pooled vector
     query_prefix: str = "query: "
     passage_prefix: str = "passage: "
-    precision: str = "auto"          # auto: bf16 autocast where the CPU has fast bf16, else fp32
+    precision: str = "auto"          # auto: the fastest that passed its check (xqa.encoders.runtime)
     source: dict[str, Any] = field(default_factory=dict)
+    runtime: dict[str, Any] = field(default_factory=dict)   # the int8 file, its check, the CPU's choice
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

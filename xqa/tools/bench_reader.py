@@ -31,6 +31,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--span", metavar="DIR", help="a span reader: time reading real shipped paragraphs per question "
                                                   "(--passages counts, --questions of them) instead of FiD")
     p.add_argument("--questions", type=int, default=20, help="--span: questions timed per passage count")
+    p.add_argument("--precisions", default="fp32,int8",
+                   help="--span: CPU precisions timed in turn (int8: the reader's int8 runtime, where it has one)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -83,8 +85,11 @@ def _bench_span(args: argparse.Namespace) -> int:
 
     import torch
 
+    from pathlib import Path
+
     from xqa.artifacts import write_json_atomic
     from xqa.data.corpus import CORPUS_DIR
+    from xqa.encoders.runtime import INT8_FILE
     from xqa.pipeline import load_reader
     from xqa.records import Context, Question
 
@@ -94,24 +99,36 @@ def _bench_span(args: argparse.Namespace) -> int:
     with gzip.open(CORPUS_DIR / "questions.jsonl.gz", "rt", encoding="utf-8") as f:
         questions = [json.loads(line) for line in f][::97][: args.questions]
     counts = [int(x) for x in args.passages.split(",") if x.strip()]
+    precisions = [x.strip() for x in args.precisions.split(",") if x.strip()]
+    if "int8" in precisions and not (Path(args.span) / INT8_FILE).is_file() and hasattr(reader, "cpu_precision"):
+        print(f"{args.span} has no {INT8_FILE} (xqa reader unpack writes it): int8 not timed")
+        precisions.remove("int8")
     rows = []
-    for n in counts:
-        times = []
-        for i, q in enumerate(questions):
-            ctxs = [Context(id=p["id"], title=p["title"], text=p["text"], lang=p["lang"], score=0.0, source="bench")
-                    for p in paras[i * n: i * n + n]]
-            t = time.perf_counter()
-            reader.read([Question(id=q["id"], question=q["question"], lang=q["lang"])], [ctxs])
-            times.append(time.perf_counter() - t)
-        times.sort()
-        row = {"passages": n, "questions": len(times), "p50_s": statistics.median(times),
-               "p95_s": times[min(len(times) - 1, int(0.95 * (len(times) - 1) + 0.5))]}
-        rows.append(row)
-        print(f"{n:>3} passages: p50 {row['p50_s']:.3f} s, p95 {row['p95_s']:.3f} s per question", flush=True)
+    for precision in precisions:
+        if hasattr(reader, "settings"):
+            reader.settings.precision = precision
+        warm = questions[0]       # loads what the precision needs (the int8 session) before timing
+        reader.read([Question(id=warm["id"], question=warm["question"], lang=warm["lang"])],
+                    [[Context(id=p["id"], title=p["title"], text=p["text"], lang=p["lang"], score=0.0,
+                              source="bench") for p in paras[:1]]])
+        for n in counts:
+            times = []
+            for i, q in enumerate(questions):
+                ctxs = [Context(id=p["id"], title=p["title"], text=p["text"], lang=p["lang"], score=0.0,
+                                source="bench") for p in paras[i * n: i * n + n]]
+                t = time.perf_counter()
+                reader.read([Question(id=q["id"], question=q["question"], lang=q["lang"])], [ctxs])
+                times.append(time.perf_counter() - t)
+            times.sort()
+            row = {"precision": precision, "passages": n, "questions": len(times), "p50_s": statistics.median(times),
+                   "p95_s": times[min(len(times) - 1, int(0.95 * (len(times) - 1) + 0.5))]}
+            rows.append(row)
+            print(f"{precision} {n:>3} passages: p50 {row['p50_s']:.3f} s, p95 {row['p95_s']:.3f} s per question",
+                  flush=True)
     layers = reader.model.encoder.config.num_hidden_layers
-    print(f"\n| passages read | p50 s/question | p95 s/question |\n|---:|---:|---:|")
+    print(f"\n| precision | passages read | p50 s/question | p95 s/question |\n|---|---:|---:|---:|")
     for r in rows:
-        print(f"| {r['passages']} | {r['p50_s']:.3f} | {r['p95_s']:.3f} |")
+        print(f"| {r['precision']} | {r['passages']} | {r['p50_s']:.3f} | {r['p95_s']:.3f} |")
     print(f"\nspan reader: {layers} layers, windows of {reader.settings.max_length} tokens, "
           f"{torch.get_num_threads()} torch threads, real shipped paragraphs")
     if args.json:

@@ -26,6 +26,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=int, default=16, help="rows per model batch")
     p.add_argument("--json", help="write the scores (and each question's prediction) to this JSON file")
     p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+    p.add_argument("--precision", choices=("auto", "fp32", "bf16", "int8"), default=None,
+                   help="CPU precision of the reader (default: its own setting; int8 needs its int8 runtime)")
 
 
 def _questions(path, limit: int, seed: int, qlang: str, clang: str) -> list[tuple]:
@@ -60,6 +62,9 @@ def run(args: argparse.Namespace) -> int:
     reader = load_reader(args.model)
     if getattr(reader, "family", "fid") != "span":
         raise SystemExit("xqa report gold reads with a span reader (xqa train reader --arch span)")
+    if args.precision:
+        reader.settings.precision = args.precision
+    print(f"reading in {reader.cpu_precision()}", flush=True)
     groups: list[tuple[str, list[tuple]]] = []
     want = set(args.sets) if args.sets else None
     if want is None or "mlqa" in want:

@@ -1,0 +1,188 @@
+"""The encoder's int8 CPU runtime, the precision choice, and the shipped build parts."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from xqa.encoders import runtime
+from xqa.encoders.info import read_info
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# --------------------------------------------------------------------------- the int8 runtime
+
+@pytest.mark.slow
+def test_int8_vectors_stay_close_to_fp32_ones_on_real_text(converted_e5):
+    """The conversion's check, run again on a smaller shipped sample: int8 vectors of real
+    passages and questions in 12 languages point where the fp32 ones do."""
+    passages, questions = runtime.sample_texts(12, 12)
+    runs = runtime.compare(converted_e5, passages, questions)
+    assert runs["int8"]["cosine_mean"] >= runtime.MIN_MEAN_COSINE, runs["int8"]
+    assert runs["int8"]["cosine_min"] >= runtime.MIN_COSINE, runs["int8"]
+    record = read_info(converted_e5).runtime
+    assert record["int8"]["passed"] and record["int8"]["fused"]["Attention"] == record["int8"]["layers"]
+    assert record["choice"] in record["measured"]
+
+
+def test_the_check_sample_is_the_same_texts_every_time_and_covers_every_language():
+    import gzip
+
+    a, b = runtime.sample_texts(24, 12), runtime.sample_texts(24, 12)
+    assert a == b and len(a[0]) == 24 and len(a[1]) == 12
+    with gzip.open(ROOT / "xqa" / "corpus" / "passages.jsonl.gz", "rt", encoding="utf-8") as f:
+        lang = {json.loads(line)["text"]: json.loads(line)["lang"] for line in f}
+    assert len({lang[t] for t in a[0]}) == 12
+
+
+@pytest.mark.slow
+def test_a_loaded_encoder_runs_in_int8_until_it_is_trained(converted_e5):
+    from retriever.dense.model import BiEncoder
+
+    model = BiEncoder.load(converted_e5)
+    texts = ["Wer schrieb den Faust?", "東京タワーの高さは？", "ما هي عاصمة مصر؟"]
+    model.config.precision = "int8"
+    assert model.cpu_precision() == "int8"
+    int8 = model.encode_queries(texts)
+    model.config.precision = "fp32"
+    fp32 = model.encode_queries(texts)
+    assert np.abs(int8 - fp32).max() > 0          # another computation ...
+    assert (int8 * fp32).sum(1).min() > 0.97      # ... of the same vectors
+    model.train()                                 # weights about to change: the int8 file no longer holds them
+    model.eval()
+    model.config.precision = "auto"
+    assert model.cpu_precision() in ("fp32", "bf16")
+    with pytest.raises(ValueError, match="int8"):
+        model.config.precision = "int8"
+        model.cpu_precision()
+
+
+def test_auto_takes_the_measured_choice_only_on_a_cpu_like_the_one_it_was_measured_on(tmp_path, monkeypatch):
+    from xqa.encoders.info import EncoderInfo
+
+    (tmp_path / runtime.INT8_FILE).write_bytes(b"onnx")
+    here = runtime.cpu_features()
+    info = EncoderInfo(runtime={"int8": {"file": runtime.INT8_FILE, "passed": True}, "choice": "fp32", "cpu": here})
+    info.save(tmp_path)
+    assert runtime.resolve_precision(tmp_path, "auto") == "fp32"          # measured here: fp32 was faster
+    assert runtime.resolve_precision(tmp_path, "int8") == "int8"          # said explicitly
+    info.runtime["cpu"] = {**here, "amx_int8": not here["amx_int8"]}      # measured on another CPU
+    info.save(tmp_path)
+    assert runtime.resolve_precision(tmp_path, "auto") == "int8"          # the rule: int8 where it passed
+    info.runtime["int8"]["passed"] = False
+    info.save(tmp_path)
+    monkeypatch.setattr(runtime, "bf16_supported", lambda: False)
+    assert runtime.resolve_precision(tmp_path, "auto") == "fp32"          # a failed check is never used
+    (tmp_path / runtime.INT8_FILE).unlink()
+    with pytest.raises(ValueError, match=runtime.INT8_FILE):
+        runtime.resolve_precision(tmp_path, "int8")
+    with pytest.raises(ValueError, match="unknown precision"):
+        runtime.resolve_precision(tmp_path, "int4")
+
+
+# --------------------------------------------------------------------------- the shipped parts
+
+def _shipped_build_passages(tmp_path) -> Path:
+    """passages.jsonl exactly as `xqa build` writes it from the shipped corpus."""
+    from xqa.build import CorpusBuild
+    from xqa.data.corpus import CORPUS_DIR
+
+    b = CorpusBuild(CORPUS_DIR / "passages.jsonl.gz", tmp_path / "b")
+    b.copy_passages()
+    return b.passages
+
+
+def _default_key(tmp_path, encoder):
+    from xqa.build import CorpusBuild
+    from xqa.data.corpus import CORPUS_DIR
+
+    b = CorpusBuild(CORPUS_DIR / "passages.jsonl.gz", tmp_path / "b")
+    if not b.passages.is_file():
+        b.copy_passages()
+    (tmp_path / "b" / "encoder").mkdir(exist_ok=True)
+    shutil.copy(Path(encoder) / "xqa_encoder.json", tmp_path / "b" / "encoder")
+    return b.prebuilt_key()
+
+
+def test_the_shipped_parts_are_those_of_a_default_build_of_the_shipped_corpus(tmp_path, converted_e5):
+    from xqa import prebuilt
+
+    key = _default_key(tmp_path, converted_e5)
+    assert prebuilt.find(key) == prebuilt.SHIPPED
+    for change in ({"dense": {"max_length": 128}}, {"passages_sha256": "0" * 64}, {"encoder_sha256": "1" * 64},
+                   {"lexical": {**key["lexical"], "steps": 61}}):
+        assert prebuilt.find({**key, **change}) is None
+
+
+def test_a_damaged_shipped_file_is_not_used(tmp_path, converted_e5):
+    from xqa import prebuilt
+
+    key = _default_key(tmp_path, converted_e5)
+    copy = tmp_path / "prebuilt"
+    shutil.copytree(prebuilt.SHIPPED, copy)
+    assert prebuilt.find(key, copy) == copy
+    vec = np.load(copy / "dense.npy")
+    vec[0, 0] += np.float16(0.5)
+    np.save(copy / "dense.npy", vec)
+    assert prebuilt.find(key, copy) is None
+
+
+@pytest.mark.slow
+def test_the_shipped_vectors_are_the_encoders_and_lambdas_own(tmp_path, converted_e5):
+    """Re-encode a few shipped passages: the shipped dense vectors are e5's (fp32), and the
+    shipped Λ vectors are those of the shipped Λ delta unpacked over the encoder."""
+    from retriever.dense.delta import unpack
+    from retriever.dense.model import BiEncoder
+    from xqa import prebuilt
+    from xqa.io import read_passages
+
+    passages = list(read_passages(_shipped_build_passages(tmp_path)))
+    rows = [0, 500, 1700, 2900, 3700]
+    sub = [passages[i] for i in rows]
+    dense = BiEncoder.load(converted_e5)
+    dense.config.precision = "fp32"
+    got = dense.encode_passages(sub)
+    shipped = np.load(prebuilt.SHIPPED / "dense.npy").astype(np.float32)[rows]
+    assert (got * shipped).sum(1).min() > 0.999
+    lam = BiEncoder.load(unpack(prebuilt.SHIPPED / "lexical", converted_e5, tmp_path / "lexical"))
+    shipped = np.load(prebuilt.SHIPPED / "lexical.npy").astype(np.float32)[rows]
+    assert (lam.encode_passages(sub) * shipped).sum(1).min() > 0.999
+
+
+@pytest.mark.slow
+def test_a_build_of_the_shipped_corpus_takes_its_vectors_and_lambda_from_the_shipped_parts(tmp_path, converted_e5):
+    """The dense, Λ and SPAR stages of a default build of the shipped corpus encode and train
+    nothing: they seed their shards from xqa/corpus/prebuilt, and the indexes they build find
+    the paragraphs that answer shipped test questions."""
+    import gzip
+
+    from retriever.dense.retriever import DenseRetriever
+    from retriever.spar.index import SparRetriever
+    from xqa.build import CorpusBuild
+    from xqa.data.corpus import CORPUS_DIR
+    from xqa.records import Question
+
+    b = CorpusBuild(CORPUS_DIR / "passages.jsonl.gz", tmp_path / "b")
+    b.copy_passages()
+    (tmp_path / "b" / "encoder").symlink_to(converted_e5, target_is_directory=True)
+    assert b.prebuilt() is not None
+    b.index_dense()
+    cfg = json.loads((tmp_path / "b" / "dense" / "config.json").read_text())
+    assert cfg["passages"] == 3752 and cfg["precisions"] == ["prebuilt (fp32)"]
+    b.train_lexical()
+    assert (tmp_path / "b" / "lexical" / "prebuilt.json").is_file()
+    assert not (tmp_path / "b" / "lexical" / "checkpoint").exists()      # nothing was trained
+    b.index_spar()
+    spar_cfg = json.loads((tmp_path / "b" / "spar" / "config.json").read_text())
+    assert spar_cfg["passages"] == 3752 and spar_cfg["reused_dense_shards"]
+    with gzip.open(CORPUS_DIR / "questions.jsonl.gz", "rt", encoding="utf-8") as f:
+        rows = [r for r in map(json.loads, f) if r["split"] == "test"][::400]
+    questions = [Question(r["id"], r["question"], r["lang"]) for r in rows]
+    for retriever in (DenseRetriever.load(tmp_path / "b" / "dense"), SparRetriever.load(tmp_path / "b" / "spar")):
+        hits = retriever.search(questions, 5)
+        found = sum(r["positive_ids"][0] in {h.id for h in hs} for r, hs in zip(rows, hits))
+        assert found >= len(rows) * 2 // 3, f"{type(retriever).__name__}: {found} of {len(rows)}"

@@ -1,0 +1,435 @@
+"""The int8 CPU runtime of a converted encoder, and which precision a CPU runs it in.
+
+``xqa convert e5`` writes, next to the Hugging Face files, ``model.int8.onnx``: the
+``BertModel`` exported to ONNX, its attention, skip-LayerNorm, bias-GELU and embedding
+sub-graphs fused into ONNX Runtime's kernels (``onnxruntime.transformers.optimizer``), and
+every matrix product quantised to int8 (weights per output channel, activations per tensor
+at run time: ``onnxruntime.quantization.quantize_dynamic``). On a CPU without native bf16 it
+encodes about twice as fast as torch fp32 (docs/dense.md has the table).
+
+Int8 changes the vectors a little, so the conversion measures it before anything uses it:
+:func:`check` encodes a fixed sample of the shipped corpus's real passages and questions
+in fp32 torch and in the int8 runtime and compares the vectors (cosine); the int8 file is
+used only when the mean cosine is at least :data:`MIN_MEAN_COSINE` and the lowest at least
+:data:`MIN_COSINE`. It also times each precision on the CPU it runs on, and records the
+fastest one that passed (``xqa_encoder.json`` ``runtime``). ``precision: auto`` then means:
+that choice on a CPU with the same features; elsewhere int8 when it passed, bf16 where the
+CPU has native bf16, fp32 otherwise (:func:`resolve_precision`).
+
+onnx and onnxruntime load only here, when the runtime is built or used.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from xqa.encoders.info import EncoderInfo, bf16_supported, read_info
+
+INT8_FILE = "model.int8.onnx"
+CORPUS = Path(__file__).resolve().parents[1] / "corpus"   # the shipped corpus (xqa.data.corpus.CORPUS_DIR)
+MIN_MEAN_COSINE = 0.99
+MIN_COSINE = 0.97
+CPU_FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_bf16", "amx_int8")
+SAMPLE_PASSAGES = 48
+SAMPLE_QUESTIONS = 48
+CALIBRATION = 48      # passages and as many questions that set the smoothing (none of them checked)
+SMOOTH_ALPHA = 0.75   # of 0.5-1.0 tried, the best cosine to fp32 on the check sample (docs/dense.md)
+
+
+def cpu_features() -> dict[str, bool]:
+    """The CPU features that decide which precision is fast (from ``/proc/cpuinfo``; all False
+    where it cannot be read)."""
+    flags: set[str] = set()
+    with contextlib.suppress(OSError):
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    break
+    return {name: name in flags for name in CPU_FLAGS}
+
+
+def cpu_summary(features: dict[str, bool] | None = None) -> str:
+    features = cpu_features() if features is None else features
+    have = [k for k, v in features.items() if v]
+    return ", ".join(have) if have else "none of " + ", ".join(CPU_FLAGS)
+
+
+# --------------------------------------------------------------------------- building the file
+
+def _hidden_module(model):
+    """``BertModel`` -> its last hidden state, from the two inputs the runtime is given."""
+    import torch
+
+    class Hidden(torch.nn.Module):
+        def __init__(self, m):
+            super().__init__()
+            self.m = m
+
+        def forward(self, input_ids, attention_mask):
+            return self.m(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+
+    return Hidden(model)
+
+
+@contextlib.contextmanager
+def _quiet():
+    """The exporter, optimiser and quantiser print pages of notes; keep them off the console."""
+    import logging
+
+    old = logging.root.manager.disable
+    logging.disable(logging.WARNING)
+    try:
+        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        logging.disable(old)
+
+
+def export_int8(folder: str | Path, out: str | Path | None = None, calibration: list[dict] | None = None) -> dict[str, Any]:
+    """Write ``folder/model.int8.onnx`` (or ``out``) from the ``BertModel`` in ``folder``;
+    ``calibration``: the model's inputs (``{"input_ids", "attention_mask"}`` int64 batches) the
+    smoothing is set on (default: :func:`calibration_texts` as the encoder reads them).
+    Returns what was built: the fused kernels counted, the file's size, seconds per step."""
+    import torch
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from onnxruntime.transformers import optimizer
+    from transformers import AutoModel, AutoTokenizer
+
+    folder = Path(folder)
+    out = Path(out) if out else folder / INT8_FILE
+    model = AutoModel.from_pretrained(str(folder), attn_implementation="eager", add_pooling_layer=False).eval()
+    cfg = model.config
+    seconds = {}
+    with tempfile.TemporaryDirectory(dir=out.parent, prefix=".int8-") as tmp:
+        fp32, fused = Path(tmp) / "fp32.onnx", Path(tmp) / "fused.onnx"
+        t = time.perf_counter()
+        ids = torch.full((2, 16), 5, dtype=torch.long)
+        with _quiet(), torch.inference_mode():
+            torch.onnx.export(
+                _hidden_module(model), (ids, torch.ones_like(ids)), str(fp32),
+                input_names=["input_ids", "attention_mask"], output_names=["last_hidden_state"],
+                dynamic_axes={n: {0: "batch", 1: "tokens"}
+                              for n in ("input_ids", "attention_mask", "last_hidden_state")},
+                opset_version=17, dynamo=False)
+        del model
+        seconds["export"] = time.perf_counter() - t
+        t = time.perf_counter()
+        with _quiet():
+            opt = optimizer.optimize_model(str(fp32), model_type="bert", num_heads=cfg.num_attention_heads,
+                                           hidden_size=cfg.hidden_size, opt_level=0)
+            stats = {k: v for k, v in opt.get_fused_operator_statistics().items() if v}
+        seconds["fuse"] = time.perf_counter() - t
+        t = time.perf_counter()
+        if calibration is None:
+            tok = AutoTokenizer.from_pretrained(str(folder))
+            info = read_info(folder) or EncoderInfo()
+            passages, questions = calibration_texts()
+            texts = [info.passage_prefix + p for p in passages] + [info.query_prefix + q for q in questions]
+            calibration = text_batches(tok, texts)
+        smoothed = smooth(opt.model, calibration)
+        with _quiet():
+            opt.save_model_to_file(str(fused))     # with the com.microsoft opset of the fused kernels
+        del opt
+        seconds["smooth"] = time.perf_counter() - t
+        t = time.perf_counter()
+        tmp_out = Path(tmp) / "int8.onnx"
+        with _quiet():
+            quantize_dynamic(str(fused), str(tmp_out), weight_type=QuantType.QInt8, per_channel=True,
+                             op_types_to_quantize=["MatMul", "Attention", "EmbedLayerNormalization"],
+                             extra_options={"DefaultTensorType": 1})   # 1: FLOAT, for fused nodes' outputs
+        seconds["quantize"] = time.perf_counter() - t
+        os.replace(tmp_out, out)
+    return {"file": out.name, "bytes": out.stat().st_size, "fused": stats, "layers": cfg.num_hidden_layers,
+            "smoothed": smoothed, "smoothing_alpha": SMOOTH_ALPHA,
+            "seconds": {k: round(v, 1) for k, v in seconds.items()}}
+
+
+def text_batches(tokenizer, texts: Sequence[str], max_length: int = 256, size: int = 16) -> list[dict]:
+    """``texts`` as the runtime's inputs, in length-sorted batches."""
+    out = []
+    for idx in _batches(texts, size):
+        x = tokenizer([texts[i] for i in idx], max_length=max_length, truncation=True, padding=True,
+                      return_tensors="np")
+        out.append({"input_ids": x["input_ids"].astype(np.int64), "attention_mask": x["attention_mask"].astype(np.int64)})
+    return out
+
+
+def smooth(graph, batches: Sequence[dict], alpha: float = SMOOTH_ALPHA) -> int:
+    """Move the activations' outlier channels into the weights before int8 (SmoothQuant, Xiao et
+    al. 2023): for each matrix product ``X·W`` (the attention's QKV and output projections and
+    both feed-forward products), ``X·W = (X / s)·(s ⊙ W)`` with one ``s_j`` per input channel,
+    ``s_j = max|X_j|^α / max|W_j|^(1-α)`` over the inputs ``batches``. ``X / s`` is one element-wise Mul
+    node in front of the product, so per-tensor int8 of the activations loses less. Edits the
+    ONNX ``graph`` in place; returns how many products were smoothed."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    init = {i.name: i for i in graph.graph.initializer}
+    targets = [n for n in graph.graph.node
+               if n.op_type in ("MatMul", "Attention") and len(n.input) > 1 and n.input[1] in init
+               and len(init[n.input[1]].dims) == 2]
+    inputs = list(dict.fromkeys(n.input[0] for n in targets))
+    n_outputs = len(graph.graph.output)
+    for name in inputs:     # the products' inputs as extra outputs, for the measurement only
+        graph.graph.output.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, None))
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = _torch_threads()
+    so.log_severity_level = 3
+    try:
+        session = ort.InferenceSession(graph.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    finally:
+        del graph.graph.output[n_outputs:]
+    amax: dict[str, np.ndarray] = {}
+    for feed in batches:
+        outs = session.run(inputs, feed)
+        mask = feed["attention_mask"].astype(bool)
+        for name, o in zip(inputs, outs):
+            v = np.abs(o[mask]).max(0)
+            amax[name] = np.maximum(amax[name], v) if name in amax else v
+    del session
+    edited = []
+    wanted = {id(n) for n in targets}
+    for n in graph.graph.node:
+        if id(n) in wanted:
+            w = numpy_helper.to_array(init[n.input[1]])
+            s = (np.maximum(amax[n.input[0]], 1e-5) ** alpha / np.maximum(np.abs(w).max(1), 1e-5) ** (1 - alpha))
+            s = (s / np.exp(np.log(s).mean())).astype(np.float32)
+            init[n.input[1]].CopyFrom(numpy_helper.from_array((w * s[:, None]).astype(np.float32), n.input[1]))
+            inv = numpy_helper.from_array((1.0 / s).astype(np.float32), f"{n.name}.smooth")
+            graph.graph.initializer.append(inv)
+            scaled = f"{n.input[0]}.smoothed.{n.name}"
+            edited.append(helper.make_node("Mul", [n.input[0], inv.name], [scaled], name=f"{n.name}.smooth_mul"))
+            n.input[0] = scaled
+        edited.append(n)
+    del graph.graph.node[:]
+    graph.graph.node.extend(edited)
+    return len(targets)
+
+
+# --------------------------------------------------------------------------- running it
+
+class Int8Encoder:
+    """An ONNX Runtime session over ``model.int8.onnx``: token ids -> last hidden state."""
+
+    def __init__(self, path: str | Path, threads: int = 0):
+        import onnxruntime as ort
+
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = threads or _torch_threads()
+        so.inter_op_num_threads = 1
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        so.log_severity_level = 3
+        self.path = Path(path)
+        self.session = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+
+    def hidden(self, input_ids, attention_mask) -> np.ndarray:
+        """``[b, L]`` ids and mask (numpy or torch) -> ``[b, L, h]`` float32."""
+        feed = {"input_ids": np.asarray(input_ids, dtype=np.int64),
+                "attention_mask": np.asarray(attention_mask, dtype=np.int64)}
+        return self.session.run(None, feed)[0]
+
+
+def _torch_threads() -> int:
+    try:
+        import torch
+
+        return torch.get_num_threads()
+    except ImportError:  # pragma: no cover - torch is a hard dependency
+        return os.cpu_count() or 1
+
+
+def resolve_precision(folder: str | Path | None, precision: str, info: EncoderInfo | None = None) -> str:
+    """What a CPU runs the converted encoder in: ``fp32``, ``bf16`` or ``int8``.
+
+    ``precision`` as the artifact or the user says: an explicit one is taken as it is
+    (``int8`` needs the folder's int8 file); ``auto`` takes the conversion's measured choice
+    when this CPU has the features it was measured on, and otherwise int8 where its check
+    passed, bf16 where the CPU has native bf16, fp32 elsewhere.
+    """
+    from xqa.encoders.info import PRECISIONS
+
+    if precision not in PRECISIONS:
+        raise ValueError(f"unknown precision {precision!r}; choose from {', '.join(PRECISIONS)}")
+    if info is None and folder is not None:
+        info = read_info(folder)
+    runtime = (info.runtime if info else None) or {}
+    has_int8 = bool(folder is not None and runtime.get("int8", {}).get("passed")
+                    and (Path(folder) / runtime["int8"].get("file", INT8_FILE)).is_file())
+    if precision == "int8":
+        if folder is None or not (Path(folder) / INT8_FILE).is_file():
+            raise ValueError(f"{folder}: precision int8 needs {INT8_FILE} (xqa convert e5 writes it)")
+        return "int8"
+    if precision != "auto":
+        return precision
+    choice = runtime.get("choice")
+    if choice and runtime.get("cpu") == cpu_features() and (choice != "int8" or has_int8):
+        return choice
+    if has_int8:
+        return "int8"
+    return "bf16" if bf16_supported() else "fp32"
+
+
+# --------------------------------------------------------------------------- the check
+
+def sample_texts(n_passages: int = SAMPLE_PASSAGES, n_questions: int = SAMPLE_QUESTIONS) -> tuple[list[str], list[str]]:
+    """A fixed sample of the shipped corpus: passages and test questions, round-robin over
+    its languages (the same texts on every machine)."""
+    import gzip
+    import json
+
+    def pick(path: Path, field: str, n: int) -> list[str]:
+        by_lang: dict[str, list[str]] = {}
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            for line in f:
+                r = json.loads(line)
+                by_lang.setdefault(r.get("lang", ""), []).append(r[field])
+        out, i = [], 0
+        langs = sorted(by_lang)
+        while len(out) < n and any(i < len(by_lang[la]) for la in langs):
+            for la in langs:
+                if i < len(by_lang[la]) and len(out) < n:
+                    out.append(by_lang[la][i * 7 % len(by_lang[la])])
+            i += 1
+        return out
+
+    return (pick(CORPUS / "passages.jsonl.gz", "text", n_passages),
+            pick(CORPUS / "questions.jsonl.gz", "question", n_questions))
+
+
+def calibration_texts(n: int = CALIBRATION) -> tuple[list[str], list[str]]:
+    """Texts of the shipped corpus that follow the check sample in the same round-robin: the
+    smoothing is set on these, and the check measures on others."""
+    passages, questions = sample_texts(SAMPLE_PASSAGES + n, SAMPLE_QUESTIONS + n)
+    return passages[SAMPLE_PASSAGES:], questions[SAMPLE_QUESTIONS:]
+
+
+def _encode_torch(model, tok, texts: Sequence[str], max_length: int, bf16: bool = False) -> np.ndarray:
+    import torch
+
+    x = tok(list(texts), max_length=max_length, truncation=True, padding=True, return_tensors="pt")
+    ctx = torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
+    with torch.inference_mode(), ctx:
+        h = model(input_ids=x["input_ids"], attention_mask=x["attention_mask"]).last_hidden_state.float()
+    return _pool(h.numpy(), x["attention_mask"].numpy())
+
+
+def _pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    m = mask[..., None].astype(np.float32)
+    v = (hidden * m).sum(1) / np.maximum(m.sum(1), 1.0)
+    return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+
+
+def _batches(texts: Sequence[str], size: int = 16):
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    for s in range(0, len(order), size):
+        yield order[s: s + size]
+
+
+def compare(folder: str | Path, passages: Sequence[str], questions: Sequence[str], *,
+            max_length: int = 256, threads: int = 0, info: EncoderInfo | None = None) -> dict[str, Any]:
+    """Encode ``passages`` and ``questions`` (prefixed as the encoder's info says) with fp32
+    torch, the int8 runtime and, on a CPU with native bf16, bf16 torch; returns the cosine of
+    each to fp32 and each one's passages/s on this CPU."""
+    from transformers import AutoModel, AutoTokenizer
+
+    folder = Path(folder)
+    info = info or read_info(folder) or EncoderInfo()
+    tok = AutoTokenizer.from_pretrained(str(folder))
+    model = AutoModel.from_pretrained(str(folder), add_pooling_layer=False).eval()
+    texts = [info.passage_prefix + t for t in passages] + [info.query_prefix + q for q in questions]
+    n_p = len(passages)
+    runs: dict[str, Any] = {}
+
+    def run(name: str, encode) -> np.ndarray:
+        out = np.zeros((len(texts), model.config.hidden_size), dtype=np.float32)
+        t0, seconds = time.perf_counter(), 0.0
+        for idx in _batches(texts):
+            out[idx] = encode([texts[i] for i in idx])
+            if idx[0] < n_p:
+                seconds = time.perf_counter() - t0    # the passages come first (longest first)
+        runs[name] = {"passages_per_s": round(n_p / max(seconds, 1e-9), 2)}
+        return out
+
+    encoders = {"fp32": lambda b: _encode_torch(model, tok, b, max_length)}
+    if bf16_supported():
+        encoders["bf16"] = lambda b: _encode_torch(model, tok, b, max_length, bf16=True)
+    if (folder / INT8_FILE).is_file():
+        rt = Int8Encoder(folder / INT8_FILE, threads)
+
+        def int8(b):
+            x = tok(list(b), max_length=max_length, truncation=True, padding=True, return_tensors="np")
+            return _pool(rt.hidden(x["input_ids"], x["attention_mask"]), x["attention_mask"])
+
+        encoders["int8"] = int8
+    encoders["fp32"](texts[:2])                          # warm-up
+    ref = run("fp32", encoders.pop("fp32"))
+    for name, fn in encoders.items():
+        fn(texts[:2])
+        vec = run(name, fn)
+        cos = (vec * ref).sum(1)
+        runs[name].update({"cosine_mean": round(float(cos.mean()), 5), "cosine_min": round(float(cos.min()), 5),
+                           "passages_cosine_mean": round(float(cos[:n_p].mean()), 5),
+                           "questions_cosine_mean": round(float(cos[n_p:].mean()), 5)})
+        runs[name]["passed"] = bool(cos.mean() >= MIN_MEAN_COSINE and cos.min() >= MIN_COSINE)
+    runs["fp32"]["passed"] = True
+    return runs
+
+
+def measure(folder: str | Path, threads: int = 0) -> dict[str, Any]:
+    """Check the int8 file against fp32 on the shipped sample, time each precision, and choose.
+
+    Returns the ``runtime`` record of ``xqa_encoder.json``: ``{"int8": {...file, check...},
+    "measured": {precision: {passages_per_s, cosine...}}, "choice", "cpu", "sample"}``.
+    """
+    passages, questions = sample_texts()
+    runs = compare(folder, passages, questions, threads=threads)
+    passed = {k: v for k, v in runs.items() if v.get("passed")}
+    choice = max(passed, key=lambda k: passed[k]["passages_per_s"])
+    return {"measured": runs, "choice": choice, "cpu": cpu_features(),
+            "threads": threads or _torch_threads(),
+            "sample": {"passages": len(passages), "questions": len(questions),
+                       "source": "the shipped corpus (xqa/corpus), round-robin over its languages"}}
+
+
+def build_runtime(folder: str | Path, threads: int = 0, progress=print) -> dict[str, Any]:
+    """Export the int8 file into a converted folder, check and time it, and record the result
+    in the folder's ``xqa_encoder.json`` (``runtime``). Returns that record."""
+    folder = Path(folder)
+    info = read_info(folder)
+    if info is None:
+        raise ValueError(f"{folder}: not a converted encoder (no xqa_encoder.json)")
+    t0 = time.perf_counter()
+    progress("  exporting the int8 runtime (ONNX, fused kernels, int8 matrix products) ...")
+    built = export_int8(folder)
+    progress(f"  checking it against fp32 on {SAMPLE_PASSAGES} passages and {SAMPLE_QUESTIONS} questions "
+             f"of the shipped corpus ...")
+    record = measure(folder, threads)
+    int8 = record["measured"].get("int8", {})
+    record["int8"] = {**built, "passed": bool(int8.get("passed")),
+                      "cosine_mean": int8.get("cosine_mean"), "cosine_min": int8.get("cosine_min")}
+    record["seconds"] = round(time.perf_counter() - t0, 1)
+    info.runtime = record
+    info.save(folder)
+    return record
+
+
+def describe(record: dict[str, Any]) -> str:
+    """One line per precision measured, and the choice."""
+    lines = []
+    for name, r in record.get("measured", {}).items():
+        cos = (f", cosine to fp32 mean {r['cosine_mean']:.4f} / min {r['cosine_min']:.4f}"
+               if "cosine_mean" in r else "")
+        lines.append(f"  {name}: {r['passages_per_s']:.1f} passages/s{cos}"
+                     f"{'' if r.get('passed') else ' (check failed: not used)'}")
+    lines.append(f"  precision auto on this CPU ({cpu_summary(record.get('cpu'))}): {record.get('choice')}")
+    return "\n".join(lines)
