@@ -209,8 +209,8 @@ class CorpusBuild:
 
     def _runtime_jobs(self) -> list[list[Any]]:
         """The int8 runtimes still to build (``xqa`` argv each): the encoder's, and a span reader's."""
-        from reader.span.inference import RUNTIME_RECORD
         from xqa.encoders.info import read_info
+        from xqa.encoders.runtime import READER_RECORD
 
         if not self._wants_int8:
             return []
@@ -221,7 +221,7 @@ class CorpusBuild:
         reader = o / "reader"
         span = (is_complete(reader)
                 and json.loads((reader / "config.json").read_text(encoding="utf-8")).get("kind") == "span_reader")
-        if span and not (reader / RUNTIME_RECORD).is_file():
+        if span and not (reader / READER_RECORD).is_file():
             jobs.append(["reader", "runtime", "--reader", reader])
         return jobs
 
@@ -232,8 +232,8 @@ class CorpusBuild:
         """Both exports are mostly one-threaded (ONNX export, fusion, protobuf), so on 2 cores they
         run side by side as two one-thread processes; each checks and times on one thread."""
         jobs = self._runtime_jobs()
-        if len(jobs) > 1:
-            _xqa_processes([[*job, "--threads", 1] for job in jobs])
+        if len(jobs) > 1:   # the encoder's, the longer, may take the core the reader's frees
+            _xqa_processes([[*job, "--threads", 2 if job[0] == "convert" else 1] for job in jobs])
         elif jobs:
             _xqa(*jobs[0], *(["--threads", self.threads] if self.threads else []))
 

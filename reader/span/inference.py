@@ -28,10 +28,11 @@ from reader.span.data import Encoded, RowLayout, Window, encode, pad_rows, span_
 from reader.span.model import SpanModel, build_encoder, load_encoder
 from xqa.artifacts import atomic_dir, load_config, save_config
 from xqa.encoders.info import autocast
+from xqa.encoders.runtime import READER_RECORD
 from xqa.errors import XqaError
 from xqa.records import Context, Question
 
-RUNTIME_RECORD = "runtime.json"   # the int8 runtime's check and choice (reader.span.runtime)
+RUNTIME_RECORD = READER_RECORD   # the int8 runtime's check and choice (reader.span.runtime)
 
 KIND = "span_reader"
 

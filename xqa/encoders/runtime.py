@@ -34,6 +34,7 @@ import numpy as np
 from xqa.encoders.info import EncoderInfo, bf16_supported, read_info
 
 INT8_FILE = "model.int8.onnx"
+READER_RECORD = "runtime.json"   # a span reader's record of its runtime's check (reader.span.runtime)
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"   # the shipped corpus (xqa.data.corpus.CORPUS_DIR)
 MIN_MEAN_COSINE = 0.99
 MIN_COSINE = 0.97
