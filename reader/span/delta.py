@@ -19,11 +19,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import torch
-
 from xqa.artifacts import atomic_dir, load_config, save_config
 import xqa.encoders.delta as delta
-from xqa.errors import XqaError
 
 KIND = "span_reader_delta"
 
@@ -51,19 +48,13 @@ def pack(reader_dir: str | Path, base: str | Path, out: str | Path) -> Path:
 
 def unpack(delta_dir: str | Path, base: str | Path, out: str | Path) -> Path:
     """Write the span reader of ``delta_dir`` over the encoder folder ``base`` into ``out``."""
-    from safetensors.torch import load_file
     from transformers import AutoTokenizer
 
     from reader.span.inference import SpanReader, SpanSettings
     from reader.span.model import SpanModel, build_encoder
 
     delta_dir, base = Path(delta_dir), Path(base)
-    try:
-        cfg = load_config(delta_dir, KIND)
-    except ValueError as e:
-        raise XqaError(str(e)) from None
-    delta.check_base(delta_dir, cfg.get("base_sha256"), base)
-    packed = load_file(str(delta_dir / "delta.safetensors"))
+    cfg, packed = delta.read(delta_dir, KIND, base)
     model = SpanModel(build_encoder(cfg["encoder_config"]))
     state = delta.apply(model.encoder.state_dict(), packed, delta.base_state(base), delta_dir)
     model.encoder.load_state_dict(state, strict=False)

@@ -48,22 +48,16 @@ def pack(model_dir: str | Path, base: str | Path, out: str | Path) -> Path:
 
 def unpack(delta_dir: str | Path, base: str | Path, out: str | Path) -> Path:
     """Write the bi-encoder of ``delta_dir`` over the encoder folder ``base`` into ``out``."""
-    from safetensors.torch import load_file
     from transformers import AutoConfig, AutoModel, AutoTokenizer
 
     from .model import BiEncoder, BiEncoderConfig
 
     delta_dir, base = Path(delta_dir), Path(base)
-    try:
-        cfg = load_config(delta_dir, KIND)
-    except ValueError as e:
-        raise XqaError(str(e)) from None
-    delta.check_base(delta_dir, cfg.get("base_sha256"), base)
+    cfg, packed = delta.read(delta_dir, KIND, base)
     hf = dict(cfg["encoder_config"])
     hf_cfg = AutoConfig.for_model(hf.pop("model_type"), **{k: v for k, v in hf.items()
                                                           if k not in ("architectures", "transformers_version")})
     tower = AutoModel.from_config(hf_cfg, add_pooling_layer=False)
-    packed = load_file(str(delta_dir / "delta.safetensors"))
     state = delta.apply(tower.state_dict(), packed, delta.base_state(base), delta_dir)
     tower.load_state_dict(state, strict=False)
     tok = AutoTokenizer.from_pretrained(str(base))

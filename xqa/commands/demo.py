@@ -59,9 +59,9 @@ def run(args: argparse.Namespace) -> int:
     from apps.demo import build_app, launch, warm_up
 
     app = build_app(pipeline, max_chars=args.max_chars, concurrency=args.concurrency, max_queue=args.max_queue)
-    if args.warm_up:
-        threading.Thread(target=warm_up, args=(pipeline,), name="xqa-warm-up", daemon=True).start()
     url = launch(app, host=args.host, port=args.port, block=False)
+    if args.warm_up:   # once the page is served: loading beside the launch slowed it on 2 cores
+        threading.Thread(target=warm_up, args=(pipeline,), name="xqa-warm-up", daemon=True).start()
     print(f"xqa demo: serving {source} on {url}  (up in {time.perf_counter() - t0:.1f} s; Ctrl+C stops)",
           flush=True)
     app.block_thread()

@@ -6,8 +6,6 @@ import argparse
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from xqa.data.corpus import SHIPPED_READER
-
     p.add_argument("--delta", default=None, help="packed reader folder (default: the shipped one, xqa/models/span-reader)")
     p.add_argument("--base", required=True, help="the encoder folder (xqa convert e5 --out DIR)")
     p.add_argument("--out", required=True, help="span reader folder to write")
@@ -18,6 +16,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from reader.span.delta import unpack
+    from xqa.data.corpus import SHIPPED_READER
 
     out = unpack(args.delta or SHIPPED_READER, args.base, args.out)
     print(f"wrote {out}", flush=True)

