@@ -25,7 +25,7 @@ MLQA_LANGS = ("ar", "de", "en", "es", "hi", "vi", "zh")
 @dataclass(frozen=True)
 class QASet:
     name: str        # short id, also the passage id prefix
-    path: str        # relative to the data folder
+    path: str        # relative to the data folder; a glob pattern for a set of several files
     lang: str        # language of questions and contexts (MLQA: see mlqa_file)
     role: str        # train | dev | eval
     license: str
@@ -33,6 +33,16 @@ class QASet:
 
     def file(self, root: str | Path) -> Path:
         return Path(root) / self.path
+
+    def files(self, root: str | Path) -> list[Path]:
+        """The set's files: its one file, or every match of its glob pattern, sorted
+        (an :class:`XqaError` when a pattern matches nothing)."""
+        if not any(c in self.path for c in "*?["):
+            return [self.file(root)]
+        found = sorted(Path(root).glob(self.path))
+        if not found:
+            raise XqaError(f"{self.name}: no file matches {Path(root) / self.path}")
+        return found
 
 
 _MLQA = "MLQA v1 (Lewis et al., 2020)"
@@ -58,6 +68,9 @@ SETS: dict[str, QASet] = {s.name: s for s in [
     QASet("cmrc-dev", "cmrc2018_zh/dev.json", "zh", "eval", "CC BY-SA 4.0", "CMRC 2018 (Cui et al., 2019)"),
     QASet("drcd-dev", "drcd_zhtw/dev.json", "zh", "eval", "CC BY-SA 3.0", "DRCD (Shao et al., 2018)"),
     QASet("jsquad-valid", "jsquad_ja/valid.json", "ja", "eval", "CC BY-SA 4.0", "JSQuAD, JGLUE (Kurihara et al., 2022)"),
+    QASet("squad", "squad_v1.1_train/train-v1.1.json", "en", "train", "CC BY-SA 4.0",
+          "SQuAD v1.1 (Rajpurkar et al., 2016)"),
+    QASet("tquad", "tquad_tr/*.json", "tr", "train", "MIT", "TQuAD 2018 and ENELPI 2020 (Okan, 2020)"),
     QASet("squad-dev", "squad_v1.1_dev/dev-v1.1.json", "en", "eval", "CC BY-SA 4.0", "SQuAD v1.1 (Rajpurkar et al., 2016)"),
     *[QASet(f"mlqa-{c}", f"mlqa/dev/dev-context-{c}-question-{c}.json", c, "eval", "CC BY-SA 3.0", _MLQA)
       for c in MLQA_LANGS],

@@ -49,7 +49,8 @@ def collect(root: str | Path | None, held_out: set[str], sets: Iterable[str], ca
     for name in sets:
         s = SETS[name]
         mine = []
-        for para in squad_paragraphs(s.file(root)):
+        asked: set[tuple[str, str]] = set()
+        for para in (p for f in s.files(root) for p in squad_paragraphs(f)):
             text = clean_context(para.context)
             if text_key(text) in held_out:
                 skipped["held out (in the shipped corpus)"] += len(para.qas)
@@ -69,10 +70,12 @@ def collect(root: str | Path | None, held_out: set[str], sets: Iterable[str], ca
                     skipped["answer not in its paragraph"] += 1
                     continue
                 qid = f"{pid}-{qa.id}"
-                if qid in seen:   # a set that lists one question of one paragraph twice
+                key = (pid, " ".join(qa.question.split()))
+                if qid in seen or key in asked:   # listed twice (TQuAD's files overlap)
                     skipped["the same question of the same paragraph again"] += 1
                     continue
                 seen.add(qid)
+                asked.add(key)
                 mine.append({"id": qid, "question": qa.question, "lang": s.lang,
                              "answers": answers, "answer_starts": starts, "positive_ids": [pid],
                              "source": name})
