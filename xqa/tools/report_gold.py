@@ -4,8 +4,13 @@ evaluation-only sets (``../shared/data``).
 Sets: MLQA dev's 7 same-language pairs and (``--crosslingual``) its 42 cross-lingual pairs
 (question in one language, paragraph in another), JaQuAD dev, JSQuAD valid, iApp Wiki QA test,
 ARCD test, CMRC 2018 dev, DRCD dev and SQuAD v1.1 dev. Each question is read with its gold
-paragraph alone; the answer is the reader's best span. Scores: the MIA 2022 rules in their
-language-aware form (``lang_aware``: Chinese segmented by jieba too), max over gold answers.
+paragraph alone; the answer is the reader's best span. Two scores, each the maximum over the
+gold answers, in the paragraph's language:
+
+- EM/F1: the MIA 2022 rules in their language-aware form (``lang_aware``: Chinese segmented
+  by jieba too), as xqa's end-to-end reports score;
+- script EM/F1: the MLQA / SQuAD v1.1 evaluation scripts' rules (:mod:`xqa.evaluation.mlqa`),
+  as published extractive readers report them.
 """
 from __future__ import annotations
 
@@ -46,12 +51,12 @@ def _questions(path, limit: int, seed: int, qlang: str, clang: str) -> list[tupl
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
     import time
 
     import torch
 
     from xqa.data.sets import MLQA_LANGS, SETS, data_root, mlqa_file
+    from xqa.evaluation import mlqa
     from xqa.evaluation.mia import score_answer
     from xqa.pipeline import load_reader
     from xqa.records import Context, Question
@@ -87,29 +92,30 @@ def run(args: argparse.Namespace) -> int:
         qs = [Question(id=r[0], question=r[1], lang=r[5]) for r in rows]
         ctxs = [[Context(id=r[0], title=r[3], text=r[4], lang=r[6], score=0.0, source="gold")] for r in rows]
         outs = reader.read(qs, ctxs, n_best=1, batch_size=args.batch_size)
-        em = f1 = 0.0
+        em = f1 = sem = sf1 = 0.0
         preds = {}
         for r, out in zip(rows, outs):
             # the answer is scored in its paragraph's language (MLQA's answers are spans of it)
             lang = "zh_cn" if r[6] == "zh" else r[6]
             e, f = score_answer(out.text, r[2], lang, mode="lang_aware")
             em, f1 = em + e, f1 + f
+            e, f = mlqa.score(out.text, r[2], r[6])
+            sem, sf1 = sem + e, sf1 + f
             preds[r[0]] = out.text
         n = max(1, len(rows))
         n_read += len(rows)
         table.append({"set": name, "question_lang": rows[0][5] if rows else "", "context_lang": rows[0][6] if rows else "",
-                      "n": len(rows), "em": em / n, "f1": f1 / n})
+                      "n": len(rows), "em": em / n, "f1": f1 / n, "script_em": sem / n, "script_f1": sf1 / n})
         details[name] = preds
-        print(f"{name:<16} {len(rows):>5}  EM {em / n:.3f}  F1 {f1 / n:.3f}", flush=True)
+        print(f"{name:<16} {len(rows):>5}  EM {em / n:.3f}  F1 {f1 / n:.3f}  script EM {sem / n:.3f}  "
+              f"script F1 {sf1 / n:.3f}", flush=True)
     same = [t for t in table if t["set"].startswith("mlqa") and t["question_lang"] == t["context_lang"]]
     cross = [t for t in table if t["set"].startswith("mlqa") and t["question_lang"] != t["context_lang"]]
     summary = {}
-    if same:
-        summary["mlqa_same_language_f1"] = sum(t["f1"] for t in same) / len(same)
-        summary["mlqa_same_language_em"] = sum(t["em"] for t in same) / len(same)
-    if cross:
-        summary["mlqa_crosslingual_f1"] = sum(t["f1"] for t in cross) / len(cross)
-        summary["mlqa_crosslingual_em"] = sum(t["em"] for t in cross) / len(cross)
+    for part, group in (("same_language", same), ("crosslingual", cross)):
+        for key in ("f1", "em", "script_f1", "script_em"):
+            if group:
+                summary[f"mlqa_{part}_{key}"] = sum(t[key] for t in group) / len(group)
     seconds = time.perf_counter() - t0
     summary["questions"] = n_read
     summary["seconds"] = round(seconds, 1)
@@ -119,6 +125,6 @@ def run(args: argparse.Namespace) -> int:
         from xqa.artifacts import write_json_atomic
 
         write_json_atomic(args.json, {"model": str(args.model), "limit": args.limit, "seed": args.seed,
-                                      "mode": "lang_aware", "summary": summary, "table": table,
+                                      "mode": "lang_aware", "script_mode": "mlqa", "summary": summary, "table": table,
                                       "predictions": details})
     return 0
