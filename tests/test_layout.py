@@ -9,7 +9,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LEAVES = {"xqa.records", "xqa.artifacts", "xqa.errors", "xqa.encoders.info", "xqa.encoders.runtime",
-          "xqa.encoders.delta"}
+          "xqa.encoders.delta", "xqa.encoders.e5", "xqa.encoders.charsmap"}
 
 
 def _imports(path: Path) -> set[str]:

@@ -52,6 +52,7 @@ class TrainConfig:
     gradient_checkpointing: bool = False
     log_every: int = 10
     group_by_length: int = 0  # >0: batches of similar length within windows of this many batches
+    max_minutes: float = 0.0  # >0: stop (checkpoint saved, resumable) after this many minutes of training
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "TrainConfig":
@@ -148,6 +149,18 @@ def map_sharded(fn: Callable[[list], list], items: Sequence) -> list | None:
     for rank, part in enumerate(parts):
         out[rank::info.processes] = part
     return out
+
+
+def _reached(deadline: float, info: DistInfo) -> bool:
+    """Has the deadline passed (rank 0's clock, so that every process stops at the same step)?"""
+    late = time.monotonic() >= deadline
+    if info.processes == 1:
+        return late
+    import torch.distributed as dist
+
+    t = torch.tensor([float(late)], device=info.device)
+    dist.broadcast(t, src=0)
+    return bool(t.item())
 
 
 def _barrier(info: DistInfo) -> None:
@@ -438,8 +451,10 @@ def train(task: TrainTask, dataset: Sequence[dict], config: TrainConfig, progres
     # an uninterrupted one does
     window_loss, window_batches = state.pop("window_loss", 0.0), state.pop("window_batches", 0)
     window_examples, t0 = 0, time.perf_counter()
+    deadline = time.monotonic() + 60 * config.max_minutes if config.max_minutes > 0 else None
+    stopped = False
     accum = 0
-    while state["step"] < total:
+    while state["step"] < total and not stopped:
         order = epoch_order(n, state["epoch"], config.seed, info.rank, info.processes)
         if lengths is None:
             batches = [order[i:i + config.batch_size] for i in range(0, len(order), config.batch_size)]
@@ -486,6 +501,9 @@ def train(task: TrainTask, dataset: Sequence[dict], config: TrainConfig, progres
                 _barrier(info)
             if state["step"] >= total:
                 break
+            if deadline is not None and _reached(deadline, info):
+                stopped = True
+                break
         else:
             state["epoch"] += 1
             state["batch_in_epoch"] = 0
@@ -494,6 +512,18 @@ def train(task: TrainTask, dataset: Sequence[dict], config: TrainConfig, progres
     bar.close()
     if state.get("evaluated_step") != state["step"]:
         evaluate_and_keep()
+    if stopped:   # out of time: keep everything needed to go on
+        window = {"window_loss": _mean_across(window_loss, info), "window_batches": window_batches}
+        if info.main:
+            print(f"stopped after {config.max_minutes:g} minutes at step {state['step']}/{total}; "
+                  f"run the command again to go on")
+            if state["best"] is None:
+                with atomic_dir(out / "best", overwrite=True) as tmp:
+                    task.save(model, tmp)
+            _save_checkpoint(ckpt, model, opt, sched, {**state, **window})
+        _barrier(info)
+        return {"step": state["step"], "best": state["best"], "best_step": state["best_step"], "stopped": True,
+                **last_eval}
     if state["best"] is None and info.main:
         with atomic_dir(out / "best", overwrite=True) as tmp:  # no validation: keep the last model
             task.save(model, tmp)

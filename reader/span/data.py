@@ -51,22 +51,33 @@ def encode(tokenizer, texts: list[str]) -> list[Encoded]:
 def windows(question: Encoded, title: Encoded, text: Encoded, cls_id: int, sep_id: int,
             layout: RowLayout, passage: int = 0) -> list[Window]:
     """The rows of one (question, passage) pair, covering every text token at least once."""
-    head = [cls_id] + question.ids[: layout.max_question] + [sep_id]
-    if title.ids:
-        head += title.ids[: layout.max_title] + [sep_id]
-    budget = max(8, layout.max_length - len(head) - 1)
+    head = row_head(question.ids, title.ids, cls_id, sep_id, layout)
+    return [Window(head + text.ids[first: first + n] + [sep_id], len(head), first, n, passage,
+                   text.offsets[first: first + n])
+            for first, n in window_positions(len(head), len(text.ids), layout)]
+
+
+def row_head(question: list[int], title: list[int], cls_id: int, sep_id: int, layout: RowLayout) -> list[int]:
+    """``<s> question </s> title </s>`` (no title part for a passage without one)."""
+    head = [cls_id] + list(question[: layout.max_question]) + [sep_id]
+    if len(title):
+        head += list(title[: layout.max_title]) + [sep_id]
+    return head
+
+
+def window_positions(head: int, n_text: int, layout: RowLayout) -> list[tuple[int, int]]:
+    """``(first, n)`` of each window over ``n_text`` text tokens behind a head of ``head`` tokens:
+    as many text tokens as the row holds, consecutive windows sharing ``layout.stride``."""
+    budget = max(8, layout.max_length - head - 1)
     step = max(1, budget - layout.stride)
     out = []
-    n_text = len(text.ids)
     first = 0
     while True:
         n = min(budget, n_text - first)
-        ids = head + text.ids[first: first + n] + [sep_id]
-        out.append(Window(ids, len(head), first, n, passage, text.offsets[first: first + n]))
+        out.append((first, n))
         if first + n >= n_text:
-            break
+            return out
         first += step
-    return out
 
 
 def token_span(offsets: list[tuple[int, int]], start: int, end: int) -> tuple[int, int] | None:

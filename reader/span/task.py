@@ -119,20 +119,7 @@ class SpanTask:
                 "k": torch.tensor(K)}
 
     def loss(self, model: torch.nn.Module, batch: dict[str, Any]) -> torch.Tensor:
-        start, end, rel = model(batch["input_ids"], batch["attention_mask"])   # [B*K, L], [B*K]
-        K = int(batch["k"])
-        B = rel.shape[0] // K
-        rank = F.cross_entropy(rel.view(B, K), torch.zeros(B, dtype=torch.long, device=rel.device))
-        gold = torch.arange(B, device=rel.device) * K
-        mask = batch["text_mask"][gold]                                        # [B, L]
-        has = batch["start_targets"].any(1)                                    # questions with a span
-        span = start.new_zeros(())
-        if bool(has.any()):
-            for logits, targets in ((start[gold], batch["start_targets"]), (end[gold], batch["end_targets"])):
-                lp = logits.masked_fill(~mask, float("-inf")).log_softmax(-1)
-                picked = torch.logsumexp(lp.masked_fill(~targets, float("-inf")), -1)   # [B]
-                span = span - picked[has].mean()
-        return rank + span
+        return span_loss(model, batch)
 
     # ------------------------------------------------------------- validation
     @torch.no_grad()
@@ -156,6 +143,53 @@ class SpanTask:
 
     def enable_gradient_checkpointing(self) -> None:
         self.model.encoder.gradient_checkpointing_enable()
+
+
+def span_loss(model: torch.nn.Module, batch: dict[str, Any]) -> torch.Tensor:
+    """The loss of a batch of B questions × K rows (see the module doc)."""
+    start, end, rel = model(batch["input_ids"], batch["attention_mask"])   # [B*K, L], [B*K]
+    K = int(batch["k"])
+    B = rel.shape[0] // K
+    rank = F.cross_entropy(rel.view(B, K), torch.zeros(B, dtype=torch.long, device=rel.device))
+    gold = torch.arange(B, device=rel.device) * K
+    mask = batch["text_mask"][gold]                                        # [B, L]
+    has = batch["start_targets"].any(1)                                    # questions with a span
+    span = start.new_zeros(())
+    if bool(has.any()):
+        for logits, targets in ((start[gold], batch["start_targets"]), (end[gold], batch["end_targets"])):
+            lp = logits.float().masked_fill(~mask, float("-inf")).log_softmax(-1)
+            picked = torch.logsumexp(lp.masked_fill(~targets, float("-inf")), -1)   # [B]
+            span = span - picked[has].mean()
+    return rank + span
+
+
+def load_training_questions(path: str, limit: int = 0, per_source: int = 0, seed: int = 0) -> list[dict]:
+    """The questions of an ``xqa data train`` file (``train.jsonl``/``dev.jsonl``); a line without
+    a question, answers or paragraph is an :class:`~xqa.errors.InputError` naming it. ``per_source``:
+    at most that many questions of one source set, sampled with ``seed``."""
+    from collections import defaultdict
+
+    from xqa.errors import InputError, jsonl_objects
+
+    rows = []
+    for n, obj in jsonl_objects(path):
+        for key in ("question", "answers", "positive_ids"):
+            if key not in obj:
+                raise InputError(path, n, f"missing field {key!r} (make training data with 'xqa data train')")
+        if not isinstance(obj["answers"], list) or not obj["answers"]:
+            raise InputError(path, n, "field 'answers' should be a non-empty list")
+        if not isinstance(obj["positive_ids"], list) or not obj["positive_ids"]:
+            raise InputError(path, n, "field 'positive_ids' should be a non-empty list")
+        rows.append(obj)
+    if per_source:
+        by: dict[str, list[dict]] = defaultdict(list)
+        for r in rows:
+            by[r.get("source", "")].append(r)
+        rng = random.Random(seed)
+        rows = [r for src in sorted(by) for r in (rng.sample(by[src], per_source) if len(by[src]) > per_source
+                                                  else by[src])]
+        rng.shuffle(rows)
+    return rows[:limit] if limit else rows
 
 
 def _context(p: Passage) -> Context:

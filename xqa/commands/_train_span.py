@@ -8,8 +8,6 @@ passages.jsonl`` and, for validation, ``--dev dev.jsonl``. ``--init`` is an enco
 from __future__ import annotations
 
 import argparse
-import random
-from collections import defaultdict
 
 SPAN_DEFAULTS = dict(max_length=256, lr=1e-4, batch_size=16)
 
@@ -28,30 +26,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--per-source", type=int, default=0, metavar="N",
                    help="at most N training questions from one source set (0: all), sampled with --seed")
     g.add_argument("--dropout", type=float, default=None, help="hidden dropout (default: the encoder's)")
-
-
-def load_examples(path: str, limit: int = 0, per_source: int = 0, seed: int = 0) -> list[dict]:
-    from xqa.errors import InputError, jsonl_objects
-
-    rows = []
-    for n, obj in jsonl_objects(path):
-        for key in ("question", "answers", "positive_ids"):
-            if key not in obj:
-                raise InputError(path, n, f"missing field {key!r} (make training data with 'xqa data train')")
-        if not isinstance(obj["answers"], list) or not obj["answers"]:
-            raise InputError(path, n, "field 'answers' should be a non-empty list")
-        if not isinstance(obj["positive_ids"], list) or not obj["positive_ids"]:
-            raise InputError(path, n, "field 'positive_ids' should be a non-empty list")
-        rows.append(obj)
-    if per_source:
-        by: dict[str, list[dict]] = defaultdict(list)
-        for r in rows:
-            by[r.get("source", "")].append(r)
-        rng = random.Random(seed)
-        rows = [r for src in sorted(by) for r in (rng.sample(by[src], per_source) if len(by[src]) > per_source
-                                                  else by[src])]
-        rng.shuffle(rows)
-    return rows[:limit] if limit else rows
+    g.add_argument("--kit", metavar="KIT",
+                   help="train from a kit ('xqa reader kit': the questions, paragraphs and encoder in one small "
+                        "folder) instead of --train/--passages/--init; OUT/best then holds what training changed, "
+                        "which 'xqa reader pack --reader OUT' adds to the converted encoder")
+    g.add_argument("--mix", type=float, default=None, metavar="ALPHA",
+                   help="draw training questions over the source sets with probability proportional to "
+                        "n_set^ALPHA (temperature sampling: 1 as the data holds them, 0 every set alike); "
+                        "--epochs counts draws of the whole training set's size (default with --kit: 0.7; "
+                        "else off)")
 
 
 def train_span(args: argparse.Namespace, scorer) -> dict:
@@ -60,11 +43,13 @@ def train_span(args: argparse.Namespace, scorer) -> dict:
     import torch
 
     from reader.span.inference import SpanReader
-    from reader.span.task import SpanTask
+    from reader.span.task import SpanTask, load_training_questions
     from xqa.errors import XqaError
     from xqa.io import read_passages
-    from xqa.training import TrainConfig, init_distributed, train
+    from xqa.training import init_distributed, train
 
+    if args.kit:
+        return _train_kit(args)
     if not args.init:
         raise XqaError("--arch span needs --init: an encoder folder (xqa convert e5 --out DIR) or a span reader")
     if not args.passages:
@@ -90,8 +75,18 @@ def train_span(args: argparse.Namespace, scorer) -> dict:
                 m.p = args.dropout
     if not args.train_embeddings:
         reader.model.freeze_embeddings()
-    train_ex = load_examples(args.train, args.train_limit, args.per_source, args.seed)
-    dev_ex = load_examples(args.dev) if args.dev else []
+    if not args.train:
+        raise XqaError("--arch span needs --train (xqa data train's train.jsonl) or --kit")
+    train_ex = load_training_questions(args.train, args.train_limit, args.per_source, args.seed)
+    if args.mix is not None:
+        from reader.span.kit import mixed_order
+
+        names = sorted({e.get("source", "") for e in train_ex})
+        order = mixed_order([names.index(e.get("source", "")) for e in train_ex], args.mix,
+                            _draws(args, len(train_ex), init_distributed().processes), args.seed)
+        train_ex = [train_ex[i] for i in order]
+        args.epochs = 1.0
+    dev_ex = load_training_questions(args.dev) if args.dev else []
     passages = {p.id: p for p in read_passages(args.passages)}
     missing = [e["id"] for e in train_ex + dev_ex if e["positive_ids"][0] not in passages]
     if missing:
@@ -102,12 +97,70 @@ def train_span(args: argparse.Namespace, scorer) -> dict:
         f"{reader.model.encoder.config.num_hidden_layers} layers, {n_train / 1e6:.1f}M trained parameters")
     task = SpanTask(reader, passages, negatives=args.negatives, dev=dev_ex, scorer=scorer,
                     dev_questions=args.dev_limit or len(dev_ex))
-    config = TrainConfig(out_dir=args.out, batch_size=args.batch_size or SPAN_DEFAULTS["batch_size"],
+    return train(task, train_ex, _config(args), progress=True)
+
+
+def _config(args: argparse.Namespace):
+    from xqa.training import TrainConfig
+
+    return TrainConfig(out_dir=args.out, batch_size=args.batch_size or SPAN_DEFAULTS["batch_size"],
                          epochs=args.epochs, max_steps=args.max_steps,
                          lr=args.lr if args.lr is not None else SPAN_DEFAULTS["lr"],
                          weight_decay=args.weight_decay, warmup_steps=args.warmup_steps,
                          grad_accum=args.grad_accum, max_grad_norm=args.max_grad_norm,
                          eval_every=args.eval_every, save_every=args.save_every, log_every=args.log_every,
                          seed=args.seed, bf16=not args.no_bf16, group_by_length=args.group_by_length,
-                         gradient_checkpointing=args.gradient_checkpointing)
-    return train(task, train_ex, config, progress=True)
+                         gradient_checkpointing=args.gradient_checkpointing, max_minutes=args.max_minutes)
+
+
+def _draws(args: argparse.Namespace, n: int, processes: int) -> float:
+    """Draws of the mix, in training-set sizes: ``--epochs``, or what ``--max-steps`` takes when
+    that is more (so that a long run draws afresh instead of repeating one draw)."""
+    if not args.max_steps:
+        return args.epochs
+    per_step = (args.batch_size or SPAN_DEFAULTS["batch_size"]) * args.grad_accum * processes
+    return max(args.epochs, args.max_steps * per_step / max(1, n))
+
+
+def _train_kit(args: argparse.Namespace) -> dict:
+    """Train from a kit (:mod:`reader.span.kit`); ``--epochs`` draws of the training set's size,
+    mixed over the sets by ``--mix``."""
+    import torch
+
+    from reader.span.kit import MIX_ALPHA, Kit, KitSpanTask, mix_table, mixed_order
+    from xqa.training import init_distributed, train
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    from xqa.errors import XqaError
+
+    for flag, given in (("--init", args.init), ("--train", args.train), ("--passages", args.passages),
+                        ("--layers", args.layers), ("--train-embeddings", args.train_embeddings),
+                        ("--per-source", args.per_source)):
+        if given:
+            raise XqaError(f"--kit holds the questions, paragraphs, encoder and layers; {flag} does not go with it "
+                           f"(the word embeddings stay frozen: the kit holds only the tokens its data uses)")
+    info = init_distributed()
+    kit = Kit(args.kit)
+    task = KitSpanTask(kit, negatives=args.negatives, dev_questions=args.dev_limit or 10 ** 9)
+    if args.dropout is not None:
+        for m in task.model.encoder.modules():
+            if isinstance(m, torch.nn.Dropout) and m.p > 0:
+                m.p = args.dropout
+    task.model.freeze_embeddings()
+    alpha = MIX_ALPHA if args.mix is None else args.mix
+    sets = kit.arrays["train.set"]
+    order = mixed_order(sets, alpha, _draws(args, len(sets), info.processes), args.seed)
+    if args.train_limit:
+        order = order[: args.train_limit]
+    if info.main:
+        n_train = sum(p.numel() for p in task.model.parameters() if p.requires_grad)
+        print(f"kit {args.kit}: {len(kit)} training questions, {task.dev_questions} dev questions, "
+              f"{len(kit.arrays['passages.lang'])} paragraphs; {kit.config['encoder_config']['num_hidden_layers']} "
+              f"layers, {n_train / 1e6:.1f}M trained parameters; {len(order)} draws (mix alpha {alpha}) on "
+              f"{info.device}")
+        for row in mix_table(sets, kit.config["sets"], alpha):
+            print(f"  {row['set']:<10} {row['questions']:>6} questions  {row['share']:6.1%} of draws  "
+                  f"{row['passes_per_epoch'] * len(order) / len(kit):5.2f} passes")
+    args.epochs = 1.0
+    return train(task, [int(i) for i in order], _config(args), progress=True)

@@ -22,8 +22,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="fid: Fusion-in-Decoder on (m)T5 (generates); span: the extractive reader on a "
                         "pretrained encoder (--init an 'xqa convert e5' folder), trained on 'xqa data train' "
                         "files")
-    p.add_argument("--train", required=True,
-                   help="fid: training retrieval results (JSON list or JSONL); span: xqa data train's train.jsonl")
+    p.add_argument("--train",
+                   help="fid: training retrieval results (JSON list or JSONL); span: xqa data train's train.jsonl "
+                        "(not with --kit)")
     p.add_argument("--dev", help="dev retrieval results for EM/F1 validation (best kept)")
     p.add_argument("--out", required=True, help="run folder: OUT/best is the reader artifact")
     init = p.add_mutually_exclusive_group()
@@ -92,6 +93,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "then shuffle the batches (less padding, faster steps; 0: plain random batches)")
     p.add_argument("--eval-every", type=int, default=0, help="steps between validations (0: every epoch)")
     p.add_argument("--save-every", type=int, default=500, help="steps between resumable checkpoints")
+    p.add_argument("--max-minutes", type=float, default=0.0,
+                   help="stop after this many minutes of training: a checkpoint is saved, OUT/best kept, and "
+                        "running the command again goes on from there (0: no limit)")
     p.add_argument("--log-every", type=int, default=10, help="steps between loss log lines")
     p.add_argument("--seed", type=int, default=0, help="random seed (model init and data order)")
     p.add_argument("--no-bf16", action="store_true", help="disable bf16 autocast on CUDA")
@@ -214,8 +218,15 @@ def run(args: argparse.Namespace) -> int:
 
         result = train_span(args, make_scorer(args.eval_mode))
         if main_process():
-            print(f"span reader written to {args.out}/best (step {result['step']}, best f1 {result.get('best')})")
+            what = "what training changed (xqa reader pack --reader OUT adds it to the encoder)" if args.kit \
+                else "span reader"
+            state = "stopped at the time limit, " if result.get("stopped") else ""
+            print(f"{what} written to {args.out}/best ({state}step {result['step']}, best f1 {result.get('best')})")
         return 0
+    if not args.train:
+        from xqa.errors import XqaError
+
+        raise XqaError("--arch fid needs --train (retrieval results to train on)")
     import torch
     from transformers import AutoTokenizer
 

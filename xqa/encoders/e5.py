@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -77,6 +77,7 @@ class E5File:
     special: dict[str, int]          # bos, eos, pad, unk -> id
     normalization: dict[int, str]    # codepoint -> replacement
     tensors: dict[str, np.ndarray]   # BertModel parameter name -> float32 array
+    q4: dict[str, np.ndarray] = field(default_factory=dict)   # name -> its Q4_0 blocks, uint8 [n, 18]
 
 
 def package_file(name: str = MODEL_FILE) -> Path:
@@ -162,7 +163,7 @@ def read_e5_file(path: str | Path) -> E5File:
         normalization[cp] = "".join(map(chr, outs))
     n_tensors = r.take("<i")
     expected = _expected_shapes(hidden, layers, ffn, vocab, max_pos, type_vocab)
-    tensors = {}
+    tensors, q4 = {}, {}
     for _ in range(n_tensors):
         name = bytes(r.raw(r.take("<H"))).decode("utf-8")
         dtype, count, offset, nbytes = r.take("<BIQQ")
@@ -183,6 +184,7 @@ def read_e5_file(path: str | Path) -> E5File:
         if dtype == Q4_0:
             rows, cols = shape if len(shape) == 2 else (1, shape[0])
             arr = dequantize_q4_0(chunk, rows, cols).reshape(shape)
+            q4[key] = np.frombuffer(chunk, dtype=np.uint8).reshape(-1, BLOCK_BYTES)
         else:
             arr = np.frombuffer(chunk, dtype="<f4").reshape(shape).astype(np.float32)
         tensors[key] = arr
@@ -191,7 +193,7 @@ def read_e5_file(path: str | Path) -> E5File:
         raise XqaError(f"{path}: tensors missing from the file: {missing[:4]}")
     return E5File(hidden, layers, heads, ffn, vocab, max_pos, type_vocab, float(eps), pieces,
                   [float(s) for s in scores], {"bos": bos, "eos": eos, "pad": pad, "unk": unk},
-                  normalization, tensors)
+                  normalization, tensors, q4)
 
 
 def _expected_shapes(hidden, layers, ffn, vocab, max_pos, type_vocab) -> dict[str, tuple[str, tuple]]:

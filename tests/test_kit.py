@@ -1,0 +1,236 @@
+"""The span reader's training kit: its rows are the reader's rows, its encoder is the base exactly,
+the mix follows its rule, a kit run stops on time and resumes, and its delta becomes the reader
+it trained; and the MLQA-script metric scores as the scripts' rules say."""
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _write_data(folder: Path, n: int = 6) -> tuple[list[dict], dict[str, dict]]:
+    """``n`` real shipped questions (train) and 2 more (dev), with their paragraphs and others as
+    negatives, in ``xqa data train``'s layout."""
+    with gzip.open(ROOT / "xqa" / "corpus" / "passages.jsonl.gz", "rt", encoding="utf-8") as f:
+        passages = {p["id"]: p for p in map(json.loads, f)}
+    rows = []
+    with gzip.open(ROOT / "xqa" / "corpus" / "questions.jsonl.gz", "rt", encoding="utf-8") as f:
+        for q in map(json.loads, f):
+            p = passages[q["positive_ids"][0]]
+            if q.get("crosslingual") or q["answers"][0] not in p["text"] or len(p["text"]) > 1500:
+                continue
+            rows.append({"id": q["id"], "question": q["question"], "lang": q["lang"], "answers": q["answers"][:1],
+                         "answer_starts": [p["text"].find(q["answers"][0])], "positive_ids": [p["id"]],
+                         "source": "set-a" if len(rows) % 3 else "set-b"})
+            if len(rows) == n + 2:
+                break
+    ids = sorted({r["positive_ids"][0] for r in rows})
+    for r in rows:
+        r["negative_ids"] = [i for i in ids if i != r["positive_ids"][0]][:2]
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, part in (("train.jsonl", rows[:n]), ("dev.jsonl", rows[n:])):
+        (folder / name).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in part), encoding="utf-8")
+    (folder / "passages.jsonl").write_text(
+        "".join(json.dumps({k: passages[i][k] for k in ("id", "title", "text", "lang")}, ensure_ascii=False) + "\n"
+                for i in ids), encoding="utf-8")
+    return rows, passages
+
+
+@pytest.fixture(scope="module")
+def kit(converted_e5, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("kit")
+    rows, passages = _write_data(folder / "data")
+    done = subprocess.run([sys.executable, "-m", "xqa.cli", "reader", "kit", "--data", str(folder / "data"),
+                           "--base", str(converted_e5), "--out", str(folder / "kit"), "--layers", "1",
+                           "--max-length", "64", "--stride", "16", "--quiet"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "6 training questions (set-a 4, set-b 2), 2 dev questions" in done.stdout
+    from reader.span.kit import Kit
+
+    return Kit(folder / "kit"), rows, passages, folder
+
+
+def test_the_kit_encoder_is_the_base_exactly_on_the_tokens_it_keeps(kit, converted_e5):
+    from safetensors.torch import load_file
+
+    k, _, _, _ = kit
+    base = load_file(str(converted_e5 / "model.safetensors"))
+    mine = k.base_state()
+    vocab = k.arrays["vocab"].astype(np.int64)
+    assert k.config["encoder_config"]["num_hidden_layers"] == 1
+    assert not any(name.startswith("encoder.layer.1.") for name in mine)
+    for name, w in mine.items():
+        want = base[name][vocab] if name == "embeddings.word_embeddings.weight" else base[name]
+        assert w.shape == want.shape and bool((w == want).all()), name
+
+
+def test_kit_rows_are_the_readers_rows_and_the_targets_are_the_answers(kit, converted_e5):
+    import random
+
+    from transformers import AutoTokenizer
+
+    from reader.span.data import encode, windows
+    from reader.span.kit import KitSpanTask
+
+    k, rows, passages, _ = kit
+    tok = AutoTokenizer.from_pretrained(str(converted_e5))
+    vocab = k.arrays["vocab"].astype(np.int64)
+    task = KitSpanTask(k, negatives=1, dev_questions=2)
+    random.seed(0)
+    batch = task.collate(list(range(len(k))))
+    K = 2
+    for b in range(len(k)):
+        ids = vocab[batch["input_ids"][b * K].numpy()]
+        s = int(batch["start_targets"][b].nonzero()[0])
+        e = int(batch["end_targets"][b].nonzero()[0])
+        assert rows[b]["answers"][0] in tok.decode(ids[s: e + 1].tolist()).strip() or \
+            tok.decode(ids[s: e + 1].tolist()).strip() in rows[b]["answers"][0]
+        # the gold row is one of the reader's own windows of that question and paragraph
+        p = passages[rows[b]["positive_ids"][0]]
+        q, t, x = encode(tok, [rows[b]["question"], p["title"], p["text"]])
+        wins = windows(q, t, x, tok.cls_token_id, tok.sep_token_id, k.layout)
+        row = ids[batch["attention_mask"][b * K].numpy().astype(bool)].tolist()
+        assert row in [w.ids for w in wins]
+
+
+def test_the_mix_draws_each_set_by_its_share_and_repeats_nothing_within_a_pass():
+    from reader.span.kit import mix_table, mixed_order
+
+    sources = [0] * 900 + [1] * 100
+    order = mixed_order(sources, 0.5, 1.0, seed=0)
+    counts = Counter(sources[i] for i in order)
+    share = 900 ** 0.5 / (900 ** 0.5 + 100 ** 0.5)
+    assert len(order) == 1000
+    assert counts[0] == round(1000 * share) and counts[1] == round(1000 * (1 - share))
+    assert len(set(i for i in order if sources[i] == 0)) == counts[0]          # the big set: no repeat
+    small = [i for i in order if sources[i] == 1]
+    assert Counter(Counter(small).values()) == {3: 50, 2: 50}                  # 250 draws: 2 passes and a half
+    assert np.array_equal(order, mixed_order(sources, 0.5, 1.0, seed=0))
+    assert mixed_order(sources, 1.0, 2.0, seed=1).shape == (2000,)
+    table = mix_table(sources, ["big", "small"], 0.5)
+    assert [round(r["share"], 2) for r in table] == [0.75, 0.25]
+
+
+def _train(kit_dir: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "xqa.cli", "train", "reader", "--arch", "span", "--kit", str(kit_dir),
+                           "--out", str(out), "--batch-size", "2", "--lr", "1e-3", "--log-every", "1",
+                           "--threads", "1", *extra], cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.slow
+def test_a_kit_run_stops_on_time_resumes_and_packs_into_the_reader_it_trained(kit, converted_e5, tmp_path):
+    import torch
+    from safetensors.torch import load_file
+
+    from reader.span.kit import to_reader
+    from reader.span.inference import SpanReader
+
+    k, _, _, folder = kit
+    out = tmp_path / "run"
+    first = _train(folder / "kit", out, "--max-steps", "4", "--save-every", "100", "--max-minutes", "0.0001")
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert "stopped after" in first.stdout
+    state = json.loads((out / "checkpoint" / "trainer_state.json").read_text())
+    assert state["step"] == 1 and not state["done"]
+    second = _train(folder / "kit", out, "--max-steps", "4", "--save-every", "100")
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert "resuming from" in second.stdout
+    assert json.loads((out / "checkpoint" / "trainer_state.json").read_text())["step"] == 4
+    best = out / "best"
+    cfg = json.loads((best / "config.json").read_text())
+    assert cfg["kind"] == "span_kit_reader"
+    shards = {}
+    for f in cfg["files"]:
+        assert (best / f).stat().st_size <= 15 * 2 ** 20
+        shards.update(load_file(str(best / f)))
+    assert "delta.embeddings.word_embeddings.weight" not in shards
+    # the reader: base + delta, the base's full vocabulary, the kit's layers
+    reader = to_reader(out, converted_e5, tmp_path / "reader")
+    loaded = SpanReader.load(tmp_path / "reader", runtime=False)
+    base = load_file(str(converted_e5 / "model.safetensors"))
+    name = "encoder.layer.0.attention.self.query.weight"
+    got = loaded.model.encoder.state_dict()[name]
+    assert torch.allclose(got, base[name] + shards[f"delta.{name}"].float())
+    assert not torch.equal(got, base[name])          # training changed it
+    assert loaded.model.encoder.config.vocab_size == base["embeddings.word_embeddings.weight"].shape[0]
+    assert loaded.model.encoder.config.num_hidden_layers == 1
+    assert torch.equal(loaded.model.span_head.weight, shards["heads.span_head.weight"])
+    # xqa reader pack takes the run folder as it takes a span reader's
+    packed = subprocess.run([sys.executable, "-m", "xqa.cli", "reader", "pack", "--reader", str(out), "--base",
+                             str(converted_e5), "--out", str(tmp_path / "packed")], cwd=ROOT, capture_output=True,
+                            text=True, timeout=600)
+    assert packed.returncode == 0, packed.stderr[-2000:]
+    assert reader.exists() and (tmp_path / "packed" / "delta.safetensors").is_file()
+
+
+def test_the_mlqa_script_metric_follows_its_rules():
+    from xqa.evaluation import mlqa
+
+    assert mlqa.score("The Eiffel Tower!", ["eiffel tower"], "en") == (1.0, 1.0)
+    assert mlqa.score("the tower", ["a tower"], "en") == (1.0, 1.0)
+    # Spanish and German articles go; English ones stay in German text
+    assert mlqa.score("la Torre", ["Torre"], "es") == (1.0, 1.0)
+    assert mlqa.score("die Mauer", ["Mauer"], "de") == (1.0, 1.0)
+    assert mlqa.score("the Mauer", ["Mauer"], "de")[0] == 0.0
+    # Unicode punctuation is removed (SQuAD's ASCII set alone would keep « » and 。)
+    assert mlqa.score("«Paris»", ["Paris"], "fr") == (1.0, 1.0)
+    # Chinese: one token per Han character
+    em, f1 = mlqa.score("北京大学", ["北京"], "zh")
+    assert em == 0.0 and f1 == pytest.approx(2 * (2 / 4) * 1.0 / (2 / 4 + 1.0))
+    assert mlqa.tokens("在2008年", "zh") == ["在", "2008", "年"]
+    # Arabic: the article ال is cut out wherever it occurs
+    assert mlqa.score("الكتاب", ["كتاب"], "ar") == (1.0, 1.0)
+    # no shared token: 0; the best gold answer counts
+    assert mlqa.score("Berlin", ["Paris"], "en") == (0.0, 0.0)
+    assert mlqa.score("Berlin", ["Paris", "berlin"], "en") == (1.0, 1.0)
+    assert mlqa.score("x", [], "en") == (0.0, 0.0)
+
+
+def _squad(path: Path, paragraphs: list[tuple[str, list[tuple[str, str, str, int]]]]) -> None:
+    data = {"data": [{"title": "T", "paragraphs": [
+        {"context": ctx, "qas": [{"id": i, "question": q, "answers": [{"text": a, "answer_start": s}]}
+                                 for i, q, a, s in qas]} for ctx, qas in paragraphs]}]}
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+
+
+def test_a_set_of_several_files_is_read_whole_and_a_question_listed_twice_is_kept_once(tmp_path, monkeypatch):
+    from xqa.data import sets, training
+
+    ctx = "Istanbul was the capital of the Ottoman Empire until 1923."
+    (tmp_path / "tq").mkdir()
+    _squad(tmp_path / "tq" / "a.json", [(ctx, [("1", "What was the capital?", "Istanbul", 0)])])
+    # the same question again under another id, and one whose offset points elsewhere
+    _squad(tmp_path / "tq" / "b.json", [(ctx, [("9", "What  was the capital?", "Istanbul", 0),
+                                               ("2", "Until when?", "1923", 3)])])
+    monkeypatch.setitem(sets.SETS, "test-glob", sets.QASet("test-glob", "tq/*.json", "tr", "train", "MIT", "test"))
+    passages, examples, skipped = training.collect(tmp_path, set(), ["test-glob"])
+    assert len(passages) == 1
+    assert sorted(e["question"] for e in examples) == ["Until when?", "What was the capital?"]
+    until = next(e for e in examples if e["question"] == "Until when?")
+    assert ctx[until["answer_starts"][0]:].startswith("1923")
+    assert skipped["the same question of the same paragraph again"] == 1
+    assert sets.SETS["test-glob"].files(tmp_path) == [tmp_path / "tq" / "a.json", tmp_path / "tq" / "b.json"]
+    with pytest.raises(Exception, match="no file matches"):
+        sets.QASet("none", "absent/*.json", "tr", "train", "MIT", "x").files(tmp_path)
+
+
+def test_every_train_split_of_the_shared_data_is_a_training_set():
+    from xqa.data.sets import SETS, TRAIN_SETS, data_root
+
+    root = Path(__file__).resolve().parents[2] / "shared" / "data"
+    if not (root / "squad_v1.1_train").is_dir() or not (root / "tquad_tr").is_dir():
+        pytest.skip("../shared/data with SQuAD v1.1 train and TQuAD is absent (a fresh machine has none)")
+    assert {"squad", "tquad"} <= set(TRAIN_SETS)
+    assert all(SETS[n].role != "eval" for n in TRAIN_SETS)
+    for name in TRAIN_SETS:
+        assert all(f.is_file() for f in SETS[name].files(data_root(root))), name
+    assert len(SETS["tquad"].files(root)) == 8
