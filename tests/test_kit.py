@@ -234,3 +234,12 @@ def test_every_train_split_of_the_shared_data_is_a_training_set():
     for name in TRAIN_SETS:
         assert all(f.is_file() for f in SETS[name].files(data_root(root))), name
     assert len(SETS["tquad"].files(root)) == 8
+
+
+def test_the_shipped_reader_is_all_twelve_layers_in_at_most_25_mb():
+    from xqa.data.corpus import SHIPPED_READER
+
+    cfg = json.loads((SHIPPED_READER / "config.json").read_text(encoding="utf-8"))
+    assert cfg["kind"] == "span_reader_delta"
+    assert cfg["reader"]["layers"] == cfg["encoder_config"]["num_hidden_layers"] == 12
+    assert sum(f.stat().st_size for f in SHIPPED_READER.iterdir()) <= 25_000_000

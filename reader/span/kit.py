@@ -335,18 +335,9 @@ class KitSpanTask:
                 first, n = random.choice(wins)
                 rows.append(head + text[first: first + n].tolist() + [self.kit.sep_id])
                 text_at.append((len(head), n))
-        batch = pad_rows(rows, self.kit.pad_id)
-        B, L = len(indices), batch["input_ids"].shape[1]
-        text_mask = torch.zeros((B * K, L), dtype=torch.bool)
-        for r, (s, n) in enumerate(text_at):
-            text_mask[r, s: s + n] = True
-        start_t = torch.zeros((B, L), dtype=torch.bool)
-        end_t = torch.zeros((B, L), dtype=torch.bool)
-        for b, (s, e) in enumerate(zip(starts, ends)):
-            start_t[b, s] = True
-            end_t[b, e] = True
-        return {**batch, "text_mask": text_mask, "start_targets": start_t, "end_targets": end_t,
-                "k": torch.tensor(K)}
+        from reader.span.task import span_batch
+
+        return span_batch(rows, text_at, starts, ends, K, self.kit.pad_id)
 
     def loss(self, model: torch.nn.Module, batch: dict[str, Any]) -> torch.Tensor:
         from reader.span.task import span_loss

@@ -105,18 +105,8 @@ class SpanTask:
                 title, text = self._passage(pid)
                 rows.append(random.choice(windows(q, title, text, self.reader.cls_id, self.reader.sep_id,
                                                   self.reader.settings.layout)))
-        batch = pad_rows([w.ids for w in rows], self.reader.pad_id)
-        B, L = len(examples), batch["input_ids"].shape[1]
-        text_mask = torch.zeros((B * K, L), dtype=torch.bool)
-        for i, w in enumerate(rows):
-            text_mask[i, w.text_start: w.text_start + w.n] = True
-        start_t = torch.zeros((B, L), dtype=torch.bool)
-        end_t = torch.zeros((B, L), dtype=torch.bool)
-        for i, (s, e) in enumerate(zip(starts, ends)):
-            start_t[i, s] = True
-            end_t[i, e] = True
-        return {**batch, "text_mask": text_mask, "start_targets": start_t, "end_targets": end_t,
-                "k": torch.tensor(K)}
+        return span_batch([w.ids for w in rows], [(w.text_start, w.n) for w in rows], starts, ends, K,
+                          self.reader.pad_id)
 
     def loss(self, model: torch.nn.Module, batch: dict[str, Any]) -> torch.Tensor:
         return span_loss(model, batch)
@@ -143,6 +133,25 @@ class SpanTask:
 
     def enable_gradient_checkpointing(self) -> None:
         self.model.encoder.gradient_checkpointing_enable()
+
+
+def span_batch(rows: list[list[int]], text: list[tuple[int, int]], starts: list[list[int]],
+               ends: list[list[int]], k: int, pad_id: int) -> dict[str, Any]:
+    """The tensors of a batch of B questions × ``k`` rows (each question's gold row first): ids and
+    mask padded, each row's text tokens (``text``: first token, count), and the gold rows' answer
+    start and end tokens."""
+    batch = pad_rows(rows, pad_id)
+    B, L = len(rows) // k, batch["input_ids"].shape[1]
+    text_mask = torch.zeros((B * k, L), dtype=torch.bool)
+    for i, (first, n) in enumerate(text):
+        text_mask[i, first: first + n] = True
+    start_t = torch.zeros((B, L), dtype=torch.bool)
+    end_t = torch.zeros((B, L), dtype=torch.bool)
+    for i, (s, e) in enumerate(zip(starts, ends)):
+        start_t[i, s] = True
+        end_t[i, e] = True
+    return {**batch, "text_mask": text_mask, "start_targets": start_t, "end_targets": end_t,
+            "k": torch.tensor(k)}
 
 
 def span_loss(model: torch.nn.Module, batch: dict[str, Any]) -> torch.Tensor:
