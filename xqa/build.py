@@ -67,7 +67,7 @@ class Recipe:
 # Weights of the default recipe, tuned once on the shipped corpus's tuning questions
 # (docs/fusion.md, docs/reader.md say how); a build given --dev tunes its own.
 DEFAULT_WEIGHTS = {"alpha": 0.7, "normalize": True, "mu": 0.1, "roman_weight": 0.35,
-                   "beta": 0.7845, "gamma": 2.3895, "same_language": 0.0}
+                   "beta": 3.5471, "gamma": 2.8735, "same_language": 0.0}
 
 
 # Λ's training settings besides the recipe's layers, steps and batch
