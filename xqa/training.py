@@ -383,7 +383,9 @@ def train(task: TrainTask, dataset: Sequence[dict], config: TrainConfig, progres
     if config.gradient_checkpointing and cuda:
         task.enable_gradient_checkpointing()
     model = task.model.to(info.device)
-    opt = torch.optim.AdamW(_param_groups(model, config.weight_decay), lr=config.lr)
+    groups = (task.param_groups(model, config.weight_decay, config.lr) if hasattr(task, "param_groups")
+              else _param_groups(model, config.weight_decay))
+    opt = torch.optim.AdamW(groups, lr=config.lr)
     sched = linear_schedule(opt, config.warmup_steps, total)
 
     state = {"step": 0, "epoch": 0, "batch_in_epoch": 0, "best": None, "best_step": None, "done": False}
