@@ -15,6 +15,10 @@ lists with a pure function of :mod:`retriever.fusion`. One entry point,
 ``spar+scd``    Sparse-Corroborate-Dense over (SPAR as the dense side, BM25)
 ``roman``       cross-script BM25: one romanized index of all languages
 ``sparse+roman``  score hybrid ``BM25 + w·roman`` (question language + every script)
+``dlr``         densified BM25 over e5 pieces, gated inner product (Lin & Lin, TOIS 2023)
+``dhr``         one index of ``[DLR ; dense]``: ``GIP + λ·dense`` in one pass
+``pieces``      BM25 over e5 pieces, every language in one Lucene index
+``bm25-aug``    BM25 over pieces with a learned query augmentation (Chen & Wiseman 2023)
 ==============  ==========================================================
 
 :func:`load_retriever` does the same from artifact folders.
@@ -31,7 +35,8 @@ from retriever.fusion import RRF_K, hybrid, rrf, sparse_corroborate_dense
 from xqa.errors import XqaError
 from xqa.records import Hit, Question
 
-METHODS = ("sparse", "dense", "scd", "hybrid", "rrf", "spar", "spar+scd", "roman", "sparse+roman")
+METHODS = ("sparse", "dense", "scd", "hybrid", "rrf", "spar", "spar+scd", "roman", "sparse+roman",
+           "dlr", "dhr", "pieces", "bm25-aug")
 # which components each method needs
 NEEDS: dict[str, tuple[str, ...]] = {
     "sparse": ("sparse",),
@@ -43,6 +48,10 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "spar+scd": ("spar", "sparse"),
     "roman": ("roman",),
     "sparse+roman": ("sparse", "roman"),
+    "dlr": ("dhr",),
+    "dhr": ("dhr",),
+    "pieces": ("pieces",),
+    "bm25-aug": ("pieces", "bm25aug"),
 }
 
 
@@ -166,6 +175,7 @@ class FusionConfig:
     rrf_k: int = RRF_K                # RRF constant
     mu: float | None = None           # SPAR: query-side weight of Λ (None: the index's own)
     roman_weight: float = 1.0         # sparse+roman: BM25 + roman_weight * cross-script BM25
+    lam: float | None = None          # DHR: GIP + lam * dense (None: the index's own)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> FusionConfig:
@@ -181,24 +191,34 @@ class FusionConfig:
 
 def build_retriever(config: FusionConfig | str, *, sparse: Retriever | None = None,
                     dense: Retriever | None = None, spar: Retriever | None = None,
-                    roman: Retriever | None = None) -> Retriever:
+                    roman: Retriever | None = None, dhr: Any = None, pieces: Retriever | None = None,
+                    bm25aug: Retriever | None = None) -> Retriever:
     """A retriever for ``config`` (a :class:`FusionConfig`, or a method name of :data:`METHODS`
     with the default settings) from the given components.
 
     ``config.mu`` sets SPAR's query-side weight (``spar.with_mu(mu)``, sharing the
-    index); ``None`` keeps the one the SPAR retriever has.
+    index); ``None`` keeps the one the SPAR retriever has. ``config.lam`` likewise sets DHR's λ
+    (``dhr.with_lambda``); ``dlr`` is DHR's lexical half (``dhr.lexical()``). ``bm25aug`` is the
+    learned query augmentation's retriever (it searches the ``pieces`` index itself).
     """
     c = FusionConfig(method=config) if isinstance(config, str) else config
     if c.method not in NEEDS:
         raise XqaError(f"unknown retrieval method {c.method!r}; choose from {', '.join(METHODS)}")
-    given = {"sparse": sparse, "dense": dense, "spar": spar, "roman": roman}
+    given = {"sparse": sparse, "dense": dense, "spar": spar, "roman": roman, "dhr": dhr, "pieces": pieces,
+             "bm25aug": bm25aug}
     missing = [n for n in NEEDS[c.method] if given[n] is None]
     if missing:
         raise XqaError(f"method {c.method!r} needs a {' and a '.join(missing)} retriever")
     if spar is not None and c.mu is not None:
         spar = spar.with_mu(c.mu)
-    if c.method in ("sparse", "dense", "spar", "roman"):
-        return {"sparse": sparse, "dense": dense, "spar": spar, "roman": roman}[c.method]
+    if c.method == "dlr":
+        return dhr.lexical()
+    if c.method == "dhr":
+        return dhr if c.lam is None else dhr.with_lambda(c.lam)
+    if c.method == "bm25-aug":
+        return bm25aug
+    if c.method in ("sparse", "dense", "spar", "roman", "pieces"):
+        return {"sparse": sparse, "dense": dense, "spar": spar, "roman": roman, "pieces": pieces}[c.method]
     if c.method == "sparse+roman":
         return SparseRomanRetriever(sparse, roman, c.roman_weight, c.k_each)
     if c.method == "scd":

@@ -350,6 +350,39 @@ def test_build_retriever_reports_missing_parts_and_unknown_methods():
         build_retriever(FusionConfig("scd", max_frac=2), dense=ListRetriever({}, "d"), sparse=ListRetriever({}, "s"))
 
 
+class FakeDhr(ListRetriever):
+    """DhrRetriever's views: ``lexical()`` and ``with_lambda(λ)`` return tagged copies."""
+
+    def __init__(self, lists, lam=None, view="dhr"):
+        super().__init__(lists, view)
+        self.lam, self.view = lam, view
+
+    def lexical(self):
+        return FakeDhr(self.lists, 0.0, "dlr")
+
+    def with_lambda(self, lam):
+        return FakeDhr(self.lists, lam, "dhr")
+
+
+def test_build_retriever_wires_dlr_dhr_pieces_and_bm25_aug():
+    from retriever.fused import NEEDS, FusionConfig, build_retriever
+    from xqa.errors import XqaError
+
+    dhr = FakeDhr({"q1": DENSE}, lam=500.0)
+    assert build_retriever("dlr", dhr=dhr).view == "dlr"
+    assert build_retriever("dhr", dhr=dhr) is dhr                       # λ: the index's own
+    tuned = build_retriever(FusionConfig("dhr", lam=300.0), dhr=dhr)
+    assert tuned.view == "dhr" and tuned.lam == 300.0 and dhr.lam == 500.0
+    pieces, aug = ListRetriever({}, "pieces"), ListRetriever({}, "bm25-aug")
+    assert build_retriever("pieces", pieces=pieces) is pieces
+    assert build_retriever("bm25-aug", pieces=pieces, bm25aug=aug) is aug
+    assert NEEDS["bm25-aug"] == ("pieces", "bm25aug") and NEEDS["dlr"] == NEEDS["dhr"] == ("dhr",)
+    with pytest.raises(XqaError, match="needs a dhr"):
+        build_retriever("dhr", dense=ListRetriever({}, "dense"))
+    with pytest.raises(XqaError, match="needs a bm25aug"):
+        build_retriever("bm25-aug", pieces=pieces)
+
+
 def test_fusion_config_round_trips_and_rejects_unknown_keys():
     from retriever.fused import FusionConfig, build_retriever
     from xqa.errors import XqaError

@@ -40,6 +40,10 @@ class RetrievalConfig:
     normalize: bool = False
     mu: float = 1.0
     roman_weight: float = 1.0  # sparse+roman: BM25 + roman_weight * cross-script BM25
+    dhr_index: str | None = None  # densified lexical + dense vectors in one index (xqa index dhr): dlr, dhr
+    lam: float | None = None  # dhr: GIP + lam * dense (None: the index's own)
+    pieces_index: str | None = None  # BM25 over e5 pieces, all languages (xqa index pieces): pieces, bm25-aug
+    bm25_aug_model: str | None = None  # learned query augmentation (xqa train bm25-aug): bm25-aug
     # A question for which the method finds nothing (every query term unknown to the BM25
     # indexes) is searched again with this method, when the config names its indexes; "none": never.
     fallback: str = "dense"

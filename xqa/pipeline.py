@@ -127,7 +127,8 @@ class Pipeline:
     def _available(self) -> dict[str, bool]:
         r = self.config.retrieval
         return {"sparse": bool(r.sparse_index), "dense": bool(r.dense_index), "spar": bool(r.spar_index),
-                "roman": bool(r.roman_index)}
+                "roman": bool(r.roman_index), "dhr": bool(r.dhr_index), "pieces": bool(r.pieces_index),
+                "bm25aug": bool(r.bm25_aug_model)}
 
     @property
     def store(self) -> PassageStore:
@@ -139,7 +140,7 @@ class Pipeline:
             return self._store
 
     def component(self, name: str):
-        """The sparse, dense, SPAR or cross-script retriever, loaded on first use."""
+        """A retriever part (sparse, dense, spar, roman, dhr, pieces, bm25aug), loaded on first use."""
         with self._lock:
             if name in self._components:
                 return self._components[name]
@@ -163,6 +164,18 @@ class Pipeline:
                 from retriever.spar import SparRetriever
 
                 obj = SparRetriever.load(self.config.path(r.spar_index), mu=r.mu)
+            elif name == "dhr":
+                from retriever.dlr import DhrRetriever
+
+                obj = DhrRetriever.load(self.config.path(r.dhr_index))
+            elif name == "pieces":
+                from retriever.bm25aug.pieces import PiecesRetriever
+
+                obj = PiecesRetriever.load(self.config.path(r.pieces_index))
+            elif name == "bm25aug":
+                from retriever.bm25aug.model import AugmentedRetriever
+
+                obj = AugmentedRetriever.load(self.config.path(r.bm25_aug_model), self.component("pieces"))
             else:
                 raise XqaError(f"unknown retriever component {name!r}")
             self._components[name] = obj
@@ -181,7 +194,8 @@ class Pipeline:
             raise XqaError(f"method {method!r} needs a {' and a '.join(missing)} index, "
                            f"which this pipeline config does not name")
         fusion = FusionConfig(method=method, max_frac=r.max_frac, corroborated_order=r.corroborated_order,
-                              alpha=r.alpha, normalize=r.normalize, mu=r.mu, roman_weight=r.roman_weight)
+                              alpha=r.alpha, normalize=r.normalize, mu=r.mu, roman_weight=r.roman_weight,
+                              lam=r.lam)
         with self._lock:
             if fusion not in self._retrievers:
                 parts = {n: self.component(n) for n in _NEEDS[method]}

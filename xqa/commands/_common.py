@@ -9,7 +9,8 @@ from pathlib import Path
 DEFAULT_CONFIG = "build/embedded/pipeline.json"
 CONFIG_ENV = "XQA_CONFIG"
 # Command-line options (argparse dests, equal to the config's field names) that name a corpus.
-INDEXES = ("sparse_index", "dense_index", "spar_index", "roman_index")
+INDEXES = ("sparse_index", "dense_index", "spar_index", "roman_index", "dhr_index", "pieces_index",
+           "bm25_aug_model")
 CORPUS = (*INDEXES, "passages")
 
 CONFIG_HELP = (f"pipeline config JSON (default: ${CONFIG_ENV}, else {DEFAULT_CONFIG}, which 'make demo' "
@@ -31,12 +32,19 @@ def add_pipeline_arguments(p: argparse.ArgumentParser, method_default: str | Non
     g.add_argument("--spar-index", default=None, help="SPAR index folder")
     g.add_argument("--roman-index", default=None,
                    help="cross-script BM25 index folder (xqa index sparse --cross-script)")
+    g.add_argument("--dhr-index", default=None,
+                   help="densified lexical + dense index folder (xqa index dhr): methods dlr, dhr")
+    g.add_argument("--pieces-index", default=None,
+                   help="BM25 index over e5 pieces (xqa index pieces): methods pieces, bm25-aug")
+    g.add_argument("--bm25-aug-model", default=None,
+                   help="learned BM25 query augmentation (xqa train bm25-aug): method bm25-aug")
     g.add_argument("--passages", default=None, help="passages file of those indexes (JSONL or DPR TSV)")
     g.add_argument("--max-frac", type=float, default=None, help="SCD: share of K open to sparse-only hits")
     g.add_argument("--alpha", type=float, default=None, help="hybrid: weight of the BM25 score")
     g.add_argument("--mu", type=float, default=None, help="SPAR: query-side weight of Λ")
     g.add_argument("--roman-weight", type=float, default=None,
                    help="sparse+roman: weight of the cross-script BM25 score")
+    g.add_argument("--lam", type=float, default=None, help="dhr: weight of the dense score next to GIP")
     g.add_argument("--fallback", choices=(*METHODS, NO_FALLBACK), default=None,
                    help="method that searches again for a question the method finds nothing for "
                         f"(default: the config's, dense when it names a dense index; '{NO_FALLBACK}': never)")
@@ -90,11 +98,12 @@ def method_for(cfg) -> str:
     from xqa.errors import XqaError
 
     r = cfg.retrieval
-    have = {"sparse": r.sparse_index, "dense": r.dense_index, "spar": r.spar_index, "roman": r.roman_index}
+    have = {"sparse": r.sparse_index, "dense": r.dense_index, "spar": r.spar_index, "roman": r.roman_index,
+            "dhr": r.dhr_index, "pieces": r.pieces_index, "bm25aug": r.bm25_aug_model}
     usable = [m for m in METHODS if all(have[n] for n in NEEDS[m])]
     if not usable:
-        raise XqaError("no index to search: name one with --sparse-index, --dense-index, --spar-index "
-                       "or --roman-index")
+        raise XqaError("no index to search: name one with --sparse-index, --dense-index, --spar-index, "
+                       "--roman-index, --dhr-index or --pieces-index")
     return max(usable, key=lambda m: len(NEEDS[m]))
 
 
@@ -104,7 +113,7 @@ def load_pipeline(args: argparse.Namespace):
     from xqa.pipeline import Pipeline
 
     cfg = pipeline_config(args)
-    for key in ("method", "k", "max_frac", "alpha", "mu", "roman_weight", "fallback"):
+    for key in ("method", "k", "max_frac", "alpha", "mu", "roman_weight", "lam", "fallback"):
         if getattr(args, key, None) is not None:
             setattr(cfg.retrieval, key, getattr(args, key))
     return Pipeline(cfg)

@@ -49,7 +49,8 @@ def run(args: argparse.Namespace) -> int:
     elif not args.fusion_only:
         cfg = pipeline_config(args)
         r = cfg.retrieval
-        named = {"sparse": r.sparse_index, "dense": r.dense_index, "spar": r.spar_index}
+        named = {"sparse": r.sparse_index, "dense": r.dense_index, "spar": r.spar_index, "dhr": r.dhr_index,
+                 "pieces": r.pieces_index, "bm25aug": r.bm25_aug_model}
         if not any(named.values()) or not cfg.passages:
             report.notes.append("no indexes given (--config / --bm25 --dense --spar --passages): "
                                 "retrieval latency not measured")
@@ -75,5 +76,9 @@ def run(args: argparse.Namespace) -> int:
                 parts, qs, args.k, args.batch_size, alpha=r.alpha, max_frac=r.max_frac, mu=r.mu)
             report.notes.append(f"{len(qs)} questions from {qfile}; torch threads {torch.get_num_threads()}; "
                                 f"indexes: " + ", ".join(f"{n} {v}" for n, v in named.items() if v))
+            from xqa.tools.bench.fusion import folder_size
+
+            report.notes.append("index sizes: " + ", ".join(
+                f"{n} {folder_size(cfg.path(v)) / 2**20:.1f} MiB" for n, v in named.items() if v and n != "bm25aug"))
     print(render(report))
     return 0

@@ -14,7 +14,8 @@ import argparse
 import json
 from collections import defaultdict
 
-DEFAULT_METHODS = ("sparse", "roman", "dense", "scd", "hybrid", "rrf", "spar", "spar+scd", "sparse+roman")
+DEFAULT_METHODS = ("sparse", "roman", "dense", "scd", "hybrid", "rrf", "spar", "spar+scd", "sparse+roman",
+                   "dlr", "dhr", "pieces", "bm25-aug")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -115,11 +116,22 @@ def run(args: argparse.Namespace) -> int:
 
 
 def markdown(results: dict, summary: dict, ks: list[int]) -> str:
-    """A summary table (methods × same/cross R@k) and, per method, C × Q tables of R@max(k)."""
+    """A summary table (methods × same/cross R@k), same-language R@k per language (languages ×
+    methods, one table per k) and, per method, C × Q tables of R@max(k)."""
     cols = [f"{s} R@{k}" for s in ("same", "cross") for k in ks]
     lines = ["| method | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
     for m, s in summary.items():
         lines.append(f"| {m} | " + " | ".join(f"{s[c]:.3f}" for c in cols) + " |")
+    methods = list(results)
+    same = sorted({c for table in results.values() for c, q in table if c == q})
+    for k in ks:
+        lines += ["", f"same-language R@{k} per language (questions in the table's first column)", "",
+                  "| language | n | " + " | ".join(methods) + " |", "|---|---:|" + "---:|" * len(methods)]
+        for lang in same:
+            n = next((t[(lang, lang)]["n"] for t in results.values() if (lang, lang) in t), 0)
+            lines.append(f"| {lang} | {n} | " + " | ".join(
+                f"{results[m][(lang, lang)][f'R@{k}']:.3f}" if (lang, lang) in results[m] else "" for m in methods)
+                + " |")
     k = max(ks)
     for m, table in results.items():
         langs = sorted({c for c, _ in table} | {q for _, q in table})

@@ -107,9 +107,11 @@ def bench_retrievers(parts: dict, questions: Sequence[Question], k: int = 60, ba
                      progress: bool = True) -> tuple[list[Row], list[Row]]:
     """Per-query latency (one question at a time) and batched throughput of each retriever.
 
-    ``parts``: loaded components ``{"sparse", "dense", "spar"}`` (any subset).
-    Hybrid and SCD are timed end to end and as their parts (dense search,
-    BM25 search, fusion); SPAR as query encoding and its one index search.
+    ``parts``: loaded components ``{"sparse", "dense", "spar", "dhr", "pieces", "bm25aug"}``
+    (any subset). Hybrid and SCD are timed end to end and as their parts (dense search,
+    BM25 search, fusion); SPAR as query encoding and its one index search; DHR as its one
+    index search and its lexical half (DLR); BM25 over e5 pieces with and without the learned
+    query augmentation.
     """
     from tqdm.auto import tqdm
 
@@ -128,6 +130,17 @@ def bench_retrievers(parts: dict, questions: Sequence[Question], k: int = 60, ba
         s = spar.with_mu(mu)
         cases["SPAR (one index)"] = lambda b: s.search(b, k)
         cases["  SPAR: two query encoders"] = lambda b: s.encode([q.question for q in b])
+    if parts.get("dhr") is not None:
+        dhr = parts["dhr"]
+        cases["DHR (one index: GIP + λ·dense)"] = lambda b: dhr.search(b, k)
+        dlr = dhr.lexical()
+        cases["  DLR (GIP only)"] = lambda b: dlr.search(b, k)
+    if parts.get("pieces") is not None:
+        pieces = parts["pieces"]
+        cases["BM25 over e5 pieces"] = lambda b: pieces.search(b, k)
+    if parts.get("bm25aug") is not None:
+        aug = parts["bm25aug"]
+        cases["BM25 over pieces + learned augmentation"] = lambda b: aug.search(b, k)
     if dense is not None and sparse is not None:
         h = build_retriever(FusionConfig("hybrid", alpha=alpha), dense=dense, sparse=sparse)
         c = build_retriever(FusionConfig("scd", max_frac=max_frac), dense=dense, sparse=sparse)
@@ -187,3 +200,13 @@ def render(report: Report) -> str:
 
 
 __all__ = ["Report", "Row", "bench_fusion_functions", "bench_retrievers", "render", "synthetic_lists"]
+
+
+def folder_size(path) -> int:
+    """Bytes of the files under ``path`` (a file's own size for a file)."""
+    from pathlib import Path
+
+    p = Path(path)
+    if p.is_file():
+        return p.stat().st_size
+    return sum(f.stat().st_size for f in p.rglob("*") if f.is_file())

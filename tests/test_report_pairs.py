@@ -1,0 +1,40 @@
+"""``xqa report pairs``: R@k per (paragraph language, question language) pair, and its tables."""
+from __future__ import annotations
+
+import pytest
+
+from xqa.tools.report_pairs import markdown, pair_recall, summarise
+
+
+def _questions():
+    return [
+        {"id": "1", "lang": "de", "positive_ids": ["d1"], "xling": {"en": {"positive_ids": ["e1"]}}},
+        {"id": "2", "lang": "de", "positive_ids": ["d2"], "xling": {}},
+        {"id": "3", "lang": "en", "positive_ids": ["e3"]},
+        {"id": "4", "lang": "sw", "positive_ids": ["s4"], "crosslingual": True, "xling": {"en": {"positive_ids": ["e4"]}}},
+    ]
+
+
+def test_pair_recall_counts_each_pair_at_each_cutoff():
+    ranked = [["x", "d1", "e1"], ["d2"], ["y", "z", "w", "e3"], ["e4"]]
+    t = pair_recall(ranked, _questions(), [1, 3])
+    assert t[("de", "de")] == {"n": 2, "R@1": 0.5, "R@3": 1.0}      # d2 first; d1 second
+    assert t[("en", "de")] == {"n": 1, "R@1": 0.0, "R@3": 1.0}
+    assert t[("en", "en")] == {"n": 1, "R@1": 0.0, "R@3": 0.0}      # e3 is fourth
+    assert t[("en", "sw")] == {"n": 1, "R@1": 1.0, "R@3": 1.0}
+    assert ("sw", "sw") not in t                                     # its paragraph is only in another language
+    s = summarise(t, [1, 3])
+    assert s["same R@1"] == pytest.approx(0.25) and s["cross R@3"] == pytest.approx(1.0)
+
+
+def test_markdown_has_a_per_language_table_for_every_cutoff():
+    qs = _questions()
+    results = {"a": pair_recall([["d1"], ["d2"], ["e3"], []], qs, [1, 5]),
+               "b": pair_recall([["e1"], [], [], []], qs, [1, 5])}
+    summary = {m: summarise(t, [1, 5]) for m, t in results.items()}
+    text = markdown(results, summary, [1, 5])
+    assert "same-language R@1 per language" in text and "same-language R@5 per language" in text
+    table = text.split("same-language R@5 per language")[1].split("\n\n")[1].splitlines()
+    assert table[0] == "| language | n | a | b |"
+    assert "| de | 2 | 1.000 | 0.000 |" in table and "| en | 1 | 1.000 | 0.000 |" in table
+    assert not any(row.startswith("| sw ") for row in table)
