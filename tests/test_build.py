@@ -96,6 +96,33 @@ def test_a_second_build_skips_every_stage_and_another_recipe_rewrites_only_the_c
         assert main(same) == 0      # the session's build as the other tests expect it
 
 
+def test_optional_dhr_and_pieces_stages_build_and_their_methods_answer(real_build, capsys):
+    src, out, asked = real_build
+    same = ["build", "--passages", str(src), "--out", str(out), "--lexical-steps", "4", "--k", "6",
+            "--n-passages", "3"]
+    try:
+        capsys.readouterr()
+        assert main([*same, "--dhr-slices", "4096", "--pieces", "--method", "dhr"]) == 0
+        printed = capsys.readouterr().out
+        rebuilt = [line.split("] ")[1].split(":")[0] for line in printed.splitlines()
+                   if line.startswith("[") and "done in" in line]
+        assert rebuilt == ["DHR index (densified BM25 over e5 pieces + dense vectors)", "BM25 index over e5 pieces",
+                           "pipeline config"], rebuilt
+        cfg = json.loads((out / "pipeline.json").read_text())["retrieval"]
+        assert (cfg["method"], cfg["dhr_index"], cfg["pieces_index"], cfg["lam"]) == ("dhr", "dhr", "pieces", 500.0)
+        assert json.loads((out / "dhr" / "config.json").read_text())["passages"] == 12
+        for method in ("dhr", "dlr", "pieces"):
+            capsys.readouterr()
+            assert main(["ask", asked[0]["question"], "--config", str(out / "pipeline.json"), "--method", method,
+                         "--json"]) == 0
+            record = json.loads(capsys.readouterr().out)
+            assert record["evidence"], method
+        assert main(["build", "--passages", str(src), "--out", str(out), "--method", "bm25-aug"]) == 1
+        assert "--bm25-aug MODEL" in capsys.readouterr().err
+    finally:
+        assert main(same) == 0      # the session's build as the other tests expect it
+
+
 def test_a_corrupt_passage_file_fails_with_file_and_line_and_leaves_nothing(tmp_path, capsys):
     rows, _ = _dozen()
     bad = tmp_path / "bad.jsonl"

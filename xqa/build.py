@@ -14,8 +14,13 @@ complete is skipped, and the long ones resume, so a killed build continues where
 | dense index | ``dense/`` | ``xqa index dense --model encoder`` (int8 runtime where it passed its check) |
 | Λ (SPAR's lexical model) | ``lexical/`` | ``xqa train lexical --init encoder --layers 2`` |
 | SPAR index | ``spar/`` | ``xqa index spar`` |
+| DHR index (optional, ``--dhr-slices``) | ``dhr/`` | ``xqa index dhr`` |
+| BM25 over e5 pieces (optional, ``--pieces`` or ``--bm25-aug``) | ``pieces/`` | ``xqa index pieces`` |
 | pipeline config | ``pipeline.json`` | (with the shipped answerability calibrator when the reader is the shipped one) |
-| weights tuned on ``--dev`` | ``tuned/`` | ``xqa tune alpha``, ``tune mu``, ``tune fusion`` |
+| weights tuned on ``--dev`` | ``tuned/`` | ``xqa tune alpha``, ``tune mu``, ``tune lambda``, ``tune fusion`` |
+
+A learned BM25 query augmentation (``xqa train bm25-aug``, trained on question-passage pairs,
+not on the corpus) is named with ``--bm25-aug MODEL``: the pipeline config then points at it.
 
 The dense vectors, Λ and Λ's vectors of the shipped corpus ship with the repository
 (:mod:`xqa.prebuilt`); a build whose passages, encoder file and stage settings are exactly
@@ -55,6 +60,9 @@ class Recipe:
     lexical_layers: int = 2          # Λ: the encoder's first layers
     lexical_steps: int = 60
     lexical_batch: int = 16
+    dhr_slices: int = 0              # DHR index of this many slices (0: none)
+    pieces: bool = False             # BM25 index over e5 pieces
+    bm25_aug: str = ""               # a trained BM25 query augmentation (xqa train bm25-aug); needs pieces
     weights: dict[str, float] = field(default_factory=dict)   # alpha, normalize, mu, roman_weight, beta, gamma, same_language
     # the answerability calibrator and its threshold ({"calibrator", "threshold"}; empty: none)
     answerability: dict[str, Any] = field(default_factory=dict)
@@ -67,7 +75,7 @@ class Recipe:
 # Weights of the default recipe, tuned once on the shipped corpus's tuning questions
 # (docs/fusion.md, docs/reader.md say how); a build given --dev tunes its own.
 DEFAULT_WEIGHTS = {"alpha": 0.7, "normalize": True, "mu": 0.1, "roman_weight": 0.35,
-                   "beta": 3.5471, "gamma": 2.8735, "same_language": 0.0}
+                   "beta": 3.5471, "gamma": 2.8735, "same_language": 0.0, "lam": 500.0}
 
 
 # Λ's training settings besides the recipe's layers, steps and batch
@@ -184,10 +192,22 @@ class CorpusBuild:
             ("lexical model Λ", lambda: is_complete(o / "lexical" / "best") and (
                 _finished(o / "lexical") or (o / "lexical" / "prebuilt.json").is_file()), self.train_lexical),
             ("SPAR index", lambda: is_complete(o / "spar"), self.index_spar),
+            *([("DHR index (densified BM25 over e5 pieces + dense vectors)", lambda: is_complete(o / "dhr"),
+                lambda: _xqa("index", "dhr", "--dense", o / "dense", "--passages", self.passages,
+                             "--out", o / "dhr", "--slices", self.recipe.dhr_slices, "--overwrite"))]
+              if self.recipe.dhr_slices else []),
+            *([("BM25 index over e5 pieces", lambda: is_complete(o / "pieces"),
+                lambda: _xqa("index", "pieces", "--passages", self.passages, "--encoder", o / "encoder",
+                             "--out", o / "pieces", "--overwrite"))]
+              if self._wants_pieces() else []),
             ("pipeline config", self._config_current, self.write_config),
-            ("tune α (hybrid), μ (SPAR), w (cross-script) on --dev", self._tuned_retrieval, self.tune_retrieval),
+            ("tune α (hybrid), μ (SPAR), w (cross-script), λ (DHR) on --dev", self._tuned_retrieval,
+             self.tune_retrieval),
             ("tune β, γ (evidence fusion) on --dev", self._tuned_fusion, self.tune_fusion),
         ]
+
+    def _wants_pieces(self) -> bool:
+        return self.recipe.pieces or bool(self.recipe.bm25_aug)
 
     # ------------------------------------------------------------------ stages
     def _config_current(self) -> bool:
@@ -366,7 +386,10 @@ class CorpusBuild:
             retrieval=RetrievalConfig(method=r.method, k=r.k, sparse_index="bm25", dense_index="dense",
                                       spar_index="spar", roman_index="roman", alpha=w.get("alpha", 1.0),
                                       normalize=bool(w.get("normalize", False)), mu=w.get("mu", 1.0),
-                                      roman_weight=w.get("roman_weight", 1.0)),
+                                      roman_weight=w.get("roman_weight", 1.0),
+                                      dhr_index="dhr" if r.dhr_slices else None, lam=w.get("lam"),
+                                      pieces_index="pieces" if self._wants_pieces() else None,
+                                      bm25_aug_model=str(Path(r.bm25_aug).resolve()) if r.bm25_aug else None),
             reader=ReaderConfig(model="reader", n_passages=r.n_passages, n_best=r.n_best,
                                 beta=w.get("beta", 1.0), gamma=w.get("gamma", 0.0),
                                 same_language=w.get("same_language", 0.0),
@@ -392,8 +415,10 @@ class CorpusBuild:
         _xqa("tune", "mu", "--config", c, "--dev", d, "--at", self.recipe.k, "--write-config")
         _xqa("tune", "alpha", "--pair", "sparse+roman", "--config", c, "--dev", d, "--at", self.recipe.k,
              "--write-config")
+        if self.recipe.dhr_slices:
+            _xqa("tune", "lambda", "--config", c, "--dev", d, "--at", self.recipe.k, "--write-config")
         (self.out / "tuned").mkdir(exist_ok=True)
-        (self.out / "tuned" / "retrieval.done").write_text("α, μ and w tuned on " + str(d) + "\n")
+        (self.out / "tuned" / "retrieval.done").write_text("α, μ, w and λ tuned on " + str(d) + "\n")
 
     def tune_fusion(self) -> None:
         assert self.dev is not None

@@ -30,6 +30,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--precision", choices=("auto", "int8", "fp32", "bf16"), default=d.precision,
                    help="the encoder on CPU: auto builds its int8 runtime, checks it against fp32 on real "
                         "text and uses the fastest that passes; fp32/bf16 skip the int8 runtime")
+    p.add_argument("--dhr-slices", type=int, default=d.dhr_slices, metavar="M",
+                   help="also build a DHR index (densified BM25 over e5 pieces in M slices + the dense "
+                        "vectors, one index; methods dlr, dhr); 0: none")
+    p.add_argument("--pieces", action="store_true", help="also build a BM25 index over e5 pieces (method pieces)")
+    p.add_argument("--bm25-aug", metavar="MODEL", default=d.bm25_aug,
+                   help="a learned BM25 query augmentation (xqa train bm25-aug) for method bm25-aug; "
+                        "builds the pieces index it searches")
     p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
 
 
@@ -44,9 +51,18 @@ def run(args: argparse.Namespace) -> int:
 
     if args.method not in METHODS:
         raise XqaError(f"--method {args.method!r} is not one of {', '.join(METHODS)}")
+    if args.method in ("dlr", "dhr") and not args.dhr_slices:
+        raise XqaError(f"--method {args.method} searches a DHR index: add --dhr-slices M (e.g. 4096)")
+    if args.method == "pieces" and not (args.pieces or args.bm25_aug):
+        raise XqaError("--method pieces searches a BM25 index over e5 pieces: add --pieces")
+    if args.method == "bm25-aug" and not args.bm25_aug:
+        raise XqaError("--method bm25-aug needs a trained augmentation: add --bm25-aug MODEL (xqa train bm25-aug)")
+    if args.bm25_aug and not os.path.isdir(args.bm25_aug):
+        raise XqaError(f"--bm25-aug {args.bm25_aug}: no such model folder (xqa train bm25-aug writes OUT/best)")
     recipe = Recipe(method=args.method, k=args.k, n_passages=args.n_passages,
                     dense_max_length=args.dense_max_length, lexical_steps=args.lexical_steps,
-                    precision=args.precision,
+                    precision=args.precision, dhr_slices=args.dhr_slices, pieces=args.pieces,
+                    bm25_aug=os.path.abspath(args.bm25_aug) if args.bm25_aug else "",
                     weights=dict(DEFAULT_WEIGHTS),
                     answerability=shipped_answerability() if args.reader is None else {})
     CorpusBuild(args.passages, args.out, lang=args.lang, dev=args.dev, reader=args.reader, recipe=recipe,
