@@ -28,6 +28,10 @@ METHOD_LABELS = {
     "spar+scd": "SPAR+SCD",
     "roman": "cross-script BM25 (romanized, all languages)",
     "sparse+roman": "BM25 + cross-script BM25",
+    "dlr": "DLR (densified BM25 over e5 pieces)",
+    "dhr": "DHR (densified BM25 ⊕ λ·dense, one index)",
+    "pieces": "BM25 over e5 pieces (all languages)",
+    "bm25-aug": "BM25 over pieces, learned query augmentation",
 }
 
 NBEST_HEADERS = ["#", "answer", "fused probability", "reader score", "passages containing it"]

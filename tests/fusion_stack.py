@@ -5,8 +5,9 @@ SentencePiece tokenizer, BM25 indexes of every language but Telugu (so Telugu
 questions exercise the "no BM25 index" path), a randomly initialised tiny
 dense bi-encoder and its FAISS index, Λ trained for a few steps by
 ``xqa train lexical`` against the BM25 teacher, and the SPAR index built by
-``xqa index spar``. About half a minute on two cores; every piece is the
-project's real code, nothing is mocked.
+``xqa index spar``, the DHR index (``xqa index dhr``, 64 slices) and BM25 over
+the tokenizer's pieces (``xqa index pieces``). About half a minute on two
+cores; every piece is the project's real code, nothing is mocked.
 """
 from __future__ import annotations
 
@@ -75,6 +76,20 @@ class Stack:
             self._loaded["dense"] = DenseRetriever.load(self.dense)
         return self._loaded["dense"]
 
+    def dhr_retriever(self):
+        from retriever.dlr import DhrRetriever
+
+        if "dhr" not in self._loaded:
+            self._loaded["dhr"] = DhrRetriever.load(self.root / "dhr")
+        return self._loaded["dhr"]
+
+    def pieces_retriever(self):
+        from retriever.bm25aug.pieces import PiecesRetriever
+
+        if "pieces" not in self._loaded:
+            self._loaded["pieces"] = PiecesRetriever.load(self.root / "pieces")
+        return self._loaded["pieces"]
+
     def spar_retriever(self):
         from retriever.spar import SparRetriever
 
@@ -124,6 +139,10 @@ def build_stack(root: Path) -> Stack:
          "--quiet")
     _cli("index", "spar", "--dense", root / "dense", "--lexical", root / "lexical", "--passages",
          world / "passages.jsonl", "--out", root / "spar", "--quiet")
+    _cli("index", "dhr", "--dense", root / "dense", "--passages", world / "passages.jsonl", "--out", root / "dhr",
+         "--slices", 64, "--lam", 1.0, "--quiet")
+    _cli("index", "pieces", "--passages", world / "passages.jsonl", "--encoder", root / "dense_model" / "tokenizer",
+         "--out", root / "pieces", "--quiet")
     stack = Stack(root, world, passages, read_questions(world / "dev.jsonl"))
     _CACHE["stack"] = stack
     return stack

@@ -91,6 +91,37 @@ def is_complete(folder: str | Path) -> bool:
     return (Path(folder) / CONFIG_NAME).is_file()
 
 
+def load_finished(folder: str | Path, kind: str, what: str) -> dict[str, Any]:
+    """``folder``'s config, checked to be a finished artifact of ``kind``; otherwise an error
+    that says so with ``what`` (e.g. "DHR index (run `xqa index dhr`)")."""
+    from xqa.errors import XqaError
+
+    if not is_complete(folder):
+        raise XqaError(f"{folder}: not a finished {what}")
+    try:
+        return load_config(folder, kind)
+    except ValueError as e:
+        raise XqaError(str(e)) from None
+
+
+def folder_ref(target: str | Path, base: str | Path) -> dict[str, str]:
+    """How an artifact in ``base`` records another folder ``target``: relative to ``base`` (the two
+    move together) and absolute (``base`` moves alone). :func:`resolve_ref` reads it back."""
+    target, base = Path(target).resolve(), Path(base).resolve()
+    return {"path": os.path.relpath(target, base), "abs_path": str(target)}
+
+
+def resolve_ref(base: str | Path, ref: dict[str, str], what: str, exists=is_complete) -> Path:
+    """The folder a :func:`folder_ref` names (relative path first) for which ``exists`` holds (by
+    default: a finished artifact); an error naming ``what`` when neither place holds it."""
+    from xqa.errors import XqaError
+
+    for cand in ((Path(base) / ref["path"]).resolve(), Path(ref["abs_path"])):
+        if exists(cand):
+            return cand
+    raise XqaError(f"{base}: its {what} {ref['path']} ({ref['abs_path']}) is gone")
+
+
 @contextlib.contextmanager
 def atomic_dir(target: str | Path, overwrite: bool = False) -> Iterator[Path]:
     """Yield a temporary folder beside ``target``; rename it to ``target`` on success.

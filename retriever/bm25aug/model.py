@@ -29,7 +29,6 @@ which are read from the base encoder.
 """
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -38,7 +37,7 @@ import torch
 from torch import nn
 
 from retriever.base import check_k
-from xqa.artifacts import is_complete, load_config, save_config
+from xqa.artifacts import folder_ref, is_complete, load_config, resolve_ref, save_config
 from xqa.errors import XqaError
 from xqa.records import Hit, Question
 
@@ -52,18 +51,6 @@ INIT_ACTIVE = 32
 ACTIVATIONS = ("relu", "softplus")
 PROBES = ("Who wrote the novel?", "Wann wurde die Stadt gegründet?", "東京の人口は何人ですか", "Siapa presiden pertama?",
           "What is the capital of France?")
-
-
-def _rel(target: Path, base: Path) -> dict:
-    target, base = Path(target).resolve(), Path(base).resolve()
-    return {"path": os.path.relpath(target, base), "abs_path": str(target)}
-
-
-def _resolve_base(folder: Path, info: dict) -> Path:
-    for cand in ((Path(folder) / info["path"]).resolve(), Path(info["abs_path"])):
-        if (cand / "config.json").is_file():
-            return cand
-    raise XqaError(f"{folder}: its base encoder {info['path']} ({info['abs_path']}) is gone")
 
 
 def model_folder(folder: str | Path) -> Path:
@@ -141,7 +128,7 @@ class AugmentationModel(nn.Module):
         folder.mkdir(parents=True, exist_ok=True)
         tensors = {k: v.detach().cpu().contiguous() for k, v in self.state_dict().items() if k != FROZEN}
         save_file(tensors, str(folder / WEIGHTS), metadata={"format": "pt"})
-        save_config(folder, KIND, {"base": _rel(self.base_dir, folder),
+        save_config(folder, KIND, {"base": folder_ref(self.base_dir, folder),
                                    "top_terms": self.top_terms, "query_max_length": self.query_max_length,
                                    "activation": self.activation,
                                    "vocab_size": self.vocab_size,
@@ -154,7 +141,7 @@ class AugmentationModel(nn.Module):
 
         folder = model_folder(folder)
         cfg = load_config(folder, KIND)
-        base = _resolve_base(folder, cfg["base"])
+        base = resolve_ref(folder, cfg["base"], "base encoder")
         model = cls.from_pretrained(base, cfg.get("top_terms", 32), cfg.get("query_max_length", 64),
                                     init_bias=False, activation=cfg.get("activation", "relu"))
         state = load_file(str(folder / WEIGHTS))

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -37,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from retriever.base import check_k
-from xqa.artifacts import atomic_dir, is_complete, load_config, save_config
+from xqa.artifacts import atomic_dir, folder_ref, is_complete, load_config, load_finished, resolve_ref, save_config
 from xqa.errors import XqaError
 from xqa.records import Hit, Passage, Question
 
@@ -174,16 +173,8 @@ class CollectionStats:
 # ----------------------------------------------------------------------------- the index
 
 
-def _rel(target: Path, base: Path) -> dict:
-    target, base = Path(target).resolve(), Path(base).resolve()
-    return {"path": os.path.relpath(target, base), "abs_path": str(target)}
-
-
-def _resolve_tokenizer(folder: Path, info: dict) -> Path:
-    for cand in ((Path(folder) / info["path"]).resolve(), Path(info["abs_path"])):
-        if (cand / "tokenizer.json").is_file() or (cand / "tokenizer_config.json").is_file():
-            return cand
-    raise XqaError(f"{folder}: its tokenizer folder {info['path']} ({info['abs_path']}) is gone")
+def _has_tokenizer(folder: Path) -> bool:
+    return (folder / "tokenizer.json").is_file() or (folder / "tokenizer_config.json").is_file()
 
 
 def _batches(items: Iterable[Passage], size: int) -> Iterator[list[Passage]]:
@@ -256,7 +247,7 @@ def build_pieces_index(passages: Iterable[Passage], encoder_dir: str | Path, out
         with open(tmp / "langs.json", "w", encoding="utf-8") as f:
             json.dump(langs, f, ensure_ascii=False)
         config = {
-            "tokenizer": _rel(Path(encoder_dir), out),
+            "tokenizer": folder_ref(Path(encoder_dir), out),
             "passages": len(langs),
             "pieces": total_pieces,
             "languages": dict(sorted(languages.items())),
@@ -291,13 +282,8 @@ class PiecesRetriever:
         from retriever.sparse.java import ensure_jvm, jclass
 
         folder = Path(folder)
-        if not is_complete(folder):
-            raise XqaError(f"{folder}: not a finished pieces index (run `xqa index pieces`)")
-        try:
-            config = load_config(folder, KIND)
-        except ValueError as e:
-            raise XqaError(str(e)) from None
-        tokenizer = load_tokenizer(_resolve_tokenizer(folder, config["tokenizer"]))
+        config = load_finished(folder, KIND, "pieces index (run `xqa index pieces`)")
+        tokenizer = load_tokenizer(resolve_ref(folder, config["tokenizer"], "tokenizer folder", exists=_has_tokenizer))
         with open(folder / "langs.json", encoding="utf-8") as f:
             langs = json.load(f)
         ensure_jvm()
@@ -357,15 +343,9 @@ class PiecesRetriever:
         return out
 
     def _hits(self, scored_docs: Any, k: int, source: str) -> list[Hit]:
-        hits, seen = [], set()
-        for d in scored_docs:
-            docid = d.docid
-            if docid in seen:
-                continue
-            seen.add(docid)
-            hits.append(Hit(id=docid, score=float(d.score), source=source, lang=self.langs.get(docid, "")))
-        hits.sort(key=lambda h: -h.score)
-        return hits[:k]
+        from retriever.sparse.searcher import to_hits
+
+        return to_hits(scored_docs, self.langs, k, source)
 
     def close(self) -> None:
         """Release the Lucene reader."""

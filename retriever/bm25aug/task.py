@@ -125,16 +125,9 @@ class AugmentTask:
                 "positive": torch.tensor(positive, dtype=torch.long), "pos_mask": pos_mask}
 
     def _random(self, n: int, exclude: set[str]) -> list[str]:
-        out: list[str] = []
-        for _ in range(20 * n + 20):
-            if len(out) == n:
-                break
-            c = random.choice(self._pool)
-            if c not in exclude:
-                out.append(c)
-        while len(out) < n:
-            out.append(random.choice(self._pool))
-        return out
+        from retriever.dense.task import random_negatives
+
+        return random_negatives(self._pool, n, exclude)
 
     def scores(self, qvec: torch.Tensor, batch: dict[str, Any]) -> torch.Tensor:
         """``[B, M]`` augmented BM25 of query boosts ``qvec`` ``[B, V]`` against the batch's documents."""

@@ -42,6 +42,21 @@ from .loss import distributed_contrastive_loss
 from .model import BiEncoder
 
 
+def random_negatives(pool: Sequence[str], n: int, exclude: set[str]) -> list[str]:
+    """``n`` passage ids drawn from ``pool`` (``random``), avoiding ``exclude`` within a bounded
+    number of draws; a pool of positives only (tiny sets) repeats them, still a valid shape."""
+    out: list[str] = []
+    for _ in range(20 * n + 20):
+        if len(out) == n:
+            break
+        c = random.choice(pool)
+        if c not in exclude:
+            out.append(c)
+    while len(out) < n:
+        out.append(random.choice(pool))
+    return out
+
+
 @dataclass
 class TaskConfig:
     hard_negatives: int = 1            # h: hard negatives per question in a batch
@@ -101,16 +116,7 @@ class RetrieverTask:
                 "p_keys": torch.tensor([id_key(i) for i in pids], dtype=torch.long)}
 
     def _random_negatives(self, n: int, exclude: set[str]) -> list[str]:
-        out: list[str] = []
-        for _ in range(20 * n + 20):
-            if len(out) == n:
-                break
-            c = random.choice(self._pool)
-            if c not in exclude:
-                out.append(c)
-        while len(out) < n:  # a pool of positives only (tiny sets): repeat, still a valid shape
-            out.append(random.choice(self._pool))
-        return out
+        return random_negatives(self._pool, n, exclude)
 
     def loss(self, model: torch.nn.Module, batch: dict[str, Any]) -> torch.Tensor:
         """Global-batch NLL; its value is the loss, its gradient world-size-scaled (see ``loss.py``)."""

@@ -42,7 +42,6 @@ Layout (``OUT``)::
 from __future__ import annotations
 
 import copy
-import os
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -50,7 +49,7 @@ from pathlib import Path
 import numpy as np
 
 from retriever.base import check_k
-from xqa.artifacts import atomic_dir, is_complete, load_config, save_config
+from xqa.artifacts import atomic_dir, folder_ref, load_config, load_finished, resolve_ref, save_config
 from xqa.errors import XqaError
 from xqa.records import Hit, Passage, Question
 
@@ -71,18 +70,6 @@ KIND = "dhr_index"
 DEFAULT_SLICES = 4096
 DEFAULT_LAMBDA = 500.0  # best R@5 on the shipped corpus's tune questions (docs/fusion.md)
 FILES = ("lex_val.npy", "lex_idx.npy", "dense.npy", "idf.npy", "df.npy", "ids.txt", "langs.txt")
-
-
-def _rel(target: Path, base: Path) -> dict:
-    target, base = Path(target).resolve(), Path(base).resolve()
-    return {"path": os.path.relpath(target, base), "abs_path": str(target)}
-
-
-def _resolve(base: Path, info: dict, what: str) -> Path:
-    for cand in ((Path(base) / info["path"]).resolve(), Path(info["abs_path"])):
-        if is_complete(cand):
-            return cand
-    raise XqaError(f"{base}: its {what} {info['path']} ({info['abs_path']}) is gone")
 
 
 def tokenizer_folder(model_dir: str | Path) -> Path:
@@ -211,7 +198,7 @@ def build_dhr_index(dense_index_dir: str | Path, passages: Iterable[Passage], ou
         config = {
             "slices": m, "slice_dims": n, "strided": bool(strided), "vocab_size": vocab,
             "idx_dtype": idx_dtype(n).name, "k1": k1, "b": b, "avgdl": avgdl, "lam": float(lam),
-            "dense_dim": int(vecs.shape[1]), "dense_index": _rel(dense_dir, out), "model": _rel(model_dir, out),
+            "dense_dim": int(vecs.shape[1]), "dense_index": folder_ref(dense_dir, out), "model": folder_ref(model_dir, out),
             "passages": len(ids), "languages": dict(sorted(lang_counts.items())),
             "pieces": int(counts.indices.size), "collided_pieces": collided,
             "bytes": nbytes, "seconds": round(time.perf_counter() - t0, 2),
@@ -257,12 +244,7 @@ class DhrRetriever:
         (:meth:`on`); None searches with numpy.
         """
         folder = Path(folder)
-        if not is_complete(folder):
-            raise XqaError(f"{folder}: not a finished DHR index (run `xqa index dhr`)")
-        try:
-            cfg = load_config(folder, KIND)
-        except ValueError as e:
-            raise XqaError(str(e)) from None
+        cfg = load_finished(folder, KIND, "DHR index (run `xqa index dhr`)")
         mode = "r" if mmap else None
         arrays: dict[str, object] = {}
         try:
@@ -276,7 +258,7 @@ class DhrRetriever:
         if (arrays["lex_val"].shape != (cfg["slices"], n) or arrays["lex_idx"].shape != (cfg["slices"], n)
                 or arrays["dense"].shape[0] != n or len(arrays["langs"]) != n):
             raise XqaError(f"{folder}: the index files disagree on the number of passages or slices")
-        arrays["model_dir"] = _resolve(folder, cfg["model"], "encoder")
+        arrays["model_dir"] = resolve_ref(folder, cfg["model"], "encoder")
         out = cls(folder, cfg, arrays, cfg.get("lam", DEFAULT_LAMBDA) if lam is None else lam,
                   batch_size=batch_size)
         return out.on(device) if device else out

@@ -24,14 +24,13 @@ Layout (``OUT``)::
 from __future__ import annotations
 
 import copy
-import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from retriever.base import check_k
-from xqa.artifacts import is_complete, load_config, save_config
+from xqa.artifacts import folder_ref, is_complete, load_config, load_finished, resolve_ref, save_config
 from xqa.errors import XqaError
 from xqa.records import Hit, Passage, Question
 
@@ -40,18 +39,6 @@ MODES = ("concat", "sum")
 # μ grid of the paper (Appendix A): 0.1 ... 1.0 step 0.1 and their reciprocals, 19 values.
 MU_GRID: tuple[float, ...] = tuple(sorted({round(i / 10, 1) for i in range(1, 11)}
                                           | {round(10 / i, 6) for i in range(1, 10)}))
-
-
-def _rel(target: Path, base: Path) -> dict:
-    target, base = Path(target).resolve(), Path(base).resolve()
-    return {"path": os.path.relpath(target, base), "abs_path": str(target)}
-
-
-def _resolve(base: Path, info: dict, what: str) -> Path:
-    for cand in ((Path(base) / info["path"]).resolve(), Path(info["abs_path"])):
-        if is_complete(cand):
-            return cand
-    raise XqaError(f"{base}: its {what} {info['path']} ({info['abs_path']}) is gone")
 
 
 def model_folder(folder: str | Path) -> Path:
@@ -163,8 +150,8 @@ def build_spar_index(dense_dir: str | Path, lexical_dir: str | Path, passages: I
     indexes.save(out / "index")
     config = {
         "mode": mode, "mu": 1.0, "dim": indexes.dim, "dense_dim": dense_dim, "lexical_dim": lex.dim,
-        "dense_model": _rel(dense_model_dir, out), "lexical_model": _rel(lex_dir, out),
-        "dense_index": _rel(dense_dir, out), "reused_dense_shards": reused,
+        "dense_model": folder_ref(dense_model_dir, out), "lexical_model": folder_ref(lex_dir, out),
+        "dense_index": folder_ref(dense_dir, out), "reused_dense_shards": reused,
         "index": vars(params), "passages": len(indexes),
         "languages": {k: len(v) for k, v in indexes.ids.items()},
     }
@@ -197,14 +184,9 @@ class SparRetriever:
         from retriever.dense.model import BiEncoder
 
         folder = Path(folder)
-        if not is_complete(folder):
-            raise XqaError(f"{folder}: not a finished SPAR index (run `xqa index spar`)")
-        try:
-            cfg = load_config(folder, KIND)
-        except ValueError as e:
-            raise XqaError(str(e)) from None
-        dense = BiEncoder.load(_resolve(folder, cfg["dense_model"], "dense encoder"), device=device)
-        lex = BiEncoder.load(_resolve(folder, cfg["lexical_model"], "Λ encoder"), device=device)
+        cfg = load_finished(folder, KIND, "SPAR index (run `xqa index spar`)")
+        dense = BiEncoder.load(resolve_ref(folder, cfg["dense_model"], "dense encoder"), device=device)
+        lex = BiEncoder.load(resolve_ref(folder, cfg["lexical_model"], "Λ encoder"), device=device)
         indexes = LanguageIndexes.load(folder / "index", languages=languages, use_gpu=use_gpu)
         return cls(dense, lex, indexes, cfg["mode"], cfg.get("mu", 1.0) if mu is None else mu,
                    batch_size=batch_size)

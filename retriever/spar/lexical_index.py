@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from retriever.base import check_k
-from xqa.artifacts import atomic_dir, is_complete, load_config, save_config
+from xqa.artifacts import atomic_dir, folder_ref, load_finished, resolve_ref, save_config
 from xqa.errors import XqaError
 from xqa.records import Hit, Passage, Question
 
@@ -30,7 +30,7 @@ def build_lexical_index(model_dir: str | Path, passages: Iterable[Passage], out_
     from retriever.dense.index import IndexParams, LanguageIndexes
     from retriever.dense.model import BiEncoder
 
-    from .index import _rel, model_folder
+    from .index import model_folder
 
     mdir = model_folder(model_dir)
     model = BiEncoder.load(mdir, device=device)
@@ -47,7 +47,7 @@ def build_lexical_index(model_dir: str | Path, passages: Iterable[Passage], out_
     out = Path(out_dir)
     with atomic_dir(out, overwrite=True) as tmp:
         indexes.save(tmp / "index")
-        save_config(tmp, KIND, {"model": _rel(mdir, out), "dim": indexes.dim, "passages": len(indexes),
+        save_config(tmp, KIND, {"model": folder_ref(mdir, out), "dim": indexes.dim, "passages": len(indexes),
                                 "languages": {k: len(v) for k, v in indexes.ids.items()}})
     return out
 
@@ -66,16 +66,10 @@ class LexicalRetriever:
         from retriever.dense.index import LanguageIndexes
         from retriever.dense.model import BiEncoder
 
-        from .index import _resolve
 
         folder = Path(folder)
-        if not is_complete(folder):
-            raise XqaError(f"{folder}: not a finished Λ index")
-        try:
-            cfg = load_config(folder, KIND)
-        except ValueError as e:
-            raise XqaError(str(e)) from None
-        model = BiEncoder.load(_resolve(folder, cfg["model"], "Λ encoder"), device=device)
+        cfg = load_finished(folder, KIND, "Λ index")
+        model = BiEncoder.load(resolve_ref(folder, cfg["model"], "Λ encoder"), device=device)
         return cls(model, LanguageIndexes.load(folder / "index", use_gpu=False), same_language)
 
     def search(self, questions: Sequence[Question], k: int) -> list[list[Hit]]:

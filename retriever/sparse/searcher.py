@@ -16,7 +16,7 @@ left blank (the index does not record it).
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -103,22 +103,24 @@ class _LanguageIndex:
         except Exception as e:  # a JavaException: say which batch, keep Lucene's reason
             raise XqaError(f"BM25 search in the {self.lang!r} index failed: {e}") from e
         for i in positions:
-            out[i] = _to_hits(results.get(str(i)) or [], self.hit_lang, k, self.source)
+            out[i] = to_hits(results.get(str(i)) or [], self.hit_lang, k, self.source)
         return out
 
     def close(self) -> None:
         self.searcher.close()
 
 
-def _to_hits(scored_docs: Any, lang: str, k: int, source: str = SOURCE) -> list[Hit]:
-    """Anserini ``ScoredDoc[]`` → hits sorted by score (desc), unique ids, at most ``k``."""
+def to_hits(scored_docs: Any, lang: str | Mapping[str, str], k: int, source: str = SOURCE) -> list[Hit]:
+    """Anserini ``ScoredDoc[]`` → hits sorted by score (desc), unique ids, at most ``k``; ``lang``:
+    every hit's language, or a map from passage id to its language."""
     hits, seen = [], set()
     for d in scored_docs:
         docid = d.docid
         if docid in seen:
             continue
         seen.add(docid)
-        hits.append(Hit(id=docid, score=float(d.score), source=source, lang=lang))
+        hits.append(Hit(id=docid, score=float(d.score), source=source,
+                        lang=lang if isinstance(lang, str) else lang.get(docid, "")))
     hits.sort(key=lambda h: -h.score)  # stable: keeps Anserini's docid tie-break
     return hits[:k]
 
