@@ -32,7 +32,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from xqa.artifacts import is_complete, load_config, save_config, write_json_atomic, write_text_atomic
+from xqa.artifacts import is_complete, save_config, write_json_atomic, write_text_atomic
 from xqa.errors import XqaError
 from xqa.records import Passage
 
@@ -184,12 +184,9 @@ def build_indexes(out_dir: str | Path, num_shards: int, params: IndexParams,
 
 def index_config(out_dir: str | Path) -> dict:
     """The finished index folder's ``config.json``."""
-    if not is_complete(out_dir):
-        raise XqaError(f"{out_dir}: not a finished dense index (run `xqa index dense`)")
-    try:
-        return load_config(out_dir, KIND)
-    except ValueError as e:
-        raise XqaError(str(e)) from None
+    from xqa.artifacts import load_finished
+
+    return load_finished(out_dir, KIND, "dense index (run `xqa index dense`)")
 
 
 def model_info(model_dir: str | Path, index_dir: str | Path) -> dict:
