@@ -22,11 +22,12 @@ export GRADIO_ANALYTICS_ENABLED := False
 export TOKENIZERS_PARALLELISM := false
 export OMP_WAIT_POLICY ?= PASSIVE
 
-.PHONY: demo test env embedded browser clean help
+.PHONY: demo test test-fast env embedded browser clean help
 
 help:
 	@echo "make demo   build the embedded default (if needed) and serve the demo on http://$(HOST):$(PORT)"
 	@echo "make test   install what the tests need and run the whole test suite"
+	@echo "make test-fast   the tests not marked slow or browser (for developing; CI runs make test)"
 
 $(VENV)/.installed: pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -54,6 +55,10 @@ browser:
 
 test: env browser
 	$(PY) -m pytest -q
+
+# While developing: skip the tests that train, index or drive a browser (marked slow / browser).
+test-fast: env
+	$(PY) -m pytest -q -m "not slow and not browser"
 
 clean:
 	rm -rf $(EMBEDDED)

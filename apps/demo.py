@@ -23,9 +23,9 @@ from typing import Any
 
 from apps import render
 from xqa.errors import XqaError
-from xqa.langid import LANGUAGE_NAMES, UNKNOWN, detect_language, language_name, resolve_language
-from xqa.langid_model import identify_language
-from xqa.langid_model import warm_up as langid_warm_up
+from xqa.langid import LANGUAGE_NAMES, UNKNOWN, language_name, resolve_language
+from xqa.langid import warm_up as langid_warm_up
+from xqa.langid.rules import detect_language
 from xqa.records import Question
 
 log = logging.getLogger("xqa.demo")
@@ -113,8 +113,6 @@ class Answerer:
         if lang != "auto" and lang not in LANGUAGE_NAMES:
             shown = lang if len(lang) <= 40 else lang[:40] + "…"
             return self.empty(f"Unknown language code {shown!r}; choose one from the list, or auto.")
-        detected = lang == "auto"
-        code = identify_language(text, cfg.languages) if detected else resolve_language(lang, cfg.languages)
         try:
             n = int(n_passages or cfg.reader.n_passages)
             k = max(int(k or cfg.retrieval.k), n)
@@ -125,14 +123,14 @@ class Answerer:
         qid = f"demo-{next(self._ids)}"
         t0 = time.perf_counter()
         try:
-            [answer] = self.pipeline.answer([Question(id=qid, question=text, lang=code)], method=method, k=k,
-                                            n_passages=n)
+            asked = self.pipeline.ask(text, lang, question_id=qid, method=method, k=k, n_passages=n)
         except XqaError as e:
             return self.empty(str(e))
         except Exception:  # a bug, not the user's doing: keep the server up, log the trace
-            log.exception("answering %r (%s, %s) failed", text, code, method)
+            log.exception("answering %r (%s, %s) failed", text, lang, method)
             return self.empty("Something went wrong while answering; the server log has the details.")
         seconds = time.perf_counter() - t0
+        answer, code, detected = asked.answer, asked.question.lang, asked.detected
         fused = cfg.reader.evidence_fusion
         note = ""
         if code == UNKNOWN:

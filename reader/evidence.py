@@ -1,6 +1,6 @@
 """Evidence fusion: reader candidates × passage relevance × retriever score.
 
-Pure numpy/python (no torch). The extractive form of paper 001 §2.2–2.3 is
+Pure numpy/python (no torch). The extractive form of Ma et al. 2022 ("Another Look at DPR", §2.2–2.3) is
 
     s'_{ij} = softmax(β·r + γ·R)_i · softmax(s_i)_j
 
@@ -270,7 +270,7 @@ def span_log_scores(spans: Sequence[Any], norm: Sequence[float], relevance: Sequ
     """log s'_{ij} = log softmax(β·r + γ·R + prior)_i + s_ij − log Σ_j' exp(s_ij') for each span -> [m].
 
     ``spans`` are the span reader's (``.passage`` i, ``.score`` s_ij); ``norm`` [N] is each
-    passage's log-normaliser over every span it allows (paper 001 §2.2-2.3, extractive form)."""
+    passage's log-normaliser over every span it allows (Ma et al. 2022, §2.2-2.3, extractive form)."""
     if not len(spans):
         return np.zeros(0)
     log_p = passage_log_weights(relevance, retriever_scores, beta, gamma, prior)       # [N]

@@ -162,20 +162,35 @@ class RrfRetriever:
         return [rrf([lists[i] for lists in per], k, self.rrf_k) for i in range(len(questions))]
 
 
-@dataclass(frozen=True)
-class FusionConfig:
-    """How to fuse: the method and its weights (``pipeline.json`` holds the tuned ones)."""
+@dataclass
+class FusionSettings:
+    """The fusion method and the weights tuned on dev, declared once: ``pipeline.json``'s
+    ``retrieval`` section (``xqa.config.RetrievalConfig``) holds these fields, and
+    :class:`FusionConfig` adds the depths that only a search sets."""
 
     method: str = "scd"
     max_frac: float = 0.2             # SCD: at most floor(max_frac*K) passages owe their place to BM25
     corroborated_order: str = "dense"  # SCD: order of the corroborated slice (dense | sparse)
     alpha: float = 1.0                # hybrid: dense + alpha * sparse
     normalize: bool = False           # hybrid: min-max normalise each list first
-    k_each: int | None = None         # hybrid / RRF: depth k' of each side (default k)
-    rrf_k: int = RRF_K                # RRF constant
-    mu: float | None = None           # SPAR: query-side weight of Λ (None: the index's own)
+    mu: float | None = 1.0            # SPAR: query-side weight of Λ (None: the SPAR retriever's own)
     roman_weight: float = 1.0         # sparse+roman: BM25 + roman_weight * cross-script BM25
     lam: float | None = None          # DHR: GIP + lam * dense (None: the index's own)
+
+
+@dataclass(unsafe_hash=True)
+class FusionConfig(FusionSettings):
+    """How to fuse: the method and its weights (``pipeline.json`` holds the tuned ones), and the
+    depth of each side. Hashable: a pipeline keeps one retriever per configuration."""
+
+    k_each: int | None = None         # hybrid / RRF: depth k' of each side (default k)
+    rrf_k: int = RRF_K                # RRF constant
+
+    @classmethod
+    def of(cls, settings: FusionSettings, **overrides: Any) -> FusionConfig:
+        """The fusion settings of ``settings`` (e.g. a ``RetrievalConfig``), with ``overrides``."""
+        values = {f.name: getattr(settings, f.name) for f in fields(FusionSettings)}
+        return cls(**{**values, **overrides})
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> FusionConfig:
@@ -197,7 +212,8 @@ def build_retriever(config: FusionConfig | str, *, sparse: Retriever | None = No
     with the default settings) from the given components.
 
     ``config.mu`` sets SPAR's query-side weight (``spar.with_mu(mu)``, sharing the
-    index); ``None`` keeps the one the SPAR retriever has. ``config.lam`` likewise sets DHR's λ
+    index, when it differs from the retriever's); ``None`` keeps the one the SPAR retriever has.
+    ``config.lam`` likewise sets DHR's λ
     (``dhr.with_lambda``); ``dlr`` is DHR's lexical half (``dhr.lexical()``). ``bm25aug`` is the
     learned query augmentation's retriever (it searches the ``pieces`` index itself).
     """
@@ -209,7 +225,7 @@ def build_retriever(config: FusionConfig | str, *, sparse: Retriever | None = No
     missing = [n for n in NEEDS[c.method] if given[n] is None]
     if missing:
         raise XqaError(f"method {c.method!r} needs a {' and a '.join(missing)} retriever")
-    if spar is not None and c.mu is not None:
+    if spar is not None and c.mu is not None and getattr(spar, "mu", None) != c.mu:
         spar = spar.with_mu(c.mu)
     if c.method == "dlr":
         return dhr.lexical()
@@ -234,6 +250,7 @@ __all__ = [
     "METHODS",
     "NEEDS",
     "FusionConfig",
+    "FusionSettings",
     "HybridRetriever",
     "RrfRetriever",
     "ScdRetriever",

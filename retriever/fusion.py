@@ -1,10 +1,10 @@
 """Fusion of ranked hit lists: pure functions, no I/O, no models.
 
-Three ways to merge a dense and a sparse ranked list (DESIGN.md):
+Three ways to merge a dense and a sparse ranked list:
 
-- :func:`sparse_corroborate_dense` — Sparse-Corroborate-Dense (paper 002 §3.2,
+- :func:`sparse_corroborate_dense` — Sparse-Corroborate-Dense (Tu & Padmanabhan 2022, §3.2,
   Algorithm 1, with the defects of the printed pseudo-code fixed);
-- :func:`hybrid` — the score hybrid of Ma et al. (paper 001 §2.1):
+- :func:`hybrid` — the score hybrid of Ma et al. 2022 ("Another Look at DPR", §2.1):
   ``dense + α·sparse`` over the union, a missing passage taking that list's
   minimum score, optionally min-max normalised first;
 - :func:`rrf` — reciprocal rank fusion (k=60), a cheap baseline over any
@@ -62,7 +62,7 @@ def _rank_score(rank: int, k: int) -> float:
 
 
 def scd_budget(k: int, max_frac: float, n_sparse: int) -> int:
-    """The sparse budget ``B = min(floor(max_frac*K), len(sparse))`` of DESIGN.md."""
+    """The sparse budget ``B = min(floor(max_frac*K), len(sparse))``."""
     # The epsilon keeps e.g. floor(0.29 * 100) == 29 although 0.29 * 100 == 28.999999999999996.
     return min(math.floor(max_frac * k + 1e-9), n_sparse)
 
@@ -83,7 +83,7 @@ def sparse_corroborate_dense(
     Both lists are first cut to their top ``k`` (the algorithm's inputs are
     top-K lists), and a repeated id keeps its first occurrence.
 
-    Slices (DESIGN.md):
+    Slices:
       1. corroborated — ids in both lists, in dense order (or, with
          ``corroborated_order="sparse"``, in sparse order as Algorithm 1 prints it);
       2. dense-only ids in dense order;

@@ -272,7 +272,7 @@ def test_augmented_retriever_scores_and_contract(tiny_base, pieces_index, tmp_pa
 
 
 def test_cap_per_set():
-    from xqa.commands.train_bm25aug import cap_per_set
+    from xqa.training.bm25aug import cap_per_set
 
     exs = [{"source": "squad", "i": i} for i in range(10)] + [{"source": "tydi", "i": i} for i in range(3)]
     kept = cap_per_set(exs, 4, seed=0)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from xqa.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -13,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 from real_corpus import dozen as _dozen  # noqa: E402
 
 
+@pytest.mark.slow
 def test_a_dozen_real_paragraphs_build_every_stage_and_answer(real_build, capsys):
     src, out, asked = real_build
     for part in ("encoder", "bm25", "roman", "dense", "lexical/best", "spar", "reader"):
@@ -35,6 +38,7 @@ def test_a_dozen_real_paragraphs_build_every_stage_and_answer(real_build, capsys
         assert main(["ask", asked[0]["question"], "--config", str(out / "pipeline.json"), "--method", method]) == 0
 
 
+@pytest.mark.slow
 def test_a_build_with_the_shipped_reader_gets_the_shipped_answerability_calibrator(real_build, capsys):
     from xqa.data.corpus import SHIPPED_ANSWERABILITY
 
@@ -50,6 +54,7 @@ def test_a_build_with_the_shipped_reader_gets_the_shipped_answerability_calibrat
     assert record["answered"] is (record["confidence"] >= shipped["threshold"])
 
 
+@pytest.mark.slow
 def test_a_build_reads_and_searches_in_int8_where_the_check_passed_and_int8_agrees_with_fp32(real_build):
     """The encoder's and the reader's int8 runtimes were built, checked and chosen on this CPU;
     the reader's answers to the German questions are the ones fp32 gives."""
@@ -77,6 +82,7 @@ def test_a_build_reads_and_searches_in_int8_where_the_check_passed_and_int8_agre
     assert same >= len(qs) - 1, list(zip(int8, fp32))
 
 
+@pytest.mark.slow
 def test_a_second_build_skips_every_stage_and_another_recipe_rewrites_only_the_config(real_build, capsys):
     src, out, _ = real_build
     same = ["build", "--passages", str(src), "--out", str(out), "--lexical-steps", "4", "--k", "6",
@@ -96,6 +102,7 @@ def test_a_second_build_skips_every_stage_and_another_recipe_rewrites_only_the_c
         assert main(same) == 0      # the session's build as the other tests expect it
 
 
+@pytest.mark.slow
 def test_optional_dhr_and_pieces_stages_build_and_their_methods_answer(real_build, capsys):
     src, out, asked = real_build
     same = ["build", "--passages", str(src), "--out", str(out), "--lexical-steps", "4", "--k", "6",
@@ -136,6 +143,7 @@ def test_a_corrupt_passage_file_fails_with_file_and_line_and_leaves_nothing(tmp_
     assert not any(p.is_file() for p in out.rglob("*")) if out.exists() else True
 
 
+@pytest.mark.slow
 def test_passages_from_another_collection_are_refused(real_build, tmp_path, capsys):
     _, out, _ = real_build
     other = tmp_path / "other.jsonl"

@@ -20,6 +20,7 @@ from apps import render
 from apps.demo import Answerer, build_app, example_rows, language_choices, warm_up
 from xqa.config import PipelineConfig
 from xqa.errors import XqaError
+from xqa.pipeline import Pipeline
 from xqa.records import Answer, Candidate, Context, Evidence
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,7 +33,12 @@ def _ctx(pid, title, text, lang="en", score=1.0, source="dense"):
 
 
 class FakePipeline:
-    """Records what it was asked; answers with fixed evidence. Never loads anything."""
+    """Records what it was asked; answers with fixed evidence. Never loads anything.
+
+    ``ask`` is the real :meth:`Pipeline.ask` (language identification, then ``answer``)."""
+
+    ask = Pipeline.ask
+    question_language = Pipeline.question_language
 
     def __init__(self, methods=("sparse", "dense", "scd"), languages=("en", "ja", "zh_cn", "fi"),
                  examples=(), error: Exception | None = None, fallback: str | None = None):
@@ -317,7 +323,7 @@ def test_demo_command_options():
     import argparse
 
     from xqa.commands import demo
-    from xqa.commands._common import config_path
+    from xqa.cli_options import config_path
 
     p = argparse.ArgumentParser()
     demo.add_arguments(p)
@@ -414,7 +420,7 @@ def test_twenty_concurrent_users_are_all_answered(served):
 
 @pytest.mark.slow
 def test_bench_demo_times_every_method(tiny_pipeline):
-    from xqa.tools.bench.demo import bench_demo
+    from xqa.tools.lib.demo import bench_demo
     from xqa.pipeline import Pipeline
     from xqa.records import Question
 
@@ -433,7 +439,7 @@ def test_bench_demo_times_every_method(tiny_pipeline):
 def test_twenty_users_with_abusive_requests_are_each_answered_or_warned(served):
     """A bounded version of ``xqa bench demo --concurrency 50``: 20 users, 3 requests each, a third
     of them abusive (empty, 100 kB, binary, an HTML language code, script tags in the question)."""
-    from xqa.tools.bench.load import BAD_KINDS, run_load
+    from xqa.tools.lib.load import BAD_KINDS, run_load
 
     url, pipe = served
     method = pipe.config.retrieval.method if pipe.config.retrieval.method in pipe.methods else pipe.methods[0]
@@ -451,7 +457,7 @@ def test_twenty_users_with_abusive_requests_are_each_answered_or_warned(served):
 
 
 def test_abusive_requests_get_escaped_warnings_without_calling_the_pipeline():
-    from xqa.tools.bench.load import BAD_KINDS, _check, abusive_request
+    from xqa.tools.lib.load import BAD_KINDS, _check, abusive_request
 
     pipe = FakePipeline()
     ans = Answerer(pipe)

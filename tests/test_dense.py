@@ -700,9 +700,9 @@ def test_training_improves_dev_mrr_and_resumes_as_done(world, tokenizer_dir, tmp
 
     dev, _ = build_examples(read_questions(world / "dev.jsonl"))
     pmap = load_passages(read_passages(world / "passages.jsonl"), needed_ids(dev), extra=1000)
-    from xqa.commands.train_retriever import EMBEDDED_DEFAULTS
+    from xqa.training.dense import SCRATCH_POOLING
 
-    untrained = BiEncoder.from_scratch(tokenizer_dir, "tiny", seed=0, pooling=EMBEDDED_DEFAULTS["pooling"],
+    untrained = BiEncoder.from_scratch(tokenizer_dir, "tiny", seed=0, pooling=SCRATCH_POOLING,
                                        query_max_length=24, passage_max_length=48)
     before = RetrieverTask(untrained, pmap, dev).evaluate(untrained)
     out = tmp_path / "run"

@@ -1,11 +1,11 @@
-"""The embedded build's profiles and its refusal to mix them."""
+"""The world recipe's profiles and its refusal to mix them."""
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from xqa.embedded import PROFILES, Build
+from xqa.build.world import PROFILES, WorldBuild
 from xqa.errors import XqaError
 
 
@@ -22,14 +22,14 @@ def test_a_reader_of_another_profile_is_not_silently_reused(tmp_path):
     state.write_text(json.dumps({"step": PROFILES["world"].reader_steps, "done": True}))
     (tmp_path / "reader" / "best").mkdir()
     (tmp_path / "reader" / "best" / "config.json").write_text(json.dumps({"copy_head": [1, 0]}))
-    build = Build(tmp_path, profile="world")
+    build = WorldBuild(tmp_path, profile="world")
     (tmp_path / "reader" / "recipe.json").write_text(json.dumps(build._reader_recipe()))
     assert build._reader_finished()
     d, lg = PROFILES["world"].reader_steps, PROFILES["long"].reader_steps
     with pytest.raises(XqaError, match=f"trained {d} steps, but profile 'long' trains {lg}"):
-        Build(tmp_path, profile="long")._reader_finished()
+        WorldBuild(tmp_path, profile="long")._reader_finished()
     state.write_text(json.dumps({"step": 10, "done": False}))         # unfinished: resumed, not an error
-    assert not Build(tmp_path, profile="long")._reader_finished()
+    assert not WorldBuild(tmp_path, profile="long")._reader_finished()
 
 
 def test_a_reader_without_a_recorded_recipe_is_trained_again(tmp_path, capsys):
@@ -38,16 +38,16 @@ def test_a_reader_without_a_recorded_recipe_is_trained_again(tmp_path, capsys):
     state.write_text(json.dumps({"step": PROFILES["world"].reader_steps, "done": True}))
     (tmp_path / "reader" / "best").mkdir()
     (tmp_path / "reader" / "best" / "config.json").write_text(json.dumps({"copy_head": None}))
-    assert not Build(tmp_path, profile="world")._reader_finished()
+    assert not WorldBuild(tmp_path, profile="world")._reader_finished()
     assert not (tmp_path / "reader").exists()                 # not resumed from the stale checkpoint
     assert "no recipe.json beside the reader" in capsys.readouterr().out
 
 
 def test_a_reader_of_another_recipe_is_trained_again(tmp_path, capsys, monkeypatch):
-    import xqa.embedded as embedded
+    import xqa.build.world as world_recipe
 
-    monkeypatch.setattr(embedded, "_xqa_distributed", lambda procs, *argv: None)
-    build = Build(tmp_path, profile="world")
+    monkeypatch.setattr(world_recipe, "call_distributed", lambda procs, function, arguments: None)
+    build = WorldBuild(tmp_path, profile="world")
     build.train_reader()                                       # records the recipe next to the reader
     state = tmp_path / "reader" / "checkpoint" / "trainer_state.json"
     state.parent.mkdir(parents=True)
@@ -62,22 +62,23 @@ def test_a_reader_of_another_recipe_is_trained_again(tmp_path, capsys, monkeypat
 
 
 def test_training_a_reader_forgets_fusion_weights_tuned_for_the_last_one(tmp_path, monkeypatch):
-    import xqa.embedded as embedded
+    import xqa.build.world as world_recipe
 
-    build = Build(tmp_path, profile="world")
+    build = WorldBuild(tmp_path, profile="world")
     build.config_path.write_text(json.dumps({"reader": {}, "tuned": {"fusion": {"beta": 1.0}}}))
     (tmp_path / "fusion.json").write_text("{}")
     tuned = dict((name, done) for name, done, _ in build.stages())["tune β, γ (evidence fusion)"]
     assert tuned()
     calls = []
-    monkeypatch.setattr(embedded, "_xqa_distributed", lambda procs, *argv: calls.append((procs, argv)))
+    monkeypatch.setattr(world_recipe, "call_distributed",
+                        lambda procs, function, arguments: calls.append((procs, arguments["config"])))
     build.train_reader()
     assert not tuned()                                      # the next stage tunes β, γ again
-    (procs, argv), = calls
+    (procs, config), = calls
     p = PROFILES["world"]
     assert procs == p.reader_procs == 2                      # the whole batch, split over the processes
-    assert argv[argv.index("--batch-size") + 1] * procs == p.reader_batch
-    assert float(argv[argv.index("--copy-attention") + 1]) == p.reader_copy_attention > 0
+    assert config.batch_size * procs == p.reader_batch and config.threads == 1
+    assert config.copy_attention == p.reader_copy_attention > 0
 
 
 def test_a_batch_that_does_not_split_over_the_processes_is_refused():
@@ -90,25 +91,31 @@ def test_a_batch_that_does_not_split_over_the_processes_is_refused():
 def test_the_distributed_launcher_runs_one_thread_processes_on_the_loopback(monkeypatch):
     import subprocess
 
-    import xqa.embedded as embedded
+    from xqa.build import runner
+
+    from xqa.evaluation.tuning import FusionTuneConfig, tune_fusion
 
     seen = {}
     monkeypatch.setattr(subprocess, "run", lambda cmd, env: seen.update(cmd=cmd, env=env) or
                         subprocess.CompletedProcess(cmd, 0))
-    embedded._xqa_distributed(2, "tune", "fusion", "--limit", 5)
+    config = FusionTuneConfig(model="m", dev="d.jsonl", out="f.json", limit=5, threads=1)
+    runner.call_distributed(2, tune_fusion, {"config": config})
     cmd = seen["cmd"]
     assert cmd[cmd.index("--nproc-per-node") + 1] == "2" and cmd[cmd.index("--master-addr") + 1] == "127.0.0.1"
-    assert cmd[cmd.index("xqa.cli"):] == ["xqa.cli", "tune", "fusion", "--limit", "5", "--threads", "1"]
+    assert cmd[cmd.index("-m", cmd.index("--master-port")):-1] == ["-m", "xqa.build.runner"]
+    # each process rebuilds the typed config and calls the function with it
+    task = json.loads(cmd[-1])
+    assert runner._find(task["call"]) is tune_fusion and runner._decode(task["arguments"]) == {"config": config}
     assert seen["env"]["OMP_NUM_THREADS"] == "1"
     monkeypatch.setattr(subprocess, "run", lambda cmd, env: subprocess.CompletedProcess(cmd, 3))
-    with pytest.raises(XqaError, match="2 processes of xqa tune fusion"):
-        embedded._xqa_distributed(2, "tune", "fusion")
+    with pytest.raises(XqaError, match="2 processes of xqa.evaluation.tuning:tune_fusion"):
+        runner.call_distributed(2, tune_fusion, {"config": config})
 
 
 def test_a_config_of_an_older_build_is_written_again_with_the_cross_script_index(tmp_path):
-    from xqa.embedded import RETRIEVAL_METHOD
+    from xqa.build.world import RETRIEVAL_METHOD
 
-    build = Build(tmp_path, profile="small")
+    build = WorldBuild(tmp_path, profile="small")
     (tmp_path / "world").mkdir()
     (tmp_path / "world" / "config.json").write_text(json.dumps({"languages": ["en", "ko"]}))
     (tmp_path / "world" / "test.jsonl").write_text(
@@ -131,13 +138,13 @@ def test_a_config_of_an_older_build_is_written_again_with_the_cross_script_index
 
 
 def test_retrieval_files_and_reader_follow_the_retrieval_settings(tmp_path, monkeypatch, capsys):
-    import xqa.embedded as embedded
+    import xqa.build.world as world_recipe
 
-    build = Build(tmp_path, profile="world")
+    build = WorldBuild(tmp_path, profile="world")
     build.config_path.write_text(json.dumps({"retrieval": {"method": "sparse+roman", "roman_weight": 1.0},
                                              "reader": {}, "tuned": {}}))
     searched = []
-    monkeypatch.setattr(embedded, "_xqa", lambda *argv: searched.append(argv))
+    monkeypatch.setattr(world_recipe, "retrieve", lambda *arguments: searched.append(arguments))
     (tmp_path / "retrieved").mkdir()
     for split in ("train", "dev", "test"):
         (tmp_path / "retrieved" / f"{split}.jsonl").write_text("")
@@ -145,7 +152,7 @@ def test_retrieval_files_and_reader_follow_the_retrieval_settings(tmp_path, monk
     build.retrieve_for_reader()
     assert len(searched) == 3 and build._retrieved_current()
     # a reader trained on them
-    monkeypatch.setattr(embedded, "_xqa_distributed", lambda procs, *argv: None)
+    monkeypatch.setattr(world_recipe, "call_distributed", lambda procs, function, arguments: None)
     build.train_reader()
     state = tmp_path / "reader" / "checkpoint" / "trainer_state.json"
     state.parent.mkdir(parents=True)
@@ -161,29 +168,31 @@ def test_retrieval_files_and_reader_follow_the_retrieval_settings(tmp_path, monk
 
 
 def test_the_reader_trains_to_copy_foreign_names_through_the_labels(tmp_path, monkeypatch):
-    import xqa.embedded as embedded
+    import xqa.build.world as world_recipe
 
     calls = []
-    monkeypatch.setattr(embedded, "_xqa_distributed", lambda procs, *argv: calls.append(argv))
+    monkeypatch.setattr(world_recipe, "call_distributed",
+                        lambda procs, function, arguments: calls.append(arguments["config"]))
     for profile in ("small", "world"):
-        build = Build(tmp_path / profile, profile=profile)
+        build = WorldBuild(tmp_path / profile, profile=profile)
         build.reader.mkdir(parents=True)
         build.train_reader()
     small, world = calls
-    assert "--labels" not in small
-    assert str(world[world.index("--labels") + 1]) == str(tmp_path / "world" / "world" / "labels.jsonl")
+    assert small.labels is None
+    assert world.labels == str(tmp_path / "world" / "world" / "labels.jsonl")
     # the recipe names the option only when it is on, so readers built without it and before it agree
-    assert "train_labels" not in Build(tmp_path / "small", profile="small")._reader_recipe()
-    assert Build(tmp_path / "world")._reader_recipe()["train_labels"] is True
+    assert "train_labels" not in WorldBuild(tmp_path / "small", profile="small")._reader_recipe()
+    assert WorldBuild(tmp_path / "world")._reader_recipe()["train_labels"] is True
     # and the label table is in place before the reader trains
-    names = [name for name, _, _ in Build(tmp_path / "world").stages()]
+    names = [name for name, _, _ in WorldBuild(tmp_path / "world").stages()]
     assert names.index("answer labels") < names.index("FiD reader")
 
 
 def test_a_cross_script_index_without_stop_tokens_is_built_again_and_w_tuned_again(tmp_path, monkeypatch, capsys):
-    import xqa.embedded as embedded
+    import xqa.build.world as world_recipe
+    from xqa import indexes
 
-    build = Build(tmp_path, profile="world")
+    build = WorldBuild(tmp_path, profile="world")
     done = dict((name, is_done) for name, is_done, _ in build.stages())["cross-script BM25 index"]
     (build.roman / "_all").mkdir(parents=True)
     (build.roman / "config.json").write_text(json.dumps({"kind": "bm25"}))   # complete, built without stop tokens
@@ -194,14 +203,16 @@ def test_a_cross_script_index_without_stop_tokens_is_built_again_and_w_tuned_aga
     before = build._retrieval_recipe()
     assert "roman_stop_fraction" not in before             # files made from an index without stop tokens
 
-    def index(*argv):
-        assert argv[argv.index("--stop-fraction") + 1] == embedded.ROMAN_STOP_FRACTION and "--overwrite" in argv
+    def index(cfg):
+        assert cfg.cross_script and cfg.stop_fraction == world_recipe.ROMAN_STOP_FRACTION and cfg.overwrite
         (build.roman / "_all" / "config.json").write_text(
-            json.dumps({"kind": "bm25-language", "stop_fraction": embedded.ROMAN_STOP_FRACTION}))
-    monkeypatch.setattr(embedded, "_xqa", index)
+            json.dumps({"kind": "bm25-language", "stop_fraction": world_recipe.ROMAN_STOP_FRACTION}))
+        return {}
+    monkeypatch.setattr(indexes, "build_sparse", index)
+    monkeypatch.setattr(indexes, "describe_sparse", lambda summary, out: "")
     build.index_roman()
     assert done()
     cfg = json.loads(build.config_path.read_text())
     assert "roman_weight" not in cfg["tuned"] and cfg["tuned"]["alpha"] == 1.0   # w is tuned again
     # and the reader's passages (so the reader) follow the new index, even if w comes out the same
-    assert build._retrieval_recipe() == {**before, "roman_stop_fraction": embedded.ROMAN_STOP_FRACTION}
+    assert build._retrieval_recipe() == {**before, "roman_stop_fraction": world_recipe.ROMAN_STOP_FRACTION}

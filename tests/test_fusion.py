@@ -28,7 +28,7 @@ def ids(hits):
 
 
 def reference_scd(dense, sparse, k, max_frac, corroborated_order="dense"):
-    """Algorithm 1 of paper 002 transliterated, with its defects fixed as DESIGN.md says.
+    """Algorithm 1 of Tu & Padmanabhan 2022 (the MIA 2022 system) transliterated, with its defects fixed.
 
     Written loop-for-loop like the printed pseudo-code (not like the library):
     the sparse loop pushes corroborated hits and spends reserved slots; the dense
@@ -400,7 +400,7 @@ def test_fusion_config_round_trips_and_rejects_unknown_keys():
 
 @given(n=st.integers(1, 5), k=st.integers(1, 70), overlap=st.floats(0, 1))
 def test_synthetic_lists_have_the_requested_overlap(n, k, overlap):
-    from xqa.tools.bench.fusion import synthetic_lists
+    from xqa.tools.lib.fusion import synthetic_lists
 
     for dense, sparse in synthetic_lists(n, k, overlap, seed=1):
         assert len(dense) == len(sparse) == k
@@ -409,7 +409,7 @@ def test_synthetic_lists_have_the_requested_overlap(n, k, overlap):
 
 
 def test_bench_fusion_renders_every_function():
-    from xqa.tools.bench.fusion import Report, bench_fusion_functions, render
+    from xqa.tools.lib.fusion import Report, bench_fusion_functions, render
 
     rows = bench_fusion_functions(k=60, n=20, repeats=1)
     assert {r.name for r in rows} >= {"SCD (max_frac 0.2)", "hybrid (raw)", "hybrid (normalised)", "RRF (k=60)"}

@@ -126,27 +126,27 @@ def test_the_world_writes_its_label_table_and_rebuilds_a_world_without_one(tmp_p
 
 
 def test_the_build_names_the_label_table_and_tunes_fusion_with_it(tmp_path, monkeypatch):
-    import xqa.embedded as embedded
-    from xqa.embedded import LABELS, Build
+    import xqa.build.world as world_recipe
+    from xqa.build.world import LABELS, WorldBuild
     from xqa.world import build_world
 
-    build = Build(tmp_path, profile="world")
+    build = WorldBuild(tmp_path, profile="world")
     build_world(build.world, size="small", seed=0)
     build.write_config()
     assert json.loads(build.config_path.read_text())["reader"]["labels"] == LABELS
     stages = dict((name, done) for name, done, _ in build.stages())
     assert stages["answer labels"]()
     calls = []
-    monkeypatch.setattr(embedded, "_xqa_distributed", lambda procs, *argv: calls.append(argv))
-    monkeypatch.setattr(embedded.Build, "_update_config", lambda self, **kw: None)
+    monkeypatch.setattr(world_recipe, "call_distributed", lambda procs, function, arguments: calls.append(arguments))
+    monkeypatch.setattr(world_recipe.WorldBuild, "_update_config", lambda self, **kw: None)
     (tmp_path / "fusion.json").write_text(json.dumps({"beta": 0, "gamma": 1, "miss": 0.1, "soft": False}))
     build.tune_fusion()
-    (argv,) = calls
-    assert str(argv[argv.index("--labels") + 1]) == str(build.world / "labels.jsonl")
+    (arguments,) = calls
+    assert arguments["config"].labels == str(build.world / "labels.jsonl")
 
 
 def test_training_copies_the_answers_name_from_a_passage_in_another_language(tmp_path, capsys):
-    from xqa.commands.train_reader import load_examples
+    from xqa.evaluation.reading import load_examples
     from xqa.io import write_results
     from xqa.records import Question, RetrievalResult
 

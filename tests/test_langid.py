@@ -1,24 +1,12 @@
-"""Offline language identification: the rules (xqa.langid), "unknown" (xqa.langid_model), the report."""
+"""Offline language identification: the rules (xqa.langid.rules), "unknown" (xqa.langid.model), the codes
+(xqa.langid.codes), the report."""
 from __future__ import annotations
 
 import pytest
 
-from xqa.langid import (
-    LANGUAGE_NAMES,
-    UNKNOWN,
-    detect_language,
-    language_name,
-    resolve_language,
-    script_of,
-)
-from xqa.langid_model import (
-    VETO,
-    cue_language,
-    identify,
-    identify_language,
-    known_language,
-    script_letters,
-)
+from xqa.langid.codes import LANGUAGE_NAMES, UNKNOWN, language_name, pipeline_language, resolve_language
+from xqa.langid.model import VETO, cue_language, identify, identify_language, script_letters
+from xqa.langid.rules import detect_language, script_of
 
 # Short questions as users type them: with and without punctuation, accents, capitals.
 CASES = [
@@ -148,7 +136,7 @@ def test_language_name():
     assert language_name("xx") == "xx"
 
 
-# ---------------------------------------------------------------- "unknown" (xqa.langid_model)
+# ---------------------------------------------------------------- "unknown" (xqa.langid.model)
 
 
 # The languages of MIA 2022 and of the real sets: a pipeline with an index for each.
@@ -220,13 +208,13 @@ def test_cue_language():
     assert cue_language("Tko je napisao Povratak Filipa Latinovicza?") is None  # "je" is no Swahili cue
 
 
-def test_known_language_maps_onto_the_pipeline_or_unknown():
-    assert known_language("zh", ["en", "zh_cn"]) == "zh_cn"
-    assert known_language("id", ["ms", "en"]) == "ms"
-    assert known_language("sw", ["en", "ja"]) == UNKNOWN
-    assert known_language("cs", PIPELINE) == UNKNOWN
-    assert known_language("cs", []) == "cs"  # no list: any language
-    assert known_language(UNKNOWN, ["en"]) == UNKNOWN
+def test_pipeline_language_maps_onto_the_pipeline_or_unknown():
+    assert pipeline_language("zh", ["en", "zh_cn"]) == "zh_cn"
+    assert pipeline_language("id", ["ms", "en"]) == "ms"
+    assert pipeline_language("sw", ["en", "ja"]) == UNKNOWN
+    assert pipeline_language("cs", PIPELINE) == UNKNOWN
+    assert pipeline_language("cs", []) == "cs"  # no list: any language
+    assert pipeline_language(UNKNOWN, ["en"]) == UNKNOWN
     assert language_name(UNKNOWN) == "unknown language"
 
 
@@ -234,7 +222,7 @@ def test_importing_the_identifier_does_not_load_lingua():
     import subprocess
     import sys
 
-    code = "import sys, xqa.langid_model, xqa.tools.bench.langid, xqa.tools.report_langid; print('lingua' in sys.modules)"
+    code = "import sys, xqa.langid, xqa.tools.lib.langid, xqa.tools.report_langid; print('lingua' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -280,7 +268,7 @@ OUTSIDE = [
 def lingua_loaded():
     """lingua's models, loaded once per process: seconds (marked slow)."""
     pytest.importorskip("lingua")
-    from xqa.langid_model import warm_up
+    from xqa.langid import warm_up
 
     warm_up()
 
@@ -322,7 +310,7 @@ class _FakeIndex:
         return [[Hit(id=pid, score=s, source="sparse", lang=self.lang) for pid, s in self.hits][:k] for _ in texts]
 
 
-def test_bm25_searches_every_index_for_a_question_of_unknown_language(tmp_path):
+def test_bm25_searches_every_index_for_a_question_of_unpipeline_language(tmp_path):
     from retriever.sparse.searcher import SparseRetriever
     from xqa.errors import XqaError
     from xqa.records import Question
@@ -340,14 +328,14 @@ def test_bm25_searches_every_index_for_a_question_of_unknown_language(tmp_path):
         bm25.search([Question(id="q3", question="Nani?", lang="sw")], k=2)  # a known language without index
 
 
-# ---------------------------------------------------------------- the measurement (xqa.tools.bench.langid)
+# ---------------------------------------------------------------- the measurement (xqa.tools.lib.langid)
 
 def test_report_measures_each_identifier_per_set_and_language(tmp_path, monkeypatch):
     import json
 
-    from xqa.tools.bench import langid as bench
+    from xqa.tools.lib import langid as bench
 
-    monkeypatch.setattr("xqa.langid_model.warm_up", lambda: None)  # no lingua here
+    monkeypatch.setattr("xqa.langid.model.warm_up", lambda: None)  # no lingua here
 
     (tmp_path / "xor_tydi").mkdir()
     rows = [{"id": str(i), "question": q, "answers": [], "lang": lang}
@@ -372,11 +360,11 @@ def test_report_measures_each_identifier_per_set_and_language(tmp_path, monkeypa
 def test_report_without_the_shared_data_says_so(tmp_path, capsys, monkeypatch):
     import argparse
 
-    from xqa.tools.bench import langid as bench
+    from xqa.tools.lib import langid as bench
     from xqa.tools import report_langid
 
     monkeypatch.setattr(bench, "identifiers", lambda: {"rules": detect_language})
-    monkeypatch.setattr("xqa.langid_model.warm_up", lambda: None)
+    monkeypatch.setattr("xqa.langid.model.warm_up", lambda: None)
     args = argparse.Namespace(data=str(tmp_path / "absent"), languages="en,fi", per_language=10, seed=0,
                               grid=False, out=str(tmp_path / "langid.md"))
     assert report_langid.run(args) == 0

@@ -109,6 +109,45 @@ def test_the_users_commands_never_import_the_tooling():
             assert not {d for d in deps if d.startswith("xqa.tools")}, f"{name} imports {sorted(deps)}"
 
 
+def test_tool_wrappers_and_their_library_are_apart():
+    """``xqa/tools/<name>.py``: the commands of ``xqa.cli.TOOLS`` (which loads them by name) and two
+    ``python -m`` scripts; no module imports them. ``xqa/tools/lib/``: the code they call."""
+    from xqa.cli import TOOLS
+
+    wrappers = {module for module, _ in TOOLS.values()}
+    scripts = {"xqa.tools.cli_reference", "xqa.tools.pack_prebuilt"}
+    top = {f"xqa.tools.{p.stem}" for p in (ROOT / "xqa" / "tools").glob("*.py") if p.stem != "__init__"}
+    assert top == wrappers | scripts, f"not a registered command: {sorted(top - wrappers - scripts)}"
+    assert {p.name for p in (ROOT / "xqa" / "tools").iterdir() if p.is_dir() and p.name != "__pycache__"} == {"lib"}
+    for name, deps in _import_graph().items():
+        assert not deps & top, f"{name} imports {sorted(deps & top)}"
+
+
+def test_only_the_cli_imports_the_commands():
+    """A command module parses flags into a config and calls the library: nothing else builds on
+    it. Tests import a command module only to check its argument parsing."""
+    parsing_tests = {"tests/test_cli.py", "tests/test_demo.py"}
+    for name, deps in _import_graph().items():
+        commands = {d for d in deps if d.startswith("xqa.commands.")}
+        if name != "xqa.cli" and not name.startswith("xqa.commands"):
+            assert not commands, f"{name} imports {sorted(commands)}"
+    for path in (ROOT / "tests").rglob("*.py"):
+        rel = str(path.relative_to(ROOT))
+        if rel in parsing_tests:
+            continue
+        commands = {n for n in _imports(path) if n == "xqa.commands" or n.startswith("xqa.commands.")}
+        assert not commands, f"{rel} imports {sorted(commands)}"
+
+
+def test_commands_import_only_shared_options_of_each_other():
+    """Command modules do not import one another: what two commands share lives in
+    ``xqa.cli_options`` or in the library."""
+    for name, deps in _import_graph().items():
+        if name.startswith("xqa.commands."):
+            others = {d for d in deps if d.startswith("xqa.commands") and d != name}
+            assert not others, f"{name} imports {sorted(others)}"
+
+
 def test_help_is_fast_and_imports_nothing_heavy():
     code = ("import sys, time; t=time.perf_counter(); from xqa.cli import main; "
             "import contextlib, io\nwith contextlib.redirect_stdout(io.StringIO()): main(['--help'])\n"

@@ -12,8 +12,8 @@ import pytest
 from types import SimpleNamespace
 
 from xqa.cli import main
-from xqa.commands._common import method_for, pipeline_config
-from xqa.config import PipelineConfig
+from xqa.cli_options import pipeline_config
+from xqa.config import PipelineConfig, method_for
 from xqa.errors import XqaError
 from xqa.io import read_passages, read_questions, read_results
 from xqa.pipeline import Pipeline
@@ -103,6 +103,22 @@ def test_answer_returns_candidates_and_evidence(pipe, test_questions):
         assert 0.0 <= a.score <= 1.0 + 1e-6
         rel = [e.relevance for e in a.evidence]
         assert len(rel) == pipe.config.reader.n_passages and abs(sum(rel) - 1) < 1e-3
+
+
+def test_ask_identifies_the_language_when_auto(pipe, test_questions):
+    """``Pipeline.ask(text)`` searches a question in the language it identifies (every world language
+    here) and answers as ``answer`` does for that language; an explicit code skips identification."""
+    for q in test_questions:
+        assert pipe.question_language(q.question) == q.lang, q.question
+    q = next(q for q in test_questions if q.lang == "ja")
+    asked = pipe.ask(q.question, question_id=q.id)
+    assert asked.detected and asked.question == Question(id=q.id, question=q.question, lang="ja")
+    [direct] = pipe.answer([asked.question])
+    assert asked.answer.question_id == q.id and asked.answer.text == direct.text and asked.answer.evidence
+    given = pipe.ask("  " + q.question, lang="und")
+    assert not given.detected and given.question.lang == "und" and given.question.question == q.question
+    with pytest.raises(XqaError, match="empty"):
+        pipe.ask("   ")
 
 
 def _cli(*argv) -> subprocess.CompletedProcess:

@@ -54,3 +54,40 @@ def test_the_examples_are_valid_configs():
     for block in blocks:
         cfg = PipelineConfig.from_dict(json.loads(block))
         assert cfg.passages and cfg.reader.model
+
+
+def test_save_then_load_gives_back_every_field(tmp_path):
+    from xqa.config import RetrievalConfig as R
+
+    def changed(cls, **values):
+        """An instance of ``cls`` where every field differs from its default."""
+        out = {}
+        for f in dataclasses.fields(cls):
+            if f.name in NOT_IN_THE_FILE or f.name in values:
+                continue
+            default = _default(f)
+            out[f.name] = (not default if isinstance(default, bool) else default + 1 if isinstance(default, (int, float))
+                           else f"{f.name}.x" if default is None or isinstance(default, str) else default)
+        return cls(**{**out, **values})
+
+    cfg = PipelineConfig(passages="passages.jsonl",
+                         retrieval=changed(R, method="hybrid", corroborated_order="sparse", fallback="none",
+                                           max_frac=0.5, lam=2.0),
+                         reader=changed(ReaderConfig, answerability=None, answerability_threshold=0.7),
+                         languages=["en", "de"],
+                         examples=[{"question": "q", "lang": "en"}], tuned={"alpha": 0.3}, about={"n": 1})
+    path = tmp_path / "folder" / "pipeline.json"
+    cfg.save(path)
+    back = PipelineConfig.load(path)
+    assert back.to_dict() == cfg.to_dict() and back.base_dir == str(path.parent)
+    assert [p.name for p in path.parent.iterdir()] == ["pipeline.json"]  # written through a rename
+
+
+def test_the_fusion_settings_are_declared_once():
+    from retriever.fused import FusionConfig, FusionSettings
+
+    names = {f.name for f in dataclasses.fields(FusionSettings)}
+    assert names <= {f.name for f in dataclasses.fields(RetrievalConfig)}
+    assert RetrievalConfig().fusion() == FusionConfig()
+    r = RetrievalConfig(method="hybrid", alpha=0.3, mu=0.5)
+    assert r.fusion(k_each=40) == FusionConfig("hybrid", alpha=0.3, mu=0.5, k_each=40)

@@ -808,7 +808,7 @@ def test_select_contexts_keeps_gold_and_fused_order():
 
 
 def test_train_contexts_answer_puts_the_answer_passage_first_and_skips_the_rest(tmp_path, capsys):
-    from xqa.commands.train_reader import load_examples
+    from xqa.evaluation.reading import load_examples
 
     def ctx(pid, text):
         return {"id": pid, "title": "", "text": text, "score": 1.0}

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from xqa.tools.report_pairs import markdown, pair_recall, summarise
+from xqa.tools.lib.pairs import markdown, pair_recall, summarise
 
 
 def _questions():

@@ -43,6 +43,7 @@ def indexed_questions(stack, n=12):
     return [q for q in stack.dev if q.lang != NO_BM25_LANG][:n]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 def test_contract(stack, kind):
     r = make(stack, kind)
@@ -62,6 +63,7 @@ def test_contract(stack, kind):
     assert all(h == [] for h in r.search(qs[:3], 0))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 def test_batch_equals_one_by_one_and_is_deterministic(stack, kind):
     r = make(stack, kind)
@@ -94,6 +96,7 @@ def normalized_tolerances(stack, qs, k_each=40):
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["scd", "spar+scd", "hybrid", "rrf"])
 def test_fused_kinds_survive_a_language_without_bm25(stack, kind):
     qs = [q for q in stack.dev if q.lang == NO_BM25_LANG][:4]
@@ -109,6 +112,7 @@ def test_fused_kinds_survive_a_language_without_bm25(stack, kind):
         assert {h.source for x in lists for h in x} == {"dense"}
 
 
+@pytest.mark.slow
 def test_scd_retriever_equals_the_function_on_real_lists(stack):
     qs = indexed_questions(stack, 10)
     k = 20
@@ -123,6 +127,7 @@ def test_scd_retriever_equals_the_function_on_real_lists(stack):
         assert sum(h.source == "sparse" for h in fused) == max(0, min(4, len(b)) - len(both))
 
 
+@pytest.mark.slow
 def test_question_order_and_languages_are_kept(stack):
     qs = indexed_questions(stack, 8)
     r = make(stack, "sparse")
@@ -134,6 +139,7 @@ def test_question_order_and_languages_are_kept(stack):
     assert len(dense_langs) > 1  # dense: global over all languages
 
 
+@pytest.mark.slow
 def test_unknown_method_and_missing_component(stack):
     with pytest.raises(XqaError, match="unknown retrieval method"):
         build_retriever("colbert", dense=stack.dense_retriever())

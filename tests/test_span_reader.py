@@ -66,6 +66,7 @@ def _train(reader: SpanReader, examples, passages, out: Path, steps: int, **kw):
                                              lr=3e-3, save_every=10_000, log_every=10), progress=False)
 
 
+@pytest.mark.slow
 def test_a_tiny_encoder_learns_the_exact_spans_of_real_questions(converted_e5, tmp_path):
     examples, passages = _real_examples(4)
     reader = _tiny_reader(converted_e5)
@@ -76,6 +77,7 @@ def test_a_tiny_encoder_learns_the_exact_spans_of_real_questions(converted_e5, t
     assert [o.text for o in outs] == [e["answers"][0] for e in examples]
 
 
+@pytest.mark.slow
 def test_spans_stay_inside_their_passage_text(converted_e5):
     reader = _tiny_reader(converted_e5, seed=3)
     q = Question("q", "Paris Paris capital France Paris", "en")
@@ -93,6 +95,7 @@ def test_spans_stay_inside_their_passage_text(converted_e5):
     assert all(0 <= s.start < s.end <= len(ctxs[s.passage].text) for s in out.spans)
 
 
+@pytest.mark.slow
 def test_long_passages_are_read_in_overlapping_windows_and_spans_map_back(converted_e5):
     reader = _tiny_reader(converted_e5, seed=1)
     reader.settings.max_length, reader.settings.stride = 64, 16
@@ -104,6 +107,7 @@ def test_long_passages_are_read_in_overlapping_windows_and_spans_map_back(conver
         assert text[s.start: s.end] == s.text
 
 
+@pytest.mark.slow
 def test_save_then_load_answers_identically(converted_e5, tmp_path):
     reader = _tiny_reader(converted_e5, seed=2)
     examples, passages = _real_examples(3)
@@ -118,6 +122,7 @@ def test_save_then_load_answers_identically(converted_e5, tmp_path):
         assert np.allclose(a.norm, b.norm, atol=1e-5) and np.allclose(a.relevance, b.relevance, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_a_packed_reader_unpacks_to_nearly_the_same_reader(converted_e5, tmp_path):
     """The shipped form: int8 differences to the base encoder (only what training changed)."""
     from reader.span.delta import pack, unpack
@@ -141,7 +146,7 @@ def test_a_packed_reader_unpacks_to_nearly_the_same_reader(converted_e5, tmp_pat
 
 
 def test_span_fusion_equals_the_hand_computation():
-    """s'_ij = softmax(β r + γ R)_i · softmax(s_i)_j, identical answers summed (paper 001 §2.2)."""
+    """s'_ij = softmax(β r + γ R)_i · softmax(s_i)_j, identical answers summed (Ma et al. 2022, §2.2)."""
     spans = [Span("Paris", 0, 2.0), Span("Lyon", 0, 1.0), Span("paris", 1, 0.5), Span("Nice", 1, 0.0)]
     norm = [math.log(math.exp(2.0) + math.exp(1.0) + math.exp(-1.0)),   # passage 0 allows a third span
             math.log(math.exp(0.5) + math.exp(0.0))]
@@ -207,6 +212,7 @@ def test_tuning_finds_the_same_language_prior_when_answers_are_graded_in_the_que
     assert best["same_language"] > 0 and best["dev_f1"] == 1.0 and best["dev_f1_by_same_language"]["0"] < 1.0
 
 
+@pytest.mark.slow
 def test_a_two_process_gloo_training_step_runs(converted_e5, tmp_path):
     examples, passages = _real_examples(4)
     (tmp_path / "train.jsonl").write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in examples))

@@ -158,6 +158,7 @@ def stack(tmp_path_factory):
     return build_stack(tmp_path_factory.getbasetemp() / "fusion_stack")
 
 
+@pytest.mark.slow
 def test_teacher_data_is_bm25_top_and_bottom(stack):
     import json
 
@@ -187,6 +188,7 @@ def no_teacher(stack):
     return NoTeacher()
 
 
+@pytest.mark.slow
 def test_teacher_data_is_cached(stack, tmp_path):
     from retriever.spar.data import TeacherConfig as TC
     from retriever.spar.lexical import teacher_data
@@ -199,6 +201,7 @@ def test_teacher_data_is_cached(stack, tmp_path):
     assert all(len(e["positive_ids"]) == 1 and len(e["hard_negative_ids"]) == 1 for e in dev)
 
 
+@pytest.mark.slow
 def test_validation_mini_index_holds_2n_passages(stack):
     from retriever.dense.model import BiEncoder
     from retriever.spar.data import TeacherConfig as TC
@@ -242,6 +245,7 @@ def assert_top_k(hits, brute, k):
     assert [h.score for h in hits] == pytest.approx(sorted(brute.values(), reverse=True)[:k], rel=1e-4, abs=1e-4)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mu", [0.3, 1.0, 3.0])
 def test_spar_index_scores_equal_dense_plus_mu_lexical(stack, mu):
     spar = stack.spar_retriever().with_mu(mu)
@@ -252,6 +256,7 @@ def test_spar_index_scores_equal_dense_plus_mu_lexical(stack, mu):
         assert {h.source for h in g} == {"spar"}
 
 
+@pytest.mark.slow
 def test_mu_is_query_side_only(stack):
     base = stack.spar_retriever()
     view = base.with_mu(2.5)
@@ -261,6 +266,7 @@ def test_mu_is_query_side_only(stack):
     assert view.search(qs, 10) == base.search_encoded(qd, ql, 10, mu=2.5)
 
 
+@pytest.mark.slow
 def test_spar_halves_are_the_dense_retriever_and_lambda(stack):
     spar = stack.spar_retriever()
     qs = stack.dev[:8]
@@ -277,6 +283,7 @@ def test_spar_halves_are_the_dense_retriever_and_lambda(stack):
         assert {h.source for h in hits} == {"lexical"}
 
 
+@pytest.mark.slow
 def test_weighted_sum_index(stack, tmp_path):
     from retriever.spar import SparRetriever, build_spar_index
 
@@ -297,6 +304,7 @@ def test_weighted_sum_index(stack, tmp_path):
         spar.part("lexical")
 
 
+@pytest.mark.slow
 def test_spar_index_refuses_overwrite_and_resumes(stack, tmp_path):
     from retriever.spar import build_spar_index
 
@@ -313,6 +321,7 @@ def test_spar_index_refuses_overwrite_and_resumes(stack, tmp_path):
         build_spar_index(stack.dense, stack.lexical, stack.passages[:-3], tmp_path / "short", progress=False)
 
 
+@pytest.mark.slow
 def test_tune_commands_end_to_end(stack, tmp_path):
     import json
 
@@ -336,6 +345,7 @@ def test_tune_commands_end_to_end(stack, tmp_path):
     assert m["best_mu"] in MU_GRID and m["grid"][f"{m['best_mu']:.6g}"] == max(m["grid"].values())
 
 
+@pytest.mark.slow
 def test_diagnose_lexical_end_to_end(stack, tmp_path):
     import json
 
@@ -353,6 +363,7 @@ def test_diagnose_lexical_end_to_end(stack, tmp_path):
     assert d["rbo_questions"] == sum(bool(h) for h in stack.sparse_retriever().search(indexed, 1))
 
 
+@pytest.mark.slow
 def test_lexical_index_alone_global_and_same_language(stack, tmp_path):
     from retriever.spar.lexical_index import LexicalRetriever, build_lexical_index
 

@@ -414,7 +414,7 @@ def mlqa_dir(tmp_path):
 
 
 def test_mlqa_corpus_is_deduplicated_with_gold_contexts(mlqa_dir):
-    from xqa.tools.report_mlqa import load_mlqa
+    from xqa.tools.lib.mlqa import load_mlqa
 
     en = load_mlqa(mlqa_dir, ["en"])["en"]
     assert sorted(p.text for p in en.passages) == sorted({p.text for p in en.passages})
@@ -425,7 +425,7 @@ def test_mlqa_corpus_is_deduplicated_with_gold_contexts(mlqa_dir):
 
 
 def test_mlqa_table_counts_answers_and_gold_contexts(mlqa_dir, tmp_path):
-    from xqa.tools.report_mlqa import load_mlqa, markdown_table, retrieval_table
+    from xqa.tools.lib.mlqa import load_mlqa, markdown_table, retrieval_table
     from xqa.records import Hit
 
     data = load_mlqa(mlqa_dir, ["en"])
@@ -465,7 +465,7 @@ def test_report_mlqa_skips_without_data_and_runs_with_it(mlqa_dir, tmp_path, mon
 
 
 def test_bench_corpus_is_deterministic_and_table_complete(tmp_path):
-    from xqa.tools.bench.sparse import (
+    from xqa.tools.lib.sparse import (
         EngineResult,
         SparseBench,
         synthesize_corpus,
@@ -486,7 +486,7 @@ def test_bench_corpus_is_deterministic_and_table_complete(tmp_path):
 
 def test_report_mlqa_cross_lingual_searches_the_english_contexts(mlqa_dir, tmp_path, capsys):
     from xqa.cli import main
-    from xqa.tools.report_mlqa import load_mlqa_cross
+    from xqa.tools.lib.mlqa import load_mlqa_cross
 
     data = load_mlqa_cross(mlqa_dir, ["en", "de"])
     assert list(data) == ["de"]                                  # English questions are not cross-lingual

@@ -6,6 +6,8 @@ import re
 import shlex
 from pathlib import Path
 
+import pytest
+
 from xqa.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,6 +28,7 @@ def tour_commands() -> list[list[str]]:
     return commands
 
 
+@pytest.mark.slow
 def test_the_readme_tour_runs_in_order(tiny_pipeline, tmp_path, monkeypatch, capsys):
     commands = tour_commands()
     assert [c[1] for c in commands][:2] == ["ask", "ask"] and all(c[0] == "xqa" for c in commands)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
@@ -159,3 +160,48 @@ def test_resume_is_exact_with_length_grouped_batches(tmp_path):
         assert "length(example)" in str(e)
     else:
         raise AssertionError("group_by_length without task.length() must fail")
+
+
+# ------------------------------------------------------------------ the commands' configs
+
+def _config_cases():
+    from xqa.evaluation import tuning
+    from xqa.runs import AnswerConfig
+    from xqa.training import bm25aug, dense, fid, lexical, span, tokenizer
+
+    given = ["--out", "o"]
+    return [
+        (("train", "tokenizer"), ["--passages", "p", *given], tokenizer.TokenizerTrainConfig),
+        (("train", "retriever"), ["--train", "t", "--passages", "p", *given], dense.DenseTrainConfig),
+        (("train", "lexical"), ["--passages", "p", "--bm25", "b", *given], lexical.LexicalTrainConfig),
+        (("train", "bm25-aug"), ["--train", "t", "--passages", "p", "--init", "i", *given],
+         bm25aug.Bm25AugTrainConfig),
+        (("train", "reader"), given, fid.FidTrainConfig),
+        (("train", "reader"), ["--arch", "span", *given], span.SpanTrainConfig),
+        (("tune", "alpha"), ["--dev", "d"], tuning.AlphaTuneConfig),
+        (("tune", "mu"), ["--dev", "d"], tuning.MuTuneConfig),
+        (("tune", "lambda"), ["--dev", "d"], tuning.LambdaTuneConfig),
+        (("tune", "fusion"), ["--model", "m", "--dev", "d", *given], tuning.FusionTuneConfig),
+        (("tune", "answerability"), ["--records", "r", *given], tuning.AnswerabilityTuneConfig),
+        (("answer",), ["--questions", "q", *given], AnswerConfig),
+    ]
+
+
+@pytest.mark.parametrize("case", range(12))
+def test_a_flag_has_its_config_fields_default(case):
+    """Each setting has one default: a command's flag defaults to its config field's."""
+    import dataclasses
+
+    from xqa.cli import build_parser
+
+    words, argv, cls = _config_cases()[case]
+    args = build_parser(words).parse_args(argv)
+    named = {a.lstrip("-").replace("-", "_") for a in argv if a.startswith("--")}
+    checked = 0
+    for f in dataclasses.fields(cls):
+        if f.name in named or f.name == "write_config" or not hasattr(args, f.name):
+            continue
+        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        assert getattr(args, f.name) == default, (words, f.name)
+        checked += 1
+    assert checked >= 2, words

@@ -19,34 +19,33 @@ from typing import Any
 
 from xqa.errors import XqaError
 
-from retriever.fused import METHODS
+from retriever.fused import METHODS, NEEDS, FusionConfig, FusionSettings
 
 # retrieval.fallback (and xqa --fallback) for "never search again"
 NO_FALLBACK = "none"
 
 
 @dataclass
-class RetrievalConfig:
-    method: str = "scd"
+class RetrievalConfig(FusionSettings):
+    """The ``retrieval`` section: the fusion method and its weights (declared once, in
+    :class:`retriever.fused.FusionSettings`), the depth K, the indexes, and the fallback."""
+
     k: int = 60
     sparse_index: str | None = None
     dense_index: str | None = None
     dense_model: str | None = None  # defaults to the model recorded in the dense index
     spar_index: str | None = None
     roman_index: str | None = None  # cross-script BM25 (xqa index sparse --cross-script)
-    max_frac: float = 0.2
-    corroborated_order: str = "dense"
-    alpha: float = 1.0
-    normalize: bool = False
-    mu: float = 1.0
-    roman_weight: float = 1.0  # sparse+roman: BM25 + roman_weight * cross-script BM25
     dhr_index: str | None = None  # densified lexical + dense vectors in one index (xqa index dhr): dlr, dhr
-    lam: float | None = None  # dhr: GIP + lam * dense (None: the index's own)
     pieces_index: str | None = None  # BM25 over e5 pieces, all languages (xqa index pieces): pieces, bm25-aug
     bm25_aug_model: str | None = None  # learned query augmentation (xqa train bm25-aug): bm25-aug
     # A question for which the method finds nothing (every query term unknown to the BM25
     # indexes) is searched again with this method, when the config names its indexes; "none": never.
     fallback: str = "dense"
+
+    def fusion(self, **overrides: Any) -> FusionConfig:
+        """The :class:`~retriever.fused.FusionConfig` of these settings, with ``overrides``."""
+        return FusionConfig.of(self, **overrides)
 
 
 @dataclass
@@ -89,6 +88,8 @@ class PipelineConfig:
         return d
 
     def save(self, path: str | Path) -> None:
+        """Write every field to ``path`` atomically (a temporary file, then a rename); paths are
+        written as given, so a relative one stays relative to the file's folder."""
         from xqa.artifacts import write_json_atomic
 
         write_json_atomic(path, self.to_dict())
@@ -127,6 +128,7 @@ class PipelineConfig:
 
     @classmethod
     def load(cls, path: str | Path) -> "PipelineConfig":
+        """The config in ``path``, checked; its relative paths resolve against the file's folder."""
         path = Path(path)
         if not path.is_file():
             raise XqaError(f"{path}: no such pipeline config (build the embedded default with "
@@ -186,3 +188,15 @@ def _check_types(cls, d: dict[str, Any], prefix: str) -> None:
         if not ok:
             want = " or ".join(names.get(t.__name__, t.__name__) if t is not type(None) else "null" for t in allowed)
             raise XqaError(f"field '{prefix}{f.name}' should be {want}, found {json_type(value)}")
+
+
+def method_for(cfg: PipelineConfig) -> str:
+    """The first retrieval method (in ``METHODS`` order) that uses the most of the config's indexes."""
+    r = cfg.retrieval
+    have = {"sparse": r.sparse_index, "dense": r.dense_index, "spar": r.spar_index, "roman": r.roman_index,
+            "dhr": r.dhr_index, "pieces": r.pieces_index, "bm25aug": r.bm25_aug_model}
+    usable = [m for m in METHODS if all(have[n] for n in NEEDS[m])]
+    if not usable:
+        raise XqaError("no index to search: name one with --sparse-index, --dense-index, --spar-index, "
+                       "--roman-index, --dhr-index or --pieces-index")
+    return max(usable, key=lambda m: len(NEEDS[m]))

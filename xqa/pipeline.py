@@ -4,11 +4,17 @@
 a BM25 index starts the JVM on first sparse search, the reader loads on the
 first question. The CLI (``xqa answer``, ``xqa ask``, ``xqa search``) and the
 demo all go through this class, so they answer the same way.
+
+One question's path: :meth:`Pipeline.ask` identifies its language
+(:mod:`xqa.langid`; BM25 searches that language's index), :meth:`Pipeline.retrieve`
+ranks passages with the configured method (the fallback method when it finds
+none), and :meth:`Pipeline.answer` reads the top passages and fuses the
+reader's answers with their evidence.
 """
 from __future__ import annotations
 
 import threading
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Collection, Sequence
 
@@ -97,6 +103,18 @@ def load_reader(folder: str):
 
 # Appended to the ``source`` of a hit the fallback method found (``dense (fallback)``).
 FALLBACK_SUFFIX = " (fallback)"
+# The ``lang`` that asks :meth:`Pipeline.ask` to identify the question's language.
+AUTO = "auto"
+
+
+@dataclass(frozen=True)
+class Asked:
+    """One question answered by :meth:`Pipeline.ask`: the question as searched (its ``lang``
+    identified or mapped onto the pipeline's languages), the answer, and whether ``lang`` was identified."""
+
+    question: Question
+    answer: Answer
+    detected: bool
 
 
 class Pipeline:
@@ -183,7 +201,7 @@ class Pipeline:
 
     def retriever(self, method: str | None = None, **overrides):
         """A retriever for ``method`` (default: the config's), built from the loaded parts."""
-        from retriever.fused import FusionConfig, build_retriever
+        from retriever.fused import build_retriever
 
         r = replace(self.config.retrieval, **overrides)
         method = method or r.method
@@ -193,9 +211,7 @@ class Pipeline:
         if missing:
             raise XqaError(f"method {method!r} needs a {' and a '.join(missing)} index, "
                            f"which this pipeline config does not name")
-        fusion = FusionConfig(method=method, max_frac=r.max_frac, corroborated_order=r.corroborated_order,
-                              alpha=r.alpha, normalize=r.normalize, mu=r.mu, roman_weight=r.roman_weight,
-                              lam=r.lam)
+        fusion = r.fusion(method=method)
         with self._lock:
             if fusion not in self._retrievers:
                 parts = {n: self.component(n) for n in _NEEDS[method]}
@@ -268,6 +284,26 @@ class Pipeline:
         if fb in (NO_FALLBACK, method) or not all(self._available()[n] for n in _NEEDS[fb]):
             return None
         return fb
+
+    def question_language(self, text: str, lang: str = AUTO) -> str:
+        """The language code to search ``text`` in: identified (:func:`xqa.langid.identify_language`,
+        one of the config's languages or ``und``) when ``lang`` is ``"auto"``, else ``lang`` mapped
+        onto the config's languages (``zh`` → ``zh_cn``, ``id`` ↔ ``ms``)."""
+        from xqa.langid import identify_language, resolve_language
+
+        languages = self.config.languages
+        return identify_language(text, languages) if lang == AUTO else resolve_language(lang, languages)
+
+    def ask(self, text: str, lang: str = AUTO, *, question_id: str = "q", method: str | None = None,
+            k: int | None = None, n_passages: int | None = None, **overrides) -> Asked:
+        """Answer one question in any language: its language (:meth:`question_language`), then
+        :meth:`answer` with ``method``, ``k``, ``n_passages`` and retrieval ``overrides``."""
+        text = text.strip()
+        if not text:
+            raise XqaError("the question is empty")
+        question = Question(id=question_id, question=text, lang=self.question_language(text, lang))
+        [answer] = self.answer([question], method=method, k=k, n_passages=n_passages, **overrides)
+        return Asked(question, answer, detected=lang == AUTO)
 
     def answer(self, questions: Sequence[Question], method: str | None = None, k: int | None = None,
                n_passages: int | None = None, evidence_fusion: bool | None = None,

@@ -4,7 +4,7 @@ This module is a leaf: it imports nothing of the project, so ``retriever`` and
 ``reader`` may import it without breaking the one-way import rule
 (``apps -> xqa -> {retriever, reader}``).
 
-Field names follow DESIGN.md and the DPR / FiD / XOR-TyDi JSON layouts so
+Field names follow the DPR / FiD / XOR-TyDi JSON layouts so
 records round-trip through those tools unchanged.
 """
 from __future__ import annotations

@@ -2,14 +2,14 @@
 
 Every question becomes exactly ``n_context`` encoder rows, one per passage, each
 the text ``question: {q} lang: {lang} title: {title} context: {text}``
-truncated to ``max_length`` tokens (paper 002 §3.3). A question with fewer
+truncated to ``max_length`` tokens (Tu & Padmanabhan 2022, the MIA 2022 system, §3.3). A question with fewer
 passages is padded with question-only rows whose ``passage_mask`` is 0: the
 encoder still sees at least one real token in every row (so no attention row is
 fully masked), and the decoder never attends to them.
 
 Retrieved passages are kept in the order given: the fused order of the
-retrieval result IS the ranking (DESIGN.md: re-sorting ``ctxs`` by score would
-silently undo Sparse-Corroborate-Dense).
+retrieval result IS the ranking (re-sorting ``ctxs`` by score would silently undo
+Sparse-Corroborate-Dense).
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The span reader's network: a pretrained encoder, a start/end head and a relevance head.
 
-The extractive reader of DPR and paper 001 §2.2: each (question, passage) window is
+The extractive reader of DPR (Karpukhin et al. 2020) as Ma et al. 2022 ("Another Look at DPR", §2.2) train it: each (question, passage) window is
 encoded alone as ``<s> question </s> title </s> text </s>``; a linear layer maps every token
 to a start and an end score, and another maps the first token (``<s>``, BERT's [CLS]) to the
 window's relevance score r. The encoder is any Hugging Face encoder; the real-text default

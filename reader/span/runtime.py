@@ -156,3 +156,10 @@ def describe(record: dict[str, Any]) -> str:
         lines.append(f"  {name}: {r['rows_per_s']:.1f} rows/s{extra}{'' if r.get('passed') else ' (check failed: not used)'}")
     lines.append(f"  precision auto on this CPU ({rt.cpu_summary(record.get('cpu'))}): {record.get('choice')}")
     return "\n".join(lines)
+
+
+def build_and_report(folder: str | Path, threads: int = 0, log=print) -> dict[str, Any]:
+    """:func:`build`, then the record said as :func:`describe` says it; the record."""
+    record = build(folder, threads=threads, progress=log)
+    log(f"int8 runtime {folder}/model.int8.onnx ({record['seconds']:.0f} s):\n{describe(record)}")
+    return record

@@ -7,8 +7,8 @@ A training example (one JSONL line of ``xqa data train``)::
 
 A batch of B questions holds B·K rows: each question's gold window first (a window of its
 positive passage that holds an answer), then K-1 negative windows (passages from its
-``negative_ids``, topped up with random passages of its language). The loss (paper 001
-§2.2, DESIGN.md "Span reader"):
+``negative_ids``, topped up with random passages of its language). The loss (Ma et al. 2022,
+"Another Look at DPR", §2.2):
 
 - passage selection: cross-entropy of the gold row among the question's K relevance scores;
 - span: -log Σ_{s in starts} p_start(s) - log Σ_{e in ends} p_end(e) on the gold row, the

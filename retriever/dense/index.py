@@ -1,7 +1,7 @@
 """Per-language FAISS indexes of passage vectors, searched as one global index.
 
 The MIA system keeps one dense index per language and retrieves the global
-top-K over all of them (paper 002 §3.2): each language's top-K is found
+top-K over all of them (Tu & Padmanabhan 2022, §3.2): each language's top-K is found
 separately and the lists are merged by score. Scores are inner products, so
 the merge is exact for exact (flat) indexes.
 

@@ -1,6 +1,6 @@
 """The bi-encoder: a question tower and a passage tower over any HF encoder.
 
-DPR (Karpukhin et al., 2020) as used by the MIA system (paper 002 §3.1): the
+DPR (Karpukhin et al., 2020) as used by the MIA 2022 system (Tu & Padmanabhan 2022, §3.1): the
 representation of a text is the last layer's hidden state of its first token
 (``pooling="cls"``); relevance is the dot product of the two vectors. The
 towers are any Hugging Face encoder — ``LukeModel`` (mLUKE, word inputs only:

@@ -1,7 +1,7 @@
 """``DenseRetriever``: the query encoder plus the per-language FAISS indexes.
 
 Batch-first (``search(questions, k) -> list[list[Hit]]``), global over all
-languages (each language's top-k merged by score, paper 002 §3.2). The index
+languages (each language's top-k merged by score, Tu & Padmanabhan 2022, §3.2). The index
 folder records which model encoded it, so ``DenseRetriever.load(index_dir)``
 finds the encoder by itself.
 """

@@ -1,4 +1,4 @@
-"""SPAR (paper 000): a dense lexical model Λ that imitates BM25, joined to a dense retriever.
+"""SPAR (Chen et al. 2022, "Salient Phrase Aware Dense Retrieval"): a dense lexical model Λ that imitates BM25, joined to a dense retriever.
 
 Names are imported lazily: ``import retriever.spar`` loads neither torch nor FAISS.
 

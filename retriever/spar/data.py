@@ -1,4 +1,4 @@
-"""Training data for the lexical model Λ, made by the BM25 teacher (SPAR paper 000, §4.1).
+"""Training data for the lexical model Λ, made by the BM25 teacher (SPAR, Chen et al. 2022, §4.1).
 
 No labels are needed. Queries are sentences sampled from the corpus's own
 passages (Appendix A: at least one sentence per passage; uniform sampling

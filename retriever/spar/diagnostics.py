@@ -1,4 +1,4 @@
-"""Diagnostics of the lexical model Λ (SPAR paper 000, §6, Tables 6 and 7).
+"""Diagnostics of the lexical model Λ (SPAR, Chen et al. 2022, §6, Tables 6 and 7).
 
 - :func:`rbo` — rank-biased overlap (Webber, Moffat & Zobel 2010), the
   extrapolated form ``RBO_ext`` for two finite rankings of possibly different

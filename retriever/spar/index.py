@@ -1,4 +1,4 @@
-"""The SPAR index and retriever (paper 000 §4.2): ONE FAISS index of ``[P(p) ; PΛ(p)]``.
+"""The SPAR index and retriever (SPAR, Chen et al. 2022, §4.2): ONE FAISS index of ``[P(p) ; PΛ(p)]``.
 
 A query is ``[Q(q) ; μ·QΛ(q)]``, so its inner product with a passage is
 exactly ``sim(q, p) + μ·simΛ(q, p)``, and μ lives on the query side: tuning μ

@@ -1,6 +1,6 @@
 """Batch BM25 search over the per-language Lucene indexes built by :mod:`.index`.
 
-Each question is searched in the index of its own language only (paper 002:
+Each question is searched in the index of its own language only (Tu & Padmanabhan 2022, the MIA 2022 system:
 the sparse list comes from the question language's BM25 index). Questions are
 grouped by language and each group goes to Anserini's multi-threaded
 ``SimpleSearcher.batch_search`` in one call. That is the Java method Pyserini's

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from xqa.commands._common import add_pipeline_arguments
+from xqa.cli_options import add_pipeline_arguments
 
 NBEST_SHOWN = 10  # candidates printed on the n-best line
 NO_ANSWER = "no answer found in this collection"
@@ -24,26 +24,20 @@ def run(args: argparse.Namespace) -> int:
     import json
     import textwrap
 
-    from xqa.commands._common import load_pipeline
+    from xqa.cli_options import load_pipeline
     from xqa.errors import XqaError
+    from xqa.langid import UNKNOWN
     from xqa.pipeline import FALLBACK_SUFFIX
-    from xqa.records import Question
 
     text = args.question.strip()
     if not text:
         raise XqaError("the question is empty")
     pipe = load_pipeline(args)
-    lang = args.lang
-    if lang == "auto":
-        from xqa.langid_model import identify_language
-
-        lang = identify_language(text, pipe.config.languages)
-    [ans] = pipe.answer([Question(id="q", question=text, lang=lang)], n_passages=args.n_passages)
+    asked = pipe.ask(text, args.lang, n_passages=args.n_passages)
+    ans, lang = asked.answer, asked.question.lang
     if args.json:
         print(json.dumps(ans.to_dict(), ensure_ascii=False, indent=1))
         return 0
-    from xqa.langid import UNKNOWN
-
     print(f"question ({lang}{': not identified, every BM25 index searched' if lang == UNKNOWN else ''}): {text}")
     method = args.method or pipe.config.retrieval.method
     written = ans.candidates[0].written if ans.candidates else ""

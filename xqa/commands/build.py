@@ -11,7 +11,7 @@ import argparse
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from xqa.build import Recipe
+    from xqa.build.corpus import Recipe
 
     d = Recipe()
     p.add_argument("--passages", required=True, help="passage file (JSONL, .jsonl.gz, DPR .tsv) or JsonCollection folder")
@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    from xqa.build import DEFAULT_WEIGHTS, CorpusBuild, Recipe, shipped_answerability
+    from xqa.build.corpus import CorpusBuild, Recipe, shipped_answerability
     from xqa.config import METHODS
     from xqa.errors import XqaError
 
@@ -63,7 +63,6 @@ def run(args: argparse.Namespace) -> int:
                     dense_max_length=args.dense_max_length, lexical_steps=args.lexical_steps,
                     precision=args.precision, dhr_slices=args.dhr_slices, pieces=args.pieces,
                     bm25_aug=os.path.abspath(args.bm25_aug) if args.bm25_aug else "",
-                    weights=dict(DEFAULT_WEIGHTS),
                     answerability=shipped_answerability() if args.reader is None else {})
     CorpusBuild(args.passages, args.out, lang=args.lang, dev=args.dev, reader=args.reader, recipe=recipe,
                 threads=args.threads).run()

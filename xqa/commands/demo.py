@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import argparse
 
-from xqa.commands._common import add_pipeline_arguments
+from xqa.cli_options import add_pipeline_arguments
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     if args.concurrency < 1 or args.max_queue < 1 or args.max_chars < 1:
         raise XqaError("--concurrency, --max-queue and --max-chars must be at least 1")
     t0 = time.perf_counter()
-    from xqa.commands._common import config_path, load_pipeline
+    from xqa.cli_options import config_path, load_pipeline
 
     pipeline = load_pipeline(args)
     source = config_path(args) or "the indexes named on the command line"

@@ -1,8 +1,9 @@
-"""``xqa embedded build``: the embedded default, by xqa's own commands.
+"""``xqa embedded build``: the embedded default, by the build recipe its profile picks.
 
-Profile ``default`` (what ``make demo`` builds): ``xqa build`` over the shipped multilingual
-Wikipedia sample with the shipped span reader. Profiles ``world``, ``long`` and ``small``: the
-generated test world, its tokenizer, indexes and tiny models trained from scratch.
+Profile ``default`` (what ``make demo`` builds): the corpus recipe (``xqa build``) over the
+shipped multilingual Wikipedia sample with the shipped span reader. Profiles ``world``, ``long``
+and ``small``: the world recipe, the generated test world, its tokenizer, indexes and tiny
+models trained from scratch (:mod:`xqa.build`).
 """
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ import argparse
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default="build/embedded", help="folder of the embedded default")
-    p.add_argument("--profile", choices=("default", "world", "long", "small"), default="default",
+    from xqa.build import EMBEDDED_PROFILES
+
+    p.add_argument("--profile", choices=EMBEDDED_PROFILES, default="default",
                    help="default: real Wikipedia paragraphs, the pretrained encoder and the shipped span reader "
                         "(make demo); world: the generated world with tiny models trained from scratch; long: "
                         "world with a reader trained 4,000 steps instead of 2,400; small: a small world and "
@@ -31,12 +34,7 @@ def run(args: argparse.Namespace) -> int:
         import torch
 
         torch.set_num_threads(args.threads)
-    if args.profile == "default":
-        from xqa.embedded import real_default
+    from xqa.build import embedded
 
-        real_default(args.out, threads=args.threads)
-        return 0
-    from xqa.embedded import Build
-
-    Build(args.out, profile=args.profile, seed=args.seed).run()
+    embedded(args.out, profile=args.profile, seed=args.seed, threads=args.threads)
     return 0

@@ -13,14 +13,13 @@ Examples::
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from xqa.commands._common import add_selection_arguments
+    from xqa.cli_options import add_selection_arguments
 
     add_selection_arguments(parser)
     e2e = parser.add_argument_group("end-to-end (MIA 2022 official EM / F1)")
@@ -91,41 +90,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", metavar="OUT", help="also write every figure as JSON to OUT")
 
 
-def _parse_sweep(specs: list[str]) -> dict[int, Path]:
-    from xqa.errors import InputError, XqaError
-
-    out: dict[int, Path] = {}
-
-    def put(n: Any, path: Path, where: str) -> None:
-        try:
-            k = int(n)
-        except (TypeError, ValueError):
-            raise XqaError(f"{where}: number of passages {n!r} is not an integer") from None
-        if k < 1 or k in out:
-            raise XqaError(f"{where}: number of passages {k} is not positive or given twice")
-        out[k] = path
-
-    for spec in specs:
-        n, sep, path = spec.partition("=")
-        if sep:
-            put(n, Path(path), f"--sweep {spec}")
-            continue
-        p = Path(spec)
-        if not p.is_file():
-            raise FileNotFoundError(f"{p}: --sweep expects N=PATH or a JSON file; no such file")
-        try:
-            mapping = json.loads(p.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as e:
-            raise InputError(p, e.lineno, f"invalid JSON: {e.msg}") from None
-        if not isinstance(mapping, dict):
-            raise InputError(p, 1, "expected a JSON object {number of passages: predictions path}")
-        for n, rel in mapping.items():
-            if not isinstance(rel, str):
-                raise InputError(p, None, f"value for {n!r} must be a path string")
-            put(n, p.parent / rel, str(p))
-    return out
-
-
 def _print_e2e(title: str, scores: Any) -> None:
     print(f"\n{title}  (mode {scores.mode}; EM / F1 in percent)")
     print(f"{'lang':<8} {'n':>7} {'EM':>7} {'F1':>7} {'no pred':>8}")
@@ -167,45 +131,29 @@ def _print_retrieval(name: str, scores: Any) -> None:
 
 def _coverage(args: argparse.Namespace) -> int:
     """``--coverage``: one non-empty string answer per gold question id (a submission check)."""
-    from collections import Counter
-
     from xqa.artifacts import write_json_atomic
-    from xqa.evaluation import inputs, mia
+    from xqa.evaluation import inputs
+    from xqa.evaluation.coverage import coverage
 
-    gold = inputs.load_gold(args.gold)
     preds = inputs.load_predictions(args.predictions)
-    n, answered, empty, missing = Counter(), Counter(), Counter(), Counter()
-    examples: dict[str, list[str]] = {"missing": [], "empty": []}
-    for q in gold:
-        n[q.lang] += 1
-        pred = mia.lookup_prediction(preds, q.id)
-        kind = "missing" if pred is None else "empty" if not pred.strip() else "answered"
-        {"missing": missing, "empty": empty, "answered": answered}[kind][q.lang] += 1
-        if kind != "answered" and len(examples[kind]) < 5:
-            examples[kind].append(q.id)
+    c = coverage(inputs.load_gold(args.gold), preds)
     print(f"{'lang':<8} {'questions':>9} {'answered':>9} {'empty':>7} {'missing':>8}")
-    for lang in sorted(n):
-        print(f"{lang:<8} {n[lang]:>9} {answered[lang]:>9} {empty[lang]:>7} {missing[lang]:>8}")
-    total = {k: sum(c.values()) for k, c in (("questions", n), ("answered", answered), ("empty", empty),
-                                            ("missing", missing))}
+    for lang, row in c.per_language.items():
+        print(f"{lang:<8} {row['questions']:>9} {row['answered']:>9} {row['empty']:>7} {row['missing']:>8}")
+    total = c.total
     print(f"{'all':<8} {total['questions']:>9} {total['answered']:>9} {total['empty']:>7} {total['missing']:>8}")
     print(f"{len(preds)} predictions read")
-    for kind, ids in examples.items():
+    for kind, ids in c.examples.items():
         if ids:
             print(f"{kind}: e.g. {', '.join(ids)}", file=sys.stderr)
     if args.json:
-        write_json_atomic(args.json, {"coverage": {"total": total, "per_language": {
-            lang: {"questions": n[lang], "answered": answered[lang], "empty": empty[lang],
-                   "missing": missing[lang]} for lang in sorted(n)}}})
-    ok = total["questions"] > 0 and total["answered"] == total["questions"]
-    print("coverage: complete" if ok else "coverage: INCOMPLETE")
-    return 0 if ok else 1
+        write_json_atomic(args.json, {"coverage": c.to_dict()})
+    print("coverage: complete" if c.complete else "coverage: INCOMPLETE")
+    return 0 if c.complete else 1
 
 
 def _selective(args: argparse.Namespace) -> int:
     """``--selective``: the calibrated confidence and the fused probability as selective scores."""
-    import numpy as np
-
     from xqa.artifacts import write_json_atomic
     from xqa.errors import XqaError
     from xqa.evaluation import selective
@@ -215,31 +163,16 @@ def _selective(args: argparse.Namespace) -> int:
         raise XqaError("--selective scores whole records files; select the questions when answering them")
     if args.calibrator:
         records = selective.rescore(records, *selective.load_calibrator(args.calibrator))
-    right, scored = selective.correctness(records, mode=args.mode)
-    records = [r for r, ok in zip(records, scored) if ok]
-    right = right[scored]
-    if not records:
+    e = selective.evaluate_records(records, args.mode, args.threshold)
+    if not e.records:
         raise XqaError(f"{' '.join(args.selective)}: no record with a gold answer to score")
-    answerable = np.asarray([not r.get("gold_hidden") for r in records])
+    records, right, answerable, results = e.records, e.right, e.answerable, e.results
     halves = [("answerable", answerable), ("made unanswerable", ~answerable)]
     print(f"{len(records)} answers: " + ", ".join(f"{name} {int(m.sum())} ({right[m].mean():.1%} right)"
                                                  for name, m in halves if m.any()))
-    scores = [("fused probability", np.asarray([float(r.get("score") or 0.0) for r in records]))]
-    have_conf = all(r.get("confidence") is not None for r in records)
-    if have_conf:
-        scores.insert(0, ("calibrated", np.asarray([float(r["confidence"]) for r in records])))
-    else:
+    if not e.calibrated:
         print("the records carry no calibrated confidence (the pipeline config had no reader.answerability)")
-    results = []
-    for name, s in scores:
-        shown = None
-        if name == "calibrated":
-            shown = (s >= args.threshold) if args.threshold is not None else np.asarray(
-                [r.get("answered", True) is not False for r in records])
-        elif args.threshold is not None:
-            shown = s >= args.threshold
-        results.append((selective.score(name, s, right, answerable, args.threshold, shown), s, right))
-    width = max(len(n) for n, _ in scores) + 2
+    width = max(len(sc.name) for sc, _, _ in results) + 2
     print(f"\n{'':<22}" + "".join(f"{sc.name:>{width}}" for sc, _, _ in results))
 
     def row(label: str, values: list) -> None:
@@ -289,7 +222,7 @@ def run(args: argparse.Namespace) -> int:
     report: dict[str, Any] = {}
     gold = inputs.load_gold(args.gold) if args.gold else []
     if args.where or args.per_lang:
-        from xqa.commands._common import select_questions
+        from xqa.cli_options import select_questions
 
         gold = select_questions(gold, args.where, args.per_lang)
 
@@ -339,7 +272,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.sweep:
         sweep = {n: mia.evaluate(gold, inputs.load_predictions([p]), args.mode)
-                 for n, p in sorted(_parse_sweep(args.sweep).items())}
+                 for n, p in sorted(inputs.parse_sweep(args.sweep).items())}
         print("\npassages  macro EM  macro F1")
         for n, s in sweep.items():
             print(f"{n:>8} {s.macro_em:>9.2f} {s.macro_f1:>9.2f}")

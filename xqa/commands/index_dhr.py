@@ -14,6 +14,7 @@ import argparse
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from retriever.dlr.index import DEFAULT_LAMBDA, DEFAULT_SLICES
+    from xqa.indexes import DhrIndexConfig as D
 
     p.add_argument("--dense", required=True, help="finished dense index folder (xqa index dense)")
     p.add_argument("--passages", required=True, help="the passages the dense index holds (JSONL or DPR TSV)")
@@ -30,24 +31,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="λ recorded as the index's default dense weight: score = GIP + λ·dense "
                         "(GIP is on the BM25 scale, ~10-40, e5 cosines ~0.8; 500 is the best R@5 on the "
                         "shipped corpus's tune questions; xqa tune lambda tunes it for another corpus)")
-    p.add_argument("--batch-size", type=int, default=1024, help="passages per tokenizer call")
+    p.add_argument("--batch-size", type=int, default=D.batch_size, help="passages per tokenizer call")
     p.add_argument("--overwrite", action="store_true", help="rebuild an existing index")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
 def run(args: argparse.Namespace) -> int:
-    import time
+    from xqa.indexes import DhrIndexConfig, build_dhr, describe_dhr
 
-    from retriever.dlr.index import build_dhr_index
-    from xqa.io import read_passages
-
-    t0 = time.perf_counter()
-    cfg = build_dhr_index(args.dense, read_passages(args.passages, lang=args.lang), args.out,
-                          slices=args.slices, strided=args.strided, lam=args.lam, batch_size=args.batch_size,
-                          overwrite=args.overwrite, progress=not args.quiet)
-    print(f"DHR index of {cfg['passages']} passages in {len(cfg['languages'])} languages: "
-          f"{cfg['slices']} × {cfg['slice_dims']} {'strided' if cfg['strided'] else 'contiguous'} slices "
-          f"(|V| = {cfg['vocab_size']}, {cfg['collided_pieces']} of {cfg['pieces']} passage pieces lost to "
-          f"collisions) + {cfg['dense_dim']}-dim dense, λ = {cfg['lam']:g}; {cfg['bytes'] / 2**20:.1f} MiB "
-          f"→ {args.out} ({time.perf_counter() - t0:.1f} s)")
+    index = build_dhr(DhrIndexConfig(
+        dense=args.dense, passages=args.passages, out=args.out, lang=args.lang, slices=args.slices,
+        strided=args.strided, lam=args.lam, batch_size=args.batch_size, overwrite=args.overwrite,
+        progress=not args.quiet))
+    print(describe_dhr(index, args.out))
     return 0

@@ -1,15 +1,16 @@
 """``xqa index pieces``: one Lucene BM25 index of every passage's multilingual-e5 SentencePiece
 pieces (all languages together), searched by the methods ``pieces`` and ``bm25-aug``.
 
-A thin wrapper over :func:`retriever.bm25aug.pieces.build_pieces_index`.
+A thin wrapper over :func:`xqa.indexes.build_pieces`.
 """
 from __future__ import annotations
 
 import argparse
-import os
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from xqa.indexes import PiecesIndexConfig as D
+
     p.add_argument("--passages", required=True, metavar="FILE",
                    help='passages: JSONL {"id","title","text","lang"} (or DPR TSV with --lang)')
     p.add_argument("--encoder", required=True, metavar="DIR",
@@ -18,26 +19,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lang", default=None, help="language of passages that carry no 'lang' field")
     p.add_argument("--threads", type=int, default=None,
                    help="indexing threads inside Lucene (default: 2, or 1 on a one-core machine)")
-    p.add_argument("--batch-size", type=int, default=1000, help="passages handed to Lucene per call")
+    p.add_argument("--batch-size", type=int, default=D.batch_size, help="passages handed to Lucene per call")
     p.add_argument("--overwrite", action="store_true", help="rebuild DIR if it holds a finished index")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
 def run(args: argparse.Namespace) -> int:
-    import time
+    from xqa.indexes import PiecesIndexConfig, build_pieces, describe_pieces
 
-    from retriever.bm25aug.pieces import build_pieces_index
-    from xqa.errors import XqaError
-    from xqa.io import read_passages
-
-    threads = args.threads if args.threads is not None else min(2, os.cpu_count() or 1)
-    if threads < 1 or args.batch_size < 1:
-        raise XqaError("--threads and --batch-size must be at least 1")
-    t0 = time.perf_counter()
-    cfg = build_pieces_index(read_passages(args.passages, lang=args.lang), args.encoder, args.out,
-                             threads=threads, progress=not args.quiet, overwrite=args.overwrite,
-                             batch_size=args.batch_size)
-    print(f"pieces index of {cfg['passages']} passages ({cfg['pieces']} pieces, "
-          f"{len(cfg['languages'])} languages, {cfg['index_bytes'] / 1e6:.1f} MB) → {args.out} "
-          f"({time.perf_counter() - t0:.0f} s)")
+    index = build_pieces(PiecesIndexConfig(
+        passages=args.passages, encoder=args.encoder, out=args.out, lang=args.lang, threads=args.threads,
+        batch_size=args.batch_size, overwrite=args.overwrite, progress=not args.quiet))
+    print(describe_pieces(index, args.out))
     return 0

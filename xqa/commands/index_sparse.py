@@ -1,17 +1,17 @@
 """``xqa index sparse``: one BM25 (Lucene) index per language of a passage file,
 or with ``--cross-script`` one romanized index of all of them.
 
-A thin wrapper over :func:`retriever.sparse.build_sparse_indexes`; prints
+A thin wrapper over :func:`xqa.indexes.build_sparse`; prints
 which analyzer each language got, marking fallbacks.
 """
 from __future__ import annotations
 
 import argparse
-import os
-import time
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from xqa.indexes import SparseIndexConfig as D
+
     parser.add_argument("--passages", required=True, metavar="FILE",
                         help='passages: JSONL {"id","title","text","lang"} (or Pyserini\'s '
                              '{"id","contents","lang"}), or DPR TSV with --lang')
@@ -21,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="language of passages that carry no 'lang' field (e.g. a DPR TSV file)")
     parser.add_argument("--threads", type=int, default=None,
                         help="indexing threads inside Lucene (default: 2, or 1 on a one-core machine)")
-    parser.add_argument("--batch-size", type=int, default=2000,
+    parser.add_argument("--batch-size", type=int, default=D.batch_size,
                         help="passages handed to Lucene per call")
     parser.add_argument("--overwrite", action="store_true",
                         help="rebuild DIR if it already holds a complete index (otherwise refused)")
@@ -41,38 +41,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from retriever.sparse import build_sparse_indexes
-    from retriever.sparse.index import STOP_FRACTION
-    from xqa.errors import XqaError
-    from xqa.io import read_passages
+    from xqa.indexes import SparseIndexConfig, build_sparse, describe_sparse
 
-    if args.threads is None:
-        args.threads = min(2, os.cpu_count() or 1)
-    if args.threads < 1 or args.batch_size < 1:
-        raise XqaError("--threads and --batch-size must be at least 1")
-    if args.stop_fraction is not None and not args.cross_script:
-        raise XqaError("--stop-fraction applies to the cross-script index: add --cross-script")
-    stop_fraction = STOP_FRACTION if args.stop_fraction is None else args.stop_fraction
-    if not 0.0 <= stop_fraction <= 1.0:
-        raise XqaError(f"--stop-fraction must be between 0 and 1, got {stop_fraction}")
-    start = time.perf_counter()
-    summary = build_sparse_indexes(read_passages(args.passages, lang=args.lang), args.out,
-                                   threads=args.threads, overwrite=args.overwrite,
-                                   batch_size=args.batch_size, optimize=not args.no_optimize,
-                                   progress=not args.quiet, cross_script=args.cross_script,
-                                   stop_fraction=stop_fraction)
-    seconds = time.perf_counter() - start
-    print(f"{'lang':<8} {'passages':>9} {'MB':>8}  analyzer")
-    for lang, info in summary["languages"].items():
-        mark = "  [FALLBACK]" if info["fallback"] else ""
-        print(f"{lang:<8} {info['num_passages']:>9} {info['index_bytes'] / 1e6:>8.2f}  "
-              f"{info['analyzer_description']}{mark}")
-        if info.get("stop_tokens"):
-            lists = ", ".join(f"{k} {len(v)}" for k, v in info["stop_tokens"].items())
-            print(f"{'':<8} stop tokens (in >= {info['stop_fraction']:.0%} of a language's passages): {lists}")
-    reused = f" (reused: {', '.join(summary['reused'])})" if summary["reused"] else ""
-    where = "one cross-script index" if summary.get("cross_script") else f"{len(summary['languages'])} languages"
-    print(f"{summary['num_passages']} passages in {where}, "
-          f"{seconds:.1f} s, Lucene {summary['lucene']} / Anserini {summary['anserini']} "
-          f"on Java {summary['java']} -> {args.out}{reused}")
+    summary = build_sparse(SparseIndexConfig(
+        passages=args.passages, out=args.out, lang=args.lang, threads=args.threads, batch_size=args.batch_size,
+        overwrite=args.overwrite, optimize=not args.no_optimize, cross_script=args.cross_script,
+        stop_fraction=args.stop_fraction, progress=not args.quiet))
+    print(describe_sparse(summary, args.out))
     return 0

@@ -17,7 +17,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from reader.span import runtime
+    from reader.span.runtime import build_and_report
     from xqa.errors import XqaError
 
     folder = Path(args.reader)
@@ -25,6 +25,5 @@ def run(args: argparse.Namespace) -> int:
         folder = folder / "best"
     if not (folder / "encoder").is_dir():
         raise XqaError(f"{folder}: not a span reader folder (no encoder/)")
-    record = runtime.build(folder, threads=args.threads, progress=lambda m: print(m, flush=True))
-    print(f"int8 runtime {folder}/model.int8.onnx ({record['seconds']:.0f} s):\n{runtime.describe(record)}")
+    build_and_report(folder, threads=args.threads, log=lambda line: print(line, flush=True))
     return 0

@@ -21,8 +21,7 @@ def run(args: argparse.Namespace) -> int:
     out = unpack(args.delta or SHIPPED_READER, args.base, args.out)
     print(f"wrote {out}", flush=True)
     if not args.no_int8:
-        from reader.span import runtime
+        from reader.span.runtime import build_and_report
 
-        record = runtime.build(out, threads=args.threads, progress=lambda m: print(m, flush=True))
-        print(f"int8 runtime {out}/model.int8.onnx ({record['seconds']:.0f} s):\n{runtime.describe(record)}")
+        build_and_report(out, threads=args.threads, log=lambda line: print(line, flush=True))
     return 0

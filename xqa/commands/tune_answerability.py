@@ -7,7 +7,7 @@ answers should not be found) — and fits a logistic regression of "the answer i
 the lowest calibrated probability at which the shown answers are right at least
 ``--precision`` of the time. Writes ``OUT/config.json``, and with ``--write-config`` puts the
 calibrator and threshold into the pipeline config (``reader.answerability``,
-``reader.answerability_threshold``).
+``reader.answerability_threshold``). The fit is :func:`xqa.evaluation.tuning.tune_answerability`.
 
 Example (the shipped corpus's tuning questions)::
 
@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import argparse
 
+from xqa.evaluation.tuning import AnswerabilityTuneConfig as D
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from xqa.commands._common import CONFIG_HELP
+    from xqa.cli_options import CONFIG_HELP
 
     p.add_argument("--records", nargs="+", required=True, metavar="RECORDS",
                    help="xqa answer records (OUT/records.jsonl or OUT) of questions with gold answers; "
@@ -29,7 +31,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, help="folder for config.json (the calibrator, threshold, fit figures)")
     p.add_argument("--precision", type=float, default=None,
                    help="share of shown answers that should be right at the threshold (default 0.75)")
-    p.add_argument("--l2", type=float, default=1.0, help="L2 penalty on the standardised coefficients")
+    p.add_argument("--l2", type=float, default=D.l2, help="L2 penalty on the standardised coefficients")
     p.add_argument("--config", default=None, help=CONFIG_HELP)
     p.add_argument("--write-config", action="store_true",
                    help="write the calibrator and threshold into the pipeline config")
@@ -38,16 +40,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from xqa.artifacts import write_json_atomic
-    from xqa.errors import XqaError
-    from xqa.evaluation import selective
+    from xqa.cli_options import config_path, to_config
+    from xqa.evaluation.tuning import tune_answerability
 
-    if args.precision is not None and not 0.0 < args.precision <= 1.0:
-        raise XqaError(f"--precision {args.precision}: a share in (0, 1]")
-    records = selective.read_records(args.records)
-    result = selective.fit(records, args.precision, args.l2)
+    write = config_path(args) if args.write_config else None
+    if write is not None and not write.is_file():
+        from xqa.config import PipelineConfig
+
+        PipelineConfig.load(write)  # the error that names the missing file
+    result = tune_answerability(to_config(D, args, write_config=write))
     cal, t = result.calibrator, result.threshold
-    cal.fitted_on["records"] = [str(p) for p in args.records]
     tr = result.train
     print(f"fitted on {cal.fitted_on['answers']} answers ({cal.fitted_on['right']} right; "
           f"{cal.fitted_on['answerable']} answerable, {cal.fitted_on['unanswerable']} made unanswerable)")
@@ -57,18 +59,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"threshold {t:.3f}: {tr.shown:.1%} of answers shown, {tr.shown_accuracy:.1%} of them right "
           f"(wanted ≥ {result.precision:.0%})"
           + (f"; {tr.answerable_shown:.1%} of answerable questions answered" if tr.answerable_shown is not None else ""))
-    out = Path(args.out)
-    write_json_atomic(out / "config.json", result.to_dict())
-    print(f"calibrator: {out / 'config.json'}")
-    if args.write_config:
-        from xqa.commands._common import config_path
-        from xqa.config import PipelineConfig
-
-        path = config_path(args)
-        cfg = PipelineConfig.load(path)
-        cfg.reader.answerability = cal.to_dict()
-        cfg.reader.answerability_threshold = t
-        cfg.tuned["answerability"] = {"threshold": t, "precision": result.precision, "records": cal.fitted_on["records"]}
-        cfg.save(path)
-        print(f"written into {path} (reader.answerability, reader.answerability_threshold)")
+    print(f"calibrator: {Path(args.out) / 'config.json'}")
+    if write is not None:
+        print(f"written into {write} (reader.answerability, reader.answerability_threshold)")
     return 0

@@ -5,7 +5,13 @@
 * :mod:`.retrieval` — DPR ``has_answer``, top-k accuracy, recall@k, MRR@k;
 * :mod:`.significance` — paired t-test on per-question scores;
 * :mod:`.report` — Markdown report with PNG plots;
-* :mod:`.inputs` — reading gold, prediction and retrieval-result files.
+* :mod:`.inputs` — reading gold, prediction and retrieval-result files;
+* :mod:`.coverage` — a submission check: one prediction per gold question;
+* :mod:`.selective` — calibrated confidence: AUROC, AURC, ECE, and the answerability fit;
+* :mod:`.judge` — judging ranked lists for a grid search (answer or gold-id relevance, cached);
+* :mod:`.reading` — answer scorers, gold passages, reader examples and outputs;
+* :mod:`.tuning` — the weights tuned on dev (α, μ, λ, β/γ, answerability) and writing them
+  into pipeline.json.
 
 Segmenters, scipy and matplotlib load on first use, not on import.
 """

@@ -231,3 +231,38 @@ def load_retrieval_results(path: str | Path, default_lang: str | None = None) ->
 def _json_document(path: Path) -> Any:
     """The JSON value in ``path``: UTF-8, not empty, no key twice in one object."""
     return json_document(path)
+
+
+def parse_sweep(specs: list[str]) -> dict[int, Path]:
+    """Predictions per number of passages read: ``N=PATH`` specs, or JSON files
+    ``{"N": "predictions path"}`` (paths relative to that file)."""
+    out: dict[int, Path] = {}
+
+    def put(n: Any, path: Path, where: str) -> None:
+        try:
+            k = int(n)
+        except (TypeError, ValueError):
+            raise XqaError(f"{where}: number of passages {n!r} is not an integer") from None
+        if k < 1 or k in out:
+            raise XqaError(f"{where}: number of passages {k} is not positive or given twice")
+        out[k] = path
+
+    for spec in specs:
+        n, sep, path = spec.partition("=")
+        if sep:
+            put(n, Path(path), f"--sweep {spec}")
+            continue
+        p = Path(spec)
+        if not p.is_file():
+            raise FileNotFoundError(f"{p}: --sweep expects N=PATH or a JSON file; no such file")
+        try:
+            mapping = json.loads(p.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as e:
+            raise InputError(p, e.lineno, f"invalid JSON: {e.msg}") from None
+        if not isinstance(mapping, dict):
+            raise InputError(p, 1, "expected a JSON object {number of passages: predictions path}")
+        for n, rel in mapping.items():
+            if not isinstance(rel, str):
+                raise InputError(p, None, f"value for {n!r} must be a path string")
+            put(n, p.parent / rel, str(p))
+    return out

@@ -235,6 +235,45 @@ def score(name: str, scores: Sequence[float], right: Sequence[bool], answerable:
     return out
 
 
+@dataclass
+class RecordsEvaluation:
+    """Answer records with a gold answer, whether each answer is right, which questions are
+    answerable (not ``--hide-gold``), and (scores, the scores, right) per selective score."""
+
+    records: list[dict[str, Any]]
+    right: np.ndarray
+    answerable: np.ndarray
+    results: list[tuple[SelectiveScores, np.ndarray, np.ndarray]]
+    calibrated: bool                    # the records carry a calibrated confidence
+
+
+def evaluate_records(records: Sequence[Mapping[str, Any]], mode: str = "official",
+                     threshold: float | None = None) -> RecordsEvaluation:
+    """The calibrated confidence (when every record has one) and the fused probability as
+    selective scores of the records that have a gold answer (none: no results). Shown: at least ``threshold``, or
+    for the calibrated confidence without one the records' own ``answered`` flags."""
+    right, scored = correctness(records, mode=mode)
+    records = [r for r, ok in zip(records, scored) if ok]
+    right = right[scored]
+    answerable = np.asarray([not r.get("gold_hidden") for r in records], dtype=bool)
+    if not records:
+        return RecordsEvaluation(records, right, answerable, [], False)
+    scores = [("fused probability", np.asarray([float(r.get("score") or 0.0) for r in records]))]
+    calibrated = all(r.get("confidence") is not None for r in records)
+    if calibrated:
+        scores.insert(0, ("calibrated", np.asarray([float(r["confidence"]) for r in records])))
+    results = []
+    for name, s in scores:
+        shown = None
+        if name == "calibrated":
+            shown = (s >= threshold) if threshold is not None else np.asarray(
+                [r.get("answered", True) is not False for r in records])
+        elif threshold is not None:
+            shown = s >= threshold
+        results.append((score(name, s, right, answerable, threshold, shown), s, right))
+    return RecordsEvaluation(records, right, answerable, results, calibrated)
+
+
 def plot(results: Sequence[tuple[SelectiveScores, np.ndarray, np.ndarray]], path: str | Path) -> Path:
     """A PNG: the reliability diagram and the coverage–accuracy curve of each score.
     ``results``: (scores, the score per answer, right per answer) for each score."""

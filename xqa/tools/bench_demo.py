@@ -1,6 +1,6 @@
 """``xqa bench demo``: end-to-end answer latency p50/p95 per retrieval method (a table), or with
 ``--concurrency N`` the served demo under load: N users at once for ``--duration`` seconds, a
-tenth of their requests abusive (:mod:`xqa.tools.bench.load`), with p50/p95 and failures.
+tenth of their requests abusive (:mod:`xqa.tools.lib.load`), with p50/p95 and failures.
 
 Examples::
 
@@ -14,7 +14,7 @@ import argparse
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from xqa.commands._common import CONFIG_HELP
+    from xqa.cli_options import CONFIG_HELP
 
     p.add_argument("--config", "--pipeline", dest="config", default=None, help=CONFIG_HELP)
     p.add_argument("--questions", default=None,
@@ -62,8 +62,8 @@ def _questions(args, pipeline):
 
 
 def run(args: argparse.Namespace) -> int:
-    from xqa.tools.bench.demo import bench_demo
-    from xqa.commands._common import config_path, pipeline_config
+    from xqa.tools.lib.demo import bench_demo
+    from xqa.cli_options import config_path, pipeline_config
     from xqa.config import METHODS
     from xqa.errors import XqaError
     from xqa.pipeline import Pipeline
@@ -99,7 +99,7 @@ def _run_load(args: argparse.Namespace) -> int:
 
     from xqa.errors import XqaError
     from xqa.pipeline import Pipeline
-    from xqa.tools.bench.load import run_load
+    from xqa.tools.lib.load import run_load
 
     if args.concurrency < 1 or args.duration <= 0 or not 0 <= args.bad_share <= 1:
         raise XqaError("--concurrency and --duration must be positive and --bad-share between 0 and 1")

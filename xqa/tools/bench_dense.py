@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from xqa.artifacts import write_json_atomic
-    from xqa.tools.bench.dense import run_bench
+    from xqa.tools.lib.dense import run_bench
     from xqa.errors import XqaError
 
     if min(args.tiny, args.base, args.flat, args.index_size) < 0 or args.dim < 8:
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         import gzip
         import json
 
-        from xqa.tools.bench.encoder import run_encoder_bench
+        from xqa.tools.lib.encoder import run_encoder_bench
         from xqa.data.corpus import CORPUS_DIR
         from xqa.io import read_passages
 

@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
 
     from xqa.artifacts import write_json_atomic
     from xqa.errors import XqaError
-    from xqa.tools.bench.dhr import Result, bench_one
+    from xqa.tools.lib.dhr import Result, bench_one
 
     try:
         sizes = [int(s) for s in args.sizes.split(",") if s.strip()]

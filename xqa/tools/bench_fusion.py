@@ -1,13 +1,13 @@
 """``xqa bench fusion``: fusion overhead at k=60 beside search time; SPAR's one index vs a two-index hybrid.
 
-Prints one Markdown table per part (see ``xqa.tools.bench.fusion``). Without
+Prints one Markdown table per part (see ``xqa.tools.lib.fusion``). Without
 indexes (no pipeline config, no folders) only the fusion functions are timed.
 """
 from __future__ import annotations
 
 import argparse
 
-from xqa.commands._fusion_common import add_source_arguments
+from xqa.cli_options import add_source_arguments
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -29,13 +29,13 @@ def run(args: argparse.Namespace) -> int:
     import platform
     from pathlib import Path
 
-    from xqa.tools.bench.fusion import (
+    from xqa.tools.lib.fusion import (
         Report,
         bench_fusion_functions,
         bench_retrievers,
         render,
     )
-    from xqa.commands._common import config_path, pipeline_config
+    from xqa.cli_options import config_path, pipeline_config
     from xqa.errors import XqaError
 
     report = Report(k=args.k)
@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
                 parts, qs, args.k, args.batch_size, alpha=r.alpha, max_frac=r.max_frac, mu=r.mu)
             report.notes.append(f"{len(qs)} questions from {qfile}; torch threads {torch.get_num_threads()}; "
                                 f"indexes: " + ", ".join(f"{n} {v}" for n, v in named.items() if v))
-            from xqa.tools.bench.fusion import folder_size
+            from xqa.tools.lib.fusion import folder_size
 
             report.notes.append("index sizes: " + ", ".join(
                 f"{n} {folder_size(cfg.path(v)) / 2**20:.1f} MiB" for n, v in named.items() if v and n != "bm25aug"))

@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from xqa.artifacts import write_json_atomic
-    from xqa.tools.bench.reader import VOCAB, format_tables, latency, training
+    from xqa.tools.lib.reader import VOCAB, format_tables, latency, training
     from xqa.errors import XqaError
 
     if args.threads:

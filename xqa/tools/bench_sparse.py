@@ -30,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from xqa.artifacts import write_json_atomic
-    from xqa.tools.bench.sparse import run_bench
+    from xqa.tools.lib.sparse import run_bench
     from xqa.errors import XqaError
 
     args.threads = args.threads or os.cpu_count() or 1

@@ -1,4 +1,4 @@
-"""``xqa diagnose lexical``: does Λ behave like BM25? (SPAR paper 000, Tables 6 and 7).
+"""``xqa diagnose lexical``: does Λ behave like BM25? (SPAR, Chen et al. 2022, Tables 6 and 7).
 
 1. Rank-biased overlap (p = 0.9) with BM25's ranking, for Λ, the dense
    retriever and SPAR (paper: Λ ~0.5-0.6, DPR ~0.1 with BM25). BM25 searches
@@ -15,11 +15,8 @@ from __future__ import annotations
 
 import argparse
 
-from xqa.commands._fusion_common import (
-    METRICS,
-    add_question_arguments,
-    add_source_arguments,
-)
+from xqa.cli_options import add_question_arguments, add_source_arguments
+from xqa.evaluation.judge import METRICS
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -47,14 +44,8 @@ def run(args: argparse.Namespace) -> int:
     from retriever.fused import sparse_search
     from retriever.spar.diagnostics import mean_rbo, shuffle_tokens
     from xqa.artifacts import write_json_atomic
-    from xqa.commands._fusion_common import (
-        Judge,
-        batched,
-        format_table,
-        load_pipeline,
-        read_questions,
-        search_all,
-    )
+    from xqa.cli_options import load_pipeline, read_questions
+    from xqa.evaluation.judge import Judge, batched, format_table, search_all
     from xqa.records import Question
 
     questions = read_questions(args)

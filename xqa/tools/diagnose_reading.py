@@ -41,7 +41,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def evidence_passage(result):
     """The passage to read for ``result``, or None (see the module docstring)."""
-    from xqa.commands.train_reader import holds_target
+    from xqa.evaluation.reading import holds_target
 
     listed = set(result.question.meta.get("positive_ids") or ())
     marks = listed or any(c.has_answer for c in result.ctxs)
@@ -74,8 +74,8 @@ def run(args: argparse.Namespace) -> int:
     from reader.fid.data import example_from_records
     from reader.evidence import normalize_answer, occurs_in
     from reader.fid.inference import FiDReader
-    from xqa.commands.train_reader import make_scorer
-    from xqa.commands.tune_fusion import load_results
+    from xqa.evaluation.reading import make_scorer
+    from xqa.evaluation.reading import load_results
     from xqa.errors import XqaError
 
     if args.threads:

@@ -4,7 +4,7 @@ The script and word rules, lingua alone, and the two combined (what xqa uses),
 each mapped onto the pipeline's languages, "unknown" for any other; on the
 question sets of ``../shared/data`` (skipped with a message when absent) and
 on hand-written questions in languages outside the pipeline's. See
-:mod:`xqa.tools.bench.langid` and docs/langid.md.
+:mod:`xqa.tools.lib.langid` and docs/langid.md.
 
 Examples::
 
@@ -21,7 +21,7 @@ DEFAULT_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from xqa.tools.bench.langid import PIPELINE_LANGUAGES
+    from xqa.tools.lib.langid import PIPELINE_LANGUAGES
 
     p.add_argument("--data", default=None, metavar="DIR",
                    help="the shared data folder (default: ../shared/data beside the repository; its sets are "
@@ -38,7 +38,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from xqa.tools.bench import langid as bench
+    from xqa.tools.lib import langid as bench
 
     languages = [c.strip() for c in args.languages.split(",") if c.strip()]
     data = Path(args.data) if args.data else DEFAULT_DATA

@@ -18,7 +18,7 @@ METHODS = ("greedy", "beam", "fusion")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from xqa.commands.tune_fusion import add_reading_arguments
+    from xqa.cli_options import add_reading_arguments
 
     p.add_argument("--model", required=True, help="reader artifact (or training run folder)")
     p.add_argument("--test", required=True, help="test retrieval results with answers")
@@ -103,8 +103,8 @@ def run(args: argparse.Namespace) -> int:
     from reader.fid.inference import FiDReader
     from reader.tuning import choose, params_from, tune_fusion
     from xqa.artifacts import write_json_atomic, write_text_atomic
-    from xqa.commands.train_reader import make_scorer
-    from xqa.commands.tune_fusion import beam_key, fusion_set, load_labels, load_results, reader_outputs
+    from xqa.evaluation.reading import make_scorer
+    from xqa.evaluation.reading import beam_key, fusion_set, load_labels, load_results, reader_outputs
     from xqa.errors import XqaError
     from xqa.training import init_distributed, main_process
 
@@ -123,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         dev = [r for r in load_results(args.dev, args.limit) if r.question.answers]
         dev_out = reader_outputs(reader, dev, n_context, args.beams, args.n_best, args.batch_size,
-                                 cache / f"dev.{beam_key(args)}.jsonl" if cache else None, args.span_beams)
+                                 cache / f"dev.{beam_key(args.beams, args.span_beams)}.jsonl" if cache else None, args.span_beams)
         # under torchrun the processes share the reading; rank 0 alone tunes and reports
         fusion = (tune_fusion(fusion_set(dev_out, dev, n_context, scorer, labels), progress=True)
                   if main_process() else None)
@@ -134,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
                             cache / "test.greedy.jsonl" if cache else None)
     t1 = time.perf_counter()
     beam = reader_outputs(reader, test, n_context, args.beams, args.n_best, args.batch_size,
-                          cache / f"test.{beam_key(args)}.jsonl" if cache else None, args.span_beams)
+                          cache / f"test.{beam_key(args.beams, args.span_beams)}.jsonl" if cache else None, args.span_beams)
     t2 = time.perf_counter()
     if not main_process():
         return 0

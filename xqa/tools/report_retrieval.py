@@ -18,7 +18,7 @@ LABELS = {"bm25": "BM25", "dense": "dense", "lexical": "Λ", "scd": "SCD", "hybr
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from xqa.commands._fusion_common import add_source_arguments
+    from xqa.cli_options import add_source_arguments
 
     add_source_arguments(p)
     p.add_argument("--questions", help="question set (default: test.jsonl beside the config's passages)")
@@ -49,15 +49,10 @@ def _groups(questions) -> dict[str, list[int]]:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from retriever.fused import FusionConfig, build_retriever, sparse_search
+    from retriever.fused import build_retriever, sparse_search
     from xqa.artifacts import write_json_atomic, write_text_atomic
-    from xqa.commands._fusion_common import (
-        Judge,
-        batched,
-        format_table,
-        load_pipeline,
-    )
-    from xqa.commands._common import pipeline_config
+    from xqa.cli_options import load_pipeline, pipeline_config
+    from xqa.evaluation.judge import Judge, batched, format_table
     from xqa.errors import XqaError
     from xqa.io import read_questions
 
@@ -89,9 +84,7 @@ def run(args: argparse.Namespace) -> int:
         elif m == "lexical":
             retrievers[m] = parts["spar"].part("lexical")
         else:
-            fusion = FusionConfig(method=m, max_frac=r.max_frac, alpha=r.alpha, normalize=r.normalize, mu=r.mu,
-                                  corroborated_order=r.corroborated_order, roman_weight=r.roman_weight)
-            retrievers[m] = build_retriever(fusion, **{n: parts[n] for n in needs[m]})
+            retrievers[m] = build_retriever(r.fusion(method=m), **{n: parts[n] for n in needs[m]})
     from tqdm.auto import tqdm
 
     lists = {}

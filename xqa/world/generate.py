@@ -326,6 +326,32 @@ def world_stats(passages: list[dict[str, Any]], questions: dict[str, list[dict[s
     }
 
 
+
+def format_stats(stats: dict[str, Any]) -> str:
+    """A short table: passages per language, questions per split and language, cross-lingual share."""
+    langs = stats["languages"]
+    lines = [f"{'':<12}" + "".join(f"{lg:>6}" for lg in langs) + f"{'total':>8}"]
+    ppl = stats["passages_per_lang"]
+    lines.append(f"{'passages':<12}" + "".join(f"{ppl[lg]:>6}" for lg in langs) + f"{stats['passages']:>8}")
+    for split, n in stats["questions"].items():
+        per = stats.get("questions_per_lang", {}).get(split, {})
+        lines.append(f"{split:<12}" + "".join(f"{per.get(lg, 0):>6}" for lg in langs) + f"{n:>8}")
+    share = ", ".join(f"{s} {v:.1%}" for s, v in stats["crosslingual_share"].items())
+    lines.append(f"cross-lingual share: {share}")
+    return "\n".join(lines)
+
+
+def describe_build(stats: dict[str, Any], out: str | Path) -> str:
+    """What :func:`build_world` did (built, or kept a complete world) and the world's table."""
+    if not stats.get("built", True):
+        lines = [f"{out} is already a complete world (size {stats.get('size')}, seed {stats.get('seed')}); "
+                 "pass --overwrite to rebuild"]
+    else:
+        lines = [f"world written to {out}"]
+    if "languages" in stats:
+        lines.append(format_stats(stats))
+    return "\n".join(lines)
+
 def _write_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
     with open(path, "w", encoding="utf-8", newline="\n") as f:
         for r in records:

@@ -1,26 +1,26 @@
-"""Build the embedded default: world → tokenizer → indexes → tiny models → tuned weights.
+"""The world recipe: the generated test world → tokenizer → indexes → tiny models → tuned weights.
 
-Every stage is one of xqa's own commands (the same a user runs at full scale),
-run in this process in order. A stage whose artifact is complete is skipped,
-and the training commands resume from their checkpoints, so a killed build
-continues where it stopped and a second build costs seconds.
+Every stage does the work of one of xqa's own commands (the same a user runs at full scale),
+by its library function, in order (:mod:`xqa.build.runner`). A stage whose artifact is
+complete is skipped, and the training stages resume from their checkpoints, so a killed
+build continues where it stopped and a second build costs seconds.
 
 Profiles (the generated world, the fast and fully known test world): ``world`` (the
 full-size world), ``long`` (its reader trained longer) and ``small`` (a small world and short
-training, for tests and quick tries). What ``make demo`` builds, the real-text default, is
-:func:`real_default` (``xqa embedded build``, profile ``default``).
+training, for tests and quick tries).
 """
 from __future__ import annotations
 
 import json
 import random
 import shutil
-import time
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Callable
+from typing import Any
 
 from xqa.artifacts import is_complete, write_json_atomic
+from xqa.build.runner import Build, Stage, call_distributed, finished, retrieve
+from xqa.config import PipelineConfig, ReaderConfig, RetrievalConfig
 from xqa.errors import XqaError
 from xqa.world.retrieval import CROSS_SCRIPT_STOP_FRACTION
 
@@ -29,7 +29,7 @@ from xqa.world.retrieval import CROSS_SCRIPT_STOP_FRACTION
 class Profile:
     world_scale: str
     vocab_size: int
-    retriever_args: tuple[str, ...]  # beyond the command's tuned embedded defaults
+    retriever_settings: dict[str, int]  # DenseTrainConfig fields beyond its defaults
     lexical_steps: int
     reader_steps: int
     reader_batch: int
@@ -88,7 +88,7 @@ LABELS = "world/labels.jsonl"
 ROMAN_STOP_FRACTION = CROSS_SCRIPT_STOP_FRACTION
 
 PROFILES = {
-    "world": Profile(world_scale="default", vocab_size=8000, retriever_args=(),
+    "world": Profile(world_scale="default", vocab_size=8000, retriever_settings={},
                        lexical_steps=100, reader_steps=2400, reader_batch=16,
                        read_passages=2, k=60, tune_questions=500, train_passages_per_question=2,
                        reader_train_choice="evidence", train_k=16, span_beams=8),
@@ -98,48 +98,17 @@ PROFILES = {
 # higher end to end.
 PROFILES["long"] = replace(PROFILES["world"], reader_steps=4000)
 PROFILES |= {
-    "small": Profile(world_scale="small", vocab_size=1500, retriever_args=("--max-steps", "30", "--batch-size", "32", "--eval-every", "10",
-                                                    "--dev-questions", "100"),
+    "small": Profile(world_scale="small", vocab_size=1500,
+                     retriever_settings={"max_steps": 30, "batch_size": 32, "eval_every": 10, "dev_questions": 100},
                      lexical_steps=40, reader_steps=60, reader_batch=8,
                      read_passages=4, k=20, tune_questions=60, train_passages_per_question=2,
                      reader_train_choice="gold", train_k=10, span_beams=2, reader_train_labels=False),
 }
 
 
-def _xqa(*argv: str) -> None:
-    from xqa.cli import main
+class WorldBuild(Build):
+    """The generated world and its pipeline, built by a profile's recipe into ``out``."""
 
-    code = main([str(a) for a in argv])
-    if code:
-        raise XqaError(f"stage failed: xqa {' '.join(map(str, argv))} (exit {code})")
-
-
-def _xqa_distributed(procs: int, *argv: str) -> None:
-    """``xqa argv --threads 1`` as ``procs`` processes of one torch-distributed job (gloo on CPU).
-
-    The processes meet at a free port of 127.0.0.1; the command shares its work between them
-    (training: each takes its share of every batch). With ``procs`` 1 the command runs in this
-    process, with the torch default threads. ``argv`` must be a command with ``--threads``.
-    """
-    if procs <= 1:
-        return _xqa(*argv)
-    import os
-    import socket
-    import subprocess
-    import sys
-
-    with socket.socket() as s:  # a free port for the rendezvous, on the loopback interface only
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc-per-node", str(procs),
-           "--master-addr", "127.0.0.1", "--master-port", str(port), "-m", "xqa.cli", *map(str, argv),
-           "--threads", "1"]
-    code = subprocess.run(cmd, env=dict(os.environ, OMP_NUM_THREADS="1")).returncode
-    if code:
-        raise XqaError(f"stage failed: {procs} processes of xqa {' '.join(map(str, argv))} (exit {code})")
-
-
-class Build:
     def __init__(self, out: str | Path, profile: str = "world", seed: int = 0):
         if profile not in PROFILES:
             raise XqaError(f"unknown profile {profile!r}; choose from {sorted(PROFILES)}")
@@ -161,59 +130,92 @@ class Build:
     def passages(self) -> Path:
         return self.world / "passages.jsonl"
 
-    @property
-    def config_path(self) -> Path:
-        return self.out / "pipeline.json"
-
-    def stages(self) -> list[tuple[str, Callable[[], bool], Callable[[], None]]]:
+    def stages(self) -> list[Stage]:
         """(name, is_done, run) for each stage, in order."""
-        p, w = self.p, self.world
+        w = self.world
         return [
-            ("world", lambda: is_complete(w),
-             lambda: _xqa("world", "build", "--out", w, "--size", p.world_scale, "--seed", self.seed)),
-            ("tokenizer", lambda: is_complete(self.tok),
-             lambda: _xqa("train", "tokenizer", "--passages", self.passages, "--questions", w / "train.jsonl",
-                          "--out", self.tok, "--vocab-size", p.vocab_size)),
-            ("BM25 indexes", lambda: is_complete(self.bm25),
-             lambda: _xqa("index", "sparse", "--passages", self.passages, "--out", self.bm25)),
-            ("cross-script BM25 index", lambda: is_complete(self.roman) and self._roman_current(), self.index_roman),
-            ("dense retriever", lambda: is_complete(self.retr / "best") and self._finished(self.retr),
-             lambda: _xqa("train", "retriever", "--train", w / "train.jsonl", "--dev", w / "dev.jsonl",
-                          "--passages", self.passages, "--config", "tiny", "--tokenizer", self.tok,
-                          *p.retriever_args, "--out", self.retr, "--seed", self.seed)),
-            ("dense index", lambda: is_complete(self.dense),
-             lambda: _xqa("index", "dense", "--model", self.retr / "best", "--passages", self.passages,
-                          "--out", self.dense)),
-            ("lexical model Λ", lambda: is_complete(self.lex / "best") and self._finished(self.lex),
-             lambda: _xqa("train", "lexical", "--passages", self.passages, "--bm25", self.bm25,
-                          "--tokenizer", self.tok, "--config", "tiny", "--max-steps", p.lexical_steps,
-                          "--out", self.lex, "--seed", self.seed)),
-            ("SPAR index", lambda: is_complete(self.spar),
-             lambda: _xqa("index", "spar", "--dense", self.dense, "--lexical", self.lex / "best",
-                          "--passages", self.passages, "--out", self.spar)),
-            ("pipeline config", lambda: self.config_path.is_file() and not self._config_stale(), self.write_config),
-            ("answer labels", self._labels_current, self.add_labels),
-            ("tune α (hybrid), μ (SPAR) and w (cross-script)",
-             lambda: all(self._tuned(w) for w in ("alpha", "mu", "roman_weight")), self.tune_retrieval),
-            ("reader training data", self._retrieved_current, self.retrieve_for_reader),
-            ("FiD reader", lambda: is_complete(self.reader / "best") and self._reader_finished(), self.train_reader),
-            ("tune β, γ (evidence fusion)", lambda: self._tuned("fusion") and (self.out / "fusion.json").is_file(),
-             self.tune_fusion),
+            Stage("world", lambda: is_complete(w), self.make_world),
+            Stage("tokenizer", lambda: is_complete(self.tok), self.train_tokenizer),
+            Stage("BM25 indexes", lambda: is_complete(self.bm25), self.index_sparse),
+            Stage("cross-script BM25 index", lambda: is_complete(self.roman) and self._roman_current(),
+                  self.index_roman),
+            Stage("dense retriever", lambda: is_complete(self.retr / "best") and finished(self.retr),
+                  self.train_retriever),
+            Stage("dense index", lambda: is_complete(self.dense), self.index_dense),
+            Stage("lexical model Λ", lambda: is_complete(self.lex / "best") and finished(self.lex),
+                  self.train_lexical),
+            Stage("SPAR index", lambda: is_complete(self.spar), self.index_spar),
+            Stage("pipeline config", lambda: self.config_path.is_file() and not self._config_stale(),
+                  self.write_config),
+            Stage("answer labels", self._labels_current, self.add_labels),
+            Stage("tune α (hybrid), μ (SPAR) and w (cross-script)",
+                  lambda: all(self._tuned(w) for w in ("alpha", "mu", "roman_weight")), self.tune_retrieval),
+            Stage("reader training data", self._retrieved_current, self.retrieve_for_reader),
+            Stage("FiD reader", lambda: is_complete(self.reader / "best") and self._reader_finished(),
+                  self.train_reader),
+            Stage("tune β, γ (evidence fusion)", lambda: self._tuned("fusion") and (self.out / "fusion.json").is_file(),
+                  self.tune_fusion),
         ]
 
-    # ------------------------------------------------------------------ helpers
+    # ------------------------------------------------------------------ stages
 
-    @staticmethod
-    def _finished(run_dir: Path) -> bool:
-        state = run_dir / "checkpoint" / "trainer_state.json"
-        return state.is_file() and json.loads(state.read_text()).get("done", False)
+    def make_world(self) -> None:
+        from xqa.world.generate import build_world, describe_build
+
+        stats = build_world(self.world, size=self.p.world_scale, seed=self.seed)
+        print(describe_build(stats, self.world), flush=True)
+
+    def train_tokenizer(self) -> None:
+        from xqa.training.tokenizer import TokenizerTrainConfig, train
+
+        out = train(TokenizerTrainConfig(passages=str(self.passages), questions=[str(self.world / "train.jsonl")],
+                                         out=str(self.tok), vocab_size=self.p.vocab_size))
+        print(f"tokenizer written to {out}", flush=True)
+
+    def index_sparse(self) -> None:
+        from xqa.indexes import SparseIndexConfig, build_sparse, describe_sparse
+
+        print(describe_sparse(build_sparse(SparseIndexConfig(passages=self.passages, out=self.bm25)), self.bm25),
+              flush=True)
+
+    def train_retriever(self) -> None:
+        from xqa.training import dense
+
+        result = dense.train(dense.DenseTrainConfig(
+            train=str(self.world / "train.jsonl"), dev=str(self.world / "dev.jsonl"), passages=str(self.passages),
+            size="tiny", tokenizer=str(self.tok), out=str(self.retr), seed=self.seed, **self.p.retriever_settings))
+        print(f"model written to {self.retr / 'best'} (step {result['step']}, best mrr {result.get('best')})",
+              flush=True)
+
+    def train_lexical(self) -> None:
+        from xqa.training import lexical
+
+        result = lexical.train(lexical.LexicalTrainConfig(
+            passages=str(self.passages), bm25=str(self.bm25), tokenizer=str(self.tok), size="tiny",
+            max_steps=self.p.lexical_steps, out=str(self.lex), seed=self.seed))
+        print(f"Λ written to {self.lex / 'best'} (step {result['step']}, best mrr {result.get('best')})", flush=True)
+
+    def index_dense(self) -> None:
+        from xqa.indexes import DenseIndexConfig, build_dense
+
+        build_dense(DenseIndexConfig(model=self.retr / "best", passages=self.passages, out=self.dense),
+                    log=lambda line: print(line, flush=True))
+
+    def index_spar(self) -> None:
+        from xqa.indexes import SparIndexConfig, build_spar, describe_spar
+
+        index = build_spar(SparIndexConfig(dense=self.dense, lexical=self.lex / "best", passages=self.passages,
+                                           out=self.spar))
+        print(describe_spar(index, self.spar), flush=True)
+
+    # ------------------------------------------------------------------ helpers
 
     def _reader_finished(self) -> bool:
         """Finished with this profile's number of steps; a reader of another profile is an error.
         A reader whose recorded recipe (``reader/recipe.json``) differs from the profile's, or that
         has none, is stale: it is removed and trained again, like any build product whose recipe
         changed."""
-        if not self._finished(self.reader):
+        if not finished(self.reader):
             return False
         stale = self._reader_stale()
         if stale:
@@ -233,8 +235,10 @@ class Build:
         recipe, want = self.reader / "recipe.json", self._reader_recipe()
         if recipe.is_file():
             old = json.loads(recipe.read_text(encoding="utf-8"))
-            changed = ", ".join(f"{k} changed" if isinstance(v, dict) else f"{k} {old.get(k)} -> {v}"
-                                for k, v in want.items() if old.get(k) != v)
+            differs = [k for k, v in want.items()
+                       if (not _same_retrieval(old.get(k) or {}, v) if k == "retrieval" else old.get(k) != v)]
+            changed = ", ".join(f"{k} changed" if isinstance(want[k], dict) else f"{k} {old.get(k)} -> {want[k]}"
+                                for k in differs)
             return f"the reader was trained with another recipe ({changed})" if changed else ""
         return "no recipe.json beside the reader (not trained by this build)"
 
@@ -260,7 +264,7 @@ class Build:
         if not self.config_path.is_file():
             return {}
         stop = self._roman_stop_fraction()
-        return {**self._config().get("retrieval", {}), "train_k": self.p.train_k,
+        return {**asdict(self._config().retrieval), "train_k": self.p.train_k,
                 **({"roman_stop_fraction": stop} if stop else {})}
 
     def _roman_stop_fraction(self) -> float | None:
@@ -279,47 +283,48 @@ class Build:
         return not stale
 
     def index_roman(self) -> None:
-        _xqa("index", "sparse", "--cross-script", "--passages", self.passages, "--out", self.roman,
-             "--stop-fraction", ROMAN_STOP_FRACTION, "--overwrite")
+        from xqa.indexes import SparseIndexConfig, build_sparse, describe_sparse
+
+        summary = build_sparse(SparseIndexConfig(passages=self.passages, out=self.roman, cross_script=True,
+                                                 stop_fraction=ROMAN_STOP_FRACTION, overwrite=True))
+        print(describe_sparse(summary, self.roman), flush=True)
         if self.config_path.is_file() and self._tuned("roman_weight"):  # tuned for the old index
             cfg = self._config()
-            del cfg["tuned"]["roman_weight"]
-            write_json_atomic(self.config_path, cfg)
+            del cfg.tuned["roman_weight"]
+            cfg.save(self.config_path)
 
     def _retrieved_current(self) -> bool:
         """The reader's retrieval files exist and were made with the config's retrieval settings."""
         recipe = self.retrieved / "recipe.json"
         if not (recipe.is_file() and all((self.retrieved / f"{s}.jsonl").is_file() for s in ("train", "dev", "test"))):
             return False
-        return json.loads(recipe.read_text(encoding="utf-8")) == self._retrieval_recipe()
+        return _same_retrieval(json.loads(recipe.read_text(encoding="utf-8")), self._retrieval_recipe())
 
     def _config_stale(self) -> bool:
         """A config that no longer fits the profile: another retrieval method, no cross-script index named, or
         another number of passages read (or span candidates) than the profile's. Written again, it
         is tuned again: w is tuned on recall at the passages read, β/γ on reading them."""
         cfg = self._config()
-        r, reader = cfg.get("retrieval", {}), cfg.get("reader", {})
-        return (r.get("method") != RETRIEVAL_METHOD or r.get("roman_index") != "roman"
-                or reader.get("n_passages") != self.p.read_passages or reader.get("span_beams") != self.p.span_beams)
+        r, reader = cfg.retrieval, cfg.reader
+        return (r.method != RETRIEVAL_METHOD or r.roman_index != "roman"
+                or reader.n_passages != self.p.read_passages or reader.span_beams != self.p.span_beams)
 
-    def _config(self) -> dict:
-        return json.loads(self.config_path.read_text(encoding="utf-8"))
+    def _config(self) -> PipelineConfig:
+        return PipelineConfig.load(self.config_path)
 
     def _tuned(self, what: str) -> bool:
-        return self.config_path.is_file() and what in self._config().get("tuned", {})
+        return self.config_path.is_file() and what in self._config().tuned
 
-    def _update_config(self, **changes) -> None:
+    def _update_config(self, **changes: Any) -> None:
+        """Set ``section__field`` settings (``reader__beta``, ...) and record them as tuned."""
         cfg = self._config()
-        tuned = cfg.setdefault("tuned", {})
         for key, value in changes.items():
-            section, _, field = key.partition("__")
-            cfg[section][field] = value
-            tuned[field] = value
-        write_json_atomic(self.config_path, cfg)
+            section, _, name = key.partition("__")
+            setattr(getattr(cfg, section), name, value)
+            cfg.tuned[name] = value
+        cfg.save(self.config_path)
 
     def write_config(self) -> None:
-        from xqa.config import PipelineConfig, ReaderConfig, RetrievalConfig
-
         cfg = PipelineConfig(
             passages="world/passages.jsonl",
             retrieval=RetrievalConfig(method=RETRIEVAL_METHOD, k=self.p.k, sparse_index="bm25", dense_index="dense",
@@ -329,9 +334,7 @@ class Build:
             languages=sorted(json.loads((self.world / "config.json").read_text())["languages"]),
             examples=self._examples(),
         )
-        data = cfg.to_dict()
-        data["tuned"] = {}
-        write_json_atomic(self.config_path, data)
+        cfg.save(self.config_path)
 
     def _examples(self, per_lang: int = 1) -> list[dict[str, str]]:
         """Demo examples from the test split: one same-language and one cross-lingual per language."""
@@ -348,21 +351,23 @@ class Build:
         return out
 
     def tune_retrieval(self) -> None:
-        n = self.p.tune_questions
-        dev = self.world / "dev.jsonl"
-        _xqa("tune", "alpha", "--config", self.config_path, "--dev", dev, "--max-questions", n, "--write-config")
-        _xqa("tune", "mu", "--config", self.config_path, "--dev", dev, "--max-questions", n, "--write-config")
+        from xqa.evaluation.tuning import AlphaTuneConfig, MuTuneConfig, tune_alpha, tune_mu
+        from xqa.io import read_questions
+
+        c = self.config_path
+        dev = read_questions(self.world / "dev.jsonl")[:self.p.tune_questions]
+        print(tune_alpha(c, dev, AlphaTuneConfig(write_config=c)).report, flush=True)
+        print(tune_mu(c, dev, MuTuneConfig(write_config=c)).report, flush=True)
         # the world's questions name their gold passages: tune the cross-script weight on recall of
         # those among the passages the reader reads
-        _xqa("tune", "alpha", "--pair", "sparse+roman", "--config", self.config_path, "--dev", dev,
-             "--max-questions", n, "--metric", "recall", "--at", self.p.read_passages, "--write-config")
+        print(tune_alpha(c, dev, AlphaTuneConfig(pair="sparse+roman", metric="recall", at=self.p.read_passages,
+                                                 write_config=c)).report, flush=True)
 
     def retrieve_for_reader(self) -> None:
         (self.retrieved / "recipe.json").unlink(missing_ok=True)
         for split in ("train", "dev", "test"):
-            _xqa("search", "--config", self.config_path, "--questions", self.world / f"{split}.jsonl",
-                 "--k", self.p.train_k if split == "train" else self.p.k,
-                 "--out", self.retrieved / f"{split}.jsonl")
+            retrieve(self.config_path, self.world / f"{split}.jsonl",
+                     self.p.train_k if split == "train" else self.p.k, self.retrieved / f"{split}.jsonl")
         write_json_atomic(self.retrieved / "recipe.json", self._retrieval_recipe())
 
     def train_reader(self) -> None:
@@ -371,21 +376,22 @@ class Build:
         (self.out / "fusion.json").unlink(missing_ok=True)
         # No validation run: with one at the end it only cost time (the last model is kept), and the
         # next stage reads dev anyway, reporting the reader alone and fused.
-        _xqa_distributed(p.reader_procs, "train", "reader", "--train", self.retrieved / "train.jsonl",
-                         "--config", "tiny", "--tokenizer", self.tok,
-                         "--n-context", p.train_passages_per_question, "--train-contexts", p.reader_train_choice,
-                         "--lr", recipe["lr"], "--warmup-steps", recipe["warmup_steps"],
-                         "--max-steps", p.reader_steps,
-                         "--batch-size", p.reader_batch // p.reader_procs,
-                         "--group-by-length", p.reader_group_by_length,
-                         "--copy-attention", p.reader_copy_attention, "--pointer-mix", p.reader_generator_share,
-                         "--out", self.reader, "--seed", self.seed,
-                         *(["--decoder-prompt"] if p.reader_decoder_prompt else []),
-                         *(["--labels", self.world / "labels.jsonl"] if p.reader_train_labels else []))
+        from xqa.training import fid
+
+        config = fid.FidTrainConfig(
+            out=str(self.reader), train=str(self.retrieved / "train.jsonl"), size="tiny", tokenizer=str(self.tok),
+            n_context=p.train_passages_per_question, train_contexts=p.reader_train_choice, lr=recipe["lr"],
+            warmup_steps=recipe["warmup_steps"], max_steps=p.reader_steps,
+            batch_size=p.reader_batch // p.reader_procs, group_by_length=p.reader_group_by_length,
+            copy_attention=p.reader_copy_attention, generator_share=p.reader_generator_share,
+            decoder_prompt=p.reader_decoder_prompt, seed=self.seed,
+            labels=str(self.world / "labels.jsonl") if p.reader_train_labels else None,
+            threads=1 if p.reader_procs > 1 else 0)
+        call_distributed(p.reader_procs, _train_reader, {"config": config})
         write_json_atomic(self.reader / "recipe.json", self._reader_recipe())
 
     def _labels_current(self) -> bool:
-        return (self.world / "labels.jsonl").is_file() and self._config()["reader"].get("labels") == LABELS
+        return (self.world / "labels.jsonl").is_file() and self._config().reader.labels == LABELS
 
     def add_labels(self) -> None:
         """The world's answer label table (``world/labels.jsonl``, written by the world stage) named
@@ -393,58 +399,51 @@ class Build:
         if not (self.world / "labels.jsonl").is_file():
             raise XqaError(f"{self.world} has no labels.jsonl: delete the folder and build again")
         cfg = self._config()
-        cfg["reader"]["labels"] = LABELS
-        cfg.get("tuned", {}).pop("fusion", None)
-        write_json_atomic(self.config_path, cfg)
+        cfg.reader.labels = LABELS
+        cfg.tuned.pop("fusion", None)
+        cfg.save(self.config_path)
         (self.out / "fusion.json").unlink(missing_ok=True)
 
     def tune_fusion(self) -> None:
         out = self.out / "fusion.json"
         # Tune with as many passages as the pipeline reads (the reader trains on fewer, and the
         # artifact records its training setting).
-        _xqa_distributed(self.p.reader_procs, "tune", "fusion", "--model", self.reader,
-                         "--dev", self.retrieved / "dev.jsonl", "--n-context", self.p.read_passages,
-                         "--span-beams", self.p.span_beams, "--limit", self.p.tune_questions, "--out", out,
-                         "--labels", self.world / "labels.jsonl")
+        from xqa.evaluation.tuning import FusionTuneConfig, tune_fusion
+
+        call_distributed(self.p.reader_procs, tune_fusion, {"config": FusionTuneConfig(
+            model=str(self.reader), dev=str(self.retrieved / "dev.jsonl"), n_context=self.p.read_passages,
+            span_beams=self.p.span_beams, limit=self.p.tune_questions, out=str(out),
+            labels=str(self.world / "labels.jsonl"), threads=1 if self.p.reader_procs > 1 else 0)})
         best = json.loads(out.read_text(encoding="utf-8"))
         self._update_config(**{f"reader__{k}": best[k] for k in ("beta", "gamma", "miss", "soft")})
         cfg = self._config()
-        cfg["tuned"]["fusion"] = best
-        write_json_atomic(self.config_path, cfg)
+        cfg.tuned["fusion"] = best
+        cfg.save(self.config_path)
 
     # ------------------------------------------------------------------ run
 
-    def run(self) -> Path:
+    def check_out(self) -> None:
         if (self.out / "source.json").is_file():
             raise XqaError(f"{self.out} holds a real-text build (xqa build); build the world into another "
                            f"--out (e.g. build/world), or delete {self.out}")
-        self.out.mkdir(parents=True, exist_ok=True)
-        stages = self.stages()
-        t_all = time.perf_counter()
-        for i, (name, done, run) in enumerate(stages, 1):
-            if done():
-                print(f"[{i}/{len(stages)}] {name}: built", flush=True)
-                continue
-            print(f"[{i}/{len(stages)}] {name} ...", flush=True)
-            t0 = time.perf_counter()
-            run()
-            if not done():
-                raise XqaError(f"stage {name!r} ran but its artifact is not complete")
-            print(f"[{i}/{len(stages)}] {name}: done in {time.perf_counter() - t0:.0f} s", flush=True)
+
+    def finish(self, times: dict[str, float], seconds: float) -> None:
         print(f"embedded default ({self.profile}) ready in {self.out} "
-              f"({time.perf_counter() - t_all:.0f} s); pipeline config: {self.config_path}", flush=True)
-        return self.config_path
+              f"({seconds:.0f} s); pipeline config: {self.config_path}", flush=True)
 
 
-def real_default(out: str | Path, threads: int = 0) -> Path:
-    """The real-text default (``make demo``): ``xqa build`` over the shipped multilingual
-    Wikipedia sample (``xqa/corpus``) with the shipped span reader, the demo's examples and the
-    default recipe (weights tuned once on the sample's tuning questions)."""
-    from xqa.build import CorpusBuild
-    from xqa.data.corpus import CORPUS_DIR, load_examples, shipped_passages
+def _same_retrieval(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Two retrieval recipes are the same, a setting one of them does not name (made before the
+    setting existed) read as the RetrievalConfig default, as loading a pipeline config reads it."""
+    defaults = asdict(RetrievalConfig())
+    return {**defaults, **old} == {**defaults, **new}
 
-    about = {"sources": (CORPUS_DIR / "NOTICE").read_text(encoding="utf-8").split("\n\n", 1)[-1].strip(),
-             "description": "a sample of real Wikipedia paragraphs from public QA sets (MLQA, TyDi QA, "
-                            "JaQuAD, iApp Wiki QA); at full scale xqa searches all of Wikipedia "
-                            "(the MIA 2022 collection: 46M passages, 16 languages)"}
-    return CorpusBuild(shipped_passages(), out, examples=load_examples(), about=about, threads=threads).run()
+
+def _train_reader(config: Any) -> None:
+    """The FiD reader's training (:func:`xqa.training.fid.train`), in each process of its job."""
+    from xqa.training import fid, main_process
+
+    result = fid.train(config)
+    if main_process():
+        print(f"reader written to {config.out}/best: " + ", ".join(f"{k}={v}" for k, v in result.items()),
+              flush=True)

@@ -1,6 +1,6 @@
 """Language identification that may answer "unknown": the rules' cues checked by a model.
 
-:func:`xqa.langid.detect_language` (script rules and Latin-script word lists)
+:func:`xqa.langid.rules.detect_language` (script rules and Latin-script word lists)
 is exact where a script names one language and where a question opens with a
 listed question word, and confidently wrong outside its lists (Swahili,
 Czech or Romanian come out English, Macedonian Russian). A statistical
@@ -40,8 +40,9 @@ import unicodedata
 import warnings
 from collections.abc import Callable, Iterable
 
-from xqa import langid
-from xqa.langid import UNKNOWN, detect_language, dominant_script, latin_scores, resolve_language, script_of
+from xqa.langid import rules
+from xqa.langid.codes import UNKNOWN, pipeline_language
+from xqa.langid.rules import detect_language, dominant_script, latin_scores, script_of
 
 # lingua's share of confidence another language needs to overrule the rules' cue. Chosen on the
 # train splits (xqa report langid --grid): the lowest threshold within 0.1 point of the best
@@ -118,7 +119,7 @@ def cue_language(text: str) -> str | None:
         return None
     edges = {tokens[0], tokens[-1]}
     scores = latin_scores(lowered)
-    cues = {lang: scores[lang] for lang, words in langid._QUESTION_SETS.items() if any(t in words for t in tokens)}
+    cues = {lang: scores[lang] for lang, words in rules._QUESTION_SETS.items() if any(t in words for t in tokens)}
     if any(len(t) > 4 and t.endswith(("ko", "kö")) for t in edges):
         cues.setdefault("fi", scores["fi"])  # "lauloiko", "ovatko"
     if any(len(t) > 5 and t.endswith("kah") for t in edges):
@@ -128,7 +129,7 @@ def cue_language(text: str) -> str | None:
         cues["sw"] = sw
     if not cues:
         return None
-    order = langid._PRIORITY + ["sw"]
+    order = rules._PRIORITY + ["sw"]
     return max(cues, key=lambda lang: (cues[lang], -order.index(lang)))
 
 
@@ -153,19 +154,11 @@ def identify(text: str, veto: float = VETO, scorer: Scorer = model_scores) -> st
     return top or UNKNOWN
 
 
-def known_language(code: str, languages: Iterable[str] = ()) -> str:
-    """``code`` mapped onto ``languages`` (:func:`xqa.langid.resolve_language`), or :data:`UNKNOWN`
-    when they have neither it nor a stand-in; any code when ``languages`` is empty."""
-    languages = list(languages)
-    resolved = resolve_language(code, languages)
-    return resolved if not languages or resolved in languages else UNKNOWN
-
-
 def identify_language(text: str, languages: Iterable[str] = (), veto: float = VETO) -> str:
     """The language of a question as a pipeline with ``languages`` should search it:
     one of ``languages`` or :data:`UNKNOWN` (every BM25 index)."""
-    return known_language(identify(text, veto), languages)
+    return pipeline_language(identify(text, veto), languages)
 
 
-__all__ = ["SWAHILI_QUESTION_WORDS", "UNKNOWN", "VETO", "cue_language", "identify", "identify_language",
-           "known_language", "model_scores", "script_letters", "warm_up"]
+__all__ = ["SWAHILI_QUESTION_WORDS", "VETO", "cue_language", "identify", "identify_language", "model_scores",
+           "script_letters", "warm_up"]

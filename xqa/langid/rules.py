@@ -1,7 +1,7 @@
 """Offline language identification for short questions, by script and by word.
 
 The demo and ``xqa ask`` need a question's language before retrieval: BM25
-searches only the index of the question's language (DESIGN.md, data flow).
+searches only the index of the question's language (as the MIA 2022 system does).
 Questions are short (a few words), which is where statistical identifiers are
 weakest and where two cheap signals are strongest:
 
@@ -23,13 +23,13 @@ the rules; the residue is mostly English-title-only questions and MKQA's
 Khmer file holding Vietnamese and Japanese lines).
 
 No model, no network, microseconds per question. :func:`detect_language`
-returns an ISO 639-1 code; :func:`resolve_language` maps it onto the codes a
-pipeline actually has (``zh`` → ``zh_cn``, ``id`` ↔ ``ms``...).
+returns an ISO 639-1 code; :func:`xqa.langid.codes.resolve_language` maps it
+onto the codes a pipeline actually has (``zh`` → ``zh_cn``, ``id`` ↔ ``ms``...).
 
 Outside its lists these rules are confidently wrong (Swahili, Czech, Romanian
 come out English). The pipeline identifies questions with
-:mod:`xqa.langid_model`, which checks these rules' cues with a statistical
-identifier and may answer :data:`UNKNOWN`; docs/langid.md measures both on
+:mod:`xqa.langid.model`, which checks these rules' cues with a statistical
+identifier and may answer :data:`xqa.langid.codes.UNKNOWN`; docs/langid.md measures both on
 questions neither was tuned on (``xqa report langid``).
 """
 from __future__ import annotations
@@ -37,28 +37,6 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable
-
-from xqa.records import UNKNOWN_LANG
-
-# A question whose language is not identified (BCP 47 "undetermined"): BM25 searches every index.
-UNKNOWN = UNKNOWN_LANG
-
-# English names of every code this module can return (the demo shows them), and of the other
-# languages of the sets xqa reads: the language codes xqa.io accepts in a user's file.
-LANGUAGE_NAMES: dict[str, str] = {
-    UNKNOWN: "unknown language",
-    "am": "Amharic", "ar": "Arabic", "bn": "Bengali", "da": "Danish", "de": "German",
-    "el": "Greek", "en": "English", "es": "Spanish", "fa": "Persian", "fi": "Finnish",
-    "fr": "French", "gu": "Gujarati", "he": "Hebrew", "hi": "Hindi", "hu": "Hungarian",
-    "hy": "Armenian", "id": "Indonesian", "it": "Italian", "ja": "Japanese", "ka": "Georgian",
-    "km": "Khmer", "kn": "Kannada", "ko": "Korean", "lo": "Lao", "ml": "Malayalam",
-    "ms": "Malay", "my": "Burmese", "nl": "Dutch", "no": "Norwegian", "pa": "Punjabi",
-    "pl": "Polish", "pt": "Portuguese", "ro": "Romanian", "ru": "Russian", "si": "Sinhala",
-    "sv": "Swedish", "sw": "Swahili", "ta": "Tamil", "te": "Telugu", "th": "Thai", "tl": "Tagalog", "tr": "Turkish",
-    "uk": "Ukrainian", "ur": "Urdu", "vi": "Vietnamese", "zh": "Chinese",
-    "zh_cn": "Chinese (simplified)", "zh_hk": "Chinese (Hong Kong)", "zh_tw": "Chinese (traditional)",
-}
 
 # (first, last code point, script); the order does not matter, ranges are disjoint.
 _RANGES: tuple[tuple[int, int, str], ...] = (
@@ -272,8 +250,8 @@ def dominant_script(text: str) -> str | None:
 def detect_language(text: str, default: str = "en") -> str:
     """The ISO 639-1 code of ``text``'s language (``default`` when it has no letters).
 
-    Never "unknown": Latin text without a cue is English. :mod:`xqa.langid_model`
-    checks these rules with a statistical model and can answer :data:`UNKNOWN`.
+    Never "unknown": Latin text without a cue is English. :mod:`xqa.langid.model`
+    checks these rules with a statistical model and can answer :data:`xqa.langid.codes.UNKNOWN`.
 
     >>> detect_language("東京タワーの高さは？"), detect_language("¿Quién escribió Don Quijote?")
     ('ja', 'es')
@@ -298,30 +276,3 @@ def detect_language(text: str, default: str = "en") -> str:
     scores = latin_scores(text)
     best = max(_PRIORITY, key=lambda lang: (scores[lang], -_PRIORITY.index(lang)))
     return best if scores[best] > 0 else "en"  # Latin text without a cue: English is likeliest
-
-
-_ALIASES: dict[str, tuple[str, ...]] = {
-    "zh": ("zh_cn", "zh_tw", "zh_hk"), "zh_cn": ("zh",), "zh_tw": ("zh", "zh_hk"), "zh_hk": ("zh", "zh_tw"),
-    "ms": ("id",), "id": ("ms",), "no": ("nb", "nn"), "nb": ("no",), "tl": ("fil",), "he": ("iw",),
-}
-
-
-def resolve_language(code: str, available: Iterable[str]) -> str:
-    """Map a detected ``code`` onto the language codes a pipeline has.
-
-    ``zh`` becomes ``zh_cn`` (or another Chinese variant) when only that exists,
-    Malay and Indonesian stand in for each other; otherwise ``code`` unchanged,
-    so a language without a BM25 index still reaches the (multilingual) dense side.
-    """
-    available = list(available)
-    if not available or code in available:
-        return code
-    for alt in _ALIASES.get(code, ()):
-        if alt in available:
-            return alt
-    return code
-
-
-def language_name(code: str) -> str:
-    """``"ja"`` → ``"Japanese"``; unknown codes come back unchanged."""
-    return LANGUAGE_NAMES.get(code, code)

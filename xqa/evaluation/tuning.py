@@ -1,0 +1,432 @@
+"""Tuning the pipeline's weights on dev, and writing them into pipeline.json.
+
+- :func:`tune_alpha` — the score-hybrid weight α of ``dense + α·BM25`` (Ma et al., "A Replication
+  Study of Dense Passage Retriever", 2021), or w of ``BM25 + w·cross-script BM25``;
+- :func:`tune_mu` — SPAR's query-side weight μ (SPAR, Chen et al. 2022, Appendix A);
+- :func:`tune_lambda` — DHR's dense weight λ of ``GIP + λ·dense`` (Lin & Lin, "A Dense
+  Representation Framework for Lexical and Semantic Matching", TOIS 2023);
+- :func:`tune_fusion` — the evidence-fusion weights β, γ (and ε or δ) of a reader (``reader.tuning``);
+- :func:`tune_answerability` — the calibrated probability that an answer is right
+  (:mod:`xqa.evaluation.selective`).
+
+Each retrieval grid is one :func:`grid_search`: every value is scored on the questions by a
+:class:`~xqa.evaluation.judge.Judge`, the best kept (ties broken by the tuner's rule).
+:func:`write_tuned` stores the chosen values through :class:`~xqa.config.PipelineConfig`, the
+``retrieval`` / ``reader`` field and a record under ``tuned``.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from xqa.errors import XqaError
+
+LAMBDA_GRID: tuple[float, ...] = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 7.5, 10.0, 15.0,
+                                  20.0, 30.0, 50.0, 75.0, 100.0, 150.0, 200.0, 300.0, 500.0, 1000.0, 2000.0, 5000.0)
+PAIRS = ("dense+bm25", "sparse+roman")
+
+
+@dataclass
+class TuneResult:
+    """A grid search's outcome: the best value, the score of each value at the metric's k, the
+    table and summary as the commands print them, and the record ``out`` holds."""
+
+    best: float
+    scores: dict[float, float]
+    report: str
+    record: dict[str, Any]
+    written: Path | None = None  # the pipeline config the best value was written into
+
+
+def alpha_grid(lo: float = 0.0, hi: float = 2.0, step: float = 0.05) -> list[float]:
+    """``lo, lo+step, ..., hi`` without float drift (41 values by default)."""
+    n = round((hi - lo) / step)
+    return [round(lo + i * step, 10) for i in range(n + 1)]
+
+
+def grid_search(grid: Sequence[float], lists_for: Callable[[float], list], judge, ks: Sequence[int], at: int,
+                label: str, fmt: Callable[[float], str], tie: Callable[[float], Any]):
+    """Score ``lists_for(value)`` (ranked lists, one per question) with ``judge`` at each of ``ks``
+    for every value of ``grid``; the best at ``at``, ties to the largest ``tie(value)``. Returns
+    (best, {value: score at ``at``}, table rows)."""
+    from tqdm.auto import tqdm
+
+    table, rows = {}, []
+    for value in tqdm(grid, desc=f"{label} grid", unit=label):
+        sc = judge.scores(lists_for(value), ks)
+        table[value] = sc[at]
+        rows.append([fmt(value)] + [sc[k] for k in ks])
+    best = max(grid, key=lambda v: (table[v], tie(v)))
+    return best, table, rows
+
+
+def check_writable(path: str | Path | None, what: str = "value") -> Path:
+    """``path`` as the pipeline config to write a tuned ``what`` into; an error when there is none."""
+    if path is None or not Path(path).is_file():
+        raise XqaError(f"{path or 'no --config'}: no pipeline config to write the tuned {what} into")
+    return Path(path)
+
+
+def write_tuned(path: str | Path, retrieval: dict[str, Any] | None = None, reader: dict[str, Any] | None = None,
+                tuned: dict[str, Any] | None = None) -> Path:
+    """Set the ``retrieval`` and ``reader`` fields of the pipeline config at ``path`` and record
+    ``tuned`` (default: the retrieval values) under its ``tuned``; returns the file written."""
+    from xqa.config import PipelineConfig
+
+    path = check_writable(path)
+    cfg = PipelineConfig.load(path)
+    for section, values in ((cfg.retrieval, retrieval or {}), (cfg.reader, reader or {})):
+        for name, value in values.items():
+            if not hasattr(section, name):
+                raise XqaError(f"{name!r} is not a pipeline config field")
+            setattr(section, name, value)
+    cfg.tuned.update(dict(retrieval or {}) if tuned is None else tuned)
+    cfg.save(path)
+    return path
+
+
+def _pipeline(pipeline):
+    """A Pipeline from a Pipeline, a PipelineConfig or the path of a pipeline.json."""
+    from xqa.config import PipelineConfig
+    from xqa.pipeline import Pipeline
+
+    if isinstance(pipeline, (str, Path)):
+        pipeline = PipelineConfig.load(pipeline)
+    return Pipeline(pipeline) if isinstance(pipeline, PipelineConfig) else pipeline
+
+
+def _questions(questions) -> list:
+    from xqa.io import read_questions
+
+    qs = read_questions(questions) if isinstance(questions, (str, Path)) else list(questions)
+    if not qs:
+        raise XqaError(f"{questions if isinstance(questions, (str, Path)) else 'the question set'}: no questions")
+    return qs
+
+
+def _needs(pipe, *names: str) -> None:
+    r = pipe.config.retrieval
+    have = {"sparse": r.sparse_index, "dense": r.dense_index, "spar": r.spar_index, "roman": r.roman_index,
+            "dhr": r.dhr_index}
+    missing = [n for n in names if not have[n]]
+    if missing:
+        raise XqaError(f"no {' / '.join(missing)} index: the pipeline config names none")
+    if not pipe.config.passages:
+        raise XqaError("no passage file: the pipeline config names none")
+
+
+
+def _checked_grid(at: int, values: Sequence[float] | None, default: Sequence[float], symbol: str) -> list[float]:
+    """The sorted grid to try (``default`` when ``values`` is empty); ``at`` and every value checked."""
+    if at < 1:
+        raise XqaError(f"--at must be >= 1 (got {at})")
+    grid = sorted(set(values or default))
+    if any(not (x >= 0 and math.isfinite(x)) for x in grid):
+        raise XqaError(f"{symbol} values must be finite and >= 0")
+    return grid
+
+
+def _finish(best: float, table: dict, report: str, record: dict[str, Any], out: str | None,
+            write_config: str | Path | None, retrieval: dict[str, Any]) -> TuneResult:
+    """Write the record to ``out`` and the best value into ``write_config`` (each where given)."""
+    from xqa.artifacts import write_json_atomic
+
+    if out:
+        write_json_atomic(out, record)
+    written = write_tuned(write_config, retrieval=retrieval) if write_config is not None else None
+    return TuneResult(best, table, report, record, written)
+
+@dataclass
+class AlphaTuneConfig:
+    pair: str = "dense+bm25"         # dense + α·BM25 (retrieval.alpha), or sparse+roman (retrieval.roman_weight)
+    metric: str = "accuracy"         # top-k answer accuracy, or recall@k of positive_ids
+    at: int = 20                     # the k of the metric (Ma et al. tune top-20)
+    depth: int = 100                 # k': each side's depth; the union is re-ranked
+    normalize: bool = False          # min-max normalise each list first (Hybrid_norm)
+    step: float = 0.05               # grid step over [0, max_alpha]
+    max_alpha: float = 2.0
+    batch_size: int = 64             # questions per search call
+    match: str = "lang_aware"        # answer matching: dpr | lang_aware
+    out: str | None = None           # JSON file for the grid and the best value
+    write_config: str | Path | None = None  # pipeline config to store the best value in
+
+
+def tune_alpha(pipeline, questions, config: AlphaTuneConfig) -> TuneResult:
+    """Grid-search the score-hybrid weight: each side is searched once to ``depth``; for every
+    α in [0, ``max_alpha``] the hybrid over the union is re-ranked and scored. Ties go to the
+    smaller α. ``pipeline``: a Pipeline, PipelineConfig or pipeline.json; ``questions``: a list
+    or a question file."""
+    from tqdm.auto import tqdm
+
+    from retriever.fused import sparse_search
+    from retriever.fusion import hybrid
+    from xqa.evaluation.judge import Judge, batched, format_table, search_all
+
+    c = config
+    if c.at < 1 or c.depth < c.at:
+        raise XqaError(f"need 1 <= --at <= --depth (got {c.at}, {c.depth})")
+    if c.pair not in PAIRS:
+        raise XqaError(f"unknown pair {c.pair!r}; choose from {', '.join(PAIRS)}")
+    questions = _questions(questions)
+    pipe = _pipeline(pipeline)
+    roman = c.pair == "sparse+roman"
+    _needs(pipe, *(("sparse", "roman") if roman else ("dense", "sparse")))
+    sparse = pipe.component("sparse")
+    s_lists: list = []
+    for chunk in tqdm(list(batched(questions, c.batch_size)), desc="BM25", unit="batch"):
+        s_lists.extend(sparse_search(sparse, chunk, c.depth))
+    if roman:  # the first list is BM25, the weighted one the cross-script index
+        d_lists, s_lists = s_lists, search_all(pipe.component("roman"), questions, c.depth,
+                                               "cross-script BM25", c.batch_size)
+    else:
+        d_lists = search_all(pipe.component("dense"), questions, c.depth, "dense", c.batch_size)
+    judge = Judge(questions, pipe.store, c.metric, c.match)
+    ks = sorted({1, 5, c.at})
+    best, table, rows = grid_search(
+        alpha_grid(0.0, c.max_alpha, c.step),
+        lambda alpha: [hybrid(d, s, c.at, alpha, c.normalize) for d, s in zip(d_lists, s_lists)],
+        judge, ks, c.at, "α", lambda a: f"{a:.2f}", lambda a: -a)
+    names = ("bm25", "roman") if roman else ("dense", "bm25")
+    base = {names[0]: judge.scores(d_lists, [c.at])[c.at], names[1]: judge.scores(s_lists, [c.at])[c.at]}
+    name = judge.metric_name()
+    weight = "w" if roman else "α"
+    alone = (f"BM25 alone {base['bm25']:.1f}, cross-script BM25 alone {base['roman']:.1f}" if roman
+             else f"dense alone {base['dense']:.1f}, BM25 alone {base['bm25']:.1f}")
+    report = (format_table([weight] + [f"{name}@{k}" for k in ks], rows)
+              + f"\n\n{alone}; best {weight} = {best:.2f} "
+              f"({name}@{c.at} = {table[best]:.1f}, {len(questions)} questions, "
+              f"{'normalised' if c.normalize else 'raw'} scores, k' = {c.depth})")
+    record = {"pair": c.pair, "best_alpha": best, "metric": f"{name}@{c.at}", "normalize": c.normalize,
+              "depth": c.depth, "questions": len(questions), "baselines": base,
+              "grid": {f"{a:.2f}": v for a, v in table.items()}}
+    values = {"roman_weight": best} if roman else {"alpha": best, "normalize": c.normalize}
+    return _finish(best, table, report, record, c.out, c.write_config, values)
+
+
+@dataclass
+class MuTuneConfig:
+    metric: str = "accuracy"
+    at: int = 100                    # the k of the metric (the paper picks μ by R@100)
+    grid: list[float] | None = None  # μ values to try (None: the paper's 19, retriever.spar.index.MU_GRID)
+    batch_size: int = 128            # questions per encoding batch
+    match: str = "lang_aware"
+    out: str | None = None
+    write_config: str | Path | None = None
+
+
+def tune_mu(pipeline, questions, config: MuTuneConfig) -> TuneResult:
+    """Pick SPAR's μ: questions are encoded once (dense and Λ); each grid value is one search of
+    ``[Q ; μ·QΛ]`` against the unchanged SPAR index. Ties go to the μ closest to 1."""
+    import numpy as np
+    from tqdm.auto import tqdm
+
+    from retriever.spar.index import MU_GRID
+    from xqa.evaluation.judge import Judge, format_table
+
+    c = config
+    grid = _checked_grid(c.at, c.grid, MU_GRID, "μ")
+    questions = _questions(questions)
+    pipe = _pipeline(pipeline)
+    _needs(pipe, "spar")
+    spar = pipe.component("spar").with_mu(1.0)
+    qd, ql = [], []
+    for i in tqdm(range(0, len(questions), c.batch_size), desc="encoding questions", unit="batch"):
+        d, lx = spar.encode([q.question for q in questions[i: i + c.batch_size]])
+        qd.append(d)
+        ql.append(lx)
+    qd, ql = np.concatenate(qd), np.concatenate(ql)
+    judge = Judge(questions, pipe.store, c.metric, c.match)
+    ks = sorted({20, c.at})
+    best, table, rows = grid_search(grid, lambda mu: spar.search_encoded(qd, ql, max(ks), mu=mu), judge, ks, c.at,
+                                    "μ", lambda m: f"{m:.3g}", lambda m: -abs(math.log(m)) if m > 0 else -math.inf)
+    name = judge.metric_name()
+    report = (format_table(["μ"] + [f"{name}@{k}" for k in ks], rows)
+              + f"\n\nbest μ = {best:.3g} ({name}@{c.at} = {table[best]:.1f}, {len(questions)} questions)")
+    record = {"best_mu": best, "metric": f"{name}@{c.at}", "questions": len(questions),
+              "grid": {f"{m:.6g}": v for m, v in table.items()}}
+    return _finish(best, table, report, record, c.out, c.write_config, {"mu": best})
+
+
+@dataclass
+class LambdaTuneConfig:
+    metric: str = "accuracy"
+    at: int = 20
+    grid: list[float] | None = None  # λ values to try (None: LAMBDA_GRID; raw scores)
+    batch_size: int = 64             # questions per encoding and search batch
+    match: str = "lang_aware"
+    out: str | None = None
+    write_config: str | Path | None = None
+
+
+def tune_lambda(pipeline, questions, config: LambdaTuneConfig) -> TuneResult:
+    """Pick DHR's λ of ``GIP + λ·dense``. The scores are used raw: GIP is on the BM25 scale
+    (about 10-40 for a matching passage) while e5 cosines sit near 0.8 and differ by a few
+    hundredths, so the useful λ is large. Questions are tokenized and encoded once; each λ is
+    one exact pass over the unchanged index. Ties go to the smaller λ."""
+    from tqdm.auto import tqdm
+
+    from retriever.dlr import DhrRetriever
+    from xqa.evaluation.judge import Judge, format_table
+
+    c = config
+    grid = _checked_grid(c.at, c.grid, LAMBDA_GRID, "λ")
+    questions = _questions(questions)
+    pipe = _pipeline(pipeline)
+    _needs(pipe, "dhr")
+    cfg = pipe.config
+    dhr = DhrRetriever.load(cfg.path(cfg.retrieval.dhr_index), batch_size=c.batch_size).with_lambda(1.0)
+    batches = []
+    for i in tqdm(range(0, len(questions), c.batch_size), desc="encoding questions", unit="batch"):
+        batches.append(dhr.encode([q.question for q in questions[i: i + c.batch_size]], dense=True))
+    judge = Judge(questions, pipe.store, c.metric, c.match)
+    ks = sorted({5, 20, c.at})
+
+    def lists(view, lam=None):
+        return [h for b in batches for h in view.search_encoded(b, max(ks), lam=lam)]
+
+    best, table, rows = grid_search(grid, lambda lam: lists(dhr, lam), judge, ks, c.at, "λ",
+                                    lambda x: f"{x:g}", lambda x: -x)
+    dense_alone = judge.scores(lists(dhr.dense_part()), [c.at])[c.at]
+    name = judge.metric_name()
+    lex = f"GIP alone {table[0.0]:.1f}, " if 0.0 in table else ""
+    report = (format_table(["λ"] + [f"{name}@{k}" for k in ks], rows)
+              + f"\n\n{lex}dense alone {dense_alone:.1f}; best λ = {best:g} ({name}@{c.at} = {table[best]:.1f}, "
+              f"{len(questions)} questions)")
+    record = {"best_lam": best, "metric": f"{name}@{c.at}", "questions": len(questions),
+              "dense_alone": dense_alone, "grid": {f"{x:g}": v for x, v in table.items()}}
+    return _finish(best, table, report, record, c.out, c.write_config, {"lam": best})
+
+
+@dataclass
+class FusionTuneConfig:
+    model: str                       # reader artifact (or training run folder)
+    dev: str                         # dev retrieval results (JSON list or JSONL) with answers
+    out: str                         # JSON file for the tuned weights
+    n_context: int = 0               # passages per question (0: the model's setting; span reader: 10)
+    beams: int = 4
+    n_best: int = 4                  # candidates kept per question
+    span_beams: int = 0              # candidates from a beam search restricted to passage spans
+    batch_size: int = 8              # questions per reader batch
+    limit: int = 0                   # use only the first N questions (0: all)
+    eval_mode: str = "official"      # official | lang_aware | simple
+    labels: str | None = None        # answer label table (xqa.world.labels)
+    cache: str | None = None         # folder for reader outputs (JSONL), reused when present
+    threads: int = 0
+    passes: int = 3                  # grid passes (1 coarse + finer ones)
+    write_config: str | Path | None = None  # pipeline config to store the weights in (reader.*)
+
+
+def tune_fusion(config: FusionTuneConfig) -> dict | None:
+    """Read the dev results with the reader (n-best), search coarse to fine for the
+    evidence-fusion weights that maximise mean F1 of the fused answer, write them with the dev
+    scores of fusion and of the reader alone to ``out``; the written dict. Under torchrun the
+    processes share the reading and only rank 0 tunes (the others get None)."""
+    import torch
+
+    from reader.tuning import tune_fusion as search
+    from xqa.artifacts import write_json_atomic
+    from xqa.evaluation.reading import (beam_key, fusion_set, load_labels, load_results, make_scorer,
+                                        reader_outputs)
+    from xqa.pipeline import load_reader
+    from xqa.training import init_distributed, main_process
+
+    c = config
+    if c.threads:
+        torch.set_num_threads(c.threads)
+    init_distributed()  # under torchrun: join the job (and on GPUs take this process's own) before loading
+    labels = load_labels(c.labels)  # before the reading: a bad table fails fast
+    reader = load_reader(c.model)
+    if getattr(reader, "family", "fid") == "span":
+        return _tune_span(c, reader)
+    n_context = c.n_context or reader.n_context
+    results = [r for r in load_results(c.dev, c.limit) if r.question.answers]
+    cache = Path(c.cache) / f"dev.{beam_key(c.beams, c.span_beams)}.jsonl" if c.cache else None
+    outputs = reader_outputs(reader, results, n_context, c.beams, c.n_best, c.batch_size, cache, c.span_beams)
+    if not main_process():  # another process of a torchrun job: it shared the reading, rank 0 tunes
+        return None
+    best = search(fusion_set(outputs, results, n_context, make_scorer(c.eval_mode), labels),
+                  passes=c.passes, progress=True)
+    best.update({"model": str(c.model), "dev": str(c.dev), "n_context": n_context,
+                 "beams": c.beams, "n_best": c.n_best, "span_beams": c.span_beams,
+                 "eval_mode": c.eval_mode, "labels": c.labels})
+    write_json_atomic(c.out, best)
+    if c.write_config is not None:
+        weights = {k: best[k] for k in ("beta", "gamma", "miss", "soft") if k in best}
+        write_tuned(c.write_config, reader=weights, tuned={"fusion": weights})
+    return best
+
+
+def _tune_span(c: FusionTuneConfig, reader) -> dict | None:
+    """β, γ for a span reader: read the dev passages once, then the grid (reader.tuning)."""
+    import json
+
+    from reader.span.inference import SpanOutput
+    from reader.tuning import prepare_spans, tune_span_fusion
+    from xqa.artifacts import write_json_atomic, write_text_atomic
+    from xqa.evaluation.reading import load_results, make_scorer
+    from xqa.training import main_process, map_sharded
+
+    n_context = c.n_context or 10
+    results = [r for r in load_results(c.dev, c.limit) if r.question.answers]
+    cache = Path(c.cache) / f"dev.span{n_context}.jsonl" if c.cache else None
+    ids = [r.question.id for r in results]
+    outputs = None
+    if cache is not None and cache.is_file():
+        rows = [json.loads(line) for line in cache.read_text(encoding="utf-8").splitlines() if line.strip()]
+        if [r["id"] for r in rows] == ids:
+            outputs = [SpanOutput.from_dict(r) for r in rows]
+    if outputs is None:
+        outputs = map_sharded(lambda part: reader.read([r.question for r in part],
+                                                       [list(r.ctxs[:n_context]) for r in part],
+                                                       n_best=c.n_best), results)
+        if outputs is None:   # another process of a torchrun job
+            return None
+        if cache is not None:
+            write_text_atomic(cache, "".join(json.dumps({"id": i, **o.to_dict()}, ensure_ascii=False) + "\n"
+                                             for i, o in zip(ids, outputs)))
+    if not main_process():
+        return None
+    s = prepare_spans(outputs, [r.ctxs[:n_context] for r in results], [r.question.answers for r in results],
+                      [r.question.lang for r in results], make_scorer(c.eval_mode))
+    best = tune_span_fusion(s, passes=c.passes, progress=True)
+    best.update({"model": str(c.model), "dev": str(c.dev), "n_context": n_context,
+                 "n_best": c.n_best, "eval_mode": c.eval_mode, "reader": "span"})
+    write_json_atomic(c.out, best)
+    if c.write_config is not None:
+        weights = {k: best[k] for k in ("beta", "gamma", "same_language") if k in best}
+        write_tuned(c.write_config, reader=weights, tuned={"fusion": weights})
+    return best
+
+
+@dataclass
+class AnswerabilityTuneConfig:
+    records: list[str] = field(default_factory=list)  # xqa answer records (OUT/records.jsonl or OUT)
+    out: str = ""                    # folder for config.json (the calibrator, threshold, fit figures)
+    precision: float | None = None   # share of shown answers right at the threshold (None: selective's default)
+    l2: float = 1.0                  # L2 penalty on the standardised coefficients
+    write_config: str | Path | None = None  # pipeline config to store the calibrator and threshold in
+
+
+def tune_answerability(config: AnswerabilityTuneConfig):
+    """Fit the calibrated probability that an answer is right (:func:`xqa.evaluation.selective.fit`)
+    and write ``out/config.json``; the fit's result."""
+    from xqa.artifacts import write_json_atomic
+    from xqa.evaluation import selective
+
+    c = config
+    if c.precision is not None and not 0.0 < c.precision <= 1.0:
+        raise XqaError(f"--precision {c.precision}: a share in (0, 1]")
+    records = selective.read_records(c.records)
+    result = selective.fit(records, c.precision, c.l2)
+    cal = result.calibrator
+    cal.fitted_on["records"] = [str(p) for p in c.records]
+    write_json_atomic(Path(c.out) / "config.json", result.to_dict())
+    if c.write_config is not None:
+        write_tuned(c.write_config,
+                    reader={"answerability": cal.to_dict(), "answerability_threshold": result.threshold},
+                    tuned={"answerability": {"threshold": result.threshold, "precision": result.precision,
+                                             "records": cal.fitted_on["records"]}})
+    return result

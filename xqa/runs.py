@@ -1,0 +1,213 @@
+"""Runs over whole question sets: search them (the DPR / FiD result layout) and answer them.
+
+:func:`answer_questions` is resumable: every finished batch is appended to
+``OUT/records.jsonl`` (flushed and synced), and a rerun skips the questions already there, so
+a killed run continues where it stopped with nothing duplicated or lost. When all questions
+are answered the predictions are written in the MIA submission layout: one JSON object per
+language mapping id → answer (``OUT/predictions/{lang}.json``), and all of them in
+``OUT/predictions.json``. Under ``torchrun`` the processes share every round of questions;
+rank 0 writes.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from xqa.errors import XqaError
+
+SEARCH_BATCH_SIZE = 64  # questions per search call
+
+
+def search_questions(pipe, questions: Sequence, out: str | Path | None = None, trec: str | Path | None = None,
+                     batch_size: int = SEARCH_BATCH_SIZE, progress: bool = True) -> list:
+    """Retrieve passages for ``questions`` with ``pipe`` (a :class:`~xqa.pipeline.Pipeline`), in
+    batches of ``batch_size``; the :class:`~xqa.records.RetrievalResult` list, also written to
+    ``out`` (``.json`` list or ``.jsonl``) and as a TREC run to ``trec`` when given."""
+    from tqdm.auto import tqdm
+
+    from xqa.io import write_results, write_trec_run
+    from xqa.records import RetrievalResult
+
+    results = []
+    with tqdm(total=len(questions), desc=f"search ({pipe.config.retrieval.method})", unit="q",
+              disable=not progress) as bar:
+        for i in range(0, len(questions), batch_size):
+            chunk = questions[i:i + batch_size]
+            for q, ctxs in zip(chunk, pipe.retrieve(chunk)):
+                results.append(RetrievalResult(q, tuple(ctxs)))
+            bar.update(len(chunk))
+    if out is not None:
+        write_results(out, results)
+    if trec is not None:
+        write_trec_run(trec, results, tag=pipe.config.retrieval.method)
+    return results
+
+
+@dataclass
+class AnswerConfig:
+    out: str                         # output folder (records.jsonl, predictions/)
+    batch_size: int = 16             # questions per batch
+    n_passages: int | None = None    # passages given to the reader (None: the config's)
+    evidence_fusion: bool = True     # False: the reader's own best candidate (for comparison)
+    evidence: int = 5                # evidence passages kept per record
+    abstain: bool = False            # empty prediction below the config's reader.answerability_threshold
+    hide_gold: bool = False          # answer as if the collection lacked each question's own paragraphs
+
+
+@dataclass
+class Answered:
+    """What :func:`answer_questions` did: the questions' ids, how many a previous run had
+    answered, and predictions per language (empty on processes other than rank 0)."""
+
+    ids: list[str]
+    resumed: int
+    counts: dict[str, int]
+    empty: int = 0                   # with abstain: predictions left empty
+
+
+def answer_questions(pipe, questions: Sequence, config: AnswerConfig) -> Answered:
+    """Answer ``questions`` with ``pipe`` (a Pipeline, or a function that makes one, called only
+    if a question is left to answer) into ``config.out``, resuming a run there; then write the
+    predictions."""
+    from tqdm.auto import tqdm
+
+    from xqa.training import init_distributed, main_process, map_sharded
+
+    ids = [q.id for q in questions]
+    if len(set(ids)) != len(ids):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise XqaError(f"question id {dup!r} occurs more than once in the question set")
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    records = out / "records.jsonl"
+    finished = done_ids(records)
+    if finished:
+        with open(records, encoding="utf-8") as f:
+            hidden = bool(json.loads(f.readline()).get("gold_hidden"))
+        if hidden != config.hide_gold:
+            raise XqaError(f"{records} holds answers {'with' if hidden else 'without'} --hide-gold; resume it "
+                           f"{'with' if hidden else 'without'} the flag, or answer into another --out")
+    todo = [q for q in questions if q.id not in finished]
+    if finished and main_process():
+        print(f"resuming: {len(finished)} of {len(questions)} questions already answered")
+    info = init_distributed()  # under torchrun: join the job (and on GPUs take this process's own) before loading
+    if todo and callable(pipe) and not hasattr(pipe, "answer"):
+        pipe = pipe()
+    # Under torchrun each process answers a strided share of every round of world x batch-size
+    # questions; rank 0 gathers the records, in order, and alone writes them.
+    main = info.main
+    step = config.batch_size * info.processes
+    with (open(records, "a", encoding="utf-8") if main else contextlib.nullcontext()) as f, \
+            tqdm(total=len(questions), initial=len(questions) - len(todo), desc="answer", unit="q",
+                 disable=not main) as bar:
+        for i in range(0, len(todo), step):
+            batch = todo[i:i + step]
+            lines = map_sharded(lambda share: answer_lines(pipe, share, config), batch)
+            if lines is None:
+                continue
+            f.write("".join(lines))
+            f.flush()
+            os.fsync(f.fileno())
+            bar.update(len(batch))
+    if not main:
+        return Answered(ids, len(finished), {})
+    counts = write_predictions(out, records, ids, abstain=config.abstain)
+    empty = 0
+    if config.abstain:
+        with open(out / "predictions.json", encoding="utf-8") as f:
+            empty = sum(not a for a in json.load(f).values())
+    return Answered(ids, len(finished), counts, empty)
+
+
+def done_ids(records: Path) -> set[str]:
+    """Ids already answered; a torn last line (a kill mid-write, a full disk) is cut off, and so is
+    a last line without its newline, which the next record would otherwise be glued to."""
+    if not records.is_file():
+        return set()
+    ids, good = set(), 0
+    with open(records, "rb") as f:
+        for line in f:
+            try:
+                if not line.endswith(b"\n"):
+                    break
+                ids.add(json.loads(line)["id"])
+            except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError):
+                break
+            good += len(line)
+    if good != records.stat().st_size:
+        with open(records, "r+b") as f:
+            f.truncate(good)
+    return ids
+
+
+def write_predictions(out: Path, records: Path, order: list[str], abstain: bool = False) -> dict[str, int]:
+    """The predictions of ``records`` in ``order``; with ``abstain``, an empty answer where the
+    record says the answer is not ``answered`` (below the calibrated threshold)."""
+    from xqa.artifacts import write_json_atomic
+
+    by_id = {}
+    with open(records, encoding="utf-8") as f:
+        for line in f:
+            r = json.loads(line)
+            by_id[r["id"]] = r
+
+    def shown(r: dict) -> str:
+        return "" if abstain and r.get("answered") is False else r["answer"]
+
+    per_lang: dict[str, dict[str, str]] = {}
+    for qid in order:
+        r = by_id[qid]
+        per_lang.setdefault(r["lang"], {})[qid] = shown(r)
+    for lang, preds in per_lang.items():
+        write_json_atomic(out / "predictions" / f"{lang}.json", preds)
+    write_json_atomic(out / "predictions.json", {qid: shown(by_id[qid]) for qid in order})
+    return {lang: len(p) for lang, p in per_lang.items()}
+
+
+def gold_passages(q) -> set[str]:
+    """A question's own passages and those of its parallel versions (``positive_ids``,
+    ``xling.{lang}.positive_ids``), which ``--hide-gold`` removes from the collection."""
+    from xqa.errors import XqaError
+
+    ids = set(q.meta.get("positive_ids") or [])
+    for version in (q.meta.get("xling") or {}).values():
+        if isinstance(version, dict):
+            ids.update(version.get("positive_ids") or [])
+    if not ids:
+        raise XqaError(f"question {q.id!r} names no positive_ids: --hide-gold needs each question's own "
+                       f"passage ids")
+    return ids
+
+
+def answer_lines(pipe, batch: list, config: AnswerConfig) -> list[str]:
+    """One ``records.jsonl`` line per question of ``batch`` (an empty answer for an empty question)."""
+    answerable = [q for q in batch if q.question.strip()]
+    hide = config.hide_gold
+    fuse = False if not config.evidence_fusion else None
+    exclude = [gold_passages(q) for q in answerable] if hide else None
+    answers = {a.question_id: a for a in pipe.answer(answerable, n_passages=config.n_passages,
+                                                      evidence_fusion=fuse, exclude=exclude)} if answerable else {}
+    lines = []
+    for q in batch:
+        a = answers.get(q.id)
+        rec = {"id": q.id, "lang": q.lang, "question": q.question, "answer": a.text if a else "",
+               "score": a.score if a else 0.0, "confidence": a.confidence if a else None,
+               "answered": a.answered if a else False, "gold": list(q.answers)}
+        if hide:
+            rec["gold_hidden"] = True
+        if q.meta.get("crosslingual"):
+            rec["crosslingual"] = True
+        if a:
+            d = a.to_dict()
+            rec["candidates"] = d["candidates"]
+            rec["evidence"] = d["evidence"][: config.evidence]
+            if a.features:
+                rec["features"] = a.features
+        lines.append(json.dumps(rec, ensure_ascii=False) + "\n")
+    return lines
+
+

@@ -1,0 +1,162 @@
+"""The extractive span reader on a pretrained encoder, trained on real QA data.
+
+Input: ``xqa data train``'s files — ``train`` (questions with answers, their paragraph in
+``positive_ids`` and BM25 hard negatives in ``negative_ids``), ``passages`` and, for
+validation, ``dev``. ``init`` is an encoder folder (``xqa convert e5``'s) or a span reader to
+continue from; or ``kit`` (``xqa reader kit``) holds the questions, paragraphs and encoder in
+one folder. ``OUT/best`` is the reader (with a kit: what training changed).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from xqa.training.reader import ReaderTrainConfig
+
+SPAN_MAX_LENGTH = 256   # tokens per window
+SPAN_LR = 1e-4
+
+
+@dataclass
+class SpanTrainConfig(ReaderTrainConfig):
+    passages: str | None = None      # passage file the questions' positive_ids and negative_ids point into
+    layers: int = 0                  # keep the encoder's first N layers (0: all)
+    negatives: int = 1               # negative passages per question in a batch
+    stride: int = 64                 # tokens shared by two windows of a long passage
+    train_embeddings: bool = False   # train the word-embedding matrix too (frozen by default)
+    per_source: int = 0              # at most N training questions from one source set (0: all)
+    dropout: float | None = None     # hidden dropout (None: the encoder's)
+    kit: str | None = None           # train from a kit instead of train/passages/init
+    mix: float | None = None         # temperature sampling over the source sets (None: off; kit: MIX_ALPHA)
+
+
+def train(config: SpanTrainConfig, scorer=None) -> dict:
+    """Train the span reader; ``scorer(prediction, answers, lang) -> (EM, F1)`` validates it
+    (default: :func:`xqa.evaluation.reading.make_scorer` of ``config.eval_mode``). The loop's
+    result (``step``, ``best`` dev F1, ``stopped``, ...)."""
+    import torch
+
+    from reader.span.inference import SpanReader
+    from reader.span.task import SpanTask, load_training_questions
+    from xqa.errors import XqaError
+    from xqa.io import read_passages
+    from xqa.training.loop import init_distributed
+    from xqa.training.loop import train as run_loop
+
+    c = config
+    if c.kit:
+        return _train_kit(c)
+    if scorer is None:
+        from xqa.evaluation.reading import make_scorer
+
+        scorer = make_scorer(c.eval_mode)
+    if not c.init:
+        raise XqaError("--arch span needs --init: an encoder folder (xqa convert e5 --out DIR) or a span reader")
+    if not c.passages:
+        raise XqaError("--arch span needs --passages (xqa data train's passages.jsonl)")
+    if c.threads:
+        torch.set_num_threads(c.threads)
+    info = init_distributed()
+    say = print if info.main else (lambda *a, **k: None)
+    max_length = c.max_length or SPAN_MAX_LENGTH
+    from pathlib import Path
+
+    from xqa.artifacts import is_complete
+
+    init = Path(c.init)
+    if is_complete(init) and (init / "encoder").is_dir() or (init / "best" / "encoder").is_dir():
+        reader = SpanReader.load(init, runtime=False)
+    else:
+        reader = SpanReader.from_encoder(init, layers=c.layers, max_length=max_length, stride=c.stride,
+                                         max_answer_len=c.max_answer_len)
+    if c.dropout is not None:
+        for m in reader.model.encoder.modules():
+            if isinstance(m, torch.nn.Dropout) and m.p > 0:
+                m.p = c.dropout
+    if not c.train_embeddings:
+        reader.model.freeze_embeddings()
+    if not c.train:
+        raise XqaError("--arch span needs --train (xqa data train's train.jsonl) or --kit")
+    train_ex = load_training_questions(c.train, c.train_limit, c.per_source, c.seed)
+    if c.mix is not None:
+        from reader.span.kit import mixed_order
+
+        names = sorted({e.get("source", "") for e in train_ex})
+        order = mixed_order([names.index(e.get("source", "")) for e in train_ex], c.mix,
+                            _draws(c, len(train_ex), init_distributed().processes), c.seed)
+        train_ex = [train_ex[i] for i in order]
+        c = replace(c, epochs=1.0)
+    dev_ex = load_training_questions(c.dev) if c.dev else []
+    passages = {p.id: p for p in read_passages(c.passages)}
+    missing = [e["id"] for e in train_ex + dev_ex if e["positive_ids"][0] not in passages]
+    if missing:
+        raise XqaError(f"{len(missing)} questions name a paragraph that is not in {c.passages} "
+                       f"(e.g. {missing[0]!r})")
+    n_train = sum(p.numel() for p in reader.model.parameters() if p.requires_grad)
+    say(f"{len(train_ex)} training questions, {len(dev_ex)} dev questions, {len(passages)} passages; "
+        f"{reader.model.encoder.config.num_hidden_layers} layers, {n_train / 1e6:.1f}M trained parameters")
+    task = SpanTask(reader, passages, negatives=c.negatives, dev=dev_ex, scorer=scorer,
+                    dev_questions=c.dev_limit or len(dev_ex))
+    return run_loop(task, train_ex, _loop(c), progress=True)
+
+
+def _loop(c: SpanTrainConfig):
+    from xqa.training.loop import TrainConfig
+
+    return TrainConfig(out_dir=c.out, batch_size=c.batch_size, epochs=c.epochs, max_steps=c.max_steps,
+                       lr=c.lr if c.lr is not None else SPAN_LR, weight_decay=c.weight_decay,
+                       warmup_steps=c.warmup_steps, grad_accum=c.grad_accum, max_grad_norm=c.max_grad_norm,
+                       eval_every=c.eval_every, save_every=c.save_every, log_every=c.log_every, seed=c.seed,
+                       bf16=c.bf16, group_by_length=c.group_by_length,
+                       gradient_checkpointing=c.gradient_checkpointing, max_minutes=c.max_minutes)
+
+
+def _draws(c: SpanTrainConfig, n: int, processes: int) -> float:
+    """Draws of the mix, in training-set sizes: ``epochs``, or what ``max_steps`` takes when
+    that is more (so that a long run draws afresh instead of repeating one draw)."""
+    if not c.max_steps:
+        return c.epochs
+    per_step = c.batch_size * c.grad_accum * processes
+    return max(c.epochs, c.max_steps * per_step / max(1, n))
+
+
+def _train_kit(c: SpanTrainConfig) -> dict:
+    """Train from a kit (:mod:`reader.span.kit`); ``epochs`` draws of the training set's size,
+    mixed over the sets by ``mix``."""
+    import torch
+
+    from reader.span.kit import MIX_ALPHA, Kit, KitSpanTask, mix_table, mixed_order
+    from xqa.errors import XqaError
+    from xqa.training.loop import init_distributed
+    from xqa.training.loop import train as run_loop
+
+    if c.threads:
+        torch.set_num_threads(c.threads)
+    for flag, given in (("--init", c.init), ("--train", c.train), ("--passages", c.passages),
+                        ("--layers", c.layers), ("--train-embeddings", c.train_embeddings),
+                        ("--per-source", c.per_source)):
+        if given:
+            raise XqaError(f"--kit holds the questions, paragraphs, encoder and layers; {flag} does not go with it "
+                           f"(the word embeddings stay frozen: the kit holds only the tokens its data uses)")
+    info = init_distributed()
+    kit = Kit(c.kit)
+    task = KitSpanTask(kit, negatives=c.negatives, dev_questions=c.dev_limit or 10 ** 9)
+    if c.dropout is not None:
+        for m in task.model.encoder.modules():
+            if isinstance(m, torch.nn.Dropout) and m.p > 0:
+                m.p = c.dropout
+    task.model.freeze_embeddings()
+    alpha = MIX_ALPHA if c.mix is None else c.mix
+    sets = kit.arrays["train.set"]
+    order = mixed_order(sets, alpha, _draws(c, len(sets), info.processes), c.seed)
+    if c.train_limit:
+        order = order[: c.train_limit]
+    if info.main:
+        n_train = sum(p.numel() for p in task.model.parameters() if p.requires_grad)
+        print(f"kit {c.kit}: {len(kit)} training questions, {task.dev_questions} dev questions, "
+              f"{len(kit.arrays['passages.lang'])} paragraphs; {kit.config['encoder_config']['num_hidden_layers']} "
+              f"layers, {n_train / 1e6:.1f}M trained parameters; {len(order)} draws (mix alpha {alpha}) on "
+              f"{info.device}")
+        for row in mix_table(sets, kit.config["sets"], alpha):
+            print(f"  {row['set']:<10} {row['questions']:>6} questions  {row['share']:6.1%} of draws  "
+                  f"{row['passes_per_epoch'] * len(order) / len(kit):5.2f} passes")
+    return run_loop(task, [int(i) for i in order], _loop(replace(c, epochs=1.0)), progress=True)
