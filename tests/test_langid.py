@@ -310,7 +310,7 @@ class _FakeIndex:
         return [[Hit(id=pid, score=s, source="sparse", lang=self.lang) for pid, s in self.hits][:k] for _ in texts]
 
 
-def test_bm25_searches_every_index_for_a_question_of_unpipeline_language(tmp_path):
+def test_bm25_searches_every_index_for_a_question_of_unknown_language(tmp_path):
     from retriever.sparse.searcher import SparseRetriever
     from xqa.errors import XqaError
     from xqa.records import Question
