@@ -234,10 +234,13 @@ def test_index_layout_and_config(tiny):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("fp32_copy", [True, False])   # False: the dense rows are converted per search
 @pytest.mark.parametrize("name,lam", [("dhr", 0.0), ("dhr", 0.5), ("dhr", 7.0), ("dhr_strided", 1.0)])
-def test_search_equals_brute_force(tiny, name, lam):
-    from retriever.dlr import DhrRetriever
+def test_search_equals_brute_force(tiny, name, lam, fp32_copy, monkeypatch):
+    from retriever.dlr import DhrRetriever, index
 
+    if not fp32_copy:
+        monkeypatch.setattr(index, "DENSE_FP32_CACHE_BYTES", 0)
     folder = tiny["root"] / name
     r = DhrRetriever.load(folder).with_lambda(lam)
     qs = tiny["questions"][:6]
@@ -245,6 +248,7 @@ def test_search_equals_brute_force(tiny, name, lam):
     for hits, want in zip(got, brute(tiny, folder, qs, lam)):
         assert_top_k(hits, want, 10)
         assert {h.source for h in hits} == {"dhr"}
+    assert ("dense_fp32" in r._arrays) == (fp32_copy and lam > 0)
 
 
 @pytest.mark.slow

@@ -219,6 +219,9 @@ class QueryBatch:
         return self.val.shape[0]
 
 
+# The CPU search keeps a float32 copy of the dense vectors up to this size (bytes of the copy).
+DENSE_FP32_CACHE_BYTES = 1 << 30
+
 class DhrRetriever:
     """Exact DHR search ``w·GIP + λ·dense`` over one ``xqa index dhr`` folder (``w`` = 1).
 
@@ -356,8 +359,19 @@ class DhrRetriever:
         if lam:
             if q.dense is None:
                 raise XqaError("these queries were encoded without dense vectors; encode with dense=True")
-            out += np.float32(lam) * (q.dense @ np.asarray(a["dense"][rows], np.float32).T)
+            out += np.float32(lam) * (q.dense @ self._dense_fp32(rows).T)
         return out
+
+    def _dense_fp32(self, rows: slice) -> np.ndarray:
+        """The fp16 dense vectors of ``rows`` as float32. An index of up to
+        :data:`DENSE_FP32_CACHE_BYTES` keeps one float32 copy (shared by every view), so a search
+        does not convert the whole matrix again; a larger one converts the rows it scores."""
+        a = self._arrays
+        if "dense_fp32" not in a and a["dense"].size * 4 <= DENSE_FP32_CACHE_BYTES:
+            a["dense_fp32"] = np.asarray(a["dense"], np.float32)
+        if "dense_fp32" in a:
+            return a["dense_fp32"][rows]
+        return np.asarray(a["dense"][rows], np.float32)
 
     def search_encoded(self, q: QueryBatch, k: int, lam: float | None = None) -> list[list[Hit]]:
         """Global top-``k`` for encoded queries, with dense weight ``lam`` (default: this view's)."""
