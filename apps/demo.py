@@ -63,22 +63,12 @@ def _examples(pipeline) -> list[tuple[list[str], str]]:
     return out
 
 
-def reader_family(cfg) -> str:
-    """"span" or "fid": the kind the config's reader artifact says, without loading it."""
-    import json
-    from pathlib import Path
+def reader_description(cfg) -> str:
+    """How the config's reader answers: its family's description (``reader.registry``), found
+    from the artifact's config.json without loading it."""
+    from xqa.pipeline import reader_family
 
-    model = cfg.path(cfg.reader.model) if cfg.reader.model else None
-    for folder in ([Path(model), Path(model) / "best"] if model else []):
-        try:
-            kind = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("kind")
-        except (OSError, ValueError, AttributeError):
-            continue
-        if kind == "span_reader":
-            return "span"
-        if kind != "training_run":
-            break
-    return "fid"
+    return reader_family(cfg.path(cfg.reader.model)).description if cfg.reader.model else ""
 
 
 class Answerer:
@@ -166,7 +156,7 @@ def build_app(pipeline, *, max_chars: int = render.MAX_QUESTION_CHARS,
 
     with gr.Blocks(title="xqa — multilingual question answering", analytics_enabled=False) as demo:
         gr.Markdown(render.intro_markdown(cfg.about, cfg.languages, cfg.retrieval.method,
-                                          reader_family(cfg)), elem_id="intro")
+                                          reader_description(cfg)), elem_id="intro")
         with gr.Row():
             with gr.Column(scale=3):
                 question = gr.Textbox(label="Question", lines=1, max_lines=4, elem_id="question",

@@ -124,8 +124,9 @@ METHOD_DESCRIPTIONS = {
 }
 
 
-def intro_markdown(about: dict, languages: Sequence[str], method: str, reader_family: str) -> str:
-    """The page's introduction: what it searches, how, and what full scale searches."""
+def intro_markdown(about: dict, languages: Sequence[str], method: str, reader: str) -> str:
+    """The page's introduction: what it searches, how, and what full scale searches; ``reader``
+    says how the reader answers (its family's ``description``, :mod:`reader.registry`)."""
     lines = ["# xqa — multilingual open-domain question answering"]
     n = about.get("passages")
     langs = ", ".join(f"{language_name(c)}" for c in languages) if languages else "any language"
@@ -136,13 +137,8 @@ def intro_markdown(about: dict, languages: Sequence[str], method: str, reader_fa
     else:
         lines.append("Ask in any language.")
     lines.append(f"Passages are retrieved by {METHOD_DESCRIPTIONS.get(method, method)}.")
-    if reader_family == "span":
-        lines.append("An extractive reader on multilingual-e5-small scores answer spans in the passages it "
-                     "reads, and evidence fusion sums each answer's evidence over those passages. An answer "
-                     "taken from a passage in another language is shown as written there, marked with that "
-                     "language.")
-    else:
-        lines.append("A Fusion-in-Decoder reader writes the answer from the passages it reads.")
+    if reader:
+        lines.append(reader)
     return "\n\n".join(lines)
 
 

@@ -1,27 +1,35 @@
-"""The ``read(...)`` contract every reader family meets, and the generative family's output.
+"""The contract every reader family meets, and how a family is declared.
 
-A reader (:class:`Reader`) is batch-first, ``read(questions, contexts, ...)`` ->
-one output per question, and names its ``family``. Each output has the answer it
-would give alone (``.text``), how much each passage it read weighed
-(``.relevance`` [N]) and a JSON form (``to_dict``/``from_dict``, for caches):
+A reader (:class:`Reader`) is batch-first: ``read(questions, contexts, **settings)`` gives
+one output per question. Each output has the answer it would give alone (``.text``), how
+much each passage it read weighed (``.relevance`` [N]) and a JSON form (``to_dict``; the
+reader's ``output_from_dict`` reads it back, for caches). The reader turns one output into
+the :class:`~xqa.records.Answer` (``answer``: evidence fusion with the given parameters, or
+the reader alone) and tunes its own fusion weights (``tune_fusion``), so its callers never
+ask which family it is:
 
 - a generative reader (``reader.fid``) returns :class:`ReaderOutput`: candidate
   answers with their sequence log-probabilities;
 - an extractive one (``reader.span``) returns ``reader.span.inference.SpanOutput``:
   spans with their scores per passage and each passage's log-normaliser.
 
-Evidence fusion (:mod:`reader.evidence`) turns either into an ``Answer``; the
-pipeline picks the path by the reader's ``family``.
+A family is declared once, as a :class:`ReaderFamily` given to :func:`reader.registry.register`
+(the built-in ones in their packages' ``FAMILY``); ``reader.registry.load_reader`` finds a
+folder's family from its ``config.json``.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from xqa.records import Context, Question
+from xqa.records import Answer, Context, Question
+
+if TYPE_CHECKING:
+    from reader.evidence import FusionParams
 
 
 @dataclass
@@ -54,10 +62,68 @@ class ReaderOutput:
                    np.asarray(d["relevance"], dtype=np.float32), cr)
 
 
+class Output(Protocol):
+    """One question's reader output, of any family."""
+
+    relevance: np.ndarray      # [N] the weight of each passage read
+
+    @property
+    def text(self) -> str: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
 class Reader(Protocol):
     """A reader family's model behind one call (``reader.fid.FiDReader``, ``reader.span.SpanReader``)."""
 
-    family: str   # "fid" or "span"
+    family: str        # the name its family is registered under
+    n_context: int     # passages read per question where the caller names no number
+    fusion_keys: tuple[str, ...]   # the FusionParams fields its fusion tuning sets
 
     def read(self, questions: Sequence[Question], contexts: Sequence[Sequence[Context]],
-             **settings: Any) -> list[Any]: ...
+             **settings: Any) -> list[Output]:
+        """One output per question; settings a family does not use are ignored."""
+        ...
+
+    def answer(self, question: Question, contexts: Sequence[Context], output: Output,
+               params: FusionParams | None = None, labels: Any = None) -> Answer:
+        """The answer to ``question`` from its ``output`` over ``contexts`` (the passages read):
+        evidence fusion with ``params``, or the reader alone without. ``labels``
+        (``xqa.world.labels.AnswerLabels``, or None) shows a copied answer in the question's language."""
+        ...
+
+    def output_from_dict(self, d: Mapping[str, Any]) -> Output:
+        """An output from its ``to_dict`` form."""
+        ...
+
+    def settings_key(self, **settings: Any) -> str:
+        """A file-name stem naming the reading settings its outputs depend on (cache files)."""
+        ...
+
+    def tune_fusion(self, outputs: Sequence[Output], contexts: Sequence[Sequence[Context]],
+                    answers: Sequence[Sequence[str]], langs: Sequence[str], scorer: Any, labels: Any = None,
+                    passes: int = 3, progress: bool = False) -> dict[str, Any]:
+        """The fusion weights (``fusion_keys``) that maximise mean F1 of the answers over the
+        outputs, with ``dev_em``/``dev_f1`` and the reader alone's ``reader_only_em``/``reader_only_f1``."""
+        ...
+
+
+@dataclass(frozen=True)
+class ReaderFamily:
+    """One reader family, as the registry (:mod:`reader.registry`) knows it.
+
+    ``kinds``: the ``kind`` values in ``config.json`` of the folders it loads. ``fallback``: it
+    also loads what no family claims (a folder without an xqa config, or a model hub name).
+    ``load(folder)``: the :class:`Reader` in a folder it claims (import heavy code inside it).
+    ``description``: one sentence on how it answers, for the demo's introduction.
+    ``training``: the module that trains it for ``xqa train reader --arch NAME`` (it has
+    ``CONFIG``, the training config dataclass, ``train(config)`` and ``summary(result, config)``);
+    named, not imported, so that the reader never imports the layer above it. None: not trainable there.
+    """
+
+    name: str
+    kinds: tuple[str, ...]
+    load: Callable[[Path], Reader]
+    description: str
+    fallback: bool = False
+    training: str | None = None

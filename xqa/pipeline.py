@@ -79,26 +79,18 @@ class PassageStore:
 
 
 def load_reader(folder: str):
-    """The reader artifact in ``folder``: a span reader (``kind: span_reader``) or a FiD reader
-    (an xqa FiD artifact, a training run folder, or a Hugging Face T5/mT5 name or folder)."""
-    import json
+    """The reader in ``folder``, loaded by its family (:func:`reader.registry.load_reader`)."""
+    from reader.registry import load_reader as load
 
-    for candidate in (Path(folder), Path(folder) / "best"):
-        config = candidate / "config.json"
-        if config.is_file():
-            try:
-                kind = json.loads(config.read_text(encoding="utf-8")).get("kind")
-            except (json.JSONDecodeError, OSError, AttributeError):
-                kind = None
-            if kind == "span_reader":
-                from reader.span.inference import SpanReader
+    return load(folder)
 
-                return SpanReader.load(candidate)
-            if kind != "training_run":
-                break
-    from reader import FiDReader
 
-    return FiDReader.load(folder)
+def reader_family(folder: str):
+    """The family (``reader.base.ReaderFamily``: name, description, ...) of the reader in
+    ``folder``, from its config.json alone (:func:`reader.registry.family_of`)."""
+    from reader.registry import family_of
+
+    return family_of(folder)
 
 
 # Appended to the ``source`` of a hit the fallback method found (``dense (fallback)``).
@@ -329,18 +321,11 @@ class Pipeline:
 
     def _answer(self, q: Question, ctxs: list[Context], out, fuse: bool) -> Answer:
         """Evidence fusion (or the reader alone) over one question's reader output."""
-        from reader.evidence import FusionParams, build_answer, build_span_answer
+        from reader.evidence import FusionParams
 
         rc = self.config.reader
         params = FusionParams(rc.beta, rc.gamma, rc.miss, rc.soft, rc.same_language) if fuse and ctxs else None
-        if getattr(self.reader, "family", "fid") == "span":
-            ans = build_span_answer(q.id, out, ctxs, params, q.lang or "")
-        else:
-            n = min(len(ctxs), len(out.relevance))
-            labels = self.labels
-            shown = labels.shown_all([t for t, _ in out.candidates], q.lang) if labels is not None else None
-            ans = build_answer(q.id, out.candidates, list(out.relevance)[:n], ctxs[:n], params,
-                               getattr(out, "candidate_relevance", None), shown)
+        ans = self.reader.answer(q, ctxs, out, params, labels=self.labels)
         return self._judge(ans, q, out.relevance)
 
     def _judge(self, ans: Answer, q: Question, reader_relevance) -> Answer:

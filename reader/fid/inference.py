@@ -26,7 +26,7 @@ from reader.fid.data import copy_attention_targets, encode_passages, encode_prom
 from reader.fid.model import FiD, DecoderPrompt, Search, SpanHooks, build_t5, load_t5
 from xqa.artifacts import CONFIG_NAME, atomic_dir, save_config
 from xqa.errors import XqaError
-from xqa.records import Context, Question
+from xqa.records import Answer, Context, Question
 
 KIND = "fid_reader"
 
@@ -125,17 +125,51 @@ class FiDReader:
     def read(self, questions: Sequence[Question], contexts: Sequence[Sequence[Context]],
              n_context: int | None = None, beams: int = 4, n_best: int = 4,
              max_answer_len: int | None = None, batch_size: int = 8,
-             progress: bool = False, span_beams: int = 0) -> list[ReaderOutput]:
+             progress: bool = False, span_beams: int = 0, **_ignored) -> list[ReaderOutput]:
         """Answer each question from its contexts (kept in the given order; the first
         ``n_context`` are read). ``beams=1`` is greedy decoding (one candidate).
         ``span_beams`` > 0 adds that many candidates from a beam search restricted to
-        spans of the passages read (:mod:`reader.fid.spans`)."""
+        spans of the passages read (:mod:`reader.fid.spans`). Other families' settings are ignored."""
         if len(questions) != len(contexts):
             raise ValueError(f"{len(questions)} questions but {len(contexts)} context lists")
         examples = [example_from_records(q, c) for q, c in zip(questions, contexts)]
         return self.read_examples(examples, n_context=n_context, beams=beams, n_best=n_best,
                                   max_answer_len=max_answer_len, batch_size=batch_size, progress=progress,
                                   span_beams=span_beams)
+
+    # ------------------------------------------------------------------ the reader contract (reader.base)
+
+    fusion_keys = ("beta", "gamma", "miss", "soft")
+
+    def answer(self, question: Question, contexts: Sequence[Context], output: ReaderOutput,
+               params=None, labels=None) -> Answer:
+        """Evidence fusion of the n-best over the passages read (:func:`reader.evidence.build_answer`);
+        with ``labels``, a candidate is shown as the table writes it in the question's language."""
+        from reader.evidence import build_answer
+
+        n = min(len(contexts), len(output.relevance))
+        shown = (labels.shown_all([t for t, _ in output.candidates], question.lang)
+                 if labels is not None else None)
+        return build_answer(question.id, output.candidates, list(output.relevance)[:n], list(contexts)[:n],
+                            params, output.candidate_relevance, shown)
+
+    @staticmethod
+    def output_from_dict(d: Mapping[str, Any]) -> ReaderOutput:
+        return ReaderOutput.from_dict(d)
+
+    @staticmethod
+    def settings_key(beams: int = 4, span_beams: int = 0, **_ignored) -> str:
+        """``beam{B}`` (``.span{K}`` with span candidates): the n-best differs with these."""
+        return f"beam{beams}" + (f".span{span_beams}" if span_beams else "")
+
+    @staticmethod
+    def tune_fusion(outputs, contexts, answers, langs, scorer, labels=None, passes: int = 3,
+                    progress: bool = False) -> dict[str, Any]:
+        """β, γ, ε and soft matching by grid search (:func:`reader.tuning.tune_fusion`)."""
+        from reader.tuning import prepare, tune_fusion
+
+        return tune_fusion(prepare(outputs, contexts, answers, langs, scorer, labels), passes=passes,
+                           progress=progress)
 
     def read_examples(self, examples: Sequence[Mapping[str, Any]], n_context: int | None = None,
                       beams: int = 4, n_best: int = 4, max_answer_len: int | None = None,

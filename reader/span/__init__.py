@@ -7,4 +7,28 @@
 - ``reader.span.delta``: a trained reader shipped as the int8 difference to its base encoder.
 
 Evidence fusion over spans is :func:`reader.evidence.fuse_spans`, shared with FiD's.
+:data:`FAMILY` is its registration (:mod:`reader.registry`): it loads ``span_reader`` artifacts.
 """
+from __future__ import annotations
+
+from pathlib import Path
+
+from reader.base import ReaderFamily
+
+
+def _load(folder: Path | str):
+    from reader.span.inference import SpanReader
+
+    return SpanReader.load(folder)
+
+
+FAMILY = ReaderFamily(
+    name="span",
+    kinds=("span_reader",),
+    load=_load,
+    description="An extractive reader on multilingual-e5-small scores answer spans in the passages it "
+                "reads, and evidence fusion sums each answer's evidence over those passages. An answer "
+                "taken from a passage in another language is shown as written there, marked with that "
+                "language.",
+    training="xqa.training.span",
+)

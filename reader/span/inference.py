@@ -30,7 +30,7 @@ from xqa.artifacts import atomic_dir, load_config, save_config
 from xqa.encoders.info import autocast
 from xqa.encoders.runtime import READER_RECORD
 from xqa.errors import XqaError
-from xqa.records import Context, Question
+from xqa.records import Answer, Context, Question
 
 RUNTIME_RECORD = READER_RECORD   # the int8 runtime's check and choice (reader.span.runtime)
 
@@ -188,6 +188,38 @@ class SpanReader:
         with atomic_dir(folder, overwrite=overwrite) as tmp:
             self.write_to(tmp)
         return Path(folder)
+
+    # ------------------------------------------------------------------ the reader contract (reader.base)
+
+    n_context = 10                                 # passages per question where a caller names none
+    fusion_keys = ("beta", "gamma", "same_language")
+
+    def answer(self, question: Question, contexts: Sequence[Context], output: SpanOutput,
+               params=None, labels=None) -> Answer:
+        """Evidence fusion of the spans over the passages read (:func:`reader.evidence.build_span_answer`;
+        δ favours passages in the question's language). A span is shown as its passage writes it:
+        ``labels`` is not used."""
+        from reader.evidence import build_span_answer
+
+        return build_span_answer(question.id, output, contexts, params, question.lang or "")
+
+    @staticmethod
+    def output_from_dict(d: dict[str, Any]) -> SpanOutput:
+        return SpanOutput.from_dict(d)
+
+    @staticmethod
+    def settings_key(n_context: int = 10, **_ignored) -> str:
+        """``span{N}``: the spans depend on the passages read."""
+        return f"span{n_context}"
+
+    @staticmethod
+    def tune_fusion(outputs, contexts, answers, langs, scorer, labels=None, passes: int = 3,
+                    progress: bool = False) -> dict[str, Any]:
+        """β, γ and δ by grid search (:func:`reader.tuning.tune_span_fusion`)."""
+        from reader.tuning import prepare_spans, tune_span_fusion
+
+        return tune_span_fusion(prepare_spans(outputs, contexts, answers, langs, scorer), passes=passes,
+                                progress=progress)
 
     # ------------------------------------------------------------------ inference
 

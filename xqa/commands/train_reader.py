@@ -16,7 +16,7 @@ from xqa.training.span import SpanTrainConfig as S
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--arch", dest="family", choices=("fid", "span"), default="fid",
+    p.add_argument("--arch", dest="family", choices=_trainable(), default="fid",
                    help="fid: Fusion-in-Decoder on (m)T5 (generates); span: the extractive reader on a "
                         "pretrained encoder (--init an 'xqa convert e5' folder), trained on 'xqa data train' "
                         "files")
@@ -128,35 +128,40 @@ def _add_span_arguments(p: argparse.ArgumentParser) -> None:
                         "else off)")
 
 
+def _trainable() -> list[str]:
+    """The reader families with a training entry (``reader.registry``)."""
+    from reader.registry import families
+
+    return [f.name for f in families() if f.training]
+
+
+def _trainer(args: argparse.Namespace):
+    """The training module of ``--arch``'s family: ``CONFIG``, ``train(config)``, ``summary``."""
+    import importlib
+
+    from reader.registry import get
+
+    return importlib.import_module(get(args.family).training)
+
+
 def config(args: argparse.Namespace):
-    """The training config of the command line: a ``SpanTrainConfig`` or a ``FidTrainConfig``."""
+    """The training config of the command line: the ``--arch`` family's (``SpanTrainConfig``,
+    ``FidTrainConfig``); ``--config`` is the size of a model trained from random weights."""
+    from dataclasses import fields
+
     from xqa.cli_options import to_config
 
-    if args.family == "span":
-        from xqa.training.span import SpanTrainConfig
-
-        return to_config(SpanTrainConfig, args, bf16=not args.no_bf16)
-    from xqa.training.fid import FidTrainConfig
-
-    return to_config(FidTrainConfig, args, size=args.config, bf16=not args.no_bf16)
+    cls = _trainer(args).CONFIG
+    size = {"size": args.config} if any(f.name == "size" for f in fields(cls)) else {}
+    return to_config(cls, args, bf16=not args.no_bf16, **size)
 
 
 def run(args: argparse.Namespace) -> int:
     from xqa.training import main_process
 
-    if args.family == "span":
-        from xqa.training import span
-
-        result = span.train(config(args))
-        if main_process():
-            what = "what training changed (xqa reader pack --reader OUT adds it to the encoder)" if args.kit \
-                else "span reader"
-            state = "stopped at the time limit, " if result.get("stopped") else ""
-            print(f"{what} written to {args.out}/best ({state}step {result['step']}, best f1 {result.get('best')})")
-        return 0
-    from xqa.training import fid
-
-    result = fid.train(config(args))
+    trainer = _trainer(args)
+    c = config(args)
+    result = trainer.train(c)
     if main_process():
-        print(f"reader written to {args.out}/best: " + ", ".join(f"{k}={v}" for k, v in result.items()))
+        print(trainer.summary(result, c))
     return 0

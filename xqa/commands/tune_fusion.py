@@ -30,11 +30,7 @@ def run(args: argparse.Namespace) -> int:
     best = tune_fusion(to_config(D, args))
     if best is None:  # another process of a torchrun job: it shared the reading, rank 0 tunes
         return 0
-    if best.get("reader") == "span":
-        print(f"beta={best['beta']:.4g} gamma={best['gamma']:.4g} same_language={best['same_language']:g}: "
-              f"dev F1 {best['dev_f1']:.4f} "
-              f"(reader alone {best['reader_only_f1']:.4f}) -> {args.out}")
-    else:
-        print(f"beta={best['beta']:.4g} gamma={best['gamma']:.4g} miss={best['miss']:.3g}: "
-              f"dev F1 {best['dev_f1']:.4f} (reader alone {best['reader_only_f1']:.4f}) -> {args.out}")
+    weights = " ".join(f"{k}={best[k]:.4g}" if isinstance(best[k], float) else f"{k}={best[k]}"
+                       for k in best["tuned"])
+    print(f"{weights}: dev F1 {best['dev_f1']:.4f} (reader alone {best['reader_only_f1']:.4f}) -> {args.out}")
     return 0

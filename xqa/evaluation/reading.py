@@ -149,13 +149,12 @@ def beam_key(beams: int, span_beams: int = 0) -> str:
 
 def reader_outputs(reader, results, n_context: int, beams: int, n_best: int, batch_size: int,
                    cache: Path | None = None, span_beams: int = 0) -> list | None:
-    """``ReaderOutput`` per result, read from ``cache`` when it holds exactly these questions.
+    """The reader's output per result (``reader.read`` of its first ``n_context`` passages), read
+    from ``cache`` (JSONL, the reader's ``output_from_dict``) when it holds exactly these questions.
 
     Under torchrun the processes share the reading and only rank 0 gets the outputs (the
     others get None and should stop there).
     """
-    from reader.base import ReaderOutput
-    from reader.fid.data import example_from_records
     from xqa.artifacts import write_text_atomic
     from xqa.training import main_process, map_sharded
 
@@ -164,11 +163,11 @@ def reader_outputs(reader, results, n_context: int, beams: int, n_best: int, bat
         rows = [json.loads(line) for line in cache.read_text(encoding="utf-8").splitlines() if line.strip()]
         if [r["id"] for r in rows] == ids:
             print(f"reader outputs from {cache}")
-            return [ReaderOutput.from_dict(r) for r in rows]
-    examples = [example_from_records(r.question, r.ctxs[:n_context]) for r in results]
-    outputs = map_sharded(lambda part: reader.read_examples(part, n_context=n_context, beams=beams, n_best=n_best,
-                                                            batch_size=batch_size, progress=main_process(),
-                                                            span_beams=span_beams), examples)
+            return [reader.output_from_dict(r) for r in rows]
+    outputs = map_sharded(lambda part: reader.read([r.question for r in part], [list(r.ctxs[:n_context]) for r in part],
+                                                   n_context=n_context, beams=beams, n_best=n_best,
+                                                   batch_size=batch_size, progress=main_process(),
+                                                   span_beams=span_beams), results)
     if outputs is None:
         return None
     if cache is not None:

@@ -320,16 +320,15 @@ class FusionTuneConfig:
 
 
 def tune_fusion(config: FusionTuneConfig) -> dict | None:
-    """Read the dev results with the reader (n-best), search coarse to fine for the
-    evidence-fusion weights that maximise mean F1 of the fused answer, write them with the dev
-    scores of fusion and of the reader alone to ``out``; the written dict. Under torchrun the
-    processes share the reading and only rank 0 tunes (the others get None)."""
+    """Read the dev results with the reader (n-best, or spans), search coarse to fine for the
+    evidence-fusion weights (the reader's ``fusion_keys``) that maximise mean F1 of the fused
+    answer, write them with the dev scores of fusion and of the reader alone to ``out``; the
+    written dict (``reader``: the reader's family). Under torchrun the processes share the
+    reading and only rank 0 tunes (the others get None)."""
     import torch
 
-    from reader.tuning import tune_fusion as search
     from xqa.artifacts import write_json_atomic
-    from xqa.evaluation.reading import (beam_key, fusion_set, load_labels, load_results, make_scorer,
-                                        reader_outputs)
+    from xqa.evaluation.reading import load_labels, load_results, make_scorer, reader_outputs
     from xqa.pipeline import load_reader
     from xqa.training import init_distributed, main_process
 
@@ -339,64 +338,23 @@ def tune_fusion(config: FusionTuneConfig) -> dict | None:
     init_distributed()  # under torchrun: join the job (and on GPUs take this process's own) before loading
     labels = load_labels(c.labels)  # before the reading: a bad table fails fast
     reader = load_reader(c.model)
-    if getattr(reader, "family", "fid") == "span":
-        return _tune_span(c, reader)
     n_context = c.n_context or reader.n_context
     results = [r for r in load_results(c.dev, c.limit) if r.question.answers]
-    cache = Path(c.cache) / f"dev.{beam_key(c.beams, c.span_beams)}.jsonl" if c.cache else None
+    key = reader.settings_key(n_context=n_context, beams=c.beams, span_beams=c.span_beams, n_best=c.n_best)
+    cache = Path(c.cache) / f"dev.{key}.jsonl" if c.cache else None
     outputs = reader_outputs(reader, results, n_context, c.beams, c.n_best, c.batch_size, cache, c.span_beams)
     if not main_process():  # another process of a torchrun job: it shared the reading, rank 0 tunes
         return None
-    best = search(fusion_set(outputs, results, n_context, make_scorer(c.eval_mode), labels),
-                  passes=c.passes, progress=True)
+    best = reader.tune_fusion(outputs, [r.ctxs[:n_context] for r in results], [r.question.answers for r in results],
+                              [r.question.lang for r in results], make_scorer(c.eval_mode), labels,
+                              passes=c.passes, progress=True)
     best.update({"model": str(c.model), "dev": str(c.dev), "n_context": n_context,
                  "beams": c.beams, "n_best": c.n_best, "span_beams": c.span_beams,
-                 "eval_mode": c.eval_mode, "labels": c.labels})
+                 "eval_mode": c.eval_mode, "labels": c.labels, "reader": reader.family,
+                 "tuned": list(reader.fusion_keys)})
     write_json_atomic(c.out, best)
     if c.write_config is not None:
-        weights = {k: best[k] for k in ("beta", "gamma", "miss", "soft") if k in best}
-        write_tuned(c.write_config, reader=weights, tuned={"fusion": weights})
-    return best
-
-
-def _tune_span(c: FusionTuneConfig, reader) -> dict | None:
-    """β, γ for a span reader: read the dev passages once, then the grid (reader.tuning)."""
-    import json
-
-    from reader.span.inference import SpanOutput
-    from reader.tuning import prepare_spans, tune_span_fusion
-    from xqa.artifacts import write_json_atomic, write_text_atomic
-    from xqa.evaluation.reading import load_results, make_scorer
-    from xqa.training import main_process, map_sharded
-
-    n_context = c.n_context or 10
-    results = [r for r in load_results(c.dev, c.limit) if r.question.answers]
-    cache = Path(c.cache) / f"dev.span{n_context}.jsonl" if c.cache else None
-    ids = [r.question.id for r in results]
-    outputs = None
-    if cache is not None and cache.is_file():
-        rows = [json.loads(line) for line in cache.read_text(encoding="utf-8").splitlines() if line.strip()]
-        if [r["id"] for r in rows] == ids:
-            outputs = [SpanOutput.from_dict(r) for r in rows]
-    if outputs is None:
-        outputs = map_sharded(lambda part: reader.read([r.question for r in part],
-                                                       [list(r.ctxs[:n_context]) for r in part],
-                                                       n_best=c.n_best), results)
-        if outputs is None:   # another process of a torchrun job
-            return None
-        if cache is not None:
-            write_text_atomic(cache, "".join(json.dumps({"id": i, **o.to_dict()}, ensure_ascii=False) + "\n"
-                                             for i, o in zip(ids, outputs)))
-    if not main_process():
-        return None
-    s = prepare_spans(outputs, [r.ctxs[:n_context] for r in results], [r.question.answers for r in results],
-                      [r.question.lang for r in results], make_scorer(c.eval_mode))
-    best = tune_span_fusion(s, passes=c.passes, progress=True)
-    best.update({"model": str(c.model), "dev": str(c.dev), "n_context": n_context,
-                 "n_best": c.n_best, "eval_mode": c.eval_mode, "reader": "span"})
-    write_json_atomic(c.out, best)
-    if c.write_config is not None:
-        weights = {k: best[k] for k in ("beta", "gamma", "same_language") if k in best}
+        weights = {k: best[k] for k in reader.fusion_keys if k in best}
         write_tuned(c.write_config, reader=weights, tuned={"fusion": weights})
     return best
 

@@ -36,6 +36,14 @@ class FidTrainConfig(ReaderTrainConfig):
     eval_span_beams: int = -1        # validation span candidates (-1: 8 with copy_attention, else greedy)
 
 
+CONFIG = FidTrainConfig   # the training entry of the FiD family (reader.fid.FAMILY.training)
+
+
+def summary(result: dict, config: FidTrainConfig) -> str:
+    """What ``xqa train reader`` says when done."""
+    return f"reader written to {config.out}/best: " + ", ".join(f"{k}={v}" for k, v in result.items())
+
+
 def train(config: FidTrainConfig) -> dict:
     """Build (or load) the reader, read the examples, run the shared loop; the loop's result."""
     import torch

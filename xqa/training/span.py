@@ -29,6 +29,17 @@ class SpanTrainConfig(ReaderTrainConfig):
     mix: float | None = None         # temperature sampling over the source sets (None: off; kit: MIX_ALPHA)
 
 
+CONFIG = SpanTrainConfig   # the training entry of the span family (reader.span.FAMILY.training)
+
+
+def summary(result: dict, config: SpanTrainConfig) -> str:
+    """What ``xqa train reader --arch span`` says when done."""
+    what = ("what training changed (xqa reader pack --reader OUT adds it to the encoder)" if config.kit
+            else "span reader")
+    state = "stopped at the time limit, " if result.get("stopped") else ""
+    return f"{what} written to {config.out}/best ({state}step {result['step']}, best f1 {result.get('best')})"
+
+
 def train(config: SpanTrainConfig, scorer=None) -> dict:
     """Train the span reader; ``scorer(prediction, answers, lang) -> (EM, F1)`` validates it
     (default: :func:`xqa.evaluation.reading.make_scorer` of ``config.eval_mode``). The loop's
