@@ -151,7 +151,7 @@ class FiDReader:
         shown = (labels.shown_all([t for t, _ in output.candidates], question.lang)
                  if labels is not None else None)
         return build_answer(question.id, output.candidates, list(output.relevance)[:n], list(contexts)[:n],
-                            params, output.candidate_relevance, shown)
+                            params, getattr(output, "candidate_relevance", None), shown)
 
     @staticmethod
     def output_from_dict(d: Mapping[str, Any]) -> ReaderOutput:
