@@ -15,7 +15,8 @@ Each field becomes one option (its argparse ``dest`` is the field's name):
 - type: from the annotation (``int``, ``float``, ``str``, ``Path``; ``X | None`` is X; a list is
   ``nargs="*"``, or ``metadata["nargs"]``), and the default is the field's;
 - a bool that defaults to False is a switch (``--x``); one that defaults to True is switched off
-  by ``--no-x`` (or by ``metadata["flag"]``, e.g. ``--quiet`` for ``progress``);
+  by ``--no-x`` (or by ``metadata["flag"]``, e.g. ``--quiet`` for ``progress``), and its help
+  says what that switch does;
 - a field without a default, or with ``metadata["required"]``, is a required option;
 - ``metadata`` keys ``help`` (plain text: ``%`` needs no escaping), ``choices``, ``metavar``,
   ``aliases`` (other spellings, accepted but not shown in ``--help``).
