@@ -12,8 +12,10 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 
+from xqa import rendering
 from xqa.langid import language_name, script_of
 from xqa.records import Answer
+from xqa.rendering import NBEST_SHOWN
 
 MAX_QUESTION_CHARS = 500
 
@@ -35,8 +37,6 @@ METHOD_LABELS = {
 }
 
 NBEST_HEADERS = ["#", "answer", "fused probability", "reader score", "passages containing it"]
-# A pointer-generator reader reads ~60 candidates; the n-best table shows the best of them.
-NBEST_SHOWN = 10
 EVIDENCE_HEADERS = ["#", "title", "lang", "source", "retriever score", "reader relevance", "passage"]
 
 # Scripts written with spaces between words and without clitics glued to words:
@@ -142,7 +142,7 @@ def intro_markdown(about: dict, languages: Sequence[str], method: str, reader: s
     return "\n\n".join(lines)
 
 
-NO_ANSWER_TITLE = "No answer found in this collection"
+NO_ANSWER_TITLE = rendering.NO_ANSWER[:1].upper() + rendering.NO_ANSWER[1:]
 
 
 def answer_html(answer: Answer, fused: bool, question_lang: str = "", threshold: float | None = None) -> str:
@@ -156,7 +156,7 @@ def answer_html(answer: Answer, fused: bool, question_lang: str = "", threshold:
         return ('<div class="xqa-answer xqa-empty"><div class="xqa-label">Answer</div>'
                 '<div class="xqa-answer-text" id="xqa-answer-text">(no answer)</div>'
                 f'<div class="xqa-prob">probability <b id="xqa-answer-prob">{answer.score:.3f}</b></div></div>')
-    written = answer.candidates[0].written if answer.candidates else ""
+    written = rendering.written(answer)
     found = written or answer.text
     n_found = sum(contains(e.context.text, found) or contains(e.context.title, found) for e in answer.evidence)
     if written:
@@ -166,12 +166,12 @@ def answer_html(answer: Answer, fused: bool, question_lang: str = "", threshold:
         where = f"found in {n_found} of {len(answer.evidence)} passages read"
     else:
         where = "not found verbatim in the passages read (a generated or translated answer)"
-    span_lang = answer.candidates[0].lang if answer.candidates else ""
-    if span_lang and question_lang and span_lang != question_lang:
+    span_lang = rendering.foreign_lang(answer, question_lang)
+    if span_lang:
         where = f"as written in a {language_name(span_lang)} passage ({span_lang}); " + where
     kind = "fused probability (reader × passage relevance × retriever score)" if fused else "reader probability"
     mark = ""
-    if span_lang and question_lang and span_lang != question_lang:
+    if span_lang:
         mark = f' <span class="xqa-answer-lang" id="xqa-answer-lang">[{html.escape(span_lang)}]</span>'
     text = f'<span id="xqa-answer-text" dir="auto">{html.escape(answer.text)}{mark}</span>'
     if answer.confidence is None:
@@ -216,10 +216,7 @@ def nbest_rows(answer: Answer, limit: int = NBEST_SHOWN) -> list[list]:
     rows = []
     for i, c in enumerate(answer.candidates[:limit], 1):
         n = sum(contains(e.context.text, c.written or c.text) for e in answer.evidence)
-        text = c.text if c.text.strip() else "(empty)"
-        if c.written:
-            text += f" ← {c.written}"
-        rows.append([i, text, round(float(c.score), 4), round(float(c.reader_score), 3), n])
+        rows.append([i, rendering.candidate_label(c), round(float(c.score), 4), round(float(c.reader_score), 3), n])
     return rows
 
 
@@ -227,7 +224,7 @@ def evidence_html(answer: Answer, extra: Sequence[str] = ()) -> str:
     """The passages the reader saw as a table; the answer (and ``extra`` strings) highlighted."""
     if not answer.evidence:
         return '<p class="xqa-none">No passages were retrieved.</p>'
-    written = answer.candidates[0].written if answer.candidates else ""
+    written = rendering.written(answer)
     needles = [answer.text, *([written] if written else []), *extra]
     head = "".join(f"<th>{html.escape(h)}</th>" for h in EVIDENCE_HEADERS)
     rows = []

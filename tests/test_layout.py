@@ -126,7 +126,7 @@ def test_tool_wrappers_and_their_library_are_apart():
 def test_only_the_cli_imports_the_commands():
     """A command module parses flags into a config and calls the library: nothing else builds on
     it. Tests import a command module only to check its argument parsing."""
-    parsing_tests = {"tests/test_cli.py", "tests/test_demo.py"}
+    parsing_tests = {"tests/test_cli.py", "tests/test_cli_config.py", "tests/test_demo.py"}
     for name, deps in _import_graph().items():
         commands = {d for d in deps if d.startswith("xqa.commands.")}
         if name != "xqa.cli" and not name.startswith("xqa.commands"):

@@ -89,10 +89,10 @@ def _usage() -> str:
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """argparse's help with each option's default, unless the default says nothing (None, False,
-    an empty list): a flag's "(default: False)" is noise."""
+    an empty list) or the option is a switch that takes no value: a switch's "(default: True)" is noise."""
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
-        if action.default is None or action.default is False or action.default == []:
+        if action.default is None or action.default is False or action.default == [] or action.nargs == 0:
             return action.help
         return super()._get_help_string(action)
 
@@ -106,7 +106,9 @@ def build_parser(words: tuple[str, ...], width: int | None = None) -> argparse.A
     def formatter(prog: str) -> argparse.HelpFormatter:
         return HelpFormatter(prog, width=width)
 
-    parser = argparse.ArgumentParser(prog=f"xqa {' '.join(words)}", description=help_, formatter_class=formatter)
+    from xqa.cli_config import CommandParser  # reads a command's --settings FILE.json
+
+    parser = CommandParser(prog=f"xqa {' '.join(words)}", description=help_, formatter_class=formatter)
     module.add_arguments(parser)
     return parser
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -37,20 +37,39 @@ def _default_threads() -> int:
 
 # ------------------------------------------------------------------ BM25
 
+# The settings of each index: ``xqa index ...`` makes its options from these fields
+# (:mod:`xqa.cli_config`; ``metadata["help"]`` is the option's help).
+_PROGRESS = field(default=True, metadata={"flag": "--quiet", "help": "no progress bars"})
+
+
 @dataclass
 class SparseIndexConfig:
-    passages: str | Path
-    out: str | Path
-    lang: str | None = None             # language of passages that carry none (DPR TSV)
-    threads: int | None = None          # Lucene indexing threads (None: 2, or 1 on a one-core machine)
-    batch_size: int = 2000              # passages handed to Lucene per call
-    overwrite: bool = False
-    optimize: bool = True               # merge each index into one segment
-    cross_script: bool = False          # one romanized index of every language
-    # cross-script: a question leaves out the tokens in at least this share of its language's
-    # passages (None: retriever.sparse.index.STOP_FRACTION)
-    stop_fraction: float | None = None
-    progress: bool = True
+    passages: str | Path = field(metadata={
+        "metavar": "FILE", "help": 'passages: JSONL {"id","title","text","lang"} (or Pyserini\'s '
+                                   '{"id","contents","lang"}), or DPR TSV with --lang'})
+    out: str | Path = field(metadata={
+        "metavar": "DIR", "help": "index folder to create (one Lucene index per language inside)"})
+    lang: str | None = field(default=None, metadata={
+        "help": "language of passages that carry no 'lang' field (e.g. a DPR TSV file)"})
+    threads: int | None = field(default=None, metadata={
+        "help": "indexing threads inside Lucene (default: 2, or 1 on a one-core machine)"})
+    batch_size: int = field(default=2000, metadata={"help": "passages handed to Lucene per call"})
+    overwrite: bool = field(default=False, metadata={
+        "help": "rebuild DIR if it already holds a complete index (otherwise refused)"})
+    optimize: bool = field(default=True, metadata={
+        "help": "skip merging each index into one segment (faster build, slower search)"})
+    cross_script: bool = field(default=False, metadata={
+        "help": "build ONE index of all languages in romanized tokens (words and consonant skeletons), "
+                "which every question searches: finds passages that name the question's people and "
+                "places in another script (method sparse+roman)"})
+    # None: retriever.sparse.index.STOP_FRACTION
+    stop_fraction: float | None = field(default=None, metadata={
+        "metavar": "F",
+        "help": "with --cross-script: a question leaves out the tokens found in at least this share of its "
+                "own language's passages (its function and template words, which look rare in an index of "
+                "every language); 0: keep every token. Tune it on your corpus: the embedded world's is 0.1 "
+                "(xqa.world.retrieval) (default: 0)"})
+    progress: bool = _PROGRESS
 
 
 def build_sparse(cfg: SparseIndexConfig) -> dict[str, Any]:
@@ -99,30 +118,42 @@ def describe_sparse(summary: dict[str, Any], out: str | Path) -> str:
 
 @dataclass
 class DenseIndexConfig:
-    model: str | Path                   # bi-encoder folder
-    passages: str | Path
-    out: str | Path
-    lang: str | None = None
-    shard_id: int | None = None         # encode only this shard (None: every shard)
-    num_shards: int = 1
-    chunk_size: int = 20_000            # passages per resumable chunk inside a shard
-    index: str = "flat"                 # FAISS index per language: flat, hnsw, ivfpq
-    fp16: bool = False                  # embeddings and the flat index in float16
-    hnsw_m: int = 32
-    ef_construction: int = 200
-    ef_search: int = 128
-    nlist: int = 0                      # IVF-PQ lists (0: about 4*sqrt(n))
-    pq_m: int = 0                       # IVF-PQ sub-quantisers (0: dim/4)
-    pq_bits: int = 8
-    nprobe: int = 16
-    batch_size: int = 64                # passages per encoder batch
-    max_length: int = 0                 # passage tokens the encoder reads (0: the model's own)
-    device: str | None = None           # torch device (None: cuda when available, else cpu)
-    threads: int = 0                    # torch CPU threads (0: torch's default)
-    precision: str | None = None        # CPU precision of a converted encoder (None: its own setting)
-    encode_only: bool = False           # encode the shard(s) and stop
-    overwrite: bool = False             # rebuild the FAISS indexes of a finished folder
-    progress: bool = True
+    model: str | Path = field(metadata={"help": "bi-encoder folder (xqa train retriever OUT or OUT/best)"})
+    passages: str | Path = field(metadata={"help": "passage file (JSONL or DPR TSV)"})
+    out: str | Path = field(metadata={"help": "index folder (shards/, index/, config.json)"})
+    lang: str | None = field(default=None, metadata={"help": "language of passages that carry none (DPR TSV)"})
+    shard_id: int | None = field(default=None, metadata={
+        "help": "encode only this shard (0-based); default: all shards in this process"})
+    num_shards: int = field(default=1, metadata={"help": "number of shards the passages are split into"})
+    chunk_size: int = field(default=20_000, metadata={"help": "passages per resumable chunk inside a shard"})
+    index: str = field(default="flat", metadata={
+        "choices": ("flat", "hnsw", "ivfpq"),
+        "help": "FAISS index type per language: exact inner product, HNSW graph, or IVF-PQ"})
+    fp16: bool = field(default=False, metadata={
+        "help": "store embeddings (.npy) and the flat index in float16 (half the bytes)"})
+    hnsw_m: int = field(default=32, metadata={"help": "HNSW: links per node"})
+    ef_construction: int = field(default=200, metadata={"help": "HNSW: candidate list size when building"})
+    ef_search: int = field(default=128, metadata={"help": "HNSW: candidate list size when searching"})
+    nlist: int = field(default=0, metadata={"help": "IVF-PQ: inverted lists (0: about 4*sqrt(n))"})
+    pq_m: int = field(default=0, metadata={"help": "IVF-PQ: sub-quantisers (0: dim/4, a divisor of dim)"})
+    pq_bits: int = field(default=8, metadata={"help": "IVF-PQ: bits per sub-quantiser code"})
+    nprobe: int = field(default=16, metadata={"help": "IVF-PQ: lists visited per query"})
+    batch_size: int = field(default=64, metadata={"help": "passages per encoder batch"})
+    max_length: int = field(default=0, metadata={
+        "help": "passage tokens the encoder reads (0: the model's own setting); recorded in the index"})
+    device: str | None = field(default=None, metadata={
+        "help": "torch device (default: cuda when available, else cpu)"})
+    threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
+    precision: str | None = field(default=None, metadata={
+        "choices": ("auto", "fp32", "bf16", "int8"),
+        "help": "CPU precision of a converted encoder (default: its own setting, auto: the fastest that "
+                "passed the conversion's check on this CPU; int8 is its ONNX Runtime file)"})
+    encode_only: bool = field(default=False, metadata={
+        "help": "encode the shard(s) and stop; a later run without it builds the indexes (so that processes "
+                "encoding shards side by side never build them twice)"})
+    overwrite: bool = field(default=False, metadata={
+        "help": "rebuild the FAISS indexes of a finished folder (finished shards are reused)"})
+    progress: bool = _PROGRESS
 
 
 def build_dense(cfg: DenseIndexConfig, log: Log = print) -> dict[str, Any] | None:
@@ -213,18 +244,22 @@ def _check_same_model(out: Path, info: dict, fp16: bool) -> None:
 
 @dataclass
 class SparIndexConfig:
-    dense: str | Path                   # finished dense index folder
-    lexical: str | Path                 # Λ: a bi-encoder folder or its training run
-    passages: str | Path                # the passages the dense index holds
-    out: str | Path
-    lang: str | None = None
-    mode: str = "concat"                # concat: [P ; PΛ]; sum: P + PΛ (equal dims)
-    index_type: str | None = None       # FAISS index type (None: the dense index's)
-    batch_size: int = 64
-    device: str = "cpu"                 # torch device encoding Λ
-    threads: int = 0
-    overwrite: bool = False
-    progress: bool = True
+    dense: str | Path = field(metadata={"help": "finished dense index folder (xqa index dense)"})
+    lexical: str | Path = field(metadata={
+        "help": "Λ model: a bi-encoder folder or its training run (xqa train lexical)"})
+    passages: str | Path = field(metadata={"help": "the passages the dense index holds (JSONL or DPR TSV)"})
+    out: str | Path = field(metadata={"help": "output SPAR index folder (rerun to resume)"})
+    lang: str | None = field(default=None, metadata={"help": "language of passage files that carry none (DPR TSV)"})
+    mode: str = field(default="concat", metadata={
+        "choices": ("concat", "sum"),
+        "help": "weighted concatenation [P ; PΛ] (paper's choice) or weighted sum P + PΛ (equal dims)"})
+    index_type: str | None = field(default=None, metadata={
+        "choices": ("flat", "hnsw", "ivfpq"), "help": "FAISS index type (default: the dense index's)"})
+    batch_size: int = field(default=64, metadata={"help": "passages per encoding batch"})
+    device: str = field(default="cpu", metadata={"help": "torch device for encoding Λ (cpu, cuda)"})
+    threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
+    overwrite: bool = field(default=False, metadata={"help": "rebuild a finished index"})
+    progress: bool = _PROGRESS
 
 
 def build_spar(cfg: SparIndexConfig) -> dict[str, Any]:
@@ -261,16 +296,26 @@ def describe_spar(index: dict[str, Any], out: str | Path) -> str:
 
 @dataclass
 class DhrIndexConfig:
-    dense: str | Path                   # finished dense index folder
-    passages: str | Path
-    out: str | Path
-    lang: str | None = None
-    slices: int | None = None           # M (None: retriever.dlr.index.DEFAULT_SLICES)
-    strided: bool = False               # slice m = dims {m, m+M, ...} instead of [mN, (m+1)N)
-    lam: float | None = None            # λ recorded as the index's dense weight (None: DEFAULT_LAMBDA)
-    batch_size: int = 1024              # passages per tokenizer call
-    overwrite: bool = False
-    progress: bool = True
+    dense: str | Path = field(metadata={"help": "finished dense index folder (xqa index dense)"})
+    passages: str | Path = field(metadata={"help": "the passages the dense index holds (JSONL or DPR TSV)"})
+    out: str | Path = field(metadata={"help": "output DHR index folder"})
+    lang: str | None = field(default=None, metadata={"help": "language of passage files that carry none (DPR TSV)"})
+    # None: retriever.dlr.index.DEFAULT_SLICES
+    slices: int | None = field(default=None, metadata={
+        "help": "M, the number of slices (default 4096: e5's 250,002 pieces give N = 62 dims per slice, so "
+                "positions fit one byte; 3 bytes per slice, ~12 KB per passage). A piece that shares its slice "
+                "with a heavier piece of the same passage is lost: on the shipped corpus 19% of passage pieces "
+                "contiguous, 1.8% strided"})
+    strided: bool = field(default=False, metadata={
+        "help": "slice m = dims {m, m+M, m+2M, ...} instead of the contiguous [mN, (m+1)N)"})
+    # None: retriever.dlr.index.DEFAULT_LAMBDA
+    lam: float | None = field(default=None, metadata={
+        "help": "λ recorded as the index's default dense weight: score = GIP + λ·dense (GIP is on the BM25 "
+                "scale, ~10-40, e5 cosines ~0.8; 500 is the best R@5 on the shipped corpus's tune questions; "
+                "xqa tune lambda tunes it for another corpus)"})
+    batch_size: int = field(default=1024, metadata={"help": "passages per tokenizer call"})
+    overwrite: bool = field(default=False, metadata={"help": "rebuild an existing index"})
+    progress: bool = _PROGRESS
 
 
 def build_dhr(cfg: DhrIndexConfig) -> dict[str, Any]:
@@ -298,14 +343,18 @@ def describe_dhr(index: dict[str, Any], out: str | Path) -> str:
 
 @dataclass
 class PiecesIndexConfig:
-    passages: str | Path
-    encoder: str | Path                 # encoder folder whose tokenizer makes the pieces
-    out: str | Path
-    lang: str | None = None
-    threads: int | None = None          # Lucene indexing threads (None: 2, or 1 on a one-core machine)
-    batch_size: int = 1000
-    overwrite: bool = False
-    progress: bool = True
+    passages: str | Path = field(metadata={
+        "metavar": "FILE", "help": 'passages: JSONL {"id","title","text","lang"} (or DPR TSV with --lang)'})
+    encoder: str | Path = field(metadata={
+        "metavar": "DIR",
+        "help": "encoder folder whose tokenizer makes the pieces (e.g. the converted multilingual-e5-small)"})
+    out: str | Path = field(metadata={"metavar": "DIR", "help": "index folder to create"})
+    lang: str | None = field(default=None, metadata={"help": "language of passages that carry no 'lang' field"})
+    threads: int | None = field(default=None, metadata={
+        "help": "indexing threads inside Lucene (default: 2, or 1 on a one-core machine)"})
+    batch_size: int = field(default=1000, metadata={"help": "passages handed to Lucene per call"})
+    overwrite: bool = field(default=False, metadata={"help": "rebuild DIR if it holds a finished index"})
+    progress: bool = _PROGRESS
 
 
 def build_pieces(cfg: PiecesIndexConfig) -> dict[str, Any]:

@@ -12,11 +12,28 @@ package loads nothing.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 # xqa embedded build --profile: "default" is the corpus recipe over the shipped sample, the
 # others the world recipe's profiles (xqa.build.world.PROFILES)
 EMBEDDED_PROFILES = ("default", "world", "long", "small")
+
+
+@dataclass
+class EmbeddedConfig:
+    """What ``xqa embedded build`` builds (its options, :mod:`xqa.cli_config`); :func:`embedded`'s arguments."""
+
+    out: str = field(default="build/embedded", metadata={"help": "folder of the embedded default"})
+    profile: str = field(default="default", metadata={
+        "choices": EMBEDDED_PROFILES,
+        "help": "default: real Wikipedia paragraphs, the pretrained encoder and the shipped span reader (make "
+                "demo); world: the generated world with tiny models trained from scratch; long: world with a "
+                "reader trained 4,000 steps instead of 2,400; small: a small world and short training (tests)"})
+    seed: int = field(default=0, metadata={"help": "seed of the world and of training"})
+    threads: int = field(default=0, metadata={
+        "help": "torch CPU threads of the stages run in this process (0: all cores); the reader's stages run "
+                "as one-thread processes"})
 
 
 def embedded(out: str | Path, profile: str = "default", seed: int = 0, threads: int = 0) -> Path:

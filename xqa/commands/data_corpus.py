@@ -7,18 +7,11 @@ from __future__ import annotations
 
 import argparse
 
+from xqa.cli_config import ConfigCommand
+from xqa.data.corpus import CorpusConfig
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    from xqa.data.corpus import PER_LANGUAGE
-
-    p.add_argument("--data", default=None, help="the real QA sets folder (default: $XQA_DATA or ../shared/data)")
-    p.add_argument("--out", default=None, help="folder for passages.jsonl.gz, questions.jsonl.gz, NOTICE "
-                   "(default: the package's own xqa/corpus)")
-    p.add_argument("--per-language", type=int, default=PER_LANGUAGE,
-                   help="paragraphs taken from each non-MLQA language's set (id, ja, ko, sw, th; 0: none)")
-    p.add_argument("--mlqa-pool", action="store_true",
-                   help="every MLQA dev paragraph of its 7 languages (the pool of the MLQA retrieval report) "
-                        "instead of the shipped share; use with --per-language 0 and another --out")
+COMMAND = ConfigCommand(CorpusConfig)
+add_arguments = COMMAND.add_arguments
 
 
 def run(args: argparse.Namespace) -> int:
@@ -27,8 +20,9 @@ def run(args: argparse.Namespace) -> int:
     from xqa.data import corpus
     from xqa.data.corpus import CORPUS_DIR
 
-    passages, questions = corpus.build(args.data, args.per_language, mlqa_all=args.mlqa_pool)
-    out = args.out or str(CORPUS_DIR)
+    cfg = COMMAND.config(args)
+    passages, questions = corpus.build(cfg.data, cfg.per_language, mlqa_all=cfg.mlqa_pool)
+    out = cfg.out or str(CORPUS_DIR)
     corpus.write(out, passages, questions)
     langs = Counter(p["lang"] for p in passages)
     print(f"{len(passages)} passages in {len(langs)} languages "

@@ -9,25 +9,20 @@ from __future__ import annotations
 
 import argparse
 
+from xqa.cli_config import ConfigCommand
+from xqa.data.training import TrainingDataConfig
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--data", default=None, help="the real QA sets folder (default: $XQA_DATA or ../shared/data)")
-    p.add_argument("--out", required=True, help="output folder")
-    p.add_argument("--corpus", default=None,
-                   help="passages whose paragraphs are held out of training (default: the shipped corpus)")
-    p.add_argument("--cap", type=int, default=0, help="at most this many questions from one set (0: all)")
-    p.add_argument("--negatives", type=int, default=8, help="BM25 hard negatives kept per question")
-    p.add_argument("--seed", type=int, default=0, help="seed of the --cap sample")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+COMMAND = ConfigCommand(TrainingDataConfig)
+add_arguments = COMMAND.add_arguments
 
 
 def run(args: argparse.Namespace) -> int:
     from xqa.data import training
 
-    s = training.build(args.out, args.data, args.corpus, cap=args.cap, depth=args.negatives, seed=args.seed,
-                       progress=not args.quiet)
+    c = COMMAND.config(args)
+    s = training.build(c.out, c.data, c.corpus, cap=c.cap, depth=c.negatives, seed=c.seed, progress=c.progress)
     print(f"{s['train']} training questions ({', '.join(f'{k} {v}' for k, v in s['train_per_set'].items())}), "
-          f"{s['dev']} dev questions, {s['passages']} passages -> {args.out}")
+          f"{s['dev']} dev questions, {s['passages']} passages -> {c.out}")
     for why, n in s["skipped"].items():
         print(f"  skipped {n}: {why}")
     return 0

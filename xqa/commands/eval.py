@@ -90,65 +90,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", metavar="OUT", help="also write every figure as JSON to OUT")
 
 
-def _print_e2e(title: str, scores: Any) -> None:
-    print(f"\n{title}  (mode {scores.mode}; EM / F1 in percent)")
-    print(f"{'lang':<8} {'n':>7} {'EM':>7} {'F1':>7} {'no pred':>8}")
-    for lang, s in sorted(scores.per_language.items()):
-        print(f"{lang:<8} {s.n:>7} {s.em:>7.2f} {s.f1:>7.2f} {s.n_missing:>8}")
-    n_missing = sum(s.n_missing for s in scores.per_language.values())
-    print(f"{'macro':<8} {scores.n:>7} {scores.macro_em:>7.2f} {scores.macro_f1:>7.2f} {n_missing:>8}")
-    skipped = []
-    if scores.n_no_answer:
-        skipped.append(f"{scores.n_no_answer} 'No Answer'")
-    if scores.n_no_gold:
-        skipped.append(f"{scores.n_no_gold} without gold answers")
-    if skipped:
-        print(f"skipped: {', '.join(skipped)}")
-    if scores.n == 0:
-        print(f"warning: {title}: no question with a gold answer was scored", file=sys.stderr)
-
-
-def _print_retrieval(name: str, scores: Any) -> None:
-    ks = scores.ks
-    with_ids = scores.all.n_with_gold_ids > 0
-    print(f"\nretrieval: {name}  (answer match {scores.mode}; top-k accuracy in percent)")
-    head = f"{'lang':<8} {'n':>7} " + " ".join(f"{'top-' + str(k):>8}" for k in ks)
-    if with_ids:
-        head += " " + " ".join(f"{'R@' + str(k):>7}" for k in ks) + " " + " ".join(
-            f"{'MRR@' + str(k):>8}" for k in ks)
-    print(head)
-    for lang, s in [*sorted(scores.per_language.items()), ("all", scores.all)]:
-        row = f"{lang:<8} {s.n:>7} " + " ".join(f"{s.topk[k]:>8.2f}" for k in ks)
-        if with_ids:
-            if s.n_with_gold_ids:
-                row += " " + " ".join(f"{s.recall[k]:>7.2f}" for k in ks)
-                row += " " + " ".join(f"{s.mrr[k]:>8.4f}" for k in ks)
-            else:
-                row += " (no gold passage ids)"
-        print(row)
-    print(f"{'macro':<8} {'':>7} " + " ".join(f"{scores.macro_topk[k]:>8.2f}" for k in ks))
-
-
 def _coverage(args: argparse.Namespace) -> int:
     """``--coverage``: one non-empty string answer per gold question id (a submission check)."""
     from xqa.artifacts import write_json_atomic
-    from xqa.evaluation import inputs
+    from xqa.evaluation import inputs, report
     from xqa.evaluation.coverage import coverage
 
     preds = inputs.load_predictions(args.predictions)
     c = coverage(inputs.load_gold(args.gold), preds)
-    print(f"{'lang':<8} {'questions':>9} {'answered':>9} {'empty':>7} {'missing':>8}")
-    for lang, row in c.per_language.items():
-        print(f"{lang:<8} {row['questions']:>9} {row['answered']:>9} {row['empty']:>7} {row['missing']:>8}")
-    total = c.total
-    print(f"{'all':<8} {total['questions']:>9} {total['answered']:>9} {total['empty']:>7} {total['missing']:>8}")
-    print(f"{len(preds)} predictions read")
-    for kind, ids in c.examples.items():
-        if ids:
-            print(f"{kind}: e.g. {', '.join(ids)}", file=sys.stderr)
+    print(report.coverage_text(c, len(preds)))
+    for line in report.coverage_examples_text(c):
+        print(line, file=sys.stderr)
     if args.json:
         write_json_atomic(args.json, {"coverage": c.to_dict()})
-    print("coverage: complete" if c.complete else "coverage: INCOMPLETE")
+    print(report.coverage_verdict(c))
     return 0 if c.complete else 1
 
 
@@ -157,6 +112,7 @@ def _selective(args: argparse.Namespace) -> int:
     from xqa.artifacts import write_json_atomic
     from xqa.errors import XqaError
     from xqa.evaluation import selective
+    from xqa.evaluation.report import selective_text
 
     records = selective.read_records(args.selective)
     if args.where or args.per_lang:
@@ -166,42 +122,30 @@ def _selective(args: argparse.Namespace) -> int:
     e = selective.evaluate_records(records, args.mode, args.threshold)
     if not e.records:
         raise XqaError(f"{' '.join(args.selective)}: no record with a gold answer to score")
-    records, right, answerable, results = e.records, e.right, e.answerable, e.results
-    halves = [("answerable", answerable), ("made unanswerable", ~answerable)]
-    print(f"{len(records)} answers: " + ", ".join(f"{name} {int(m.sum())} ({right[m].mean():.1%} right)"
-                                                 for name, m in halves if m.any()))
-    if not e.calibrated:
-        print("the records carry no calibrated confidence (the pipeline config had no reader.answerability)")
-    width = max(len(sc.name) for sc, _, _ in results) + 2
-    print(f"\n{'':<22}" + "".join(f"{sc.name:>{width}}" for sc, _, _ in results))
-
-    def row(label: str, values: list) -> None:
-        print(f"{label:<22}" + "".join(f"{'—' if v is None else f'{v:.3f}':>{width}}" for v in values))
-
-    row("AUROC ans. vs unans.", [sc.auroc for sc, _, _ in results])
-    row("AURC (lower better)", [sc.aurc for sc, _, _ in results])
-    row("ECE", [sc.ece for sc, _, _ in results])
-    for c in selective.COVERAGES:
-        row(f"accuracy @ {c:.0%} cover", [sc.at_coverage[f"{c:.1f}"] for sc, _, _ in results])
-    if any(sc.shown is not None for sc, _, _ in results):
-        row("shown at threshold", [sc.shown for sc, _, _ in results])
-        row("  of them right", [sc.shown_accuracy for sc, _, _ in results])
-        row("  answerable shown", [sc.answerable_shown for sc, _, _ in results])
-    plot = Path(args.plot) if args.plot else Path(records[0]["_source"].rsplit(":", 1)[0]).parent / "selective.png"
-    selective.plot(results, plot)
+    print(selective_text(e))
+    plot = Path(args.plot) if args.plot else Path(e.records[0]["_source"].rsplit(":", 1)[0]).parent / "selective.png"
+    selective.plot(e.results, plot)
     print(f"\nplot: {plot}")
     if args.json:
-        write_json_atomic(args.json, {"selective": {sc.name: sc.to_dict() for sc, _, _ in results},
-                                      "answers": len(records), "answerable": int(answerable.sum()),
-                                      "right": int(right.sum())})
+        write_json_atomic(args.json, {"selective": {sc.name: sc.to_dict() for sc, _, _ in e.results},
+                                      "answers": len(e.records), "answerable": int(e.answerable.sum()),
+                                      "right": int(e.right.sum())})
         print(f"figures: {args.json}")
     return 0
+
+
+def _print_e2e(title: str, scores: Any) -> None:
+    from xqa.evaluation.report import end_to_end_text
+
+    print(end_to_end_text(title, scores))
+    if scores.n == 0:
+        print(f"warning: {title}: no question with a gold answer was scored", file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
     from xqa.artifacts import write_json_atomic
     from xqa.errors import XqaError
-    from xqa.evaluation import inputs, mia, retrieval, significance
+    from xqa.evaluation import inputs, mia, report, retrieval, significance
 
     if args.selective:
         return _selective(args)
@@ -219,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
         return _coverage(args)
 
     out: dict[str, Any] = {}
-    report: dict[str, Any] = {}
+    to_report: dict[str, Any] = {}  # what --report writes
     gold = inputs.load_gold(args.gold) if args.gold else []
     if args.where or args.per_lang:
         from xqa.cli_options import select_questions
@@ -234,16 +178,15 @@ def run(args: argparse.Namespace) -> int:
             _print_e2e("XOR-TyDi", xor)
             _print_e2e("MKQA", mkqa)
             combined = mia.mia_score(xor, mkqa)
-            print(f"\nMIA score (mean of the two macro averages): "
-                  f"EM {combined['em']:.2f}  F1 {combined['f1']:.2f}")
+            print(report.mia_score_text(combined))
             out["mia"] = {"xor_tydi": xor.to_dict(args.per_question),
                           "mkqa": mkqa.to_dict(args.per_question), "score": combined}
-            report["end_to_end"] = {"XOR-TyDi": xor, "MKQA": mkqa}
+            to_report["end_to_end"] = {"XOR-TyDi": xor, "MKQA": mkqa}
         else:
             scores = mia.evaluate(gold, preds, args.mode)
             _print_e2e("end-to-end", scores)
             out["end_to_end"] = scores.to_dict(args.per_question)
-            report["end_to_end"] = {"predictions": scores}
+            to_report["end_to_end"] = {"predictions": scores}
 
     if args.retrieval:
         names = args.names or [Path(p).name for p in args.retrieval]
@@ -254,9 +197,9 @@ def run(args: argparse.Namespace) -> int:
         for name, res in results.items():
             ranks = retrieval.first_answer_ranks(res, args.match)
             scores = retrieval.score_retrieval(res, args.k, args.match, ranks=ranks)
-            _print_retrieval(name, scores)
+            print(report.retrieval_text(name, scores))
             out["retrieval"][name] = scores.to_dict()
-        report["retrieval"] = results
+        to_report["retrieval"] = results
 
     if args.compare:
         a_path, b_path = args.compare
@@ -264,25 +207,19 @@ def run(args: argparse.Namespace) -> int:
         b = mia.evaluate(gold, inputs.load_predictions([b_path]), args.mode)
         test = significance.compare_systems(a, b, args.metric)
         na, nb = Path(a_path).name, Path(b_path).name
-        print(f"\npaired t-test on per-question {args.metric.upper()} ({test.n} questions): "
-              f"{na} {test.mean_a:.2f} vs {nb} {test.mean_b:.2f} (diff {test.mean_diff:+.2f}); "
-              + (f"t = {test.t:.3f}, p = {test.p_value:.4g}" if test.t is not None else "t undefined"))
+        print(report.comparison_text(na, nb, args.metric, test))
         out["compare"] = {"a": a_path, "b": b_path, "metric": args.metric, **test.to_dict()}
-        report["comparison"] = (na, nb, args.metric, test)
+        to_report["comparison"] = (na, nb, args.metric, test)
 
     if args.sweep:
         sweep = {n: mia.evaluate(gold, inputs.load_predictions([p]), args.mode)
                  for n, p in sorted(inputs.parse_sweep(args.sweep).items())}
-        print("\npassages  macro EM  macro F1")
-        for n, s in sweep.items():
-            print(f"{n:>8} {s.macro_em:>9.2f} {s.macro_f1:>9.2f}")
+        print(report.sweep_text(sweep))
         out["sweep"] = {str(n): s.to_dict() for n, s in sweep.items()}
-        report["sweep"] = sweep
+        to_report["sweep"] = sweep
 
     if args.report:
-        from xqa.evaluation.report import write_report
-
-        path = write_report(args.report, ks=args.k, match=args.match, **report)
+        path = report.write_report(args.report, ks=args.k, match=args.match, **to_report)
         print(f"\nreport: {path}")
     if args.json:
         write_json_atomic(args.json, out)

@@ -8,27 +8,17 @@ from __future__ import annotations
 
 import argparse
 
+from xqa.cli_config import ConfigCommand
+from xqa.reader_artifacts import PackConfig
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--reader", required=True,
-                   help="span reader folder (xqa train reader --arch span OUT or OUT/best; a --kit run's too)")
-    p.add_argument("--base", required=True, help="the encoder folder it was trained from (xqa convert e5)")
-    p.add_argument("--out", required=True, help="folder to write (config.json, delta.safetensors)")
+COMMAND = ConfigCommand(PackConfig)
+add_arguments = COMMAND.add_arguments
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
+    from xqa.reader_artifacts import pack_reader
 
-    import tempfile
-
-    from reader.span.delta import pack
-    from reader.span.kit import is_kit_reader, to_reader
-
-    if is_kit_reader(args.reader) or is_kit_reader(Path(args.reader) / "best"):
-        with tempfile.TemporaryDirectory(prefix="xqa-kit-reader-") as tmp:   # base + what training changed
-            out = pack(to_reader(args.reader, args.base, Path(tmp) / "reader"), args.base, args.out)
-    else:
-        out = pack(args.reader, args.base, args.out)
-    size = sum(f.stat().st_size for f in Path(out).iterdir())
+    out = pack_reader(COMMAND.config(args))
+    size = sum(f.stat().st_size for f in out.iterdir())
     print(f"wrote {out} ({size / 1e6:.1f} MB)")
     return 0

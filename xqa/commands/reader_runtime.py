@@ -8,22 +8,15 @@ from __future__ import annotations
 
 import argparse
 
+from xqa.cli_config import ConfigCommand
+from xqa.reader_artifacts import RuntimeConfig
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--reader", required=True, help="span reader folder (or a training run: its best/)")
-    p.add_argument("--threads", type=int, default=0, help="CPU threads the check times with (0: torch's default)")
+COMMAND = ConfigCommand(RuntimeConfig)
+add_arguments = COMMAND.add_arguments
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
+    from xqa.reader_artifacts import build_runtime
 
-    from reader.span.runtime import build_and_report
-    from xqa.errors import XqaError
-
-    folder = Path(args.reader)
-    if not (folder / "encoder").is_dir() and (folder / "best" / "encoder").is_dir():
-        folder = folder / "best"
-    if not (folder / "encoder").is_dir():
-        raise XqaError(f"{folder}: not a span reader folder (no encoder/)")
-    build_and_report(folder, threads=args.threads, log=lambda line: print(line, flush=True))
+    build_runtime(COMMAND.config(args), log=lambda line: print(line, flush=True))
     return 0

@@ -4,24 +4,15 @@ from __future__ import annotations
 
 import argparse
 
+from xqa.cli_config import ConfigCommand
+from xqa.reader_artifacts import UnpackConfig
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--delta", default=None, help="packed reader folder (default: the shipped one, xqa/models/span-reader)")
-    p.add_argument("--base", required=True, help="the encoder folder (xqa convert e5 --out DIR)")
-    p.add_argument("--out", required=True, help="span reader folder to write")
-    p.add_argument("--no-int8", action="store_true",
-                   help="skip the int8 runtime (ONNX Runtime) and its check: the reader runs in torch only")
-    p.add_argument("--threads", type=int, default=0, help="CPU threads the check times with (0: torch's default)")
+COMMAND = ConfigCommand(UnpackConfig, groups={None: ("delta", "base", "out", "int8", "threads")})
+add_arguments = COMMAND.add_arguments
 
 
 def run(args: argparse.Namespace) -> int:
-    from reader.span.delta import unpack
-    from xqa.data.corpus import SHIPPED_READER
+    from xqa.reader_artifacts import unpack_reader
 
-    out = unpack(args.delta or SHIPPED_READER, args.base, args.out)
-    print(f"wrote {out}", flush=True)
-    if not args.no_int8:
-        from reader.span.runtime import build_and_report
-
-        build_and_report(out, threads=args.threads, log=lambda line: print(line, flush=True))
+    unpack_reader(COMMAND.config(args), log=lambda line: print(line, flush=True))
     return 0

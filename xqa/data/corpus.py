@@ -33,6 +33,7 @@ import gzip
 import hashlib
 import json
 from collections import defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,22 @@ CORPUS_DIR = Path(__file__).resolve().parents[1] / "corpus"
 SHIPPED_READER = Path(__file__).resolve().parents[1] / "models" / "span-reader"
 # The answerability calibrator fitted with the shipped reader on the shipped corpus's tuning questions.
 SHIPPED_ANSWERABILITY = Path(__file__).resolve().parents[1] / "models" / "answerability"
+
+
+@dataclass
+class CorpusConfig:
+    """What ``xqa data corpus`` makes (its options, :mod:`xqa.cli_config`)."""
+
+    data: str | None = field(default=None, metadata={
+        "help": "the real QA sets folder (default: $XQA_DATA or ../shared/data)"})
+    out: str | None = field(default=None, metadata={
+        "help": "folder for passages.jsonl.gz, questions.jsonl.gz, NOTICE (default: the package's own "
+                "xqa/corpus)"})
+    per_language: int = field(default=PER_LANGUAGE, metadata={
+        "help": "paragraphs taken from each non-MLQA language's set (id, ja, ko, sw, th; 0: none)"})
+    mlqa_pool: bool = field(default=False, metadata={
+        "help": "every MLQA dev paragraph of its 7 languages (the pool of the MLQA retrieval report) instead "
+                "of the shipped share; use with --per-language 0 and another --out"})
 
 
 def _rank(text: str) -> str:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -120,6 +121,21 @@ def add_negatives(examples: list[dict], passages: dict[str, dict], bm25_dir: str
                 continue
             negs.append(h.id)
         e["negative_ids"] = negs[:depth]
+
+
+@dataclass
+class TrainingDataConfig:
+    """What ``xqa data train`` makes (its options, :mod:`xqa.cli_config`); :func:`build`'s arguments."""
+
+    data: str | None = field(default=None, metadata={
+        "help": "the real QA sets folder (default: $XQA_DATA or ../shared/data)"})
+    out: str = field(default="", metadata={"required": True, "help": "output folder"})
+    corpus: str | None = field(default=None, metadata={
+        "help": "passages whose paragraphs are held out of training (default: the shipped corpus)"})
+    cap: int = field(default=0, metadata={"help": "at most this many questions from one set (0: all)"})
+    negatives: int = field(default=8, metadata={"help": "BM25 hard negatives kept per question"})
+    seed: int = field(default=0, metadata={"help": "seed of the --cap sample"})
+    progress: bool = field(default=True, metadata={"flag": "--quiet", "help": "no progress bars"})
 
 
 def write_jsonl(path: str | Path, rows: Iterable[dict]) -> int:

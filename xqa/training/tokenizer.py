@@ -7,11 +7,12 @@ from pathlib import Path
 
 @dataclass
 class TokenizerTrainConfig:
-    passages: str                   # passages (JSONL or DPR TSV) to learn from
-    out: str                        # output tokenizer folder
-    questions: list[str] = field(default_factory=list)  # question sets to learn from as well
-    vocab_size: int = 8000          # target vocabulary size
-    overwrite: bool = False         # retrain even if OUT is complete
+    # the options of ``xqa train tokenizer`` (:mod:`xqa.cli_config`)
+    passages: str = field(metadata={"help": "passages (JSONL or DPR TSV) to learn from"})
+    out: str = field(metadata={"help": "output tokenizer folder"})
+    questions: list[str] = field(default_factory=list, metadata={"help": "question sets to learn from as well"})
+    vocab_size: int = field(default=8000, metadata={"help": "target vocabulary size"})
+    overwrite: bool = field(default=False, metadata={"help": "retrain even if OUT is complete"})
 
 
 def train(config: TokenizerTrainConfig) -> Path:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter, defaultdict
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -339,6 +339,18 @@ def format_stats(stats: dict[str, Any]) -> str:
     share = ", ".join(f"{s} {v:.1%}" for s, v in stats["crosslingual_share"].items())
     lines.append(f"cross-lingual share: {share}")
     return "\n".join(lines)
+
+
+@dataclass
+class WorldBuildConfig:
+    """What ``xqa world build`` makes (its options, :mod:`xqa.cli_config`); :func:`build_world`'s arguments."""
+
+    out: str = field(metadata={"help": "output folder (passages.jsonl, train/dev/test.jsonl, config.json)"})
+    size: str = field(default="default", metadata={
+        "choices": ("default", "small"),
+        "help": "default: >=3,000 passages, 20k/1k/1k questions; small: a few hundred passages for tests"})
+    seed: int = field(default=0, metadata={"help": "random seed; a fixed seed gives byte-identical files"})
+    overwrite: bool = field(default=False, metadata={"help": "rebuild even if OUT is already a complete world"})
 
 
 def describe_build(stats: dict[str, Any], out: str | Path) -> str:

@@ -1,0 +1,129 @@
+"""The span reader's artifacts, one typed config and one function each: the training kit that
+travels (:func:`make_kit`), the reader stored as its int8 difference to the base encoder
+(:func:`pack_reader`, :func:`unpack_reader`) and its int8 CPU runtime (:func:`build_runtime`).
+
+``xqa reader kit|pack|unpack|runtime`` make their options from these configs
+(:mod:`xqa.cli_config`) and call these functions; the work is done by ``reader.span``.
+Importing this module loads nothing heavy.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+Log = Callable[[str], None]
+
+
+@dataclass
+class KitConfig:
+    data: str = field(metadata={
+        "metavar": "DIR", "help": "xqa data train's output folder (train.jsonl, dev.jsonl, passages.jsonl)"})
+    base: str = field(metadata={"help": "the converted encoder (xqa convert e5 --out DIR)"})
+    out: str = field(metadata={"help": "kit folder to write"})
+    layers: int = field(default=0, metadata={"help": "keep the encoder's first N layers (0: all)"})
+    max_length: int = field(default=192, metadata={"help": "tokens per row (question, title, text window)"})
+    stride: int = field(default=64, metadata={"help": "tokens shared by two windows of a long paragraph"})
+    max_answer_len: int = field(default=24, metadata={"help": "answer tokens"})
+    dev_limit: int = field(default=300, metadata={"help": "dev questions kept for validation (0: all)"})
+    progress: bool = field(default=True, metadata={"flag": "--quiet", "help": "no progress bars"})
+
+
+def make_kit(cfg: KitConfig) -> dict[str, Any]:
+    """The kit of ``xqa data train``'s folder ``cfg.data`` over the encoder ``cfg.base``
+    (:func:`reader.span.kit.prepare`); its summary."""
+    from reader.span.kit import prepare
+    from reader.span.task import load_training_questions
+    from xqa.errors import XqaError
+    from xqa.io import read_passages
+
+    data = Path(cfg.data)
+    for name in ("train.jsonl", "passages.jsonl"):
+        if not (data / name).is_file():
+            raise XqaError(f"{data / name} is missing: make it with 'xqa data train --out {data}'")
+    dev = data / "dev.jsonl"
+    passages = {p.id: p for p in read_passages(data / "passages.jsonl")}
+    return prepare(load_training_questions(str(data / "train.jsonl")), passages, cfg.base, cfg.out,
+                   dev=load_training_questions(str(dev)) if dev.is_file() else (), layers=cfg.layers,
+                   max_length=cfg.max_length, stride=cfg.stride, max_answer_len=cfg.max_answer_len,
+                   dev_limit=cfg.dev_limit, progress=cfg.progress)
+
+
+def describe_kit(summary: dict[str, Any], out: str | Path) -> str:
+    """The kit's summary for people: what it holds, and what was skipped."""
+    s = summary
+    lines = [f"{s['train']} training questions ({', '.join(f'{k} {v}' for k, v in s['train_per_set'].items())}), "
+             f"{s['dev']} dev questions, {s['passages']} paragraphs, {s['tokens']} distinct tokens -> {out} "
+             f"({s['bytes'] / 2 ** 20:.1f} MiB)"]
+    lines += [f"  skipped {n}: {why}" for why, n in s["skipped"].items()]
+    return "\n".join(lines)
+
+
+@dataclass
+class PackConfig:
+    reader: str = field(metadata={
+        "help": "span reader folder (xqa train reader --arch span OUT or OUT/best; a --kit run's too)"})
+    base: str = field(metadata={"help": "the encoder folder it was trained from (xqa convert e5)"})
+    out: str = field(metadata={"help": "folder to write (config.json, delta.safetensors)"})
+
+
+def pack_reader(cfg: PackConfig) -> Path:
+    """The reader ``cfg.reader`` as its int8 difference to ``cfg.base``
+    (:func:`reader.span.delta.pack`; a kit-trained reader is put back onto its base first); the folder."""
+    import tempfile
+
+    from reader.span.delta import pack
+    from reader.span.kit import is_kit_reader, to_reader
+
+    if is_kit_reader(cfg.reader) or is_kit_reader(Path(cfg.reader) / "best"):
+        with tempfile.TemporaryDirectory(prefix="xqa-kit-reader-") as tmp:   # base + what training changed
+            return Path(pack(to_reader(cfg.reader, cfg.base, Path(tmp) / "reader"), cfg.base, cfg.out))
+    return Path(pack(cfg.reader, cfg.base, cfg.out))
+
+
+@dataclass
+class UnpackConfig:
+    base: str = field(metadata={"help": "the encoder folder (xqa convert e5 --out DIR)"})
+    out: str = field(metadata={"help": "span reader folder to write"})
+    # None: the shipped one (xqa.data.corpus.SHIPPED_READER)
+    delta: str | None = field(default=None, metadata={
+        "help": "packed reader folder (default: the shipped one, xqa/models/span-reader)"})
+    int8: bool = field(default=True, metadata={  # build the int8 runtime and check it
+        "help": "skip the int8 runtime (ONNX Runtime) and its check: the reader runs in torch only"})
+    threads: int = field(default=0, metadata={"help": "CPU threads the check times with (0: torch's default)"})
+
+
+def unpack_reader(cfg: UnpackConfig, log: Log = print) -> Path:
+    """The packed reader ``cfg.delta`` added onto ``cfg.base`` (:func:`reader.span.delta.unpack`),
+    then, unless ``cfg.int8`` is off, its int8 runtime built, checked and timed; the folder."""
+    from reader.span.delta import unpack
+    from xqa.data.corpus import SHIPPED_READER
+
+    out = unpack(cfg.delta or SHIPPED_READER, cfg.base, cfg.out)
+    log(f"wrote {out}")
+    if cfg.int8:
+        from reader.span.runtime import build_and_report
+
+        build_and_report(out, threads=cfg.threads, log=log)
+    return Path(out)
+
+
+@dataclass
+class RuntimeConfig:
+    reader: str = field(metadata={"help": "span reader folder (or a training run: its best/)"})
+    threads: int = field(default=0, metadata={"help": "CPU threads the check times with (0: torch's default)"})
+
+
+def build_runtime(cfg: RuntimeConfig, log: Log = print) -> Path:
+    """The int8 runtime of the span reader folder ``cfg.reader`` (or of its ``best/``), built,
+    checked against fp32 and timed (:func:`reader.span.runtime.build_and_report`); the folder."""
+    from reader.span.runtime import build_and_report
+    from xqa.errors import XqaError
+
+    folder = Path(cfg.reader)
+    if not (folder / "encoder").is_dir() and (folder / "best" / "encoder").is_dir():
+        folder = folder / "best"
+    if not (folder / "encoder").is_dir():
+        raise XqaError(f"{folder}: not a span reader folder (no encoder/)")
+    build_and_report(folder, threads=cfg.threads, log=log)
+    return folder

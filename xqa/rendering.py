@@ -1,0 +1,79 @@
+"""An answer for people, as plain text: what ``xqa ask`` prints, and the parts the demo's page
+(``apps/render.py``) shows the same way: the not-found wording, the n-best candidates and how
+each is labelled, which answer was copied or taken from a passage in another language.
+
+Pure functions of records (:class:`xqa.records.Answer`); nothing here loads a model.
+"""
+from __future__ import annotations
+
+import textwrap
+
+from xqa.records import Answer, Candidate
+
+NO_ANSWER = "no answer found in this collection"  # below the answerability threshold
+NBEST_SHOWN = 10    # a pointer-generator reader reads ~60 candidates; the best of them are shown
+EMPTY = "(empty)"
+TEXT_WIDTH = 100    # an evidence passage's line width in the terminal
+
+
+def written(answer: Answer) -> str:
+    """The answer as the reader copied it when the label table wrote it in the question's
+    language (``""`` otherwise)."""
+    return answer.candidates[0].written if answer.candidates else ""
+
+
+def foreign_lang(answer: Answer, question_lang: str) -> str:
+    """The language of the passage the answer was taken from, when it is not the question's
+    (``""`` otherwise)."""
+    span_lang = answer.candidates[0].lang if answer.candidates else ""
+    return span_lang if span_lang and question_lang and span_lang != question_lang else ""
+
+
+def candidate_label(c: Candidate) -> str:
+    """An n-best candidate's text (``(empty)`` for none), and what the reader copied when the
+    label table rewrote it."""
+    text = c.text if c.text.strip() else EMPTY
+    return f"{text} ← {c.written}" if c.written else text
+
+
+def answer_lines(answer: Answer, question: str, lang: str, method: str, *, unknown_lang: bool = False,
+                 threshold: float | None = None, show: int = 5) -> list[str]:
+    """The answer to ``question`` (in ``lang``; ``unknown_lang``: it was not identified) as
+    ``xqa ask`` prints it: the question, the answer line (or :data:`NO_ANSWER` and the best
+    guess), the n-best line and the first ``show`` evidence passages."""
+    from xqa.pipeline import FALLBACK_SUFFIX
+
+    lines = [f"question ({lang}{': not identified, every BM25 index searched' if unknown_lang else ''}): {question}"]
+    copied_text = written(answer)
+    span_lang = foreign_lang(answer, lang)
+    mark = f" [{span_lang}: as written in a passage in that language]" if span_lang else ""
+    copied = (f"; the reader copied {copied_text!r}, written in the question's language by the label table"
+              if copied_text else "")
+    text = answer.text or EMPTY
+    if answer.confidence is None:
+        lines.append(f"answer: {text}{mark}    (p = {answer.score:.3f}, retrieval: {method}{copied})")
+    else:
+        how = (f"P(right) = {answer.confidence:.2f} calibrated, fused p = {answer.score:.3f}, retrieval: {method}"
+               f"{copied}")
+        if answer.answered:
+            lines.append(f"answer: {text}{mark}    ({how})")
+        else:
+            lines.append(f"answer: {NO_ANSWER} (P(right) {answer.confidence:.2f} < threshold {threshold:.2f})")
+            lines.append(f"best guess: {text}{mark}    ({how})")
+    if len(answer.candidates) > 1:
+        shown, rest = answer.candidates[:NBEST_SHOWN], len(answer.candidates) - NBEST_SHOWN
+        lines.append("n-best: " + " | ".join(f"{candidate_label(c)} ({c.score:.3f})" for c in shown)
+                     + (f" | … {rest} more (--json)" if rest > 0 else ""))
+    lines.append("evidence:")
+    if not answer.evidence:
+        # BM25-based methods find nothing when no term of the question is in any passage
+        lines.append(f"    none: {method} retrieved no passage, so the answer is the reader's guess without "
+                     "evidence (another --method, e.g. dense, always retrieves)")
+    elif answer.evidence[0].context.source.endswith(FALLBACK_SUFFIX):
+        fallback = answer.evidence[0].context.source.removesuffix(FALLBACK_SUFFIX)
+        lines.append(f"    ({method} retrieved no passage; these come from the {fallback} fallback)")
+    for i, e in enumerate(answer.evidence[:show], 1):
+        c = e.context
+        lines.append(f" {i}. [{c.lang}] {c.title}  source={c.source} score={c.score:.3f} relevance={e.relevance:.3f}")
+        lines.append(textwrap.indent(textwrap.fill(c.text, TEXT_WIDTH), "    "))
+    return lines
