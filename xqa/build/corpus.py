@@ -19,7 +19,11 @@ continues where it stopped):
 | DHR index (optional, ``--dhr-slices``) | ``dhr/`` | ``xqa index dhr`` |
 | BM25 over e5 pieces (optional, ``--pieces`` or ``--bm25-aug``) | ``pieces/`` | ``xqa index pieces`` |
 | pipeline config | ``pipeline.json`` | (with the shipped answerability calibrator when the reader is the shipped one) |
-| weights tuned on ``--dev`` | ``tuned/`` | ``xqa tune alpha``, ``tune mu``, ``tune lambda``, ``tune fusion`` |
+| weights tuned on ``--dev`` | ``tuned/`` | each tunable weight of the methods the indexes serve (``xqa.evaluation.tuning.tune_setting``: α, μ, w, λ, as ``xqa tune alpha``, ``tune mu``, ``tune lambda``), ``tune fusion`` |
+
+The index stages (BM25 … BM25 over e5 pieces) are the build steps the index kinds of
+:mod:`xqa.methods` declare, in their order; a registered kind with a build step adds its stage
+after them.
 
 A learned BM25 query augmentation (``xqa train bm25-aug``, trained on question-passage pairs,
 not on the corpus) is named with ``--bm25-aug MODEL``: the pipeline config then points at it.

@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     missing = [kind for kind in map(index_kind, needs(args.method)) if kind.built_value(build) is None]
     if missing:
         hints = " and ".join(k.build_hint for k in missing if k.build_hint)
-        raise XqaError(f"--method {args.method} searches {' and '.join(k.name for k in missing)} indexes that this "
-                       f"build does not make" + (f": add {hints}" if hints else ""))
+        raise XqaError(f"--method {args.method} searches {' and '.join(f'a {k.name} index' for k in missing)}, "
+                       f"which this build does not make" + (f": add {hints}" if hints else ""))
     build.run()
     return 0

@@ -25,8 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from xqa.errors import XqaError
-
-from xqa.methods.builtin import LAMBDA_GRID, alpha_grid  # noqa: F401 - DHR's λ grid, the α grid
+from xqa.methods.builtin import LAMBDA_GRID, alpha_grid  # declared with the methods they tune
 
 PAIRS = ("dense+bm25", "sparse+roman")
 

@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
               for split in ("all", "same-language", "cross-lingual")}
 
     used = [t for _, t in tunables() if any(t in method(m).tunables for m in methods)]
-    weights = ", ".join([f"{t.symbol} = {_value(r.fusion().setting(t.field, t.default))}"
+    weights = ", ".join([f"{t.title or t.symbol} = {_value(r.fusion().setting(t.field, t.default))}"
                          + (" (normalised)" if t.field == "alpha" and r.normalize else "") for t in used]
                         + [f"max_frac = {r.max_frac:g}"])
     md = [f"# Retrieval on {Path(qfile).name} ({len(questions)} questions)\n",
