@@ -138,6 +138,12 @@ class Answerer:
                 record)
 
 
+def method_choices(pipeline) -> list[tuple[str, str]]:
+    """The retrieval method dropdown: (label, method) for every method whose indexes the
+    pipeline's config names, in the registry's order (:mod:`xqa.methods`)."""
+    return [(render.method_label(m), m) for m in pipeline.methods]
+
+
 def build_app(pipeline, *, max_chars: int = render.MAX_QUESTION_CHARS,
               concurrency: int = DEFAULT_CONCURRENCY, max_queue: int | None = 64):
     """The demo page for ``pipeline`` (a :class:`xqa.pipeline.Pipeline`); loads no model.
@@ -167,7 +173,7 @@ def build_app(pipeline, *, max_chars: int = render.MAX_QUESTION_CHARS,
                 lang = gr.Dropdown(language_choices(pipeline), value="auto", label="Question language",
                                    info="auto: detected from the question", elem_id="lang",
                                    allow_custom_value=True)
-                method = gr.Dropdown([(render.METHOD_LABELS.get(m, m), m) for m in methods],
+                method = gr.Dropdown(method_choices(pipeline),
                                      value=default_method, label="Retrieval method", elem_id="method")
                 with gr.Row():
                     k = gr.Slider(1, k_max, value=cfg.retrieval.k, step=1, label="K (passages retrieved)",

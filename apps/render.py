@@ -13,28 +13,32 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 
 from xqa import rendering
+from xqa.errors import XqaError
 from xqa.langid import language_name, script_of
 from xqa.records import Answer
 from xqa.rendering import NBEST_SHOWN
 
 MAX_QUESTION_CHARS = 500
 
-# Display names of the retrieval methods (values are xqa.config.METHODS).
-METHOD_LABELS = {
-    "dense": "dense (bi-encoder, all languages)",
-    "sparse": "sparse (BM25, question language)",
-    "scd": "SCD (sparse corroborates dense)",
-    "hybrid": "hybrid (dense + α·BM25)",
-    "rrf": "RRF (reciprocal rank fusion)",
-    "spar": "SPAR (dense ⊕ lexical Λ)",
-    "spar+scd": "SPAR+SCD",
-    "roman": "cross-script BM25 (romanized, all languages)",
-    "sparse+roman": "BM25 + cross-script BM25",
-    "dlr": "DLR (densified BM25 over e5 pieces)",
-    "dhr": "DHR (densified BM25 ⊕ λ·dense, one index)",
-    "pieces": "BM25 over e5 pieces (all languages)",
-    "bm25-aug": "BM25 over pieces, learned query augmentation",
-}
+def method_label(method: str) -> str:
+    """The display name of a retrieval method (its ``label`` in :mod:`xqa.methods`)."""
+    from xqa.methods import method as find
+
+    try:
+        return find(method).label
+    except XqaError:
+        return method
+
+
+def method_description(method: str) -> str:
+    """What a retrieval method does, for the page's introduction (its ``help`` in :mod:`xqa.methods`)."""
+    from xqa.methods import method as find
+
+    try:
+        return find(method).help
+    except XqaError:
+        return method
+
 
 NBEST_HEADERS = ["#", "answer", "fused probability", "reader score", "passages containing it"]
 EVIDENCE_HEADERS = ["#", "title", "lang", "source", "retriever score", "reader relevance", "passage"]
@@ -108,22 +112,6 @@ def contains(text: str, needle: str) -> bool:
     return bool(needle.strip()) and bool(find_spans(unicodedata.normalize("NFC", text), [needle]))
 
 
-# What each retrieval method does, for the page's introduction.
-METHOD_DESCRIPTIONS = {
-    "dense": "dense retrieval (the bi-encoder searches every language)",
-    "sparse": "BM25 in the question's language",
-    "scd": "Sparse-Corroborate-Dense: dense retrieval over every language, with the passages BM25 also "
-           "finds in the question's language moved up and a share of BM25-only passages added",
-    "hybrid": "a hybrid of dense retrieval over every language and BM25 in the question's language "
-              "(dense score + α × BM25 score)",
-    "rrf": "reciprocal rank fusion of dense retrieval and BM25",
-    "spar": "SPAR: dense vectors concatenated with a lexical model trained to imitate BM25, in one index",
-    "spar+scd": "SPAR, corroborated by BM25 in the question's language (SCD)",
-    "roman": "BM25 over every language romanized",
-    "sparse+roman": "BM25 in the question's language plus BM25 over every language romanized",
-}
-
-
 def intro_markdown(about: dict, languages: Sequence[str], method: str, reader: str) -> str:
     """The page's introduction: what it searches, how, and what full scale searches; ``reader``
     says how the reader answers (its family's ``description``, :mod:`reader.registry`)."""
@@ -136,7 +124,7 @@ def intro_markdown(about: dict, languages: Sequence[str], method: str, reader: s
                                                                else "."))
     else:
         lines.append("Ask in any language.")
-    lines.append(f"Passages are retrieved by {METHOD_DESCRIPTIONS.get(method, method)}.")
+    lines.append(f"Passages are retrieved by {method_description(method)}.")
     if reader:
         lines.append(reader)
     return "\n\n".join(lines)
@@ -260,7 +248,7 @@ def status_markdown(lang: str, detected: bool, method: str, k: int, n_passages: 
     """One line saying which language, method and budget answered, and how fast."""
     how = "detected" if detected else "chosen"
     parts = [f"**Language:** {html.escape(language_name(lang))} (`{html.escape(lang)}`, {how})",
-             f"**Retrieval:** {html.escape(METHOD_LABELS.get(method, method))}, K = {k}",
+             f"**Retrieval:** {html.escape(method_label(method))}, K = {k}",
              f"**Reader:** {n_passages} passages",
              f"answered in {seconds:.2f} s"]
     line = " · ".join(parts)

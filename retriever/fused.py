@@ -1,27 +1,14 @@
-"""Retrievers built from the retrievers they fuse.
+"""Retrievers built from the retrievers they fuse, and the fusion settings.
 
 Each class here is *given* its component retrievers (anything with
 ``search(questions, k)``, see :mod:`retriever.base`) and merges their ranked
-lists with a pure function of :mod:`retriever.fusion`. One entry point,
-:func:`build_retriever`, turns a :class:`FusionConfig` (a method and its weights) into a retriever:
-
-==============  ==========================================================
-``sparse``      BM25 in the question's language
-``dense``       the dense retriever (global top-K over all languages)
-``scd``         Sparse-Corroborate-Dense over (dense, BM25)
-``hybrid``      score hybrid ``dense + α·BM25`` (Ma et al.)
-``rrf``         reciprocal rank fusion of dense and BM25
-``spar``        SPAR: one index of ``[dense ; Λ]`` vectors, query weight μ
-``spar+scd``    Sparse-Corroborate-Dense over (SPAR as the dense side, BM25)
-``roman``       cross-script BM25: one romanized index of all languages
-``sparse+roman``  score hybrid ``BM25 + w·roman`` (question language + every script)
-``dlr``         densified BM25 over e5 pieces, gated inner product (Lin & Lin, TOIS 2023)
-``dhr``         one index of ``[DLR ; dense]``: ``GIP + λ·dense`` in one pass
-``pieces``      BM25 over e5 pieces, every language in one Lucene index
-``bm25-aug``    BM25 over pieces with a learned query augmentation (Chen & Wiseman 2023)
-==============  ==========================================================
-
-:func:`load_retriever` does the same from artifact folders.
+lists with a pure function of :mod:`retriever.fusion`: :class:`ScdRetriever`
+(Sparse-Corroborate-Dense), :class:`HybridRetriever` (``dense + α·BM25``, Ma et
+al.), :class:`SparseRomanRetriever` (``BM25 + w·cross-script BM25``) and
+:class:`RrfRetriever` (reciprocal rank fusion). :class:`FusionSettings` declares
+every fusion setting and its default once; :class:`FusionConfig` is a method with
+its settings. Which parts a method joins, and how, is declared with the method
+in :mod:`xqa.methods` (``xqa.methods.build_retriever``).
 """
 from __future__ import annotations
 
@@ -34,26 +21,6 @@ from retriever.base import Retriever, check_k
 from retriever.fusion import RRF_K, hybrid, rrf, sparse_corroborate_dense
 from xqa.errors import XqaError
 from xqa.records import Hit, Question
-
-METHODS = ("sparse", "dense", "scd", "hybrid", "rrf", "spar", "spar+scd", "roman", "sparse+roman",
-           "dlr", "dhr", "pieces", "bm25-aug")
-# which components each method needs
-NEEDS: dict[str, tuple[str, ...]] = {
-    "sparse": ("sparse",),
-    "dense": ("dense",),
-    "scd": ("dense", "sparse"),
-    "hybrid": ("dense", "sparse"),
-    "rrf": ("dense", "sparse"),
-    "spar": ("spar",),
-    "spar+scd": ("spar", "sparse"),
-    "roman": ("roman",),
-    "sparse+roman": ("sparse", "roman"),
-    "dlr": ("dhr",),
-    "dhr": ("dhr",),
-    "pieces": ("pieces",),
-    "bm25-aug": ("pieces", "bm25aug"),
-}
-
 
 def sparse_search(sparse: Retriever, questions: Sequence[Question], k: int) -> list[list[Hit]]:
     """BM25 search where a language without an index gives an empty list.
@@ -185,6 +152,15 @@ class FusionConfig(FusionSettings):
 
     k_each: int | None = None         # hybrid / RRF: depth k' of each side (default k)
     rrf_k: int = RRF_K                # RRF constant
+    # settings of methods that FusionSettings does not declare, as sorted (name, value) pairs
+    # (pipeline.json's retrieval.settings)
+    extra: tuple[tuple[str, Any], ...] = ()
+
+    def setting(self, name: str, default: Any = None) -> Any:
+        """The setting ``name``: a field, else an entry of :attr:`extra`, else ``default``."""
+        if name in {f.name for f in fields(self)}:
+            return getattr(self, name)
+        return dict(self.extra).get(name, default)
 
     @classmethod
     def of(cls, settings: FusionSettings, **overrides: Any) -> FusionConfig:
@@ -198,63 +174,20 @@ class FusionConfig(FusionSettings):
         unknown = set(d) - names
         if unknown:
             raise XqaError(f"unknown fusion settings: {', '.join(sorted(unknown))}")
+        if "extra" in d:
+            d = {**d, "extra": tuple(tuple(pair) for pair in d["extra"])}
         return cls(**d)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def build_retriever(config: FusionConfig | str, *, sparse: Retriever | None = None,
-                    dense: Retriever | None = None, spar: Retriever | None = None,
-                    roman: Retriever | None = None, dhr: Any = None, pieces: Retriever | None = None,
-                    bm25aug: Retriever | None = None) -> Retriever:
-    """A retriever for ``config`` (a :class:`FusionConfig`, or a method name of :data:`METHODS`
-    with the default settings) from the given components.
-
-    ``config.mu`` sets SPAR's query-side weight (``spar.with_mu(mu)``, sharing the
-    index, when it differs from the retriever's); ``None`` keeps the one the SPAR retriever has.
-    ``config.lam`` likewise sets DHR's λ
-    (``dhr.with_lambda``); ``dlr`` is DHR's lexical half (``dhr.lexical()``). ``bm25aug`` is the
-    learned query augmentation's retriever (it searches the ``pieces`` index itself).
-    """
-    c = FusionConfig(method=config) if isinstance(config, str) else config
-    if c.method not in NEEDS:
-        raise XqaError(f"unknown retrieval method {c.method!r}; choose from {', '.join(METHODS)}")
-    given = {"sparse": sparse, "dense": dense, "spar": spar, "roman": roman, "dhr": dhr, "pieces": pieces,
-             "bm25aug": bm25aug}
-    missing = [n for n in NEEDS[c.method] if given[n] is None]
-    if missing:
-        raise XqaError(f"method {c.method!r} needs a {' and a '.join(missing)} retriever")
-    if spar is not None and c.mu is not None and getattr(spar, "mu", None) != c.mu:
-        spar = spar.with_mu(c.mu)
-    if c.method == "dlr":
-        return dhr.lexical()
-    if c.method == "dhr":
-        return dhr if c.lam is None else dhr.with_lambda(c.lam)
-    if c.method == "bm25-aug":
-        return bm25aug
-    if c.method in ("sparse", "dense", "spar", "roman", "pieces"):
-        return {"sparse": sparse, "dense": dense, "spar": spar, "roman": roman, "pieces": pieces}[c.method]
-    if c.method == "sparse+roman":
-        return SparseRomanRetriever(sparse, roman, c.roman_weight, c.k_each)
-    if c.method == "scd":
-        return ScdRetriever(dense, sparse, c.max_frac, c.corroborated_order)
-    if c.method == "spar+scd":
-        return ScdRetriever(spar, sparse, c.max_frac, c.corroborated_order)
-    if c.method == "hybrid":
-        return HybridRetriever(dense, sparse, c.alpha, c.normalize, c.k_each)
-    return RrfRetriever([dense, sparse], c.rrf_k, c.k_each)
-
-
 __all__ = [
-    "METHODS",
-    "NEEDS",
     "FusionConfig",
     "FusionSettings",
     "HybridRetriever",
     "RrfRetriever",
     "ScdRetriever",
     "SparseRomanRetriever",
-    "build_retriever",
     "sparse_search",
 ]

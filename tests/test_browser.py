@@ -157,14 +157,14 @@ def test_empty_and_over_long_questions_get_a_message(page):
 
 
 def test_method_and_language_can_be_chosen(page, served):
-    from apps.render import METHOD_LABELS
+    from apps.render import method_label
     from xqa.langid import language_name
 
     _url, pipe = served
     other = [m for m in pipe.methods if m != pipe.config.retrieval.method] or pipe.methods
     method = "dense" if "dense" in other else other[0]
     page.locator("#method input").click()
-    page.get_by_role("option", name=METHOD_LABELS[method]).click()
+    page.get_by_role("option", name=method_label(method)).click()
     question, lang = _example(pipe)
     if lang:
         page.locator("#lang input").click()
@@ -172,7 +172,7 @@ def test_method_and_language_can_be_chosen(page, served):
     _ask(page, question)
     page.locator("#xqa-answer-text").wait_for()
     status = page.locator("#status").inner_text()
-    assert METHOD_LABELS[method] in status
+    assert method_label(method) in status
     if lang:
         assert f"{lang}, chosen" in status
     if method == "dense":

@@ -320,7 +320,7 @@ def _qs(*qids):
 
 def test_build_retriever_wires_each_method_to_its_fusion():
     from retriever.fused import FusionConfig as F
-    from retriever.fused import build_retriever
+    from xqa.methods import build_retriever
 
     dense = ListRetriever({"q1": DENSE, "q2": [1, 2, 3]}, "dense")
     sparse = ListRetriever({"q1": SPARSE}, "sparse", accepts_missing=True)  # q2: no BM25 list
@@ -339,7 +339,8 @@ def test_build_retriever_wires_each_method_to_its_fusion():
 
 
 def test_build_retriever_reports_missing_parts_and_unknown_methods():
-    from retriever.fused import FusionConfig, build_retriever
+    from retriever.fused import FusionConfig
+    from xqa.methods import build_retriever
     from xqa.errors import XqaError
 
     with pytest.raises(XqaError, match="needs a sparse"):
@@ -365,7 +366,8 @@ class FakeDhr(ListRetriever):
 
 
 def test_build_retriever_wires_dlr_dhr_pieces_and_bm25_aug():
-    from retriever.fused import NEEDS, FusionConfig, build_retriever
+    from retriever.fused import FusionConfig
+    from xqa.methods import build_retriever, needs
     from xqa.errors import XqaError
 
     dhr = FakeDhr({"q1": DENSE}, lam=500.0)
@@ -376,7 +378,7 @@ def test_build_retriever_wires_dlr_dhr_pieces_and_bm25_aug():
     pieces, aug = ListRetriever({}, "pieces"), ListRetriever({}, "bm25-aug")
     assert build_retriever("pieces", pieces=pieces) is pieces
     assert build_retriever("bm25-aug", pieces=pieces, bm25aug=aug) is aug
-    assert NEEDS["bm25-aug"] == ("pieces", "bm25aug") and NEEDS["dlr"] == NEEDS["dhr"] == ("dhr",)
+    assert needs("bm25-aug") == ("pieces", "bm25aug") and needs("dlr") == needs("dhr") == ("dhr",)
     with pytest.raises(XqaError, match="needs a dhr"):
         build_retriever("dhr", dense=ListRetriever({}, "dense"))
     with pytest.raises(XqaError, match="needs a bm25aug"):
@@ -384,7 +386,8 @@ def test_build_retriever_wires_dlr_dhr_pieces_and_bm25_aug():
 
 
 def test_fusion_config_round_trips_and_rejects_unknown_keys():
-    from retriever.fused import FusionConfig, build_retriever
+    from retriever.fused import FusionConfig
+    from xqa.methods import build_retriever
     from xqa.errors import XqaError
 
     cfg = FusionConfig(method="hybrid", alpha=0.35, normalize=True)

@@ -12,13 +12,14 @@ import pytest
 from fusion_stack import NO_BM25_LANG, build_stack
 
 from retriever.base import Retriever, contract_violations
-from retriever.fused import METHODS, FusionConfig, build_retriever
+from retriever.fused import FusionConfig
 from retriever.fusion import sparse_corroborate_dense
 from xqa.errors import XqaError
+from xqa.methods import build_retriever, method_names
 from xqa.records import Question
 
 # bm25-aug needs a trained augmentation model: its contract is checked in test_bm25aug.py
-KINDS = [m for m in METHODS if m != "bm25-aug"] + ["hybrid-norm", "lexical", "spar-dense-half"]
+KINDS = [m for m in method_names() if m != "bm25-aug"] + ["hybrid-norm", "lexical", "spar-dense-half"]
 
 
 @pytest.fixture(scope="module")

@@ -7,10 +7,11 @@ import json
 import pytest
 from test_sparse import _lucene_bm25  # Lucene's BM25 by hand (quantized lengths)
 
-from retriever.fused import FusionConfig, SparseRomanRetriever, build_retriever
+from retriever.fused import FusionConfig, SparseRomanRetriever
 from retriever.sparse import SparseRetriever, build_sparse_indexes
 from retriever.sparse.roman import ALL, roman_tokens, romanize, skeleton
 from xqa.errors import XqaError
+from xqa.methods import build_retriever
 from xqa.records import Passage, Question
 
 P = Passage

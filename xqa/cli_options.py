@@ -6,8 +6,8 @@
 - the questions it reads: files, a language for files that carry none, a selection
   (:func:`add_selection_arguments`, :func:`add_question_arguments`, :func:`read_questions`).
 
-Each index flag is spelled once (:data:`INDEX_FLAGS`); a short spelling is also accepted,
-unlisted in ``--help``.
+Each index flag and each weight flag comes from its declaration in :mod:`xqa.methods` (an index
+kind's short spelling is also accepted by the tuning and diagnosis commands, unlisted in ``--help``).
 """
 from __future__ import annotations
 
@@ -19,19 +19,22 @@ from pathlib import Path
 # The pipeline config used when the command line names none: $XQA_CONFIG, else the embedded build's.
 DEFAULT_CONFIG = "build/embedded/pipeline.json"
 CONFIG_ENV = "XQA_CONFIG"
-# Each index option (argparse dest, equal to the config's field name): its flag, and the short
-# spelling also accepted (not shown in --help).
-INDEX_FLAGS = {"sparse_index": ("--sparse-index", "--bm25"), "dense_index": ("--dense-index", "--dense"),
-               "spar_index": ("--spar-index", "--spar"), "roman_index": ("--roman-index", "--roman"),
-               "dhr_index": ("--dhr-index", "--dhr"), "pieces_index": ("--pieces-index", None),
-               "bm25_aug_model": ("--bm25-aug-model", None)}
-# Command-line options that name a corpus.
-INDEXES = tuple(INDEX_FLAGS)
-# pipeline components (retriever.fused.NEEDS) and the config field that names each
-COMPONENT_INDEX = {"sparse": "sparse_index", "dense": "dense_index", "spar": "spar_index",
-                   "roman": "roman_index", "dhr": "dhr_index", "pieces": "pieces_index",
-                   "bm25aug": "bm25_aug_model"}
-CORPUS = (*INDEXES, "passages")
+
+
+def corpus_options() -> tuple[str, ...]:
+    """The argparse destinations of the options that name a corpus: every index kind's, and passages."""
+    from xqa.methods import index_kinds
+
+    return (*(k.dest for k in index_kinds()), "passages")
+
+
+def tuned_settings() -> tuple[str, ...]:
+    """The retrieval settings the command line may set: the method, K, SCD's share, every tunable
+    weight of :mod:`xqa.methods`, the fallback."""
+    from xqa.methods import tunables
+
+    return ("method", "k", "max_frac", *(t.field for _, t in tunables()), "fallback")
+
 
 CONFIG_HELP = (f"pipeline config JSON (default: ${CONFIG_ENV}, else {DEFAULT_CONFIG}, which 'make demo' "
                "builds; indexes or passages named on the command line without --config are the whole "
@@ -39,33 +42,31 @@ CONFIG_HELP = (f"pipeline config JSON (default: ${CONFIG_ENV}, else {DEFAULT_CON
 
 
 def add_pipeline_arguments(p: argparse.ArgumentParser, method_default: str | None = None) -> None:
-    from xqa.config import METHODS, NO_FALLBACK
+    from xqa.config import NO_FALLBACK
+    from xqa.methods import method_names
 
+    methods = method_names()
     g = p.add_argument_group("pipeline")
     g.add_argument("--config", default=None, help=CONFIG_HELP)
-    g.add_argument("--method", "--retriever", dest="method", choices=METHODS, default=method_default,
+    g.add_argument("--method", "--retriever", dest="method", choices=methods, default=method_default,
                    help="retrieval method (default: the config's; for indexes named on the command line "
                         "without --config, the first method that uses the most of them)")
     g.add_argument("--k", type=int, default=None, help="passages to retrieve (default: the config's)")
-    add_index_argument(g, "sparse_index", "BM25 index folder", alias=False)
-    add_index_argument(g, "dense_index", "dense FAISS index folder", alias=False)
-    add_index_argument(g, "spar_index", "SPAR index folder", alias=False)
-    add_index_argument(g, "roman_index", "cross-script BM25 index folder (xqa index sparse --cross-script)",
-                       alias=False)
-    add_index_argument(g, "dhr_index", "densified lexical + dense index folder (xqa index dhr): methods dlr, dhr",
-                       alias=False)
-    add_index_argument(g, "pieces_index", "BM25 index over e5 pieces (xqa index pieces): methods pieces, bm25-aug")
-    add_index_argument(g, "bm25_aug_model", "learned BM25 query augmentation (xqa train bm25-aug): method bm25-aug")
+    add_index_arguments(g, alias=False)
     g.add_argument("--passages", default=None, help="passages file of those indexes (JSONL or DPR TSV)")
     g.add_argument("--max-frac", type=float, default=None, help="SCD: share of K open to sparse-only hits")
-    g.add_argument("--alpha", type=float, default=None, help="hybrid: weight of the BM25 score")
-    g.add_argument("--mu", type=float, default=None, help="SPAR: query-side weight of Λ")
-    g.add_argument("--roman-weight", type=float, default=None,
-                   help="sparse+roman: weight of the cross-script BM25 score")
-    g.add_argument("--lam", type=float, default=None, help="dhr: weight of the dense score next to GIP")
-    g.add_argument("--fallback", choices=(*METHODS, NO_FALLBACK), default=None,
+    add_weight_arguments(g)
+    g.add_argument("--fallback", choices=(*methods, NO_FALLBACK), default=None,
                    help="method that searches again for a question the method finds nothing for "
                         f"(default: the config's, dense when it names a dense index; '{NO_FALLBACK}': never)")
+
+
+def add_weight_arguments(g) -> None:
+    """One option per tunable setting of :mod:`xqa.methods` (``--alpha``, ``--mu``, ...)."""
+    from xqa.methods import tunables
+
+    for _, t in tunables():
+        g.add_argument(t.flag, dest=t.field, type=float, default=None, help=t.help)
 
 
 def config_path(args: argparse.Namespace) -> Path | None:
@@ -74,7 +75,7 @@ def config_path(args: argparse.Namespace) -> Path | None:
     corpus never mixes with the default config's indexes, passages or fallback."""
     if getattr(args, "config", None):
         return Path(args.config)
-    if any(getattr(args, name, None) for name in CORPUS):
+    if any(getattr(args, name, None) for name in corpus_options()):
         return None
     return Path(os.environ.get(CONFIG_ENV) or DEFAULT_CONFIG)
 
@@ -94,10 +95,12 @@ def pipeline_config(args: argparse.Namespace):
         raise XqaError(f"{path}: no such pipeline config; run 'make demo' (or 'xqa embedded build') first, "
                        f"or name a config with --config, or indexes with --sparse-index/--dense-index "
                        f"and their --passages")
+    from xqa.methods import index_kinds, set_index
+
     r = cfg.retrieval
-    for name in INDEXES:
-        if getattr(args, name, None):
-            setattr(r, name, os.path.abspath(getattr(args, name)))
+    for kind in index_kinds():
+        if getattr(args, kind.dest, None):
+            set_index(r, kind, os.path.abspath(getattr(args, kind.dest)))
     if getattr(args, "passages", None):
         cfg.passages = os.path.abspath(args.passages)
     if path is None:
@@ -111,41 +114,52 @@ def pipeline_config(args: argparse.Namespace):
     return cfg
 
 
-def add_index_argument(g, dest: str, help: str, alias: bool = True) -> None:
-    """The option of :data:`INDEX_FLAGS` for ``dest``; with ``alias`` its short spelling too."""
-    flag, old = INDEX_FLAGS[dest]
-    g.add_argument(flag, dest=dest, default=None, help=help)
-    if alias and old:
-        g.add_argument(old, dest=dest, default=None, help=argparse.SUPPRESS)
+def add_index_argument(g, name: str, alias: bool = True) -> None:
+    """The option of the index kind ``name`` (:mod:`xqa.methods`); with ``alias`` its short spelling too."""
+    from xqa.methods import index_kind
+
+    kind = index_kind(name)
+    g.add_argument(kind.flag, dest=kind.dest, default=None, help=kind.help)
+    if alias and kind.alias:
+        g.add_argument(kind.alias, dest=kind.dest, default=None, help=argparse.SUPPRESS)
+
+
+def add_index_arguments(g, alias: bool = True) -> None:
+    """The option of every index kind, in declaration order."""
+    from xqa.methods import index_kinds
+
+    for kind in index_kinds():
+        add_index_argument(g, kind.name, alias)
 
 
 def add_source_arguments(p: argparse.ArgumentParser, passages_required: bool = False) -> None:
     """The retrievers of the tuning and diagnosis commands: a pipeline config and/or index folders."""
     g = p.add_argument_group("retrievers (a pipeline config, or folders; folders override the config)")
     g.add_argument("--config", default=None, help=CONFIG_HELP)
-    add_index_argument(g, "sparse_index", "BM25 index folder (xqa index sparse)")
-    add_index_argument(g, "dense_index", "dense index folder (xqa index dense)")
-    add_index_argument(g, "spar_index", "SPAR index folder (xqa index spar)")
-    add_index_argument(g, "roman_index", "cross-script BM25 index folder (xqa index sparse --cross-script)")
+    add_index_arguments(g)
     g.add_argument("--passages", required=passages_required,
                    help="passage file (JSONL or DPR TSV); default: the config's")
 
 
 def load_pipeline(args: argparse.Namespace, needed: Sequence[str] = ()):
     """A Pipeline from :func:`pipeline_config` with the settings of :func:`add_pipeline_arguments`
-    that the command line gives applied; the components ``needed`` (``retriever.fused.NEEDS``
-    names: sparse, dense, spar, ...) must be named. Loads nothing yet."""
+    that the command line gives applied; the index kinds ``needed`` (:mod:`xqa.methods` names:
+    sparse, dense, spar, ...) must be named. Loads nothing yet."""
     from xqa.errors import XqaError
+    from xqa.methods import index_flags, index_value
     from xqa.pipeline import Pipeline
 
     cfg = pipeline_config(args)
-    for key in ("method", "k", "max_frac", "alpha", "mu", "roman_weight", "lam", "fallback"):
+    r = cfg.retrieval
+    for key in tuned_settings():
         if getattr(args, key, None) is not None:
-            setattr(cfg.retrieval, key, getattr(args, key))
-    missing = [n for n in needed if not getattr(cfg.retrieval, COMPONENT_INDEX[n])]
+            if hasattr(r, key):
+                setattr(r, key, getattr(args, key))
+            else:
+                r.settings[key] = getattr(args, key)
+    missing = [n for n in needed if not index_value(r, n)]
     if missing:
-        raise XqaError(f"no {' / '.join(missing)} index: give "
-                       f"{' '.join(INDEX_FLAGS[COMPONENT_INDEX[n]][0] for n in missing)} "
+        raise XqaError(f"no {' / '.join(missing)} index: give {index_flags(missing)} "
                        f"or a --config that names it (looked for {config_path(args) or 'none'})")
     if needed and not cfg.passages:
         raise XqaError("no passage file: give --passages or a --config that names one")

@@ -19,7 +19,7 @@ from typing import Any
 
 from xqa.errors import XqaError
 
-from retriever.fused import METHODS, NEEDS, FusionConfig, FusionSettings
+from retriever.fused import FusionConfig, FusionSettings
 
 # retrieval.fallback (and xqa --fallback) for "never search again"
 NO_FALLBACK = "none"
@@ -39,13 +39,18 @@ class RetrievalConfig(FusionSettings):
     dhr_index: str | None = None  # densified lexical + dense vectors in one index (xqa index dhr): dlr, dhr
     pieces_index: str | None = None  # BM25 over e5 pieces, all languages (xqa index pieces): pieces, bm25-aug
     bm25_aug_model: str | None = None  # learned query augmentation (xqa train bm25-aug): bm25-aug
+    # folders of registered index kinds (xqa.methods) that have no field above, by kind name
+    indexes: dict[str, str] = field(default_factory=dict)
+    # settings of registered methods that FusionSettings does not declare, by name
+    settings: dict[str, Any] = field(default_factory=dict)
     # A question for which the method finds nothing (every query term unknown to the BM25
     # indexes) is searched again with this method, when the config names its indexes; "none": never.
     fallback: str = "dense"
 
     def fusion(self, **overrides: Any) -> FusionConfig:
         """The :class:`~retriever.fused.FusionConfig` of these settings, with ``overrides``."""
-        return FusionConfig.of(self, **overrides)
+        extra = tuple(sorted(self.settings.items()))
+        return FusionConfig.of(self, **{"extra": extra, **overrides})
 
 
 @dataclass
@@ -109,8 +114,10 @@ class PipelineConfig:
                            f"{' '.join(sorted(LANGUAGE_NAMES))}")
         retrieval = _sub(RetrievalConfig, d.pop("retrieval", {}), "retrieval")
         reader = _sub(ReaderConfig, d.pop("reader", {}), "reader")
-        if retrieval.method not in METHODS:
-            raise XqaError(f"retrieval.method {retrieval.method!r} is not one of {METHODS}")
+        from xqa import methods
+
+        if not methods.is_method(retrieval.method):
+            raise XqaError(f"retrieval.method {retrieval.method!r} is not one of {methods.method_names()}")
         if reader.answerability is not None:
             from reader.answerability import Calibrator
 
@@ -121,8 +128,12 @@ class PipelineConfig:
         if not 0.0 <= reader.answerability_threshold <= 1.0:
             raise XqaError(f"field 'reader.answerability_threshold' should be a probability in [0, 1], "
                            f"found {reader.answerability_threshold}")
-        if retrieval.fallback not in (*METHODS, NO_FALLBACK):
-            raise XqaError(f"retrieval.fallback {retrieval.fallback!r} is not {NO_FALLBACK!r} or one of {METHODS}")
+        if retrieval.fallback != NO_FALLBACK and not methods.is_method(retrieval.fallback):
+            raise XqaError(f"retrieval.fallback {retrieval.fallback!r} is not {NO_FALLBACK!r} or one of "
+                           f"{methods.method_names()}")
+        unknown = sorted(set(retrieval.indexes) - {k.name for k in methods.index_kinds() if k.field is None})
+        if unknown:
+            raise XqaError(f"retrieval.indexes: {unknown} are not registered index kinds without a field of their own")
         cfg = cls(retrieval=retrieval, reader=reader, base_dir=str(base_dir), **d)
         return cfg
 
@@ -191,12 +202,13 @@ def _check_types(cls, d: dict[str, Any], prefix: str) -> None:
 
 
 def method_for(cfg: PipelineConfig) -> str:
-    """The first retrieval method (in ``METHODS`` order) that uses the most of the config's indexes."""
-    r = cfg.retrieval
-    have = {"sparse": r.sparse_index, "dense": r.dense_index, "spar": r.spar_index, "roman": r.roman_index,
-            "dhr": r.dhr_index, "pieces": r.pieces_index, "bm25aug": r.bm25_aug_model}
-    usable = [m for m in METHODS if all(have[n] for n in NEEDS[m])]
+    """The first retrieval method (in the registry's order, :mod:`xqa.methods`) that uses the most
+    of the config's indexes."""
+    from xqa import methods
+
+    usable = methods.usable(cfg.retrieval)
     if not usable:
-        raise XqaError("no index to search: name one with --sparse-index, --dense-index, --spar-index, "
-                       "--roman-index, --dhr-index or --pieces-index")
-    return max(usable, key=lambda m: len(NEEDS[m]))
+        flags = [k.flag for k in methods.index_kinds() if any(k.name in m.needs and len(m.needs) == 1
+                                                              for m in methods.methods())]
+        raise XqaError(f"no index to search: name one with {', '.join(flags[:-1])} or {flags[-1]}")
+    return max(usable, key=lambda m: len(methods.needs(m)))

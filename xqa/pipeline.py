@@ -18,8 +18,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Collection, Sequence
 
-from retriever.fused import NEEDS as _NEEDS  # which artifacts a method needs
-from xqa.config import METHODS, NO_FALLBACK, PipelineConfig
+from xqa import methods as _registry  # the methods and the index kinds they need
+from xqa.config import NO_FALLBACK, PipelineConfig
 from xqa.errors import XqaError
 from xqa.records import Answer, Context, Hit, Passage, Question
 
@@ -131,14 +131,11 @@ class Pipeline:
     @property
     def methods(self) -> list[str]:
         """Retrieval methods whose artifacts this config names."""
-        have = self._available()
-        return [m for m in METHODS if all(have[n] for n in _NEEDS[m])]
+        return _registry.usable(self.config.retrieval)
 
-    def _available(self) -> dict[str, bool]:
-        r = self.config.retrieval
-        return {"sparse": bool(r.sparse_index), "dense": bool(r.dense_index), "spar": bool(r.spar_index),
-                "roman": bool(r.roman_index), "dhr": bool(r.dhr_index), "pieces": bool(r.pieces_index),
-                "bm25aug": bool(r.bm25_aug_model)}
+    def _available(self) -> set[str]:
+        """The index kinds this config names."""
+        return _registry.named_indexes(self.config.retrieval)
 
     @property
     def store(self) -> PassageStore:
@@ -150,65 +147,44 @@ class Pipeline:
             return self._store
 
     def component(self, name: str):
-        """A retriever part (sparse, dense, spar, roman, dhr, pieces, bm25aug), loaded on first use."""
+        """A retriever part (an index kind of :mod:`xqa.methods`: sparse, dense, spar, ...), loaded
+        on first use."""
         with self._lock:
             if name in self._components:
                 return self._components[name]
-            r = self.config.retrieval
-            if name == "sparse":
-                from retriever.sparse import SparseRetriever
-
-                obj = SparseRetriever.load(self.config.path(r.sparse_index))
-            elif name == "roman":
-                from retriever.sparse import SparseRetriever
-
-                obj = SparseRetriever.load(self.config.path(r.roman_index))
-                if not obj.cross_script:
-                    raise XqaError(f"{r.roman_index}: roman_index must be a cross-script BM25 index "
-                                   f"(xqa index sparse --cross-script), not a per-language one")
-            elif name == "dense":
-                from retriever.dense import DenseRetriever
-
-                obj = DenseRetriever.load(self.config.path(r.dense_index), self.config.path(r.dense_model))
-            elif name == "spar":
-                from retriever.spar import SparRetriever
-
-                obj = SparRetriever.load(self.config.path(r.spar_index), mu=r.mu)
-            elif name == "dhr":
-                from retriever.dlr import DhrRetriever
-
-                obj = DhrRetriever.load(self.config.path(r.dhr_index))
-            elif name == "pieces":
-                from retriever.bm25aug.pieces import PiecesRetriever
-
-                obj = PiecesRetriever.load(self.config.path(r.pieces_index))
-            elif name == "bm25aug":
-                from retriever.bm25aug.model import AugmentedRetriever
-
-                obj = AugmentedRetriever.load(self.config.path(r.bm25_aug_model), self.component("pieces"))
-            else:
-                raise XqaError(f"unknown retriever component {name!r}")
+            kind = _registry.index_kind(name)
+            folder = _registry.index_value(self.config.retrieval, kind)
+            if not folder:
+                raise XqaError(f"no {name} index: the pipeline config names none ({kind.flag})")
+            obj = kind.load(self.config.path(folder), self)
             self._components[name] = obj
             return obj
 
     def retriever(self, method: str | None = None, **overrides):
         """A retriever for ``method`` (default: the config's), built from the loaded parts."""
-        from retriever.fused import build_retriever
-
-        r = replace(self.config.retrieval, **overrides)
-        method = method or r.method
-        if method not in METHODS:
-            raise XqaError(f"unknown retrieval method {method!r}; choose from {', '.join(METHODS)}")
-        missing = [n for n in _NEEDS[method] if not self._available()[n]]
+        r = self._settings(**overrides)
+        spec = _registry.method(method or r.method)
+        missing = [n for n in spec.needs if n not in self._available()]
         if missing:
-            raise XqaError(f"method {method!r} needs a {' and a '.join(missing)} index, "
+            raise XqaError(f"method {spec.name!r} needs a {' and a '.join(missing)} index, "
                            f"which this pipeline config does not name")
-        fusion = r.fusion(method=method)
+        fusion = r.fusion(method=spec.name)
         with self._lock:
             if fusion not in self._retrievers:
-                parts = {n: self.component(n) for n in _NEEDS[method]}
-                self._retrievers[fusion] = build_retriever(fusion, **parts)
+                parts = {n: self.component(n) for n in spec.needs}
+                self._retrievers[fusion] = _registry.build_retriever(fusion, **parts)
             return self._retrievers[fusion]
+
+    def _settings(self, **overrides):
+        """The config's retrieval settings with ``overrides``; a setting of a registered method
+        that the config has no field for goes to ``retrieval.settings``."""
+        r = self.config.retrieval
+        extra = {k: v for k, v in overrides.items() if not hasattr(r, k)}
+        unknown = [k for k in extra if _registry.tunable_setting(k) is None]
+        if unknown:
+            raise XqaError(f"unknown retrieval settings: {', '.join(sorted(unknown))}")
+        known = {k: v for k, v in overrides.items() if k not in extra}
+        return replace(r, **known, settings={**r.settings, **extra}) if extra else replace(r, **known)
 
     @property
     def reader(self):
@@ -270,10 +246,11 @@ class Pipeline:
         an index, or a question in words the world never uses. The fallback (the config's
         ``retrieval.fallback`` or an override; dense by default, ``"none"`` for never) always ranks passages; its
         hits' ``source`` ends in :data:`FALLBACK_SUFFIX`, so the evidence shows where they came from."""
-        fb = replace(self.config.retrieval, **overrides).fallback
-        if fb not in (*METHODS, NO_FALLBACK):
-            raise XqaError(f"unknown fallback method {fb!r}; choose from {', '.join(METHODS)} or {NO_FALLBACK!r}")
-        if fb in (NO_FALLBACK, method) or not all(self._available()[n] for n in _NEEDS[fb]):
+        fb = self._settings(**overrides).fallback
+        if fb != NO_FALLBACK and not _registry.is_method(fb):
+            raise XqaError(f"unknown fallback method {fb!r}; choose from {', '.join(_registry.method_names())} "
+                           f"or {NO_FALLBACK!r}")
+        if fb in (NO_FALLBACK, method) or not all(n in self._available() for n in _registry.needs(fb)):
             return None
         return fb
 

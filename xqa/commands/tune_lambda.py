@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import argparse
 
-from xqa.cli_options import add_index_argument, add_question_arguments, add_source_arguments
+from xqa.cli_options import add_question_arguments, add_source_arguments
 from xqa.evaluation.judge import METRICS
 from xqa.evaluation.tuning import LambdaTuneConfig as D
 
@@ -24,7 +24,6 @@ from xqa.evaluation.tuning import LambdaTuneConfig as D
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_question_arguments(p)
     add_source_arguments(p)
-    add_index_argument(p, "dhr_index", "DHR index folder (xqa index dhr)")
     p.add_argument("--metric", choices=METRICS, default=D.metric,
                    help="top-k answer accuracy (R@k in the ODQA sense), or recall@k of positive_ids")
     p.add_argument("--at", type=int, default=D.at, help="the k of the metric")

@@ -5,6 +5,8 @@
 - :func:`tune_mu` — SPAR's query-side weight μ (SPAR, Chen et al. 2022, Appendix A);
 - :func:`tune_lambda` — DHR's dense weight λ of ``GIP + λ·dense`` (Lin & Lin, "A Dense
   Representation Framework for Lexical and Semantic Matching", TOIS 2023);
+- :func:`tune_setting` — any tunable setting a retrieval method declares (:mod:`xqa.methods`),
+  on its fast path where it has one (the three above share theirs), else one search per value;
 - :func:`tune_fusion` — the evidence-fusion weights β, γ (and ε or δ) of a reader (``reader.tuning``);
 - :func:`tune_answerability` — the calibrated probability that an answer is right
   (:mod:`xqa.evaluation.selective`).
@@ -23,9 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from xqa.errors import XqaError
+from xqa.methods.builtin import LAMBDA_GRID, alpha_grid  # declared with the methods they tune
 
-LAMBDA_GRID: tuple[float, ...] = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 7.5, 10.0, 15.0,
-                                  20.0, 30.0, 50.0, 75.0, 100.0, 150.0, 200.0, 300.0, 500.0, 1000.0, 2000.0, 5000.0)
 PAIRS = ("dense+bm25", "sparse+roman")
 
 
@@ -39,12 +40,6 @@ class TuneResult:
     report: str
     record: dict[str, Any]
     written: Path | None = None  # the pipeline config the best value was written into
-
-
-def alpha_grid(lo: float = 0.0, hi: float = 2.0, step: float = 0.05) -> list[float]:
-    """``lo, lo+step, ..., hi`` without float drift (41 values by default)."""
-    n = round((hi - lo) / step)
-    return [round(lo + i * step, 10) for i in range(n + 1)]
 
 
 def grid_search(grid: Sequence[float], lists_for: Callable[[float], list], judge, ks: Sequence[int], at: int,
@@ -77,9 +72,14 @@ def write_tuned(path: str | Path, retrieval: dict[str, Any] | None = None, reade
     from xqa.config import PipelineConfig
 
     path = check_writable(path)
+    from xqa.methods import tunable_setting
+
     cfg = PipelineConfig.load(path)
     for section, values in ((cfg.retrieval, retrieval or {}), (cfg.reader, reader or {})):
         for name, value in values.items():
+            if section is cfg.retrieval and not hasattr(section, name) and tunable_setting(name) is not None:
+                section.settings[name] = value   # a registered method's own setting
+                continue
             if not hasattr(section, name):
                 raise XqaError(f"{name!r} is not a pipeline config field")
             setattr(section, name, value)
@@ -108,10 +108,10 @@ def _questions(questions) -> list:
 
 
 def _needs(pipe, *names: str) -> None:
-    r = pipe.config.retrieval
-    have = {"sparse": r.sparse_index, "dense": r.dense_index, "spar": r.spar_index, "roman": r.roman_index,
-            "dhr": r.dhr_index}
-    missing = [n for n in names if not have[n]]
+    from xqa.methods import named_indexes
+
+    have = named_indexes(pipe.config.retrieval)
+    missing = [n for n in names if n not in have]
     if missing:
         raise XqaError(f"no {' / '.join(missing)} index: the pipeline config names none")
     if not pipe.config.passages:
@@ -159,11 +159,9 @@ def tune_alpha(pipeline, questions, config: AlphaTuneConfig) -> TuneResult:
     α in [0, ``max_alpha``] the hybrid over the union is re-ranked and scored. Ties go to the
     smaller α. ``pipeline``: a Pipeline, PipelineConfig or pipeline.json; ``questions``: a list
     or a question file."""
-    from tqdm.auto import tqdm
-
-    from retriever.fused import sparse_search
     from retriever.fusion import hybrid
-    from xqa.evaluation.judge import Judge, batched, format_table, search_all
+    from xqa.evaluation.judge import Judge, format_table
+    from xqa.methods.builtin import side_lists
 
     c = config
     if c.at < 1 or c.depth < c.at:
@@ -174,15 +172,12 @@ def tune_alpha(pipeline, questions, config: AlphaTuneConfig) -> TuneResult:
     pipe = _pipeline(pipeline)
     roman = c.pair == "sparse+roman"
     _needs(pipe, *(("sparse", "roman") if roman else ("dense", "sparse")))
-    sparse = pipe.component("sparse")
-    s_lists: list = []
-    for chunk in tqdm(list(batched(questions, c.batch_size)), desc="BM25", unit="batch"):
-        s_lists.extend(sparse_search(sparse, chunk, c.depth))
+    s_lists = side_lists(pipe, "sparse", questions, c.depth, c.batch_size, "BM25")
     if roman:  # the first list is BM25, the weighted one the cross-script index
-        d_lists, s_lists = s_lists, search_all(pipe.component("roman"), questions, c.depth,
-                                               "cross-script BM25", c.batch_size)
+        d_lists, s_lists = s_lists, side_lists(pipe, "roman", questions, c.depth, c.batch_size,
+                                               "cross-script BM25")
     else:
-        d_lists = search_all(pipe.component("dense"), questions, c.depth, "dense", c.batch_size)
+        d_lists = side_lists(pipe, "dense", questions, c.depth, c.batch_size, "dense")
     judge = Judge(questions, pipe.store, c.metric, c.match)
     ks = sorted({1, 5, c.at})
     best, table, rows = grid_search(
@@ -220,24 +215,16 @@ class MuTuneConfig:
 def tune_mu(pipeline, questions, config: MuTuneConfig) -> TuneResult:
     """Pick SPAR's μ: questions are encoded once (dense and Λ); each grid value is one search of
     ``[Q ; μ·QΛ]`` against the unchanged SPAR index. Ties go to the μ closest to 1."""
-    import numpy as np
-    from tqdm.auto import tqdm
-
     from retriever.spar.index import MU_GRID
     from xqa.evaluation.judge import Judge, format_table
+    from xqa.methods.builtin import spar_encoded
 
     c = config
     grid = _checked_grid(c.at, c.grid, MU_GRID, "μ")
     questions = _questions(questions)
     pipe = _pipeline(pipeline)
     _needs(pipe, "spar")
-    spar = pipe.component("spar").with_mu(1.0)
-    qd, ql = [], []
-    for i in tqdm(range(0, len(questions), c.batch_size), desc="encoding questions", unit="batch"):
-        d, lx = spar.encode([q.question for q in questions[i: i + c.batch_size]])
-        qd.append(d)
-        ql.append(lx)
-    qd, ql = np.concatenate(qd), np.concatenate(ql)
+    spar, qd, ql = spar_encoded(pipe, questions, c.batch_size)
     judge = Judge(questions, pipe.store, c.metric, c.match)
     ks = sorted({20, c.at})
     best, table, rows = grid_search(grid, lambda mu: spar.search_encoded(qd, ql, max(ks), mu=mu), judge, ks, c.at,
@@ -266,21 +253,15 @@ def tune_lambda(pipeline, questions, config: LambdaTuneConfig) -> TuneResult:
     (about 10-40 for a matching passage) while e5 cosines sit near 0.8 and differ by a few
     hundredths, so the useful λ is large. Questions are tokenized and encoded once; each λ is
     one exact pass over the unchanged index. Ties go to the smaller λ."""
-    from tqdm.auto import tqdm
-
-    from retriever.dlr import DhrRetriever
     from xqa.evaluation.judge import Judge, format_table
+    from xqa.methods.builtin import dhr_encoded
 
     c = config
     grid = _checked_grid(c.at, c.grid, LAMBDA_GRID, "λ")
     questions = _questions(questions)
     pipe = _pipeline(pipeline)
     _needs(pipe, "dhr")
-    cfg = pipe.config
-    dhr = DhrRetriever.load(cfg.path(cfg.retrieval.dhr_index), batch_size=c.batch_size).with_lambda(1.0)
-    batches = []
-    for i in tqdm(range(0, len(questions), c.batch_size), desc="encoding questions", unit="batch"):
-        batches.append(dhr.encode([q.question for q in questions[i: i + c.batch_size]], dense=True))
+    dhr, batches = dhr_encoded(pipe, questions, c.batch_size)
     judge = Judge(questions, pipe.store, c.metric, c.match)
     ks = sorted({5, 20, c.at})
 
@@ -298,6 +279,54 @@ def tune_lambda(pipeline, questions, config: LambdaTuneConfig) -> TuneResult:
     record = {"best_lam": best, "metric": f"{name}@{c.at}", "questions": len(questions),
               "dense_alone": dense_alone, "grid": {f"{x:g}": v for x, v in table.items()}}
     return _finish(best, table, report, record, c.out, c.write_config, {"lam": best})
+
+
+@dataclass
+class SettingTuneConfig:
+    method: str                      # a registered retrieval method (xqa.methods)
+    setting: str | None = None       # which of its tunable settings (None: its first)
+    metric: str = "accuracy"         # top-k answer accuracy, or recall@k of positive_ids
+    at: int = 20                     # the k of the metric
+    grid: list[float] | None = None  # values to try (None: the setting's declared grid)
+    batch_size: int = 64             # questions per search (or encoding) batch
+    match: str = "lang_aware"
+    out: str | None = None           # JSON file for the grid and the best value
+    write_config: str | Path | None = None  # pipeline config to store the best value in
+
+
+def tune_setting(pipeline, questions, config: SettingTuneConfig) -> TuneResult:
+    """Grid-search a tunable setting a retrieval method declares (:class:`xqa.methods.Tunable`):
+    every value is scored at ``at`` (ties by the setting's rule) through the setting's fast path
+    where it declares one, else by searching the questions with the method's retriever at that
+    value. ``pipeline``: a Pipeline, PipelineConfig or pipeline.json; ``questions``: a list or a
+    question file. The best value goes into ``retrieval`` (a registered method's own setting into
+    ``retrieval.settings``) when ``write_config`` is given."""
+    from xqa.evaluation.judge import Judge, format_table, search_all
+    from xqa.methods import method
+
+    c = config
+    spec = method(c.method)
+    t = spec.tunable(c.setting)
+    grid = _checked_grid(c.at, c.grid, t.grid(), t.symbol)
+    questions = _questions(questions)
+    pipe = _pipeline(pipeline)
+    _needs(pipe, *spec.needs)
+    ks = sorted({1, 5, c.at})
+    if t.lists is not None:
+        lists_for = t.lists(pipe, questions, max(ks), c.batch_size)
+    else:
+        def lists_for(value):
+            return search_all(pipe.retriever(spec.name, **{t.field: value}), questions, max(ks),
+                              f"{spec.name} {t.symbol}={t.fmt(value)}", c.batch_size, progress=False)
+    judge = Judge(questions, pipe.store, c.metric, c.match)
+    best, table, rows = grid_search(grid, lists_for, judge, ks, c.at, t.symbol, t.fmt, t.tie)
+    name = judge.metric_name()
+    report = (format_table([t.symbol] + [f"{name}@{k}" for k in ks], rows)
+              + f"\n\n{spec.name}: best {t.symbol} = {t.fmt(best)} ({name}@{c.at} = {table[best]:.1f}, "
+              f"{len(questions)} questions)")
+    record = {"method": spec.name, "setting": t.field, f"best_{t.field}": best, "metric": f"{name}@{c.at}",
+              "questions": len(questions), "grid": {t.fmt(v): score for v, score in table.items()}}
+    return _finish(best, table, report, record, c.out, c.write_config, {t.field: best})
 
 
 @dataclass

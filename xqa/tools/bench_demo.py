@@ -64,7 +64,7 @@ def _questions(args, pipeline):
 def run(args: argparse.Namespace) -> int:
     from xqa.tools.lib.demo import bench_demo
     from xqa.cli_options import config_path, pipeline_config
-    from xqa.config import METHODS
+    from xqa.methods import method_names
     from xqa.errors import XqaError
     from xqa.pipeline import Pipeline
 
@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     unknown = [m for m in methods if m not in pipeline.methods]
     if unknown:
         raise XqaError(f"methods {unknown} are not available in {config_path(args)} "
-                       f"(it offers {pipeline.methods}; all methods: {list(METHODS)})")
+                       f"(it offers {pipeline.methods}; all methods: {list(method_names())})")
     result = bench_demo(pipeline, _questions(args, pipeline), methods, k=args.k, n_passages=args.n_passages)
     print(result.table())
     if args.json:

@@ -49,8 +49,9 @@ def run(args: argparse.Namespace) -> int:
     elif not args.fusion_only:
         cfg = pipeline_config(args)
         r = cfg.retrieval
-        named = {"sparse": r.sparse_index, "dense": r.dense_index, "spar": r.spar_index, "dhr": r.dhr_index,
-                 "pieces": r.pieces_index, "bm25aug": r.bm25_aug_model}
+        from xqa.methods import index_kinds, index_value
+
+        named = {kind.name: index_value(r, kind) for kind in index_kinds()}
         if not any(named.values()) or not cfg.passages:
             report.notes.append("no indexes given (--config / --bm25 --dense --spar --passages): "
                                 "retrieval latency not measured")
@@ -79,6 +80,6 @@ def run(args: argparse.Namespace) -> int:
             from xqa.tools.lib.fusion import folder_size
 
             report.notes.append("index sizes: " + ", ".join(
-                f"{n} {folder_size(cfg.path(v)) / 2**20:.1f} MiB" for n, v in named.items() if v and n != "bm25aug"))
+                f"{n} {folder_size(cfg.path(v)) / 2**20:.1f} MiB" for n, v in named.items() if v))
     print(render(report))
     return 0

@@ -14,14 +14,15 @@ import argparse
 
 from xqa.tools.lib.pairs import markdown, pair_recall, summarise
 
-DEFAULT_METHODS = ("sparse", "roman", "dense", "scd", "hybrid", "rrf", "spar", "spar+scd", "sparse+roman",
-                   "dlr", "dhr", "pieces", "bm25-aug")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", required=True, help="pipeline.json of a build over the pool")
     p.add_argument("--questions", required=True, help="questions with positive_ids and xling (xqa data corpus)")
-    p.add_argument("--methods", nargs="+", default=list(DEFAULT_METHODS), help="retrieval methods to compare")
+    from xqa.methods import method_names
+
+    p.add_argument("--methods", nargs="+", default=list(method_names()),
+                   help="retrieval methods to compare (default: every method of xqa.methods)")
     p.add_argument("--ks", nargs="+", type=int, default=[1, 5, 20], help="cut-offs")
     p.add_argument("--split", default=None, help="only questions of this split (tune, test)")
     p.add_argument("--dense-index", default=None, help="another dense index for the dense methods (e.g. a "

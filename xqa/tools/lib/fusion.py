@@ -107,63 +107,45 @@ def bench_retrievers(parts: dict, questions: Sequence[Question], k: int = 60, ba
                      progress: bool = True) -> tuple[list[Row], list[Row]]:
     """Per-query latency (one question at a time) and batched throughput of each retriever.
 
-    ``parts``: loaded components ``{"sparse", "dense", "spar", "dhr", "pieces", "bm25aug"}``
-    (any subset). Hybrid and SCD are timed end to end and as their parts (dense search,
-    BM25 search, fusion); SPAR as query encoding and its one index search; DHR as its one
-    index search and its lexical half (DLR); BM25 over e5 pieces with and without the learned
-    query augmentation.
+    ``parts``: loaded components by index kind (``{"sparse", "dense", "spar", "dhr", ...}``, any
+    subset). Every registered method (:mod:`xqa.methods`) whose parts are given is timed end to
+    end, under its label; beside them the parts of the fused ones: the dense and SPAR query
+    encoding, and the score hybrid and SCD fusion alone on these questions' lists.
     """
     from tqdm.auto import tqdm
 
-    from retriever.fused import FusionConfig, build_retriever, sparse_search
+    from retriever.fused import FusionConfig, sparse_search
     from retriever.fusion import hybrid, sparse_corroborate_dense
+    from xqa.methods import build_retriever, methods
 
     qs = list(questions)
     sparse, dense, spar = parts.get("sparse"), parts.get("dense"), parts.get("spar")
     cases: dict[str, Callable[[list[Question]], object]] = {}
+    for m in methods(every=True):
+        if all(parts.get(n) is not None for n in m.needs):
+            r = build_retriever(FusionConfig(m.name, alpha=alpha, max_frac=max_frac, mu=mu),
+                                **{n: parts[n] for n in m.needs})
+            cases[m.label] = lambda b, r=r: sparse_search(r, b, k)
     if dense is not None:
-        cases["dense"] = lambda b: dense.search(b, k)
         cases["  dense: query encoding"] = lambda b: dense.encode_queries([q.question for q in b])
-    if sparse is not None:
-        cases["BM25 (question language)"] = lambda b: sparse_search(sparse, b, k)
     if spar is not None:
         s = spar.with_mu(mu)
-        cases["SPAR (one index)"] = lambda b: s.search(b, k)
         cases["  SPAR: two query encoders"] = lambda b: s.encode([q.question for q in b])
-    if parts.get("dhr") is not None:
-        dhr = parts["dhr"]
-        cases["DHR (one index: GIP + λ·dense)"] = lambda b: dhr.search(b, k)
-        dlr = dhr.lexical()
-        cases["  DLR (GIP only)"] = lambda b: dlr.search(b, k)
-    if parts.get("pieces") is not None:
-        pieces = parts["pieces"]
-        cases["BM25 over e5 pieces"] = lambda b: pieces.search(b, k)
-    if parts.get("bm25aug") is not None:
-        aug = parts["bm25aug"]
-        cases["BM25 over pieces + learned augmentation"] = lambda b: aug.search(b, k)
-    if dense is not None and sparse is not None:
-        h = build_retriever(FusionConfig("hybrid", alpha=alpha), dense=dense, sparse=sparse)
-        c = build_retriever(FusionConfig("scd", max_frac=max_frac), dense=dense, sparse=sparse)
-        cases["hybrid (dense + BM25 + fusion)"] = lambda b: h.search(b, k)
-        cases["SCD (dense + BM25 + fusion)"] = lambda b: c.search(b, k)
-    if spar is not None and sparse is not None:
-        sc = build_retriever(FusionConfig("spar+scd", max_frac=max_frac, mu=mu), spar=spar, sparse=sparse)
-        cases["SPAR+SCD (SPAR + BM25 + fusion)"] = lambda b: sc.search(b, k)
     # fusion alone on these questions' real lists
     if dense is not None and sparse is not None:
         d_lists, s_lists = dense.search(qs, k), sparse_search(sparse, qs, k)
         at = {q.id: i for i, q in enumerate(qs)}
 
-        def fuse(batch, which):
+        def fuse(batch, scores: bool):
             for q in batch:
                 i = at[q.id]
-                if which == "hybrid":
+                if scores:
                     hybrid(d_lists[i], s_lists[i], k, alpha)
                 else:
                     sparse_corroborate_dense(d_lists[i], s_lists[i], k, max_frac)
 
-        cases["  fusion only: hybrid"] = lambda b: fuse(b, "hybrid")
-        cases["  fusion only: SCD"] = lambda b: fuse(b, "scd")
+        cases["  fusion only: hybrid"] = lambda b: fuse(b, True)
+        cases["  fusion only: SCD"] = lambda b: fuse(b, False)
     for fn in cases.values():  # warm-up: JVM JIT, FAISS, torch kernels
         fn(qs[: min(4, len(qs))])
     latency, throughput = [], []
