@@ -183,23 +183,22 @@ def test_repro_list_and_dry_run(tmp_path, capsys):
 
 
 def test_repro_runs_rows_and_fails_on_a_figure_out_of_tolerance(tiny_pipeline, tmp_path, capsys):
-    world = tiny_pipeline.parent / "world" / "test.jsonl"
-    jobs = {"search": {"about": "BM25 over the small world",
-                       "run": [f"xqa search --config {{pipeline}} --questions {{questions}} --per-lang 5 "
-                               f"--method sparse --k 5 --out {{dir}}/retrieved.jsonl",
-                               "xqa eval --retrieval {dir}/retrieved.jsonl --k 1 5 --json {dir}/retrieval.json"]},
+    # the small build's own retrieval of its test questions (written by its build), scored by xqa eval
+    retrieved = tiny_pipeline.parent / "retrieved" / "test.jsonl"
+    jobs = {"score": {"about": "top-k answer accuracy of the small build's test retrieval",
+                       "run": ["xqa eval --retrieval {retrieved} --names run --k 1 5 --json {dir}/retrieval.json"]},
             "broken": {"run": ["xqa eval"]}}
-    base = {"what": "top-k answer accuracy", "job": "search", "file": "retrieval.json", "tol": 100.0, "fmt": ".2f"}
+    base = {"what": "top-k answer accuracy", "job": "score", "file": "retrieval.json", "tol": 100.0, "fmt": ".2f"}
     rows = [{**base, "id": "ret.top1", "metric": "top-1", "expected": 0.0,
-             "path": ["retrieval", "retrieved.jsonl", "all", "topk_accuracy", "1"]},
+             "path": ["retrieval", "run", "all", "topk_accuracy", "1"]},
             {**base, "id": "ret.top5", "metric": "top-5", "expected": 0.0,
-             "path": ["retrieval", "retrieved.jsonl", "all", "topk_accuracy", "5"]},
+             "path": ["retrieval", "run", "all", "topk_accuracy", "5"]},
             {"id": "ret.ratio", "what": "top-5 / top-1", "metric": "ratio", "derive": {"ratio": ["ret.top5", "ret.top1"]},
              "expected": 1.0, "tol": 100.0}]
 
     def write(rows: list[dict]) -> Path:
         path = tmp_path / "m.yaml"
-        path.write_text(yaml.safe_dump({"vars": {"pipeline": str(tiny_pipeline), "questions": str(world)},
+        path.write_text(yaml.safe_dump({"vars": {"retrieved": str(retrieved)},
                                         "jobs": jobs, "rows": rows}), encoding="utf-8")
         return path
 
@@ -207,20 +206,20 @@ def test_repro_runs_rows_and_fails_on_a_figure_out_of_tolerance(tiny_pipeline, t
     assert main(["repro", "--matrix", str(write(rows)), "--out", str(out), "--quiet"]) == 0
     printed = capsys.readouterr().out
     results = {r["id"]: r for r in json.loads((out / "results.json").read_text())["results"]}
-    figures = json.loads((out / "search" / "retrieval.json").read_text())["retrieval"]["retrieved.jsonl"]["all"]
+    figures = json.loads((out / "score" / "retrieval.json").read_text())["retrieval"]["run"]["all"]
     top1, top5 = results["ret.top1"]["measured"], results["ret.top5"]["measured"]
     assert top1 == figures["topk_accuracy"]["1"] and top5 == figures["topk_accuracy"]["5"]
     assert 0 < top1 <= top5 <= 100 and figures["n"] > 20
     assert results["ret.ratio"]["measured"] == pytest.approx(top5 / top1)
     assert all(r["status"] == "OK" for r in results.values())
-    assert "[1/1] search" in printed and "3 rows: 3 OK" in printed
-    assert "$ xqa search" in (out / "search" / "log.txt").read_text()
+    assert "[1/1] score" in printed and "3 rows: 3 OK" in printed
+    assert "$ xqa eval --retrieval" in (out / "score" / "log.txt").read_text()
 
     # a figure the run does not reproduce: DIFF and exit 1; the finished commands are reused
     rows[1] = {**rows[1], "expected": round(top5 + 30, 2), "tol": 1.0}
     assert main(["repro", "--matrix", str(write(rows)), "--out", str(out), "--quiet", "ret"]) == 1
     printed = capsys.readouterr().out
-    assert "step 1/2 finished before" in printed and "step 2/2 finished before" in printed
+    assert "step 1/1 finished before" in printed
     assert f"| ret.top5 | top-5 | {top5 + 30:.2f} | {top5:.2f} | ±1.00 | DIFF |" in printed
     assert "| ret.top1 | top-1 | 0.00 |" in printed and "1 DIFF" in printed
 
