@@ -114,6 +114,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"[{n}/{len(plan)}] {job.id}: skipped, {', '.join(blocked)} did not finish", flush=True)
             continue
         print(f"[{n}/{len(plan)}] {job.id}: {job.about} ({len(readers[job.id])} rows)", flush=True)
+        if job.machine:
+            print(f"    expected values measured on: {job.machine}", flush=True)
         ok, seconds = repro.run_job(job, cmds, out, say=lambda s: print(s, flush=True), echo=not args.quiet)
         print(f"[{n}/{len(plan)}] {job.id}: {'finished' if ok else 'FAILED'} ({seconds:.0f} s)", flush=True)
         if ok:
