@@ -18,8 +18,8 @@ def test_help_lists_every_command_and_the_tooling_apart(capsys):
     for words in TOOLS:
         assert f"  {' '.join(words)} " in tooling and f"  {' '.join(words)} " not in users
     # the tooling is what measures xqa; its modules live apart from the user's commands
-    assert {w[0] for w in TOOLS} == {"bench", "diagnose", "report"}
-    assert not {w[0] for w in COMMANDS} & {"bench", "diagnose", "report"}
+    assert {w[0] for w in TOOLS} == {"bench", "diagnose", "report", "repro"}
+    assert not {w[0] for w in COMMANDS} & {"bench", "diagnose", "report", "repro"}
     assert all(m.startswith("xqa.commands.") for m, _ in COMMANDS.values())
     assert all(m.startswith("xqa.tools.") for m, _ in TOOLS.values())
 

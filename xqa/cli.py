@@ -66,6 +66,7 @@ TOOLS: dict[tuple[str, ...], tuple[str, str]] = {
     ("bench", "fusion"): ("xqa.tools.bench_fusion", "fusion overhead at k=60; SPAR one-index vs two-index hybrid latency"),
     ("bench", "reader"): ("xqa.tools.bench_reader", "reader CPU latency vs number of passages (FiD, or --span); FiD training tokens/s"),
     ("bench", "demo"): ("xqa.tools.bench_demo", "end-to-end answer latency p50/p95 per retrieval method"),
+    ("repro",): ("xqa.tools.repro", "run the reproduction matrix (docs/figures.yaml): published figures, expected vs measured"),
 }
 
 ALL = {**COMMANDS, **TOOLS}

@@ -1,4 +1,4 @@
-"""Tooling for developing xqa: the ``xqa bench``, ``xqa diagnose`` and ``xqa report`` commands.
+"""Tooling for developing xqa: the ``xqa bench``, ``xqa diagnose``, ``xqa report`` and ``xqa repro`` commands.
 
 Two kinds of module, by folder:
 

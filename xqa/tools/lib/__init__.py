@@ -3,6 +3,6 @@
 Benchmarks (``sparse``, ``dense``, ``encoder``, ``dhr``, ``fusion``, ``reader``,
 ``demo``, ``load``: each measures one area and renders a table), the MLQA
 retrieval tasks (``mlqa``, ``mlqa_lexical``), R@k per language pair
-(``pairs``) and the language identification measurement (``langid``,
-``langid_probe``).
+(``pairs``), the language identification measurement (``langid``,
+``langid_probe``) and the reproduction matrix (``repro``).
 """
