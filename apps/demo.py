@@ -19,6 +19,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from apps import render
@@ -249,3 +250,20 @@ def launch(demo, host: str = "127.0.0.1", port: int | None = 7860, *, block: boo
 
 
 __all__ = ["Answerer", "build_app", "example_rows", "language_choices", "launch", "warm_up"]
+
+
+# The fields' metadata are the options of ``xqa demo``'s server group (:mod:`xqa.cli_config`).
+@dataclass
+class ServerConfig:
+    """How ``xqa demo`` serves the page (:func:`build_app`, :func:`launch`, :func:`warm_up`)."""
+
+    host: str = field(default="127.0.0.1", metadata={
+        "help": "interface to bind; 0.0.0.0 exposes the demo to your network (no authentication)"})
+    port: int = field(default=7860, metadata={"help": "port to serve on (env GRADIO_SERVER_PORT is ignored)"})
+    concurrency: int = field(default=DEFAULT_CONCURRENCY, metadata={
+        "help": "questions answered at once; more wait in the queue (the reader runs one at a time)"})
+    max_queue: int = field(default=64, metadata={"help": "waiting questions beyond which new ones are turned away"})
+    max_chars: int = field(default=render.MAX_QUESTION_CHARS, metadata={
+        "help": "longest question accepted, in characters"})
+    warm_up: bool = field(default=True, metadata={
+        "help": "load indexes and models on the first question instead of at start"})

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from xqa.cli import HelpFormatter, build_parser, main
-from xqa.cli_config import CommandParser, ConfigCommand
+from xqa.cli_config import CommandParser, ConfigCommand, Option
 
 
 @dataclass
@@ -171,4 +171,99 @@ def test_a_settings_error_goes_through_the_cli(tmp_path, capsys):
         main(["index", "dense", "--settings", str(settings)])
     assert e.value.code == 2
     assert f"xqa index dense: error: {settings}: setting 'index' (--index) must be one of flat, hnsw, ivfpq" \
+        in capsys.readouterr().err
+
+
+@dataclass
+class Asked:
+    question: str = field(metadata={"positional": True, "help": "what is asked"})
+    tags: list[str] = field(default_factory=list, metadata={"append": True, "flag": "--tag", "metavar": "T",
+                                                            "help": "a tag; repeatable"})
+    init: str | None = field(default=None, metadata={"help": "start from this"})
+    size: str | None = field(default=None, metadata={"choices": ("tiny", "small"), "aliases": ("--config",),
+                                                     "help": "or from random weights"})
+    write_config: str | None = None
+
+
+ASKED = ConfigCommand(Asked, settings=True, exclude=("write_config",), exclusive=[("init", "size")],
+                      extra=(Option(name="write_config", flag="--write-config", kind=bool, default=False,
+                                    help="store it"),))
+
+
+def test_positional_repeated_extra_and_exclusive_options(tmp_path, capsys):
+    p = _parser(ASKED)
+    help_ = p.format_help()
+    assert "usage: toy [-h] [--settings FILE.json] [--tag T] [--init INIT | --size {tiny,small}]" in help_
+    assert "  question              what is asked" in help_ and "--write-config        store it" in help_
+    args = p.parse_args(["why?", "--tag", "a", "--tag", "b", "--config", "tiny", "--write-config"])
+    assert args.write_config is True           # the command's own option, in args
+    assert ASKED.config(args, write_config="p.json") == Asked("why?", ["a", "b"], None, "tiny", "p.json")
+    assert ASKED.config(p.parse_args(["x"])) == Asked("x")   # a repeated option's default is not shared
+    for argv in (["x", "--init", "m", "--size", "tiny"], ["x", "--init", "m", "--config", "tiny"]):
+        with pytest.raises(SystemExit):
+            p.parse_args(argv)
+        assert "not allowed with argument --init" in capsys.readouterr().err
+    settings = tmp_path / "asked.json"
+    settings.write_text(json.dumps({"tags": ["c"], "size": "small", "write_config": True}))
+    args = p.parse_args(["y", "--settings", str(settings)])
+    assert ASKED.config(args) == Asked("y", ["c"], size="small") and args.write_config is True
+
+
+def test_the_settings_option_is_read_only_when_spelled_out(tmp_path, capsys):
+    from xqa.commands import train_reader
+
+    parse = build_parser(("train", "reader")).parse_args
+    # --set is an option of its own, not an abbreviation of --settings
+    cfg = train_reader.config(parse(["--out", "o", "--size", "tiny", "--set", "d_model=64", "--set", "num_heads=2"]))
+    assert cfg.arch == ["d_model=64", "num_heads=2"]
+    with pytest.raises(SystemExit):
+        parse(["--out", "o", "--sett", str(tmp_path / "x.json")])
+    assert "--settings: write the option in full" in capsys.readouterr().err
+
+
+def test_train_reader_gives_the_same_config_from_flags_as_from_a_settings_file(tmp_path):
+    from xqa.commands import train_reader
+    from xqa.training.fid import FidTrainConfig
+    from xqa.training.span import SpanTrainConfig
+
+    parse = build_parser(("train", "reader")).parse_args
+    flags = ["--arch", "span", "--out", "o", "--init", "enc", "--passages", "p.jsonl", "--train", "t.jsonl",
+             "--negatives", "3", "--train-embeddings", "--no-bf16", "--mix", "0.5", "--eval-mode", "simple",
+             "--lr", "0.001"]
+    settings = tmp_path / "span.json"
+    settings.write_text(json.dumps({"family": "span", "out": "o", "init": "enc", "passages": "p.jsonl",
+                                    "train": "t.jsonl", "negatives": 3, "train_embeddings": True, "bf16": False,
+                                    "mix": 0.5, "eval_mode": "simple", "lr": 0.001}))
+    from_flags = train_reader.config(parse(flags))
+    from_file = train_reader.config(parse(["--settings", str(settings)]))
+    assert from_flags == from_file == SpanTrainConfig(
+        out="o", init="enc", passages="p.jsonl", train="t.jsonl", negatives=3, train_embeddings=True, bf16=False,
+        mix=0.5, eval_mode="simple", lr=0.001)
+    # the FiD family (the default): its own fields, the span reader's left out; the file's size by its new name
+    settings.write_text(json.dumps({"out": "o", "size": "small", "tokenizer": "tok", "arch": ["num_layers=3"],
+                                    "generator_share": 0.2}))
+    from_file = train_reader.config(parse(["--settings", str(settings), "--n-context", "4"]))
+    assert from_file == train_reader.config(parse(["--out", "o", "--config", "small", "--tokenizer", "tok", "--set",
+                                                   "num_layers=3", "--pointer-mix", "0.2", "--n-context", "4"]))
+    assert from_file == FidTrainConfig(out="o", size="small", tokenizer="tok", arch=["num_layers=3"],
+                                       generator_share=0.2, n_context=4)
+
+
+def test_build_gives_the_same_config_from_flags_as_from_a_settings_file(tmp_path, capsys):
+    from xqa.build.corpus import BuildConfig
+    from xqa.commands import build
+
+    parse = build_parser(("build",)).parse_args
+    flags = ["--passages", "p.tsv", "--out", "b", "--lang", "fi", "--method", "spar", "--k", "10", "--pieces",
+             "--dhr-slices", "4", "--precision", "fp32"]
+    settings = tmp_path / "build.json"
+    settings.write_text(json.dumps({"passages": "p.tsv", "out": "b", "lang": "fi", "method": "spar", "k": 10,
+                                    "pieces": True, "dhr_slices": 4, "precision": "fp32"}))
+    assert build.COMMAND.config(parse(flags)) == build.COMMAND.config(parse(["--settings", str(settings)])) \
+        == BuildConfig(passages="p.tsv", out="b", lang="fi", method="spar", k=10, pieces=True, dhr_slices=4,
+                       precision="fp32")
+    settings.write_text(json.dumps({"passages": "p.tsv", "out": "b", "precision": "int4"}))
+    with pytest.raises(SystemExit):
+        main(["build", "--settings", str(settings)])
+    assert f"{settings}: setting 'precision' (--precision) must be one of auto, int8, fp32, bf16, got 'int4'" \
         in capsys.readouterr().err

@@ -19,12 +19,18 @@ Each field becomes one option (its argparse ``dest`` is the field's name):
   says what that switch does;
 - a field without a default, or with ``metadata["required"]``, is a required option;
 - ``metadata`` keys ``help`` (plain text: ``%`` needs no escaping), ``choices``, ``metavar``,
-  ``aliases`` (other spellings, accepted but not shown in ``--help``).
+  ``aliases`` (other spellings, accepted but not shown in ``--help``), ``positional`` (the
+  field is a positional argument, e.g. ``xqa ask``'s question) and ``append`` (a list given one
+  value per repeated flag, as ``--set K=V --set K2=V2``).
 
 Per command, :class:`ConfigCommand` takes the argument groups (titles and the fields in each,
 in the order ``--help`` lists them), fields left out of the command line, and changes to a
 field's flag, aliases, help or shown default. Every field must be placed or left out, so a
-new field is a new option unless the command says otherwise.
+new field is a new option unless the command says otherwise. ``extra`` options (an
+:class:`Option` each) are the command's own, not fields of the config (``xqa tune alpha
+--write-config``, whose field of that name is left out): placed in the groups as fields are,
+given to the command in ``args`` and in a settings file, never passed to the config. ``exclusive``: sets of options of which the
+command line may give one (an argparse mutually exclusive group inside their group).
 
 ``settings=True`` adds ``--settings FILE.json``: a JSON object keyed by the config's field
 names (the ``dest`` of each option); options given on the command line override it. An
@@ -66,6 +72,8 @@ class Option:
     choices: tuple | None = None
     metavar: str | tuple | None = None
     aliases: tuple[str, ...] = ()
+    positional: bool = False         # a positional argument (its name is the flag)
+    append: bool = False             # a list given one value per repeated flag
 
     def check(self, value: Any) -> str | None:
         """What is wrong with ``value`` as this option's value from a settings file, or None."""
@@ -148,17 +156,22 @@ def options(cls: type, *, flags: Mapping[str, str] | None = None, aliases: Mappi
         default = defaults.get(f.name, default)
         is_required = f.name in required or bool(meta.get("required")) or (
             f.default is _MISSING and f.default_factory is _MISSING)
-        if kind is bool and not many:
+        if meta.get("positional"):
+            flag = f.name
+        elif kind is bool and not many:
             flag = flags.get(f.name) or meta.get("flag") or (
                 f"--no-{_dashed(f.name)}" if default else f"--{_dashed(f.name)}")
         else:
             flag = flags.get(f.name) or meta.get("flag") or f"--{_dashed(f.name)}"
         choices = meta.get("choices")
+        append = bool(meta.get("append"))
         out[f.name] = Option(
-            name=f.name, flag=flag, kind=kind, many=many, nargs=meta.get("nargs", "*" if many else None),
+            name=f.name, flag=flag, kind=kind, many=many,
+            nargs=meta.get("nargs", "*" if many and not append else None),
             default=None if is_required else default, required=is_required, optional=optional,
             help=help.get(f.name, meta.get("help")), choices=tuple(choices) if choices is not None else None,
-            metavar=meta.get("metavar"), aliases=tuple(aliases.get(f.name, meta.get("aliases", ()))))
+            metavar=meta.get("metavar"), aliases=tuple(aliases.get(f.name, meta.get("aliases", ()))),
+            positional=bool(meta.get("positional")), append=append)
     return out
 
 
@@ -175,7 +188,19 @@ def add_option(g: Any, o: Option) -> None:
             g.add_argument(flag, dest=o.name, action=action, default=o.default if i == 0 else argparse.SUPPRESS,
                            help=help_ if i == 0 else argparse.SUPPRESS)
         return
+    if o.positional:
+        kw = {"type": o.kind, "help": help_}
+        if o.nargs:
+            kw["nargs"] = o.nargs
+        if o.choices is not None:
+            kw["choices"] = o.choices
+        if o.metavar is not None:
+            kw["metavar"] = o.metavar
+        g.add_argument(o.name, **kw)
+        return
     kw: dict[str, Any] = {"dest": o.name, "type": o.kind, "default": o.default}
+    if o.append:
+        kw["action"] = "append"
     if o.nargs:
         kw["nargs"] = o.nargs
     if o.choices is not None:
@@ -194,31 +219,45 @@ class ConfigCommand:
     command's own options, not in a group); without it, every field in declaration order.
     ``exclude``: fields the command line does not set (the command passes them to
     :meth:`config`). ``flags``, ``aliases``, ``help``, ``defaults``: per-field changes.
+    ``extra``: the command's own options (not fields), placed in ``groups`` by name.
+    ``exclusive``: sets of option names of which the command line may give only one.
     ``settings``: add ``--settings FILE.json``."""
 
     def __init__(self, cls: type, *, groups: Mapping[str | None, Sequence[str]] | None = None,
                  exclude: Iterable[str] = (), flags: Mapping[str, str] | None = None,
                  aliases: Mapping[str, Sequence[str]] | None = None, help: Mapping[str, str] | None = None,
                  defaults: Mapping[str, Any] | None = None, required: Iterable[str] = (),
+                 extra: Sequence[Option] = (), exclusive: Iterable[Iterable[str]] = (),
                  settings: bool = False) -> None:
         self.cls = cls
         self.settings = settings
         exclude = set(exclude)
-        all_options = options(cls, flags=flags, aliases=aliases, help=help, defaults=defaults, required=required)
+        field_options = options(cls, flags=flags, aliases=aliases, help=help, defaults=defaults, required=required)
         unknown = (exclude | set(flags or {}) | set(aliases or {}) | set(help or {}) | set(defaults or {})
-                   | set(required)) - set(all_options)
+                   | set(required)) - set(field_options)
+        extras = {o.name: o for o in extra}
+        clash = set(extras) & (set(field_options) - exclude)
+        if clash:
+            raise ValueError(f"{cls.__name__}: extra options named as its fields {sorted(clash)}")
+        self.fields = [n for n in field_options if n not in exclude]
+        all_options = {**{n: field_options[n] for n in self.fields}, **extras}
         if groups is None:
-            groups = {None: [n for n in all_options if n not in exclude]}
+            groups = {None: list(all_options)}
         placed = [n for names in groups.values() for n in names]
-        unknown |= set(placed) - set(all_options)
+        unknown |= set(placed) - set(all_options) - exclude
         if unknown:
             raise ValueError(f"{cls.__name__} has no field {', '.join(sorted(unknown))}")
-        twice = {n for n in placed if placed.count(n) > 1} | (set(placed) & exclude)
-        unplaced = set(all_options) - set(placed) - exclude
+        twice = {n for n in placed if placed.count(n) > 1} | (set(placed) - set(all_options))
+        unplaced = set(all_options) - set(placed)
         if twice or unplaced:
-            raise ValueError(f"{cls.__name__}: fields placed twice {sorted(twice)}, not placed {sorted(unplaced)}")
+            raise ValueError(f"{cls.__name__}: fields placed twice or left out and placed {sorted(twice)}, "
+                             f"not placed {sorted(unplaced)}")
         self.groups = {title: [all_options[n] for n in names] for title, names in groups.items()}
         self.options = {o.name: o for names in self.groups.values() for o in names}
+        self.exclusive = [set(names) for names in exclusive]
+        loose = {n for names in self.exclusive for n in names} - set(self.options)
+        if loose:
+            raise ValueError(f"{cls.__name__}: exclusive options that are not options {sorted(loose)}")
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         """The options, in their groups; with ``settings``, ``--settings`` first."""
@@ -228,8 +267,12 @@ class ConfigCommand:
             parser.set_defaults(**{_SPEC: self})
         for title, opts in self.groups.items():
             g = parser if title is None else parser.add_argument_group(title)
+            mutex: dict[int, Any] = {}
             for o in opts:
-                add_option(g, o)
+                i = next((i for i, names in enumerate(self.exclusive) if o.name in names), None)
+                if i is not None and i not in mutex:
+                    mutex[i] = g.add_mutually_exclusive_group()
+                add_option(g if i is None else mutex[i], o)
 
     def settings_help(self) -> str:
         """The help of ``--settings``: how its keys are spelled, naming every option whose key is
@@ -248,7 +291,7 @@ class ConfigCommand:
 
     def config(self, args: argparse.Namespace, **values: Any) -> Any:
         """The config of the parsed ``args``, with ``values`` (fields the command sets itself)."""
-        given = {name: getattr(args, name) for name in self.options if hasattr(args, name)}
+        given = {name: getattr(args, name) for name in self.fields if hasattr(args, name)}
         return self.cls(**{**given, **values})
 
     def read_settings(self, path: str | Path) -> dict[str, Any]:
@@ -288,7 +331,8 @@ class CommandParser(argparse.ArgumentParser):
         if spec is None:
             return super().parse_known_args(args, namespace)
         args = list(sys.argv[1:] if args is None else args)
-        pre = argparse.ArgumentParser(add_help=False)
+        # spelled out (no abbreviation): ``--set`` is another command's option
+        pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
         pre.add_argument(SETTINGS_FLAG, default=None)
         path = pre.parse_known_args(args)[0].settings
         saved = [(a, a.default, a.required) for a in self._actions]
@@ -305,6 +349,8 @@ class CommandParser(argparse.ArgumentParser):
         finally:
             for a, default, req in saved:
                 a.default, a.required = default, req
+        if getattr(ns, "settings", None) != path:
+            self.error(f"{SETTINGS_FLAG}: write the option in full")
         if hasattr(ns, _SPEC):
             delattr(ns, _SPEC)
         return ns, extra

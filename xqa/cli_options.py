@@ -167,13 +167,11 @@ def load_pipeline(args: argparse.Namespace, needed: Sequence[str] = ()):
 
 
 def add_selection_arguments(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("question selection")
-    g.add_argument("--where", action="append", default=[], metavar="FIELD=VALUE",
-                   help="only questions whose record has FIELD equal to VALUE (e.g. split=test, "
-                        "crosslingual=true, lang=de); repeatable")
-    g.add_argument("--per-lang", type=int, default=0, metavar="N",
-                   help="only the first N selected questions of each language (and of each side of "
-                        "crosslingual) in file order (0: all)")
+    """The group of :class:`xqa.runs.QuestionSelection`'s options (``--where``, ``--per-lang``)."""
+    from xqa.cli_config import ConfigCommand
+    from xqa.runs import QuestionSelection
+
+    ConfigCommand(QuestionSelection, groups={"question selection": ("where", "per_lang")}).add_arguments(p)
 
 
 def select_questions(questions: list, where: list[str] | None = None, per_lang: int = 0) -> list:
@@ -240,31 +238,27 @@ def read_questions(args: argparse.Namespace) -> list:
     return out
 
 
-def to_config(cls, args: argparse.Namespace, **values):
-    """The config dataclass ``cls`` from the options of ``args`` named as its fields, and ``values``."""
-    from dataclasses import fields
+def write_config_option(help: str):
+    """``--write-config``: a switch that has a tuning command store what it found in the
+    pipeline config it read (:func:`config_path`); an extra option of the command's
+    :class:`~xqa.cli_config.ConfigCommand`, in place of the config's ``write_config`` path."""
+    from xqa.cli_config import Option
 
-    given = {f.name: getattr(args, f.name) for f in fields(cls) if f.init and hasattr(args, f.name)}
-    return cls(**{**given, **values})
+    return Option(name="write_config", flag="--write-config", kind=bool, default=False, help=help)
+
+
+def pipeline_config_option():
+    """``--config``, the pipeline config, as an extra option of a :class:`~xqa.cli_config.ConfigCommand`."""
+    from xqa.cli_config import Option
+
+    return Option(name="config", flag="--config", kind=str, default=None, optional=True, help=CONFIG_HELP)
 
 
 def add_reading_arguments(p: argparse.ArgumentParser) -> None:
-    """How ``xqa tune fusion`` and ``xqa report reader`` read the dev results with a reader."""
-    from xqa.evaluation.reading import EVAL_MODES
-    from xqa.evaluation.tuning import FusionTuneConfig as D
+    """How ``xqa tune fusion`` and ``xqa report reader`` read the dev results with a reader: the
+    reading fields of :class:`~xqa.evaluation.tuning.FusionTuneConfig`."""
+    from xqa.cli_config import ConfigCommand
+    from xqa.evaluation.tuning import READING_FIELDS, FusionTuneConfig
 
-    p.add_argument("--n-context", type=int, default=D.n_context, help="passages per question (0: the model's setting)")
-    p.add_argument("--beams", type=int, default=D.beams, help="beam size")
-    p.add_argument("--n-best", type=int, default=D.n_best, help="candidates kept per question")
-    p.add_argument("--span-beams", type=int, default=D.span_beams,
-                   help="add this many candidates from a beam search restricted to spans of the passages read "
-                        "(0: free beam search only)")
-    p.add_argument("--batch-size", type=int, default=D.batch_size, help="questions per reader batch")
-    p.add_argument("--limit", type=int, default=D.limit, help="use only the first N questions of each file (0: all)")
-    p.add_argument("--eval-mode", choices=EVAL_MODES, default=D.eval_mode,
-                   help="EM/F1: MIA official, its language-aware variant, or simple normalized")
-    p.add_argument("--labels", help="answer label table (JSONL, xqa.world.labels): a span copied from a passage in "
-                        "another language answers in the question's language (the embedded world's: "
-                        "world/labels.jsonl)")
-    p.add_argument("--cache", help="folder for reader outputs (JSONL), reused when present")
-    p.add_argument("--threads", type=int, default=D.threads, help="torch CPU threads (0: torch default)")
+    ConfigCommand(FusionTuneConfig, groups={None: READING_FIELDS},
+                  exclude=("model", "dev", "out", "passes", "write_config")).add_arguments(p)

@@ -14,7 +14,7 @@ import contextlib
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from xqa.errors import XqaError
@@ -47,15 +47,68 @@ def search_questions(pipe, questions: Sequence, out: str | Path | None = None, t
     return results
 
 
+# The fields' metadata are the options of ``xqa search``, ``answer`` and ``ask`` (:mod:`xqa.cli_config`).
+@dataclass
+class QuestionFiles:
+    """The question files a run reads (:func:`xqa.cli_options.read_questions`)."""
+
+    questions: list[str] = field(metadata={
+        "nargs": "+", "help": "question files (XOR/MIA/MKQA JSONL, SQuAD JSON, NQ-open JSONL)"})
+    lang: str | None = field(default=None, metadata={"help": "language of questions whose records carry none"})
+
+
+@dataclass
+class QuestionSelection:
+    """Which of the questions read a run takes (:func:`xqa.cli_options.select_questions`)."""
+
+    where: list[str] = field(default_factory=list, metadata={
+        "append": True, "metavar": "FIELD=VALUE",
+        "help": "only questions whose record has FIELD equal to VALUE (e.g. split=test, "
+                "crosslingual=true, lang=de); repeatable"})
+    per_lang: int = field(default=0, metadata={
+        "metavar": "N", "help": "only the first N selected questions of each language (and of each side of "
+                                "crosslingual) in file order (0: all)"})
+
+
+@dataclass
+class SearchConfig:
+    """Where :func:`search_questions`' results go (``xqa search``)."""
+
+    out: str = field(metadata={"help": "results file: .json (list) or .jsonl"})
+    trec: str | None = field(default=None, metadata={"help": "also write a TREC run file here"})
+    batch_size: int = field(default=SEARCH_BATCH_SIZE, metadata={"help": "questions per search call"})
+
+
+@dataclass
+class AskConfig:
+    """One question for :meth:`xqa.pipeline.Pipeline.ask` and how ``xqa ask`` shows its answer."""
+
+    question: str = field(metadata={"positional": True, "help": "the question, in any language"})
+    lang: str = field(default="auto", metadata={
+        "help": "the question's language code, 'auto' to identify it, or 'und' (unknown: BM25 searches "
+                "every language's index, as when the language is not identified among the pipeline's)"})
+    n_passages: int | None = field(default=None, metadata={"help": "passages given to the reader"})
+    show: int = field(default=5, metadata={"help": "evidence passages to print"})
+    json: bool = field(default=False, metadata={"help": "print the answer record as JSON"})
+
+
 @dataclass
 class AnswerConfig:
-    out: str                         # output folder (records.jsonl, predictions/)
-    batch_size: int = 16             # questions per batch
-    n_passages: int | None = None    # passages given to the reader (None: the config's)
-    evidence_fusion: bool = True     # False: the reader's own best candidate (for comparison)
-    evidence: int = 5                # evidence passages kept per record
-    abstain: bool = False            # empty prediction below the config's reader.answerability_threshold
-    hide_gold: bool = False          # answer as if the collection lacked each question's own paragraphs
+    out: str = field(metadata={"help": "output folder (records.jsonl, predictions/)"})
+    batch_size: int = field(default=16, metadata={"help": "questions per batch"})
+    n_passages: int | None = field(default=None, metadata={  # None: the config's
+        "help": "passages given to the reader"})
+    evidence_fusion: bool = field(default=True, metadata={
+        "help": "answer with the reader's own best candidate (for comparison)"})
+    evidence: int = field(default=5, metadata={"help": "evidence passages kept per record"})
+    abstain: bool = field(default=False, metadata={
+        "help": "write an empty prediction where the calibrated probability that the answer is right "
+                "is below the config's reader.answerability_threshold (the records keep the best "
+                "guess either way; the MIA metric counts an empty answer as wrong)"})
+    hide_gold: bool = field(default=False, metadata={
+        "help": "answer as if the collection lacked each question's own paragraphs (its positive_ids "
+                "and those of its parallel versions, xling.*.positive_ids): the made-unanswerable "
+                "half that xqa tune answerability and xqa eval --selective read"})
 
 
 @dataclass

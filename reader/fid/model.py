@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput
 
-# Architectures of the configs ``xqa train reader --config`` can build (random weights).
+# Architectures of the sizes ``xqa train reader --size`` can build (random weights).
 # ``small`` is mt5-small's shape; ``tiny`` is the embedded default.
 SIZES: dict[str, dict[str, Any]] = {
     "tiny": {"d_model": 128, "d_kv": 32, "d_ff": 384, "num_layers": 2, "num_decoder_layers": 2,

@@ -470,3 +470,70 @@ def shipped_sample(out: str | Path, threads: int = 0) -> CorpusBuild:
                             "JaQuAD, iApp Wiki QA); at full scale xqa searches all of Wikipedia "
                             "(the MIA 2022 collection: 46M passages, 16 languages)"}
     return CorpusBuild(shipped_passages(), out, examples=load_examples(), about=about, threads=threads)
+
+
+# The fields' metadata are the options of ``xqa build`` (:mod:`xqa.cli_config`); the recipe's
+# defaults are Recipe's.
+@dataclass
+class BuildConfig:
+    """What ``xqa build`` is given: the collection, the build folder and the recipe's settings
+    a user may change (:func:`corpus_build` makes the :class:`CorpusBuild`)."""
+
+    passages: str = field(metadata={
+        "help": "passage file (JSONL, .jsonl.gz, DPR .tsv) or JsonCollection folder"})
+    out: str = field(metadata={"help": "build folder (pipeline.json and every index)"})
+    lang: str | None = field(default=None, metadata={
+        "help": "language of passages that carry none (DPR TSV, JsonCollection)"})
+    dev: str | None = field(default=None, metadata={
+        "help": "questions with answers to tune the fusion weights on (α, μ, w, β, γ); "
+                "without: the default recipe's weights"})
+    reader: str | None = field(default=None, metadata={
+        "help": "reader to use: a span or FiD reader folder, or a packed span reader "
+                "(default: the shipped span reader, xqa/models/span-reader)"})
+    method: str = field(default=Recipe.method, metadata={"help": "the pipeline's retrieval method"})
+    k: int = field(default=Recipe.k, metadata={"help": "passages retrieved per question"})
+    n_passages: int = field(default=Recipe.n_passages, metadata={"help": "passages the reader reads"})
+    dense_max_length: int = field(default=Recipe.dense_max_length, metadata={
+        "help": "passage tokens the dense encoder reads"})
+    lexical_steps: int = field(default=Recipe.lexical_steps, metadata={"help": "training steps of Λ (SPAR)"})
+    precision: str = field(default=Recipe.precision, metadata={
+        "choices": ("auto", "int8", "fp32", "bf16"),
+        "help": "the encoder on CPU: auto builds its int8 runtime, checks it against fp32 on real "
+                "text and uses the fastest that passes; fp32/bf16 skip the int8 runtime"})
+    dhr_slices: int = field(default=Recipe.dhr_slices, metadata={
+        "metavar": "M",
+        "help": "also build a DHR index (densified BM25 over e5 pieces in M slices + the dense "
+                "vectors, one index; methods dlr, dhr); 0: none"})
+    pieces: bool = field(default=Recipe.pieces, metadata={
+        "help": "also build a BM25 index over e5 pieces (method pieces)"})
+    bm25_aug: str = field(default=Recipe.bm25_aug, metadata={
+        "metavar": "MODEL",
+        "help": "a learned BM25 query augmentation (xqa train bm25-aug) for method bm25-aug; "
+                "builds the pieces index it searches"})
+    threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
+
+
+def corpus_build(config: BuildConfig) -> CorpusBuild:
+    """The :class:`CorpusBuild` of ``config``, checked: the method is registered, the
+    augmentation model exists, and the build makes every index the method searches."""
+    import os
+
+    from xqa.methods import index_kind, is_method, method_names, needs
+
+    c = config
+    if not is_method(c.method):
+        raise XqaError(f"--method {c.method!r} is not one of {', '.join(method_names())}")
+    if c.bm25_aug and not os.path.isdir(c.bm25_aug):
+        raise XqaError(f"--bm25-aug {c.bm25_aug}: no such model folder (xqa train bm25-aug writes OUT/best)")
+    recipe = Recipe(method=c.method, k=c.k, n_passages=c.n_passages, dense_max_length=c.dense_max_length,
+                    lexical_steps=c.lexical_steps, precision=c.precision, dhr_slices=c.dhr_slices,
+                    pieces=c.pieces, bm25_aug=os.path.abspath(c.bm25_aug) if c.bm25_aug else "",
+                    answerability=shipped_answerability() if c.reader is None else {})
+    build = CorpusBuild(c.passages, c.out, lang=c.lang, dev=c.dev, reader=c.reader, recipe=recipe,
+                        threads=c.threads)
+    missing = [kind for kind in map(index_kind, needs(c.method)) if kind.built_value(build) is None]
+    if missing:
+        hints = " and ".join(k.build_hint for k in missing if k.build_hint)
+        raise XqaError(f"--method {c.method} searches {' and '.join(f'a {k.name} index' for k in missing)}, "
+                       f"which this build does not make" + (f": add {hints}" if hints else ""))
+    return build

@@ -16,46 +16,35 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from xqa.cli_config import ConfigCommand
 from xqa.cli_options import add_pipeline_arguments, add_selection_arguments
-from xqa.runs import AnswerConfig as D
+from xqa.runs import AnswerConfig, QuestionFiles
+
+QUESTIONS = ConfigCommand(QuestionFiles)
+COMMAND = ConfigCommand(AnswerConfig)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--questions", nargs="+", required=True,
-                   help="question files (XOR/MIA/MKQA JSONL, SQuAD JSON, NQ-open JSONL)")
-    p.add_argument("--lang", default=None, help="language of questions whose records carry none")
-    p.add_argument("--out", required=True, help="output folder (records.jsonl, predictions/)")
-    p.add_argument("--batch-size", type=int, default=D.batch_size, help="questions per batch")
-    p.add_argument("--n-passages", type=int, default=D.n_passages, help="passages given to the reader")
-    p.add_argument("--no-evidence-fusion", action="store_true",
-                   help="answer with the reader's own best candidate (for comparison)")
-    p.add_argument("--evidence", type=int, default=D.evidence, help="evidence passages kept per record")
-    p.add_argument("--abstain", action="store_true",
-                   help="write an empty prediction where the calibrated probability that the answer is right "
-                        "is below the config's reader.answerability_threshold (the records keep the best "
-                        "guess either way; the MIA metric counts an empty answer as wrong)")
-    p.add_argument("--hide-gold", action="store_true",
-                   help="answer as if the collection lacked each question's own paragraphs (its positive_ids "
-                        "and those of its parallel versions, xling.*.positive_ids): the made-unanswerable "
-                        "half that xqa tune answerability and xqa eval --selective read")
+    QUESTIONS.add_arguments(p)
+    COMMAND.add_arguments(p)
     add_pipeline_arguments(p)
     add_selection_arguments(p)
 
 
 def run(args: argparse.Namespace) -> int:
-    from xqa.cli_options import load_pipeline, read_questions, to_config
+    from xqa.cli_options import load_pipeline, read_questions
     from xqa.runs import answer_questions
 
+    cfg = COMMAND.config(args)
     questions = read_questions(args)  # an id repeated within or across the files is an error
     ids = [q.id for q in questions]
-    done = answer_questions(lambda: load_pipeline(args), questions,
-                            to_config(D, args, evidence_fusion=not args.no_evidence_fusion))
+    done = answer_questions(lambda: load_pipeline(args), questions, cfg)
     if not done.counts:  # another process of a torchrun job
         return 0
-    out = Path(args.out)
+    out = Path(cfg.out)
     print(f"{len(ids)} predictions → {out / 'predictions'} "
           f"({', '.join(f'{k}: {v}' for k, v in sorted(done.counts.items()))})")
-    if args.abstain:
+    if cfg.abstain:
         print(f"--abstain: {done.empty} of {len(ids)} predictions empty (calibrated probability below "
               f"reader.answerability_threshold, or a blank question)")
     return 0

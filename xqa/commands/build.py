@@ -9,35 +9,11 @@ from __future__ import annotations
 
 import argparse
 
+from xqa.build.corpus import BuildConfig
+from xqa.cli_config import ConfigCommand
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    from xqa.build.corpus import Recipe
-
-    d = Recipe()
-    p.add_argument("--passages", required=True, help="passage file (JSONL, .jsonl.gz, DPR .tsv) or JsonCollection folder")
-    p.add_argument("--out", required=True, help="build folder (pipeline.json and every index)")
-    p.add_argument("--lang", help="language of passages that carry none (DPR TSV, JsonCollection)")
-    p.add_argument("--dev", help="questions with answers to tune the fusion weights on (α, μ, w, β, γ); "
-                                 "without: the default recipe's weights")
-    p.add_argument("--reader", help="reader to use: a span or FiD reader folder, or a packed span reader "
-                                    "(default: the shipped span reader, xqa/models/span-reader)")
-    p.add_argument("--method", default=d.method, help="the pipeline's retrieval method")
-    p.add_argument("--k", type=int, default=d.k, help="passages retrieved per question")
-    p.add_argument("--n-passages", type=int, default=d.n_passages, help="passages the reader reads")
-    p.add_argument("--dense-max-length", type=int, default=d.dense_max_length,
-                   help="passage tokens the dense encoder reads")
-    p.add_argument("--lexical-steps", type=int, default=d.lexical_steps, help="training steps of Λ (SPAR)")
-    p.add_argument("--precision", choices=("auto", "int8", "fp32", "bf16"), default=d.precision,
-                   help="the encoder on CPU: auto builds its int8 runtime, checks it against fp32 on real "
-                        "text and uses the fastest that passes; fp32/bf16 skip the int8 runtime")
-    p.add_argument("--dhr-slices", type=int, default=d.dhr_slices, metavar="M",
-                   help="also build a DHR index (densified BM25 over e5 pieces in M slices + the dense "
-                        "vectors, one index; methods dlr, dhr); 0: none")
-    p.add_argument("--pieces", action="store_true", help="also build a BM25 index over e5 pieces (method pieces)")
-    p.add_argument("--bm25-aug", metavar="MODEL", default=d.bm25_aug,
-                   help="a learned BM25 query augmentation (xqa train bm25-aug) for method bm25-aug; "
-                        "builds the pieces index it searches")
-    p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+COMMAND = ConfigCommand(BuildConfig, settings=True)
+add_arguments = COMMAND.add_arguments
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,25 +21,7 @@ def run(args: argparse.Namespace) -> int:
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    from xqa.build.corpus import CorpusBuild, Recipe, shipped_answerability
-    from xqa.errors import XqaError
-    from xqa.methods import index_kind, is_method, method_names, needs
+    from xqa.build.corpus import corpus_build
 
-    if not is_method(args.method):
-        raise XqaError(f"--method {args.method!r} is not one of {', '.join(method_names())}")
-    if args.bm25_aug and not os.path.isdir(args.bm25_aug):
-        raise XqaError(f"--bm25-aug {args.bm25_aug}: no such model folder (xqa train bm25-aug writes OUT/best)")
-    recipe = Recipe(method=args.method, k=args.k, n_passages=args.n_passages,
-                    dense_max_length=args.dense_max_length, lexical_steps=args.lexical_steps,
-                    precision=args.precision, dhr_slices=args.dhr_slices, pieces=args.pieces,
-                    bm25_aug=os.path.abspath(args.bm25_aug) if args.bm25_aug else "",
-                    answerability=shipped_answerability() if args.reader is None else {})
-    build = CorpusBuild(args.passages, args.out, lang=args.lang, dev=args.dev, reader=args.reader, recipe=recipe,
-                        threads=args.threads)
-    missing = [kind for kind in map(index_kind, needs(args.method)) if kind.built_value(build) is None]
-    if missing:
-        hints = " and ".join(k.build_hint for k in missing if k.build_hint)
-        raise XqaError(f"--method {args.method} searches {' and '.join(f'a {k.name} index' for k in missing)}, "
-                       f"which this build does not make" + (f": add {hints}" if hints else ""))
-    build.run()
+    corpus_build(COMMAND.config(args)).run()
     return 0

@@ -17,24 +17,19 @@ from __future__ import annotations
 
 import argparse
 
+from apps.demo import ServerConfig
+from xqa.cli_config import ConfigCommand
 from xqa.cli_options import add_pipeline_arguments
+
+COMMAND = ConfigCommand(ServerConfig, groups={"server": ("host", "port", "concurrency", "max_queue", "max_chars",
+                                                         "warm_up")})
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_pipeline_arguments(p)
     p.add_argument("--pipeline", dest="config", default=argparse.SUPPRESS, metavar="CONFIG",
                    help="alias of --config")
-    s = p.add_argument_group("server")
-    s.add_argument("--host", default="127.0.0.1",
-                   help="interface to bind; 0.0.0.0 exposes the demo to your network (no authentication)")
-    s.add_argument("--port", type=int, default=7860, help="port to serve on (env GRADIO_SERVER_PORT is ignored)")
-    s.add_argument("--concurrency", type=int, default=2,
-                   help="questions answered at once; more wait in the queue (the reader runs one at a time)")
-    s.add_argument("--max-queue", type=int, default=64,
-                   help="waiting questions beyond which new ones are turned away")
-    s.add_argument("--max-chars", type=int, default=500, help="longest question accepted, in characters")
-    s.add_argument("--no-warm-up", dest="warm_up", action="store_false",
-                   help="load indexes and models on the first question instead of at start")
+    COMMAND.add_arguments(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -47,7 +42,8 @@ def run(args: argparse.Namespace) -> int:
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
     from xqa.errors import XqaError
 
-    if args.concurrency < 1 or args.max_queue < 1 or args.max_chars < 1:
+    server = COMMAND.config(args)
+    if server.concurrency < 1 or server.max_queue < 1 or server.max_chars < 1:
         raise XqaError("--concurrency, --max-queue and --max-chars must be at least 1")
     t0 = time.perf_counter()
     from xqa.cli_options import config_path, load_pipeline
@@ -58,9 +54,10 @@ def run(args: argparse.Namespace) -> int:
         raise XqaError(f"{source}: names no sparse, dense or SPAR index; nothing to retrieve with")
     from apps.demo import build_app, launch, warm_up
 
-    app = build_app(pipeline, max_chars=args.max_chars, concurrency=args.concurrency, max_queue=args.max_queue)
-    url = launch(app, host=args.host, port=args.port, block=False)
-    if args.warm_up:   # once the page is served: loading beside the launch slowed it on 2 cores
+    app = build_app(pipeline, max_chars=server.max_chars, concurrency=server.concurrency,
+                    max_queue=server.max_queue)
+    url = launch(app, host=server.host, port=server.port, block=False)
+    if server.warm_up:   # once the page is served: loading beside the launch slowed it on 2 cores
         threading.Thread(target=warm_up, args=(pipeline,), name="xqa-warm-up", daemon=True).start()
     print(f"xqa demo: serving {source} on {url}  (up in {time.perf_counter() - t0:.1f} s; Ctrl+C stops)",
           flush=True)

@@ -19,28 +19,20 @@ from __future__ import annotations
 
 import argparse
 
-from xqa.evaluation.tuning import AnswerabilityTuneConfig as D
+from xqa.cli_config import ConfigCommand
+from xqa.cli_options import pipeline_config_option, write_config_option
+from xqa.evaluation.tuning import AnswerabilityTuneConfig
 
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    from xqa.cli_options import CONFIG_HELP
-
-    p.add_argument("--records", nargs="+", required=True, metavar="RECORDS",
-                   help="xqa answer records (OUT/records.jsonl or OUT) of questions with gold answers; "
-                        "include a --hide-gold run so the fit sees unanswerable questions")
-    p.add_argument("--out", required=True, help="folder for config.json (the calibrator, threshold, fit figures)")
-    p.add_argument("--precision", type=float, default=None,
-                   help="share of shown answers that should be right at the threshold (default 0.75)")
-    p.add_argument("--l2", type=float, default=D.l2, help="L2 penalty on the standardised coefficients")
-    p.add_argument("--config", default=None, help=CONFIG_HELP)
-    p.add_argument("--write-config", action="store_true",
-                   help="write the calibrator and threshold into the pipeline config")
+COMMAND = ConfigCommand(AnswerabilityTuneConfig, exclude=("write_config",), extra=(
+    pipeline_config_option(), write_config_option("write the calibrator and threshold into the pipeline config")),
+    groups={None: ("records", "out", "precision", "l2", "config", "write_config")})
+add_arguments = COMMAND.add_arguments
 
 
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from xqa.cli_options import config_path, to_config
+    from xqa.cli_options import config_path
     from xqa.evaluation.tuning import tune_answerability
 
     write = config_path(args) if args.write_config else None
@@ -48,7 +40,8 @@ def run(args: argparse.Namespace) -> int:
         from xqa.config import PipelineConfig
 
         PipelineConfig.load(write)  # the error that names the missing file
-    result = tune_answerability(to_config(D, args, write_config=write))
+    cfg = COMMAND.config(args, write_config=write)
+    result = tune_answerability(cfg)
     cal, t = result.calibrator, result.threshold
     tr = result.train
     print(f"fitted on {cal.fitted_on['answers']} answers ({cal.fitted_on['right']} right; "
@@ -59,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"threshold {t:.3f}: {tr.shown:.1%} of answers shown, {tr.shown_accuracy:.1%} of them right "
           f"(wanted ≥ {result.precision:.0%})"
           + (f"; {tr.answerable_shown:.1%} of answerable questions answered" if tr.answerable_shown is not None else ""))
-    print(f"calibrator: {Path(args.out) / 'config.json'}")
+    print(f"calibrator: {Path(cfg.out) / 'config.json'}")
     if write is not None:
         print(f"written into {write} (reader.answerability, reader.answerability_threshold)")
     return 0

@@ -11,26 +11,21 @@ from __future__ import annotations
 
 import argparse
 
-from xqa.cli_options import add_reading_arguments
-from xqa.evaluation.tuning import FusionTuneConfig as D
+from xqa.cli_config import ConfigCommand
+from xqa.evaluation.tuning import FusionTuneConfig
 
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True, help="reader artifact (or training run folder)")
-    p.add_argument("--dev", required=True, help="dev retrieval results (JSON list or JSONL) with answers")
-    p.add_argument("--out", required=True, help="JSON file for the tuned beta, gamma, miss")
-    add_reading_arguments(p)
-    p.add_argument("--passes", type=int, default=D.passes, help="grid passes (1 coarse + finer ones)")
+COMMAND = ConfigCommand(FusionTuneConfig, settings=True, exclude=("write_config",))
+add_arguments = COMMAND.add_arguments
 
 
 def run(args: argparse.Namespace) -> int:
-    from xqa.cli_options import to_config
     from xqa.evaluation.tuning import tune_fusion
 
-    best = tune_fusion(to_config(D, args))
+    cfg = COMMAND.config(args)
+    best = tune_fusion(cfg)
     if best is None:  # another process of a torchrun job: it shared the reading, rank 0 tunes
         return 0
     weights = " ".join(f"{k}={best[k]:.4g}" if isinstance(best[k], float) else f"{k}={best[k]}"
                        for k in best["tuned"])
-    print(f"{weights}: dev F1 {best['dev_f1']:.4f} (reader alone {best['reader_only_f1']:.4f}) -> {args.out}")
+    print(f"{weights}: dev F1 {best['dev_f1']:.4f} (reader alone {best['reader_only_f1']:.4f}) -> {cfg.out}")
     return 0

@@ -11,31 +11,29 @@ from __future__ import annotations
 
 import argparse
 
-from xqa.cli_options import add_question_arguments, add_source_arguments
-from xqa.evaluation.judge import METRICS
-from xqa.evaluation.tuning import MuTuneConfig as D
+from xqa.cli_config import ConfigCommand
+from xqa.cli_options import add_question_arguments, add_source_arguments, write_config_option
+from xqa.evaluation.tuning import MuTuneConfig
+
+COMMAND = ConfigCommand(MuTuneConfig, exclude=("match", "write_config"), groups={
+    None: ("metric", "at", "grid", "out", "write_config", "batch_size")},
+    extra=(write_config_option("store the best μ in --config (retrieval.mu)"),))
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_question_arguments(p)
     add_source_arguments(p)
-    p.add_argument("--metric", choices=METRICS, default=D.metric,
-                   help="top-k answer accuracy (R@k in the ODQA sense), or recall@k of positive_ids")
-    p.add_argument("--at", type=int, default=D.at, help="the k of the metric (the paper picks μ by R@100)")
-    p.add_argument("--grid", type=float, nargs="+", help="μ values to try (default: the paper's 19)")
-    p.add_argument("--out", help="write the grid (μ → score) and the best μ to this JSON file")
-    p.add_argument("--write-config", action="store_true", help="store the best μ in --config (retrieval.mu)")
-    p.add_argument("--batch-size", type=int, default=D.batch_size, help="questions per encoding batch")
+    COMMAND.add_arguments(p)
 
 
 def run(args: argparse.Namespace) -> int:
-    from xqa.cli_options import config_path, load_pipeline, read_questions, to_config
+    from xqa.cli_options import config_path, load_pipeline, read_questions
     from xqa.evaluation.tuning import check_writable, tune_mu
 
     write = check_writable(config_path(args)) if args.write_config else None
     questions = read_questions(args)
     pipe = load_pipeline(args, ("spar",))
-    result = tune_mu(pipe, questions, to_config(D, args, write_config=write))
+    result = tune_mu(pipe, questions, COMMAND.config(args, match=args.match, write_config=write))
     print(result.report)
     if result.written:
         print(f"retrieval.mu = {result.best:.3g} written to {result.written}")

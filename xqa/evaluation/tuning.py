@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from xqa.errors import XqaError
+from xqa.evaluation.judge import METRICS
+from xqa.evaluation.reading import EVAL_MODES
 from xqa.methods.builtin import LAMBDA_GRID, alpha_grid  # declared with the methods they tune
 
 PAIRS = ("dense+bm25", "sparse+roman")
@@ -139,18 +141,25 @@ def _finish(best: float, table: dict, report: str, record: dict[str, Any], out: 
     written = write_tuned(write_config, retrieval=retrieval) if write_config is not None else None
     return TuneResult(best, table, report, record, written)
 
+# The fields' metadata are the options of ``xqa tune alpha``, ``mu``, ``lambda``, ``fusion`` and
+# ``answerability`` (:mod:`xqa.cli_config`); their commands take ``match`` with the questions
+# (xqa.cli_options.add_question_arguments) and ``write_config`` as a switch for --config's file.
 @dataclass
 class AlphaTuneConfig:
-    pair: str = "dense+bm25"         # dense + α·BM25 (retrieval.alpha), or sparse+roman (retrieval.roman_weight)
-    metric: str = "accuracy"         # top-k answer accuracy, or recall@k of positive_ids
-    at: int = 20                     # the k of the metric (Ma et al. tune top-20)
-    depth: int = 100                 # k': each side's depth; the union is re-ranked
-    normalize: bool = False          # min-max normalise each list first (Hybrid_norm)
-    step: float = 0.05               # grid step over [0, max_alpha]
-    max_alpha: float = 2.0
-    batch_size: int = 64             # questions per search call
+    pair: str = field(default="dense+bm25", metadata={
+        "choices": PAIRS, "help": "which hybrid: dense + α·BM25 (retrieval.alpha), or BM25 + w·cross-script BM25 "
+                                  "(retrieval.roman_weight, method sparse+roman)"})
+    metric: str = field(default="accuracy", metadata={
+        "choices": METRICS, "help": "top-k answer accuracy, or recall@k of the questions' positive_ids"})
+    at: int = field(default=20, metadata={"help": "the k of the metric (Ma et al. tune top-20)"})
+    depth: int = field(default=100, metadata={"help": "k': each side's depth; the union is re-ranked"})
+    normalize: bool = field(default=False, metadata={"help": "min-max normalise each list first (Hybrid_norm)"})
+    step: float = field(default=0.05, metadata={"help": "grid step over [0, 2]"})
+    max_alpha: float = field(default=2.0, metadata={"help": "grid upper end"})
+    batch_size: int = field(default=64, metadata={"help": "questions per search call"})
     match: str = "lang_aware"        # answer matching: dpr | lang_aware
-    out: str | None = None           # JSON file for the grid and the best value
+    out: str | None = field(default=None, metadata={
+        "help": "write the grid (α → score) and the best α to this JSON file"})
     write_config: str | Path | None = None  # pipeline config to store the best value in
 
 
@@ -201,14 +210,20 @@ def tune_alpha(pipeline, questions, config: AlphaTuneConfig) -> TuneResult:
     return _finish(best, table, report, record, c.out, c.write_config, values)
 
 
+_METRIC_AT_K = "top-k answer accuracy (R@k in the ODQA sense), or recall@k of positive_ids"
+
+
 @dataclass
 class MuTuneConfig:
-    metric: str = "accuracy"
-    at: int = 100                    # the k of the metric (the paper picks μ by R@100)
-    grid: list[float] | None = None  # μ values to try (None: the paper's 19, retriever.spar.index.MU_GRID)
-    batch_size: int = 128            # questions per encoding batch
+    metric: str = field(default="accuracy", metadata={"choices": METRICS, "help": _METRIC_AT_K})
+    at: int = field(default=100, metadata={"help": "the k of the metric (the paper picks μ by R@100)"})
+    # None: the paper's 19, retriever.spar.index.MU_GRID
+    grid: list[float] | None = field(default=None, metadata={
+        "nargs": "+", "help": "μ values to try (default: the paper's 19)"})
+    batch_size: int = field(default=128, metadata={"help": "questions per encoding batch"})
     match: str = "lang_aware"
-    out: str | None = None
+    out: str | None = field(default=None, metadata={
+        "help": "write the grid (μ → score) and the best μ to this JSON file"})
     write_config: str | Path | None = None
 
 
@@ -239,12 +254,15 @@ def tune_mu(pipeline, questions, config: MuTuneConfig) -> TuneResult:
 
 @dataclass
 class LambdaTuneConfig:
-    metric: str = "accuracy"
-    at: int = 20
-    grid: list[float] | None = None  # λ values to try (None: LAMBDA_GRID; raw scores)
-    batch_size: int = 64             # questions per encoding and search batch
+    metric: str = field(default="accuracy", metadata={"choices": METRICS, "help": _METRIC_AT_K})
+    at: int = field(default=20, metadata={"help": "the k of the metric"})
+    # None: LAMBDA_GRID
+    grid: list[float] | None = field(default=None, metadata={
+        "nargs": "+", "help": "λ values to try (default: 0, 0.05 … 2, then up to 5000; raw scores)"})
+    batch_size: int = field(default=64, metadata={"help": "questions per encoding and search batch"})
     match: str = "lang_aware"
-    out: str | None = None
+    out: str | None = field(default=None, metadata={
+        "help": "write the grid (λ → score) and the best λ to this JSON file"})
     write_config: str | Path | None = None
 
 
@@ -329,22 +347,35 @@ def tune_setting(pipeline, questions, config: SettingTuneConfig) -> TuneResult:
     return _finish(best, table, report, record, c.out, c.write_config, {t.field: best})
 
 
+# How a reader reads the dev results (xqa tune fusion; xqa report reader takes the same options)
+READING_FIELDS = ("n_context", "beams", "n_best", "span_beams", "batch_size", "limit", "eval_mode", "labels",
+                  "cache", "threads")
+
+
 @dataclass
 class FusionTuneConfig:
-    model: str                       # reader artifact (or training run folder)
-    dev: str                         # dev retrieval results (JSON list or JSONL) with answers
-    out: str                         # JSON file for the tuned weights
-    n_context: int = 0               # passages per question (0: the model's setting; span reader: 10)
-    beams: int = 4
-    n_best: int = 4                  # candidates kept per question
-    span_beams: int = 0              # candidates from a beam search restricted to passage spans
-    batch_size: int = 8              # questions per reader batch
-    limit: int = 0                   # use only the first N questions (0: all)
-    eval_mode: str = "official"      # official | lang_aware | simple
-    labels: str | None = None        # answer label table (xqa.world.labels)
-    cache: str | None = None         # folder for reader outputs (JSONL), reused when present
-    threads: int = 0
-    passes: int = 3                  # grid passes (1 coarse + finer ones)
+    model: str = field(metadata={"help": "reader artifact (or training run folder)"})
+    dev: str = field(metadata={"help": "dev retrieval results (JSON list or JSONL) with answers"})
+    out: str = field(metadata={"help": "JSON file for the tuned beta, gamma, miss"})
+    # 0: the model's setting (span reader: 10)
+    n_context: int = field(default=0, metadata={"help": "passages per question (0: the model's setting)"})
+    beams: int = field(default=4, metadata={"help": "beam size"})
+    n_best: int = field(default=4, metadata={"help": "candidates kept per question"})
+    span_beams: int = field(default=0, metadata={
+        "help": "add this many candidates from a beam search restricted to spans of the passages read "
+                "(0: free beam search only)"})
+    batch_size: int = field(default=8, metadata={"help": "questions per reader batch"})
+    limit: int = field(default=0, metadata={"help": "use only the first N questions of each file (0: all)"})
+    eval_mode: str = field(default="official", metadata={
+        "choices": EVAL_MODES, "help": "EM/F1: MIA official, its language-aware variant, or simple normalized"})
+    labels: str | None = field(default=None, metadata={
+        "help": "answer label table (JSONL, xqa.world.labels): a span copied from a passage in "
+                "another language answers in the question's language (the embedded world's: "
+                "world/labels.jsonl)"})
+    cache: str | None = field(default=None, metadata={
+        "help": "folder for reader outputs (JSONL), reused when present"})
+    threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch default)"})
+    passes: int = field(default=3, metadata={"help": "grid passes (1 coarse + finer ones)"})
     write_config: str | Path | None = None  # pipeline config to store the weights in (reader.*)
 
 
@@ -390,10 +421,16 @@ def tune_fusion(config: FusionTuneConfig) -> dict | None:
 
 @dataclass
 class AnswerabilityTuneConfig:
-    records: list[str] = field(default_factory=list)  # xqa answer records (OUT/records.jsonl or OUT)
-    out: str = ""                    # folder for config.json (the calibrator, threshold, fit figures)
-    precision: float | None = None   # share of shown answers right at the threshold (None: selective's default)
-    l2: float = 1.0                  # L2 penalty on the standardised coefficients
+    records: list[str] = field(default_factory=list, metadata={
+        "required": True, "nargs": "+", "metavar": "RECORDS",
+        "help": "xqa answer records (OUT/records.jsonl or OUT) of questions with gold answers; "
+                "include a --hide-gold run so the fit sees unanswerable questions"})
+    out: str = field(default="", metadata={
+        "required": True, "help": "folder for config.json (the calibrator, threshold, fit figures)"})
+    # None: selective's default
+    precision: float | None = field(default=None, metadata={
+        "help": "share of shown answers that should be right at the threshold (default 0.75)"})
+    l2: float = field(default=1.0, metadata={"help": "L2 penalty on the standardised coefficients"})
     write_config: str | Path | None = None  # pipeline config to store the calibrator and threshold in
 
 

@@ -20,20 +20,59 @@ FID_LR = 5e-5
 DEFAULT_SIZE = "tiny"  # the random model's size without init
 
 
+# The fields' metadata are the options of ``xqa train reader`` (:mod:`xqa.training.reader`).
 @dataclass
 class FidTrainConfig(ReaderTrainConfig):
-    size: str | None = None          # tiny | small: random weights of this size (needs tokenizer)
-    arch: list[str] = field(default_factory=list)  # KEY=VALUE changes of the size's MT5Config fields
-    tokenizer: str | None = None     # tokenizer folder for size (xqa train tokenizer)
-    n_context: int = 20              # passages per question (padded)
-    sample_answers: bool = False     # train on a random gold answer each time
-    train_contexts: str = "top"      # top | gold | answer | evidence (xqa.evaluation.reading.load_examples)
-    train_pool: int = 0              # with gold/answer: look for gold passages among the first K (0: all)
-    labels: str | None = None        # answer label table (xqa.world.labels): learn to copy an answer's other name
-    copy_attention: float = 0.0      # guided cross-attention loss weight (0: off)
-    generator_share: float = 0.1     # pointer-generator gate with copy_attention (0: product scoring)
-    decoder_prompt: bool = False     # the decoder reads 'question: Q lang: L answer:' first
-    eval_span_beams: int = -1        # validation span candidates (-1: 8 with copy_attention, else greedy)
+    # tiny | small: random weights of this size (needs tokenizer); None with init
+    size: str | None = field(default=None, metadata={
+        "choices": ("tiny", "small"), "aliases": ("--config",),
+        "help": f"start from random weights of this size (needs --tokenizer); default {DEFAULT_SIZE}"})
+    arch: list[str] = field(default_factory=list, metadata={
+        "flag": "--set", "append": True, "metavar": "KEY=VALUE",
+        "help": "with --size: change one MT5Config field of the size, e.g. --set num_decoder_layers=3 "
+                "(repeatable; integers, floats and strings)"})
+    tokenizer: str | None = field(default=None, metadata={"help": "tokenizer folder for --size (xqa train tokenizer)"})
+    n_context: int = field(default=20, metadata={"help": "passages per question (padded)"})
+    sample_answers: bool = field(default=False, metadata={"help": "train on a random gold answer each time"})
+    # xqa.evaluation.reading.load_examples
+    train_contexts: str = field(default="top", metadata={
+        "choices": ("top", "gold", "answer", "evidence"),
+        "help": "training passages: the first N in fused order (top), or the gold passages "
+                "(positive_ids / has_answer / answer string) among the first --train-pool plus "
+                "the best-ranked others, still in fused order (gold); or as gold, but passages "
+                "holding the target answer itself (question's language) first and questions with "
+                "no such passage in the pool skipped (answer: learns to copy soonest from scratch); "
+                "or as answer, but a question with no such passage trains on its gold passages "
+                "(evidence: cross-lingual questions, whose answer is a translation, are kept)"})
+    train_pool: int = field(default=0, metadata={
+        "help": "with --train-contexts gold/answer: look for gold passages among the first K (0: all)"})
+    labels: str | None = field(default=None, metadata={
+        "metavar": "FILE",
+        "help": "answer label table (JSONL, xqa.world.labels; the embedded world's world/labels.jsonl): a "
+                "question whose answer is in none of its training passages but another name of the "
+                "answer is (the value as a passage in another language writes it) learns to copy that "
+                "name, which the pipeline, given the same table, answers in the question's language"})
+    copy_attention: float = field(default=0.0, metadata={
+        "metavar": "W",
+        "help": "guided cross-attention: add W x (-log of the attention one head of the last decoder "
+                "layer puts on the answer's tokens in the passages) to the loss; teaches a reader "
+                "trained from scratch where to copy from (0: off)"})
+    generator_share: float = field(default=0.1, metadata={
+        "metavar": "LAMBDA", "aliases": ("--pointer-mix",),
+        "help": "with --copy-attention: score each answer token as LAMBDA x the generator's probability "
+                "+ (1 - LAMBDA) x the copy head's mass on it in the passages (a pointer-generator "
+                "with a fixed gate), and also read the spans that start where the copy head looks; "
+                "saved with the reader. 0: score with the product of the generator's probability "
+                "and the copy head's mass (weighted by W) instead"})
+    decoder_prompt: bool = field(default=False, metadata={
+        "help": "the decoder reads 'question: Q lang: L answer:' before the answer, so its first "
+                "answer step (and the copy head's pointer) knows what is asked; saved with the "
+                "reader (a reader given to --init that has one keeps it; any other, e.g. a hub mT5, "
+                "learns to read one)"})
+    eval_span_beams: int = field(default=-1, metadata={
+        "metavar": "K",
+        "help": "validate with 4 beams plus K passage-span candidates, as the pipeline reads "
+                "(-1: 8 with --copy-attention, whose pointer only shows there; else greedy)"})
 
 
 CONFIG = FidTrainConfig   # the training entry of the FiD family (reader.fid.FAMILY.training)
@@ -69,14 +108,16 @@ def train(config: FidTrainConfig) -> dict:
         torch.set_num_threads(c.threads)
     max_length = c.max_length or FID_MAX_LENGTH
     lr = FID_LR if c.lr is None else c.lr
+    if c.init and c.size:
+        raise XqaError("give --init (a checkpoint) or --size (random weights), not both")
     if c.init and c.arch:
-        raise XqaError("--set changes a random-init architecture (--config), not a checkpoint (--init)")
+        raise XqaError("--set changes a random-init architecture (--size), not a checkpoint (--init)")
     if c.init:
         reader = FiDReader.load(c.init, device="cpu", max_length=max_length,
                                 max_answer_len=c.max_answer_len, n_context=c.n_context)
     else:
         if not c.tokenizer:
-            raise XqaError("--config needs --tokenizer (or give --init)")
+            raise XqaError("--size needs --tokenizer (or give --init)")
         tok = AutoTokenizer.from_pretrained(c.tokenizer)
         reader = FiDReader.from_config(architecture(c.size or DEFAULT_SIZE, c.arch), tok, seed=c.seed,
                                        max_length=max_length, max_answer_len=c.max_answer_len,

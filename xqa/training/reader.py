@@ -1,34 +1,88 @@
 """What the two readers' training shares: the training files, validation and the loop's settings."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from xqa.evaluation.reading import EVAL_MODES
 
 
+# The fields' metadata are the options of ``xqa train reader`` (:mod:`xqa.cli_config`), with each
+# family's own (FidTrainConfig, SpanTrainConfig); the help of a setting that defaults to true says
+# what its ``--no-...`` switch does.
 @dataclass
 class ReaderTrainConfig:
-    out: str = ""                    # run folder: OUT/best is the reader artifact
-    train: str | None = None         # training data (fid: retrieval results; span: xqa data train's train.jsonl)
-    dev: str | None = None           # dev data for EM/F1 validation (best kept)
-    init: str | None = None          # the model to start from
-    max_length: int | None = None    # tokens per encoded passage (None: the reader's default)
-    max_answer_len: int = 24         # tokens of the target answer
-    train_limit: int = 0             # use only the first N training questions (0: all)
-    dev_limit: int = 500             # validate on the first N dev questions (0: all)
-    eval_mode: str = "official"      # EM/F1 for validation: official | lang_aware | simple
-    batch_size: int = 16             # questions per batch per process
-    epochs: float = 1.0
-    max_steps: int = 0               # >0 overrides epochs
-    lr: float | None = None          # None: the reader's default
-    weight_decay: float = 0.01
-    warmup_steps: int = 0
-    grad_accum: int = 1
-    max_grad_norm: float = 1.0       # gradient clipping (0: off)
-    group_by_length: int = 0         # batch questions of similar length within windows of W batches (0: off)
-    eval_every: int = 0              # 0: every epoch
-    save_every: int = 500
-    max_minutes: float = 0.0         # stop after this many minutes of training (0: no limit)
-    log_every: int = 10
-    seed: int = 0
-    bf16: bool = True                # bf16 autocast on CUDA
-    gradient_checkpointing: bool = False
-    threads: int = 0                 # torch CPU threads (0: torch's default)
+    out: str = field(default="", metadata={
+        "required": True, "help": "run folder: OUT/best is the reader artifact"})
+    train: str | None = field(default=None, metadata={
+        "help": "fid: training retrieval results (JSON list or JSONL); span: xqa data train's train.jsonl "
+                "(not with --kit)"})
+    dev: str | None = field(default=None, metadata={"help": "dev retrieval results for EM/F1 validation (best kept)"})
+    init: str | None = field(default=None, metadata={
+        "help": "start from a T5/mT5 checkpoint (hub name, HF folder or xqa reader)"})
+    # None: the reader's default
+    max_length: int | None = field(default=None, metadata={
+        "help": "tokens per encoded passage (fid: truncated, default 192; span: per window, default 256)"})
+    max_answer_len: int = field(default=24, metadata={"help": "tokens of the target answer"})
+    train_limit: int = field(default=0, metadata={"help": "use only the first N training questions (0: all)"})
+    dev_limit: int = field(default=500, metadata={"help": "validate on the first N dev questions (0: all)"})
+    eval_mode: str = field(default="official", metadata={
+        "choices": EVAL_MODES,
+        "help": "EM/F1 for validation: MIA official, its language-aware variant, or simple normalized"})
+    batch_size: int = field(default=16, metadata={"help": "questions per batch per process"})
+    epochs: float = field(default=1.0, metadata={"help": "passes over the training set"})
+    max_steps: int = field(default=0, metadata={"help": "optimizer steps; >0 overrides --epochs"})
+    # None: the reader's default
+    lr: float | None = field(default=None, metadata={
+        "help": "peak learning rate (AdamW, linear schedule; default fid 5e-5, span 1e-4)"})
+    weight_decay: float = field(default=0.01, metadata={"help": "AdamW weight decay"})
+    warmup_steps: int = field(default=0, metadata={"help": "linear warm-up steps"})
+    grad_accum: int = field(default=1, metadata={"help": "gradient accumulation steps"})
+    max_grad_norm: float = field(default=1.0, metadata={"help": "gradient clipping (0: off)"})
+    group_by_length: int = field(default=0, metadata={
+        "metavar": "W",
+        "help": "batch questions of similar input length: sort each window of W batches by length, "
+                "then shuffle the batches (less padding, faster steps; 0: plain random batches)"})
+    eval_every: int = field(default=0, metadata={"help": "steps between validations (0: every epoch)"})
+    save_every: int = field(default=500, metadata={"help": "steps between resumable checkpoints"})
+    max_minutes: float = field(default=0.0, metadata={
+        "help": "stop after this many minutes of training: a checkpoint is saved, OUT/best kept, and "
+                "running the command again goes on from there (0: no limit)"})
+    log_every: int = field(default=10, metadata={"help": "steps between loss log lines"})
+    seed: int = field(default=0, metadata={"help": "random seed (model init and data order)"})
+    bf16: bool = field(default=True, metadata={"help": "disable bf16 autocast on CUDA"})
+    gradient_checkpointing: bool = field(default=False, metadata={"help": "trade compute for memory (CUDA only)"})
+    threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch default)"})
+
+
+FAMILY_HELP = ("fid: Fusion-in-Decoder on (m)T5 (generates); span: the extractive reader on a pretrained "
+               "encoder (--init an 'xqa convert e5' folder), trained on 'xqa data train' files")
+
+
+def training_options(configs: Mapping[str, type], default: str = "fid") -> type:
+    """One dataclass holding every option of ``xqa train reader``: ``family`` (the reader family
+    to train, a key of ``configs``), then the fields of each family's training config (a
+    :class:`ReaderTrainConfig`), each once, in ``configs`` order. :func:`family_config` makes
+    the chosen family's config back from it."""
+    names = list(configs)
+    spec: list[tuple[str, typing.Any, typing.Any]] = [("family", str, field(
+        default=default if default in names else names[0],
+        metadata={"flag": "--arch", "choices": tuple(names), "help": FAMILY_HELP}))]
+    seen = {"family"}
+    for cls in configs.values():
+        hints = typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            if f.init and f.name not in seen:
+                seen.add(f.name)
+                spec.append((f.name, hints[f.name], field(default=f.default, default_factory=f.default_factory,
+                                                          metadata=f.metadata)))
+    return dataclasses.make_dataclass("ReaderTrainingOptions", spec)
+
+
+def family_config(options: typing.Any, configs: Mapping[str, type]) -> ReaderTrainConfig:
+    """The training config of ``options.family`` (``configs[family]``) from :func:`training_options`'s
+    dataclass: the family's own fields, the others' left out."""
+    cls = configs[options.family]
+    return cls(**{f.name: getattr(options, f.name) for f in dataclasses.fields(cls) if f.init})

@@ -8,7 +8,7 @@ one folder. ``OUT/best`` is the reader (with a kit: what training changed).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from xqa.training.reader import ReaderTrainConfig
 
@@ -16,17 +16,35 @@ SPAN_MAX_LENGTH = 256   # tokens per window
 SPAN_LR = 1e-4
 
 
+# The fields' metadata are the options of ``xqa train reader --arch span`` (:mod:`xqa.training.reader`).
 @dataclass
 class SpanTrainConfig(ReaderTrainConfig):
-    passages: str | None = None      # passage file the questions' positive_ids and negative_ids point into
-    layers: int = 0                  # keep the encoder's first N layers (0: all)
-    negatives: int = 1               # negative passages per question in a batch
-    stride: int = 64                 # tokens shared by two windows of a long passage
-    train_embeddings: bool = False   # train the word-embedding matrix too (frozen by default)
-    per_source: int = 0              # at most N training questions from one source set (0: all)
-    dropout: float | None = None     # hidden dropout (None: the encoder's)
-    kit: str | None = None           # train from a kit instead of train/passages/init
-    mix: float | None = None         # temperature sampling over the source sets (None: off; kit: MIX_ALPHA)
+    passages: str | None = field(default=None, metadata={
+        "help": "passage file the questions' positive_ids and negative_ids point into"})
+    layers: int = field(default=0, metadata={
+        "help": "keep the encoder's first N layers (0: all); half the layers read twice as fast"})
+    negatives: int = field(default=1, metadata={
+        "help": "negative passages per question in a batch (its BM25 negatives, topped up at random)"})
+    stride: int = field(default=64, metadata={"help": "tokens shared by two windows of a long passage"})
+    train_embeddings: bool = field(default=False, metadata={
+        "help": "train the word-embedding matrix too (frozen by default: 96M of e5-small's 118M "
+                "parameters; frozen, a CPU step is cheaper and the shipped weights need none of it)"})
+    per_source: int = field(default=0, metadata={
+        "metavar": "N", "help": "at most N training questions from one source set (0: all), sampled with --seed"})
+    # None: the encoder's
+    dropout: float | None = field(default=None, metadata={"help": "hidden dropout (default: the encoder's)"})
+    kit: str | None = field(default=None, metadata={
+        "metavar": "KIT",
+        "help": "train from a kit ('xqa reader kit': the questions, paragraphs and encoder in one small "
+                "folder) instead of --train/--passages/--init; OUT/best then holds what training changed, "
+                "which 'xqa reader pack --reader OUT' adds to the converted encoder"})
+    # None: off (with a kit: reader.span.kit.MIX_ALPHA)
+    mix: float | None = field(default=None, metadata={
+        "metavar": "ALPHA",
+        "help": "draw training questions over the source sets with probability proportional to "
+                "n_set^ALPHA (temperature sampling: 1 as the data holds them, 0 every set alike); "
+                "--epochs counts draws of the whole training set's size (default with --kit: 0.7; "
+                "else off)"})
 
 
 CONFIG = SpanTrainConfig   # the training entry of the span family (reader.span.FAMILY.training)

@@ -1,0 +1,252 @@
+"""What ``xqa eval`` does: score the predictions, retrieval results, comparisons, sweeps and
+selective-answering records its :class:`EvalConfig` names, and the text of the report
+(:mod:`xqa.evaluation.report`), with ``--json`` figures and a ``--report`` folder written.
+
+Every input is read and scored before anything is shown: :func:`evaluate` returns the lines
+to print, and a bad input is an error with nothing half printed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from xqa.errors import XqaError
+from xqa.runs import QuestionSelection
+
+_PATH, _FILE = "PATH", "FILE"
+
+
+# The fields' metadata are the options of ``xqa eval`` (:mod:`xqa.cli_config`); QuestionSelection's
+# (--where, --per-lang) select the gold questions.
+@dataclass
+class EvalConfig(QuestionSelection):
+    # end-to-end (MIA 2022 official EM / F1)
+    gold: list[str] | None = field(default=None, metadata={
+        "nargs": "+", "metavar": _PATH,
+        "help": "gold question files or folders (XOR-TyDi/MIA/MKQA JSONL and the other "
+                "layouts xqa reads); needed by --predictions, --compare and --sweep"})
+    predictions: list[str] | None = field(default=None, metadata={
+        "nargs": "+", "metavar": _PATH,
+        "help": "predictions of one system: JSON objects id -> answer (one file, several "
+                "per-language files or a folder of them), an MIA submission file, or "
+                "JSONL answer records {id, answer}"})
+    mode: str = field(default="official", metadata={
+        "choices": ("official", "lang_aware"),
+        "help": "official: segment exactly the codes the MIA scripts know (ja, zh_cn/hk/tw, "
+                "th, km; a bare zh is split on white space); lang_aware: also segment zh"})
+    mia: bool = field(default=False, metadata={
+        "help": "score the gold as the MIA 2022 evaluation: XOR-TyDi and MKQA questions "
+                "(source field, else ids <number>_<lang>) as two parts; the MIA score is "
+                "the mean of the two macro averages"})
+    coverage: bool = field(default=False, metadata={
+        "help": "check, without scoring, that every --gold question (answers not needed, e.g. "
+                "a test set) has one non-empty string prediction; lists what is missing per "
+                "language and exits 1 if anything is"})
+    per_question: bool = field(default=False, metadata={
+        "help": "include every question's EM and F1 in the --json output"})
+    # retrieval
+    retrieval: list[str] | None = field(default=None, metadata={
+        "nargs": "+", "metavar": _FILE,
+        "help": "retrieval-result files (JSON list or JSONL, DPR/FiD layout), one per method"})
+    names: list[str] | None = field(default=None, metadata={
+        "nargs": "+", "metavar": "NAME", "help": "a name for each --retrieval file (default: the file names)"})
+    k: list[int] = field(default_factory=lambda: [1, 5, 20, 100], metadata={
+        "nargs": "+", "metavar": "K", "help": "cut-offs for top-k accuracy, recall@k and MRR@k"})
+    match: str = field(default="dpr", metadata={
+        "choices": ("dpr", "lang_aware"),
+        "help": "answer matching: DPR's has_answer, or substring matching for ja/zh/th/km/ko"})
+    default_lang: str | None = field(default=None, metadata={
+        "metavar": "CODE", "help": "language of result records that carry no 'lang' (e.g. DPR's own files)"})
+    # significance
+    compare: list[str] | None = field(default=None, metadata={
+        "nargs": 2, "metavar": ("PRED_A", "PRED_B"),
+        "help": "paired t-test between two systems' per-question scores on --gold "
+                "(each a prediction file or folder)"})
+    metric: str = field(default="f1", metadata={
+        "choices": ("f1", "em"), "help": "per-question score compared by --compare"})
+    # selective answering
+    selective: list[str] | None = field(default=None, metadata={
+        "nargs": "+", "metavar": "RECORDS",
+        "help": "xqa answer records (OUT/records.jsonl or OUT): coverage-accuracy, AURC, ECE and, "
+                "given a --hide-gold run too, AUROC of answerable vs made-unanswerable questions, for "
+                "the calibrated confidence and the fused probability; right = official F1 >= 0.5"})
+    plot: str | None = field(default=None, metadata={
+        "metavar": "PNG",
+        "help": "--selective: the reliability diagram and coverage-accuracy curve (default: "
+                "selective.png beside the first records file)"})
+    calibrator: str | None = field(default=None, metadata={
+        "metavar": _PATH,
+        "help": "--selective: score the records' features with this calibrator instead of the "
+                "confidence they carry: a pipeline config (its reader.answerability and threshold) "
+                "or xqa tune answerability's output folder"})
+    threshold: float | None = field(default=None, metadata={
+        "help": "--selective: count as shown the answers whose confidence is at least this "
+                "(default: the records' own 'answered' flags, i.e. the config's threshold)"})
+    # report
+    report: str | None = field(default=None, metadata={
+        "metavar": "DIR", "help": "write DIR/report.md with PNG plots of everything scored in this run"})
+    sweep: list[str] | None = field(default=None, metadata={
+        "nargs": "+", "metavar": "SPEC",
+        "help": "EM against the number of passages read: N=PREDICTIONS (file or folder) "
+                "for each N, or a JSON file {\"N\": \"predictions path\"} (paths relative "
+                "to that file); scored on --gold"})
+    json: str | None = field(default=None, metadata={
+        "metavar": "OUT", "help": "also write every figure as JSON to OUT"})
+
+
+@dataclass
+class Evaluation:
+    """What :func:`evaluate` found: the lines to show, in order (``(text, to_stderr)``: the
+    report on stdout, warnings and examples on stderr) and the exit status."""
+
+    lines: list[tuple[str, bool]] = field(default_factory=list)
+    status: int = 0
+
+    def say(self, text: str) -> None:
+        self.lines.append((text, False))
+
+    def warn(self, text: str) -> None:
+        self.lines.append((text, True))
+
+
+def evaluate(config: EvalConfig) -> Evaluation:
+    """Score what ``config`` names (``xqa eval``); the figures go to ``config.json`` and
+    ``config.report`` where given."""
+    c = config
+    if c.selective:
+        return _selective(c)
+    if not (c.predictions or c.retrieval or c.compare or c.sweep):
+        raise XqaError("nothing to score: give --predictions, --retrieval, --compare, --sweep or --selective")
+    if (c.predictions or c.compare or c.sweep) and not c.gold:
+        raise XqaError("--predictions, --compare and --sweep need --gold")
+    if c.names and (not c.retrieval or len(c.names) != len(c.retrieval)):
+        raise XqaError("--names needs exactly one name per --retrieval file")
+    if c.mia and not c.predictions:
+        raise XqaError("--mia scores --predictions; give them")
+    if c.coverage:
+        if not (c.gold and c.predictions):
+            raise XqaError("--coverage needs --gold (the questions) and --predictions")
+        return _coverage(c)
+    names = (c.names or [Path(p).name for p in c.retrieval]) if c.retrieval else []
+    if len(set(names)) != len(names):
+        raise XqaError(f"retrieval method names must differ, got {names}; use --names")
+
+    from xqa.artifacts import write_json_atomic
+    from xqa.evaluation import inputs, mia, report, retrieval, significance
+
+    shown = Evaluation()
+    out: dict[str, Any] = {}
+    to_report: dict[str, Any] = {}  # what --report writes
+    gold = inputs.load_gold(c.gold) if c.gold else []
+    if c.where or c.per_lang:
+        from xqa.cli_options import select_questions
+
+        gold = select_questions(gold, c.where, c.per_lang)
+
+    if c.predictions:
+        preds = inputs.load_predictions(c.predictions)
+        if c.mia:
+            xor_q, mkqa_q = mia.split_mia(gold)
+            xor, mkqa = mia.evaluate(xor_q, preds, c.mode), mia.evaluate(mkqa_q, preds, c.mode)
+            _end_to_end(shown, "XOR-TyDi", xor)
+            _end_to_end(shown, "MKQA", mkqa)
+            combined = mia.mia_score(xor, mkqa)
+            shown.say(report.mia_score_text(combined))
+            out["mia"] = {"xor_tydi": xor.to_dict(c.per_question),
+                          "mkqa": mkqa.to_dict(c.per_question), "score": combined}
+            to_report["end_to_end"] = {"XOR-TyDi": xor, "MKQA": mkqa}
+        else:
+            scores = mia.evaluate(gold, preds, c.mode)
+            _end_to_end(shown, "end-to-end", scores)
+            out["end_to_end"] = scores.to_dict(c.per_question)
+            to_report["end_to_end"] = {"predictions": scores}
+
+    if c.retrieval:
+        results = {n: inputs.load_retrieval_results(p, c.default_lang) for n, p in zip(names, c.retrieval)}
+        out["retrieval"] = {}
+        for name, res in results.items():
+            ranks = retrieval.first_answer_ranks(res, c.match)
+            scores = retrieval.score_retrieval(res, c.k, c.match, ranks=ranks)
+            shown.say(report.retrieval_text(name, scores))
+            out["retrieval"][name] = scores.to_dict()
+        to_report["retrieval"] = results
+
+    if c.compare:
+        a_path, b_path = c.compare
+        a = mia.evaluate(gold, inputs.load_predictions([a_path]), c.mode)
+        b = mia.evaluate(gold, inputs.load_predictions([b_path]), c.mode)
+        test = significance.compare_systems(a, b, c.metric)
+        na, nb = Path(a_path).name, Path(b_path).name
+        shown.say(report.comparison_text(na, nb, c.metric, test))
+        out["compare"] = {"a": a_path, "b": b_path, "metric": c.metric, **test.to_dict()}
+        to_report["comparison"] = (na, nb, c.metric, test)
+
+    if c.sweep:
+        sweep = {n: mia.evaluate(gold, inputs.load_predictions([p]), c.mode)
+                 for n, p in sorted(inputs.parse_sweep(c.sweep).items())}
+        shown.say(report.sweep_text(sweep))
+        out["sweep"] = {str(n): s.to_dict() for n, s in sweep.items()}
+        to_report["sweep"] = sweep
+
+    if c.report:
+        path = report.write_report(c.report, ks=c.k, match=c.match, **to_report)
+        shown.say(f"\nreport: {path}")
+    if c.json:
+        write_json_atomic(c.json, out)
+        shown.say(f"figures: {c.json}")
+    return shown
+
+
+def _end_to_end(shown: Evaluation, title: str, scores: Any) -> None:
+    from xqa.evaluation.report import end_to_end_text
+
+    shown.say(end_to_end_text(title, scores))
+    if scores.n == 0:
+        shown.warn(f"warning: {title}: no question with a gold answer was scored")
+
+
+def _coverage(c: EvalConfig) -> Evaluation:
+    """``--coverage``: one non-empty string answer per gold question id (a submission check)."""
+    from xqa.artifacts import write_json_atomic
+    from xqa.evaluation import inputs, report
+    from xqa.evaluation.coverage import coverage
+
+    shown = Evaluation()
+    preds = inputs.load_predictions(c.predictions)
+    cov = coverage(inputs.load_gold(c.gold), preds)
+    shown.say(report.coverage_text(cov, len(preds)))
+    for line in report.coverage_examples_text(cov):
+        shown.warn(line)
+    if c.json:
+        write_json_atomic(c.json, {"coverage": cov.to_dict()})
+    shown.say(report.coverage_verdict(cov))
+    shown.status = 0 if cov.complete else 1
+    return shown
+
+
+def _selective(c: EvalConfig) -> Evaluation:
+    """``--selective``: the calibrated confidence and the fused probability as selective scores."""
+    from xqa.artifacts import write_json_atomic
+    from xqa.evaluation import selective
+    from xqa.evaluation.report import selective_text
+
+    records = selective.read_records(c.selective)
+    if c.where or c.per_lang:
+        raise XqaError("--selective scores whole records files; select the questions when answering them")
+    if c.calibrator:
+        records = selective.rescore(records, *selective.load_calibrator(c.calibrator))
+    e = selective.evaluate_records(records, c.mode, c.threshold)
+    if not e.records:
+        raise XqaError(f"{' '.join(c.selective)}: no record with a gold answer to score")
+    shown = Evaluation()
+    shown.say(selective_text(e))
+    plot = Path(c.plot) if c.plot else Path(e.records[0]["_source"].rsplit(":", 1)[0]).parent / "selective.png"
+    selective.plot(e.results, plot)
+    shown.say(f"\nplot: {plot}")
+    if c.json:
+        write_json_atomic(c.json, {"selective": {sc.name: sc.to_dict() for sc, _, _ in e.results},
+                                   "answers": len(e.records), "answerable": int(e.answerable.sum()),
+                                   "right": int(e.right.sum())})
+        shown.say(f"figures: {c.json}")
+    return shown
