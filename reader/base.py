@@ -116,9 +116,11 @@ class ReaderFamily:
     also loads what no family claims (a folder without an xqa config, or a model hub name).
     ``load(folder)``: the :class:`Reader` in a folder it claims (import heavy code inside it).
     ``description``: one sentence on how it answers, for the demo's introduction.
-    ``training``: the module that trains it for ``xqa train reader --arch NAME`` (it has
+    ``training``: the module that trains it for ``xqa train reader --family NAME`` (it has
     ``CONFIG``, the training config dataclass, ``train(config)`` and ``summary(result, config)``);
     named, not imported, so that the reader never imports the layer above it. None: not trainable there.
+    ``cpu_runtime``: ``xqa build`` builds, checks and times an int8 CPU runtime of its folders
+    (``xqa reader runtime``).
     """
 
     name: str
@@ -127,3 +129,4 @@ class ReaderFamily:
     description: str
     fallback: bool = False
     training: str | None = None
+    cpu_runtime: bool = False

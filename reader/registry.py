@@ -4,7 +4,7 @@ A family is one :class:`~reader.base.ReaderFamily` given to :func:`register`; th
 ones (:data:`BUILT_IN`) are their packages' ``FAMILY``, registered on first use. Everything
 that needs a family asks here: :func:`load_reader` for a folder's reader, :func:`family_of`
 for its family without loading it (the demo's introduction), :func:`families` for the names
-``xqa train reader --arch`` accepts. Importing this module loads no model code.
+``xqa train reader --family`` accepts. Importing this module loads no model code.
 """
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ tar -xJf "$KIT_TAR" -C "$WORK/kit"
 KIT=$(echo "$WORK"/kit/*)
 $PY -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__, \
 'device', torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'cpu')"
-common=(--arch span --kit "$KIT" --batch-size "$BATCH" --lr "$LR" --negatives 1 --log-every 10)
+common=(--family span --kit "$KIT" --batch-size "$BATCH" --lr "$LR" --negatives 1 --log-every 10)
 start=$(date +%s)
 $PY -m xqa.cli train reader "${common[@]}" --out "$WORK/speed" --max-steps 40 --dev-limit 1 --save-every 100000
 steps=$($PY - "$WORK/speed/metrics.jsonl" "$MINUTES" "$BATCH" <<'PY'

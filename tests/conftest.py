@@ -35,7 +35,7 @@ def tiny_pipeline() -> Path:
     ``build/tests-small`` (or ``$XQA_TEST_BUILD``); completed stages are reused,
     so only the first run on a machine pays for training (a few minutes on CPU).
     """
-    from xqa.build.world import WorldBuild
+    from xqa.recipes.world import WorldBuild
 
     out = Path(os.environ.get("XQA_TEST_BUILD", ROOT / "build" / "tests-small"))
     return WorldBuild(out, profile="small").run()

@@ -77,14 +77,14 @@ class Stack:
         return self._loaded["dense"]
 
     def dhr_retriever(self):
-        from retriever.dlr import DhrRetriever
+        from retriever.dhr import DhrRetriever
 
         if "dhr" not in self._loaded:
             self._loaded["dhr"] = DhrRetriever.load(self.root / "dhr")
         return self._loaded["dhr"]
 
     def pieces_retriever(self):
-        from retriever.bm25aug.pieces import PiecesRetriever
+        from retriever.bm25_aug.pieces import PiecesRetriever
 
         if "pieces" not in self._loaded:
             self._loaded["pieces"] = PiecesRetriever.load(self.root / "pieces")
@@ -140,7 +140,7 @@ def build_stack(root: Path) -> Stack:
     _cli("index", "spar", "--dense", root / "dense", "--lexical", root / "lexical", "--passages",
          world / "passages.jsonl", "--out", root / "spar", "--quiet")
     _cli("index", "dhr", "--dense", root / "dense", "--passages", world / "passages.jsonl", "--out", root / "dhr",
-         "--slices", 64, "--lam", 1.0, "--quiet")
+         "--slices", 64, "--lambda", 1.0, "--quiet")
     _cli("index", "pieces", "--passages", world / "passages.jsonl", "--encoder", root / "dense_model" / "tokenizer",
          "--out", root / "pieces", "--quiet")
     stack = Stack(root, world, passages, read_questions(world / "dev.jsonl"))

@@ -250,7 +250,7 @@ def test_train_reader_gives_the_same_config_from_flags_as_from_a_settings_file(t
 
 
 def test_build_gives_the_same_config_from_flags_as_from_a_settings_file(tmp_path, capsys):
-    from xqa.build.corpus import BuildConfig
+    from xqa.recipes.corpus import BuildConfig
     from xqa.commands import build
 
     parse = build_parser(("build",)).parse_args

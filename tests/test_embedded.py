@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from xqa.build.world import PROFILES, WorldBuild
+from xqa.recipes.world import PROFILES, WorldBuild
 from xqa.errors import XqaError
 
 
@@ -44,7 +44,7 @@ def test_a_reader_without_a_recorded_recipe_is_trained_again(tmp_path, capsys):
 
 
 def test_a_reader_of_another_recipe_is_trained_again(tmp_path, capsys, monkeypatch):
-    import xqa.build.world as world_recipe
+    import xqa.recipes.world as world_recipe
 
     monkeypatch.setattr(world_recipe, "call_distributed", lambda procs, function, arguments: None)
     build = WorldBuild(tmp_path, profile="world")
@@ -62,7 +62,7 @@ def test_a_reader_of_another_recipe_is_trained_again(tmp_path, capsys, monkeypat
 
 
 def test_training_a_reader_forgets_fusion_weights_tuned_for_the_last_one(tmp_path, monkeypatch):
-    import xqa.build.world as world_recipe
+    import xqa.recipes.world as world_recipe
 
     build = WorldBuild(tmp_path, profile="world")
     build.config_path.write_text(json.dumps({"reader": {}, "tuned": {"fusion": {"beta": 1.0}}}))
@@ -91,7 +91,7 @@ def test_a_batch_that_does_not_split_over_the_processes_is_refused():
 def test_the_distributed_launcher_runs_one_thread_processes_on_the_loopback(monkeypatch):
     import subprocess
 
-    from xqa.build import runner
+    from xqa.recipes import runner
 
     from xqa.evaluation.tuning import FusionTuneConfig, tune_fusion
 
@@ -102,7 +102,7 @@ def test_the_distributed_launcher_runs_one_thread_processes_on_the_loopback(monk
     runner.call_distributed(2, tune_fusion, {"config": config})
     cmd = seen["cmd"]
     assert cmd[cmd.index("--nproc-per-node") + 1] == "2" and cmd[cmd.index("--master-addr") + 1] == "127.0.0.1"
-    assert cmd[cmd.index("-m", cmd.index("--master-port")):-1] == ["-m", "xqa.build.runner"]
+    assert cmd[cmd.index("-m", cmd.index("--master-port")):-1] == ["-m", "xqa.recipes.runner"]
     # each process rebuilds the typed config and calls the function with it
     task = json.loads(cmd[-1])
     assert runner._find(task["call"]) is tune_fusion and runner._decode(task["arguments"]) == {"config": config}
@@ -113,7 +113,7 @@ def test_the_distributed_launcher_runs_one_thread_processes_on_the_loopback(monk
 
 
 def test_a_config_of_an_older_build_is_written_again_with_the_cross_script_index(tmp_path):
-    from xqa.build.world import RETRIEVAL_METHOD
+    from xqa.recipes.world import RETRIEVAL_METHOD
 
     build = WorldBuild(tmp_path, profile="small")
     (tmp_path / "world").mkdir()
@@ -138,7 +138,7 @@ def test_a_config_of_an_older_build_is_written_again_with_the_cross_script_index
 
 
 def test_retrieval_files_and_reader_follow_the_retrieval_settings(tmp_path, monkeypatch, capsys):
-    import xqa.build.world as world_recipe
+    import xqa.recipes.world as world_recipe
 
     build = WorldBuild(tmp_path, profile="world")
     build.config_path.write_text(json.dumps({"retrieval": {"method": "sparse+roman", "roman_weight": 1.0},
@@ -168,7 +168,7 @@ def test_retrieval_files_and_reader_follow_the_retrieval_settings(tmp_path, monk
 
 
 def test_the_reader_trains_to_copy_foreign_names_through_the_labels(tmp_path, monkeypatch):
-    import xqa.build.world as world_recipe
+    import xqa.recipes.world as world_recipe
 
     calls = []
     monkeypatch.setattr(world_recipe, "call_distributed",
@@ -189,7 +189,7 @@ def test_the_reader_trains_to_copy_foreign_names_through_the_labels(tmp_path, mo
 
 
 def test_a_cross_script_index_without_stop_tokens_is_built_again_and_w_tuned_again(tmp_path, monkeypatch, capsys):
-    import xqa.build.world as world_recipe
+    import xqa.recipes.world as world_recipe
     from xqa import indexes
 
     build = WorldBuild(tmp_path, profile="world")

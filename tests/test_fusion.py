@@ -319,7 +319,7 @@ def _qs(*qids):
 
 
 def test_build_retriever_wires_each_method_to_its_fusion():
-    from retriever.fused import FusionConfig as F
+    from retriever.combined import FusionConfig as F
     from xqa.methods import build_retriever
 
     dense = ListRetriever({"q1": DENSE, "q2": [1, 2, 3]}, "dense")
@@ -339,7 +339,7 @@ def test_build_retriever_wires_each_method_to_its_fusion():
 
 
 def test_build_retriever_reports_missing_parts_and_unknown_methods():
-    from retriever.fused import FusionConfig
+    from retriever.combined import FusionConfig
     from xqa.methods import build_retriever
     from xqa.errors import XqaError
 
@@ -366,7 +366,7 @@ class FakeDhr(ListRetriever):
 
 
 def test_build_retriever_wires_dlr_dhr_pieces_and_bm25_aug():
-    from retriever.fused import FusionConfig
+    from retriever.combined import FusionConfig
     from xqa.methods import build_retriever, needs
     from xqa.errors import XqaError
 
@@ -377,16 +377,16 @@ def test_build_retriever_wires_dlr_dhr_pieces_and_bm25_aug():
     assert tuned.view == "dhr" and tuned.lam == 300.0 and dhr.lam == 500.0
     pieces, aug = ListRetriever({}, "pieces"), ListRetriever({}, "bm25-aug")
     assert build_retriever("pieces", pieces=pieces) is pieces
-    assert build_retriever("bm25-aug", pieces=pieces, bm25aug=aug) is aug
-    assert needs("bm25-aug") == ("pieces", "bm25aug") and needs("dlr") == needs("dhr") == ("dhr",)
+    assert build_retriever("bm25-aug", pieces=pieces, bm25_aug=aug) is aug
+    assert needs("bm25-aug") == ("pieces", "bm25_aug") and needs("dlr") == needs("dhr") == ("dhr",)
     with pytest.raises(XqaError, match="needs a dhr"):
         build_retriever("dhr", dense=ListRetriever({}, "dense"))
-    with pytest.raises(XqaError, match="needs a bm25aug"):
+    with pytest.raises(XqaError, match="needs a bm25_aug"):
         build_retriever("bm25-aug", pieces=pieces)
 
 
 def test_fusion_config_round_trips_and_rejects_unknown_keys():
-    from retriever.fused import FusionConfig
+    from retriever.combined import FusionConfig
     from xqa.methods import build_retriever
     from xqa.errors import XqaError
 

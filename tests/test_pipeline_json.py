@@ -84,7 +84,7 @@ def test_save_then_load_gives_back_every_field(tmp_path):
 
 
 def test_the_fusion_settings_are_declared_once():
-    from retriever.fused import FusionConfig, FusionSettings
+    from retriever.combined import FusionConfig, FusionSettings
 
     names = {f.name for f in dataclasses.fields(FusionSettings)}
     assert names <= {f.name for f in dataclasses.fields(RetrievalConfig)}

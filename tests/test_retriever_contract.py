@@ -12,13 +12,13 @@ import pytest
 from fusion_stack import NO_BM25_LANG, build_stack
 
 from retriever.base import Retriever, contract_violations
-from retriever.fused import FusionConfig
+from retriever.combined import FusionConfig
 from retriever.fusion import sparse_corroborate_dense
 from xqa.errors import XqaError
 from xqa.methods import build_retriever, method_names
 from xqa.records import Question
 
-# bm25-aug needs a trained augmentation model: its contract is checked in test_bm25aug.py
+# bm25-aug needs a trained augmentation model: its contract is checked in test_bm25_aug.py
 KINDS = [m for m in method_names() if m != "bm25-aug"] + ["hybrid-norm", "lexical", "spar-dense-half"]
 
 

@@ -7,7 +7,7 @@ import json
 import pytest
 from test_sparse import _lucene_bm25  # Lucene's BM25 by hand (quantized lengths)
 
-from retriever.fused import FusionConfig, SparseRomanRetriever
+from retriever.combined import FusionConfig, SparseRomanRetriever
 from retriever.sparse import SparseRetriever, build_sparse_indexes
 from retriever.sparse.roman import ALL, roman_tokens, romanize, skeleton
 from xqa.errors import XqaError

@@ -88,7 +88,7 @@ def test_auto_takes_the_measured_choice_only_on_a_cpu_like_the_one_it_was_measur
 
 def _shipped_build_passages(tmp_path) -> Path:
     """passages.jsonl exactly as `xqa build` writes it from the shipped corpus."""
-    from xqa.build.corpus import CorpusBuild
+    from xqa.recipes.corpus import CorpusBuild
     from xqa.data.corpus import CORPUS_DIR
 
     b = CorpusBuild(CORPUS_DIR / "passages.jsonl.gz", tmp_path / "b")
@@ -97,7 +97,7 @@ def _shipped_build_passages(tmp_path) -> Path:
 
 
 def _default_key(tmp_path, encoder):
-    from xqa.build.corpus import CorpusBuild
+    from xqa.recipes.corpus import CorpusBuild
     from xqa.data.corpus import CORPUS_DIR
 
     b = CorpusBuild(CORPUS_DIR / "passages.jsonl.gz", tmp_path / "b")
@@ -162,7 +162,7 @@ def test_a_build_of_the_shipped_corpus_takes_its_vectors_and_lambda_from_the_shi
 
     from retriever.dense.retriever import DenseRetriever
     from retriever.spar.index import SparRetriever
-    from xqa.build.corpus import CorpusBuild
+    from xqa.recipes.corpus import CorpusBuild
     from xqa.data.corpus import CORPUS_DIR
     from xqa.records import Question
 

@@ -220,7 +220,7 @@ def test_a_two_process_gloo_training_step_runs(converted_e5, tmp_path):
                                                      for p in passages.values()))
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc-per-node", "2",
            "--master-addr", "127.0.0.1", "--master-port", str(_free_port()), "-m", "xqa.cli",
-           "train", "reader", "--arch", "span", "--init", str(converted_e5), "--layers", "1",
+           "train", "reader", "--family", "span", "--init", str(converted_e5), "--layers", "1",
            "--train", str(tmp_path / "train.jsonl"), "--passages", str(tmp_path / "passages.jsonl"),
            "--out", str(tmp_path / "run"), "--max-steps", "1", "--batch-size", "2", "--max-length", "96",
            "--threads", "1"]

@@ -167,7 +167,7 @@ def test_resume_is_exact_with_length_grouped_batches(tmp_path):
 def _config_cases():
     from xqa.evaluation import tuning
     from xqa.runs import AnswerConfig
-    from xqa.training import bm25aug, dense, fid, lexical, span, tokenizer
+    from xqa.training import bm25_aug, dense, fid, lexical, span, tokenizer
 
     given = ["--out", "o"]
     return [
@@ -175,7 +175,7 @@ def _config_cases():
         (("train", "retriever"), ["--train", "t", "--passages", "p", *given], dense.DenseTrainConfig),
         (("train", "lexical"), ["--passages", "p", "--bm25", "b", *given], lexical.LexicalTrainConfig),
         (("train", "bm25-aug"), ["--train", "t", "--passages", "p", "--init", "i", *given],
-         bm25aug.Bm25AugTrainConfig),
+         bm25_aug.Bm25AugTrainConfig),
         (("train", "reader"), given, fid.FidTrainConfig),
         (("train", "reader"), ["--arch", "span", *given], span.SpanTrainConfig),
         (("tune", "alpha"), ["--dev", "d"], tuning.AlphaTuneConfig),

@@ -67,6 +67,8 @@ def add_weight_arguments(g) -> None:
 
     for _, t in tunables():
         g.add_argument(t.flag, dest=t.field, type=float, default=None, help=t.help)
+        for alias in t.aliases:
+            g.add_argument(alias, dest=t.field, type=float, default=None, help=argparse.SUPPRESS)
 
 
 def config_path(args: argparse.Namespace) -> Path | None:

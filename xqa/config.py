@@ -19,7 +19,7 @@ from typing import Any
 
 from xqa.errors import XqaError
 
-from retriever.fused import FusionConfig, FusionSettings
+from retriever.combined import FusionConfig, FusionSettings
 
 # retrieval.fallback (and xqa --fallback) for "never search again"
 NO_FALLBACK = "none"
@@ -28,7 +28,7 @@ NO_FALLBACK = "none"
 @dataclass
 class RetrievalConfig(FusionSettings):
     """The ``retrieval`` section: the fusion method and its weights (declared once, in
-    :class:`retriever.fused.FusionSettings`), the depth K, the indexes, and the fallback."""
+    :class:`retriever.combined.FusionSettings`), the depth K, the indexes, and the fallback."""
 
     k: int = 60
     sparse_index: str | None = None
@@ -48,7 +48,7 @@ class RetrievalConfig(FusionSettings):
     fallback: str = "dense"
 
     def fusion(self, **overrides: Any) -> FusionConfig:
-        """The :class:`~retriever.fused.FusionConfig` of these settings, with ``overrides``."""
+        """The :class:`~retriever.combined.FusionConfig` of these settings, with ``overrides``."""
         extra = tuple(sorted(self.settings.items()))
         return FusionConfig.of(self, **{"extra": extra, **overrides})
 
@@ -144,7 +144,7 @@ class PipelineConfig:
         if not path.is_file():
             raise XqaError(f"{path}: no such pipeline config (build the embedded default with "
                            f"'xqa embedded build' or write one: docs/full-scale.md)")
-        from xqa.errors import json_document, json_type
+        from xqa.io import json_document, json_type
 
         data = json_document(path)
         if not isinstance(data, dict):
@@ -181,7 +181,7 @@ def _check_types(cls, d: dict[str, Any], prefix: str) -> None:
     import types
     import typing
 
-    from xqa.errors import json_type
+    from xqa.io import json_type
 
     names = {"str": "a string", "int": "an integer", "float": "a number", "bool": "true or false",
              "list": "a list", "dict": "an object"}

@@ -3,7 +3,7 @@
 Each ``build_*`` reads the passages (:func:`xqa.io.read_passages`: JSONL, ``.gz``, DPR TSV),
 builds its index with the retriever's own builder and returns the index's summary; each
 ``describe_*`` is that summary as one line for people. ``xqa index ...`` and the build
-recipes (:mod:`xqa.build`) call them.
+recipes (:mod:`xqa.recipes`) call them.
 
 - BM25, one Lucene index per language, or one cross-script (romanized) index of all
   languages: :func:`build_sparse` (:func:`retriever.sparse.build_sparse_indexes`);
@@ -300,7 +300,7 @@ class DhrIndexConfig:
     passages: str | Path = field(metadata={"help": "the passages the dense index holds (JSONL or DPR TSV)"})
     out: str | Path = field(metadata={"help": "output DHR index folder"})
     lang: str | None = field(default=None, metadata={"help": "language of passage files that carry none (DPR TSV)"})
-    # None: retriever.dlr.index.DEFAULT_SLICES
+    # None: retriever.dhr.index.DEFAULT_SLICES
     slices: int | None = field(default=None, metadata={
         "help": "M, the number of slices (default 4096: e5's 250,002 pieces give N = 62 dims per slice, so "
                 "positions fit one byte; 3 bytes per slice, ~12 KB per passage). A piece that shares its slice "
@@ -308,9 +308,9 @@ class DhrIndexConfig:
                 "contiguous, 1.8% strided"})
     strided: bool = field(default=False, metadata={
         "help": "slice m = dims {m, m+M, m+2M, ...} instead of the contiguous [mN, (m+1)N)"})
-    # None: retriever.dlr.index.DEFAULT_LAMBDA
+    # None: retriever.dhr.index.DEFAULT_LAMBDA
     lam: float | None = field(default=None, metadata={
-        "help": "λ recorded as the index's default dense weight: score = GIP + λ·dense (GIP is on the BM25 "
+        "flag": "--lambda", "aliases": ("--lam",), "help": "λ recorded as the index's default dense weight: score = GIP + λ·dense (GIP is on the BM25 "
                 "scale, ~10-40, e5 cosines ~0.8; 500 is the best R@5 on the shipped corpus's tune questions; "
                 "xqa tune lambda tunes it for another corpus)"})
     batch_size: int = field(default=1024, metadata={"help": "passages per tokenizer call"})
@@ -319,8 +319,8 @@ class DhrIndexConfig:
 
 
 def build_dhr(cfg: DhrIndexConfig) -> dict[str, Any]:
-    """The DHR index (:func:`retriever.dlr.index.build_dhr_index`); its config with ``seconds``."""
-    from retriever.dlr.index import DEFAULT_LAMBDA, DEFAULT_SLICES, build_dhr_index
+    """The DHR index (:func:`retriever.dhr.index.build_dhr_index`); its config with ``seconds``."""
+    from retriever.dhr.index import DEFAULT_LAMBDA, DEFAULT_SLICES, build_dhr_index
     from xqa.io import read_passages
 
     t0 = time.perf_counter()
@@ -358,8 +358,8 @@ class PiecesIndexConfig:
 
 
 def build_pieces(cfg: PiecesIndexConfig) -> dict[str, Any]:
-    """The pieces index (:func:`retriever.bm25aug.pieces.build_pieces_index`); its config with ``seconds``."""
-    from retriever.bm25aug.pieces import build_pieces_index
+    """The pieces index (:func:`retriever.bm25_aug.pieces.build_pieces_index`); its config with ``seconds``."""
+    from retriever.bm25_aug.pieces import build_pieces_index
     from xqa.io import read_passages
 
     threads = _default_threads() if cfg.threads is None else cfg.threads

@@ -62,7 +62,7 @@ def describe_kit(summary: dict[str, Any], out: str | Path) -> str:
 @dataclass
 class PackConfig:
     reader: str = field(metadata={
-        "help": "span reader folder (xqa train reader --arch span OUT or OUT/best; a --kit run's too)"})
+        "help": "span reader folder (xqa train reader --family span OUT or OUT/best; a --kit run's too)"})
     base: str = field(metadata={"help": "the encoder folder it was trained from (xqa convert e5)"})
     out: str = field(metadata={"help": "folder to write (config.json, delta.safetensors)"})
 

@@ -128,7 +128,7 @@ def answer_questions(pipe, questions: Sequence, config: AnswerConfig) -> Answere
     predictions."""
     from tqdm.auto import tqdm
 
-    from xqa.training import init_distributed, main_process, map_sharded
+    from xqa.distributed import init_distributed, main_process, map_sharded
 
     ids = [q.id for q in questions]
     if len(set(ids)) != len(ids):

@@ -31,4 +31,5 @@ FAMILY = ReaderFamily(
                 "taken from a passage in another language is shown as written there, marked with that "
                 "language.",
     training="xqa.training.span",
+    cpu_runtime=True,
 )

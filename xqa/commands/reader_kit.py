@@ -1,7 +1,7 @@
 """``xqa reader kit``: the span reader's training, packed to travel (``reader.span.kit``).
 
 Reads ``xqa data train``'s files and the converted encoder; writes one folder (about 40 MB
-for every train split of ``../shared/data``) that ``xqa train reader --arch span --kit KIT``
+for every train split of ``../shared/data``) that ``xqa train reader --family span --kit KIT``
 trains from on any machine: a GPU machine that can fetch nothing needs nothing else.
 """
 from __future__ import annotations

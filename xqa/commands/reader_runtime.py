@@ -2,7 +2,7 @@
 fp32 on shipped tuning questions and timed on this CPU (``reader.span.runtime``).
 
 ``xqa reader unpack`` runs it for the reader it writes; this command does it for any span reader
-folder, e.g. one trained with ``xqa train reader --arch span``.
+folder, e.g. one trained with ``xqa train reader --family span``.
 """
 from __future__ import annotations
 

@@ -27,7 +27,8 @@ def config(args: argparse.Namespace) -> LexicalTrainConfig:
 
 
 def run(args: argparse.Namespace) -> int:
-    from xqa.training import lexical, main_process
+    from xqa.training import lexical
+    from xqa.distributed import main_process
 
     result = lexical.train(config(args))
     if main_process():  # one line per torchrun job, from rank 0

@@ -1,5 +1,5 @@
 """``xqa train reader``: train the Fusion-in-Decoder reader on retrieval results
-(:mod:`xqa.training.fid`), or with ``--arch span`` the span reader on a pretrained encoder
+(:mod:`xqa.training.fid`), or with ``--family span`` the span reader on a pretrained encoder
 (:mod:`xqa.training.span`).
 
 ``OUT/best/`` is the reader artifact, ``OUT/checkpoint/`` lets a rerun resume.
@@ -13,7 +13,7 @@ import functools
 from xqa.cli_config import ConfigCommand
 
 # Where --help lists the options: these (those the trainable families have) first; a family's
-# other fields in a group of their own ("span reader (--arch span)").
+# other fields in a group of their own ("span reader (--family span)").
 MAIN = ("family", "train", "dev", "out", "init", "size", "arch", "tokenizer", "n_context", "max_length",
         "max_answer_len", "sample_answers", "train_contexts", "labels", "copy_attention", "generator_share",
         "decoder_prompt", "eval_span_beams", "train_pool", "train_limit", "dev_limit", "eval_mode", "batch_size",
@@ -46,7 +46,7 @@ def _command() -> ConfigCommand:
         own = [f.name for f in fields(cls) if f.init and f.name in names
                and not any(f.name in g for g in groups.values())]
         if own:
-            groups[f"{family} reader (--arch {family})"] = own
+            groups[f"{family} reader (--family {family})"] = own
     groups[None] += [n for n in names if not any(n in g for g in groups.values())]
     return ConfigCommand(options, groups=groups, settings=True,
                          exclusive=[("init", "size")] if "size" in names else ())
@@ -57,7 +57,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def config(args: argparse.Namespace):
-    """The training config of the command line: the ``--arch`` family's (``SpanTrainConfig``,
+    """The training config of the command line: the ``--family`` family's (``SpanTrainConfig``,
     ``FidTrainConfig``) from the options it has."""
     from xqa.training.reader import family_config
 
@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     import importlib
 
     from reader.registry import get
-    from xqa.training import main_process
+    from xqa.distributed import main_process
 
     trainer = importlib.import_module(get(args.family).training)
     c = config(args)

@@ -23,7 +23,8 @@ add_arguments = COMMAND.add_arguments
 
 
 def run(args: argparse.Namespace) -> int:
-    from xqa.training import dense, main_process
+    from xqa.training import dense
+    from xqa.distributed import main_process
 
     result = dense.train(COMMAND.config(args))
     if main_process():  # one line per torchrun job, from rank 0

@@ -11,8 +11,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from xqa.errors import InputError, XqaError, json_document, json_list_items, json_type, read_text
-from xqa.errors import jsonl_objects as _jsonl_objects
+from xqa.errors import InputError, XqaError
+
+from xqa.io import json_document, json_list_items, json_type, read_text
+from xqa.io import jsonl_objects as _jsonl_objects
 from xqa.evaluation.languages import check_language
 from xqa.io import read_questions, record_id
 from xqa.records import Question

@@ -69,7 +69,7 @@ def load_examples(path: str, n_context: int, limit: int = 0, need_answers: bool 
     from reader.fid.data import example_from_records, select_contexts
     from xqa.errors import XqaError
     from xqa.io import read_results
-    from xqa.training import main_process
+    from xqa.distributed import main_process
 
     results = read_results(path)
     if limit:
@@ -156,7 +156,7 @@ def reader_outputs(reader, results, n_context: int, beams: int, n_best: int, bat
     others get None and should stop there).
     """
     from xqa.artifacts import write_text_atomic
-    from xqa.training import main_process, map_sharded
+    from xqa.distributed import main_process, map_sharded
 
     ids = [r.question.id for r in results]
     if cache is not None and cache.is_file():

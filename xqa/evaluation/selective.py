@@ -34,7 +34,7 @@ BINS = 10
 def read_records(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
     """The answer records of ``xqa answer`` (``records.jsonl`` files or their folders); a record
     without ``answer``, ``gold`` or ``lang`` is an error naming file:line."""
-    from xqa.errors import jsonl_objects
+    from xqa.io import jsonl_objects
 
     out = []
     for path in paths:
@@ -57,7 +57,7 @@ def load_calibrator(path: str | Path) -> tuple[Any, float]:
     """``(Calibrator, threshold)`` from a pipeline config (``reader.answerability``) or from
     ``xqa tune answerability``'s output (its folder or ``config.json``)."""
     from reader.answerability import Calibrator
-    from xqa.errors import json_document
+    from xqa.io import json_document
 
     path = Path(path)
     if path.is_dir():

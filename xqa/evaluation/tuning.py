@@ -390,7 +390,7 @@ def tune_fusion(config: FusionTuneConfig) -> dict | None:
     from xqa.artifacts import write_json_atomic
     from xqa.evaluation.reading import load_labels, load_results, make_scorer, reader_outputs
     from xqa.pipeline import load_reader
-    from xqa.training import init_distributed, main_process
+    from xqa.distributed import init_distributed, main_process
 
     c = config
     if c.threads:

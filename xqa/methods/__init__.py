@@ -173,9 +173,9 @@ def index_flags(names: Any) -> str:
 # ---------------------------------------------------------------------- retrievers
 
 def build_retriever(config: Any, **parts: Any) -> Any:
-    """The retriever of ``config`` (a :class:`~retriever.fused.FusionConfig`, or a method name with
+    """The retriever of ``config`` (a :class:`~retriever.combined.FusionConfig`, or a method name with
     the default settings) from the given parts (``sparse=``, ``dense=``, ... : index kind names)."""
-    from retriever.fused import FusionConfig
+    from retriever.combined import FusionConfig
 
     c = FusionConfig(method=config) if isinstance(config, str) else config
     m = method(c.method)

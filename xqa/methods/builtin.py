@@ -51,19 +51,19 @@ def _load_spar(folder: str, pipeline: Any):
 
 
 def _load_dhr(folder: str, pipeline: Any):
-    from retriever.dlr import DhrRetriever
+    from retriever.dhr import DhrRetriever
 
     return DhrRetriever.load(folder)
 
 
 def _load_pieces(folder: str, pipeline: Any):
-    from retriever.bm25aug.pieces import PiecesRetriever
+    from retriever.bm25_aug.pieces import PiecesRetriever
 
     return PiecesRetriever.load(folder)
 
 
-def _load_bm25aug(folder: str, pipeline: Any):
-    from retriever.bm25aug.model import AugmentedRetriever
+def _load_bm25_aug(folder: str, pipeline: Any):
+    from retriever.bm25_aug.model import AugmentedRetriever
 
     return AugmentedRetriever.load(folder, pipeline.component("pieces"))
 
@@ -131,8 +131,8 @@ INDEX_KINDS: tuple[IndexKind, ...] = (
               _load_pieces, field="pieces_index",
               stages=(BuildStep("BM25 index over e5 pieces", "pieces", _index_pieces, wanted=_wants_pieces),),
               build_hint="--pieces"),
-    IndexKind("bm25aug", "--bm25-aug-model",
-              "learned BM25 query augmentation (xqa train bm25-aug): method bm25-aug", _load_bm25aug,
+    IndexKind("bm25_aug", "--bm25-aug-model",
+              "learned BM25 query augmentation (xqa train bm25-aug): method bm25-aug", _load_bm25_aug,
               field="bm25_aug_model",
               in_build=lambda b: str(Path(b.recipe.bm25_aug).resolve()) if b.recipe.bm25_aug else None,
               build_hint="--bm25-aug MODEL (a trained augmentation: xqa train bm25-aug)"),
@@ -159,7 +159,7 @@ def side_lists(pipeline: Any, kind: str, questions: list, depth: int, batch_size
     without an index)."""
     from tqdm.auto import tqdm
 
-    from retriever.fused import sparse_search
+    from retriever.combined import sparse_search
     from xqa.evaluation.judge import batched, search_all
 
     part = pipeline.component(kind)
@@ -210,7 +210,7 @@ def dhr_encoded(pipeline: Any, questions: list, batch_size: int):
     the questions' batches tokenized and encoded once."""
     from tqdm.auto import tqdm
 
-    from retriever.dlr import DhrRetriever
+    from retriever.dhr import DhrRetriever
 
     cfg = pipeline.config
     dhr = DhrRetriever.load(cfg.path(cfg.retrieval.dhr_index), batch_size=batch_size).with_lambda(1.0)
@@ -244,7 +244,7 @@ ROMAN_WEIGHT = Tunable("roman_weight", "w", "sparse+roman: weight of the cross-s
                        fmt=lambda w: f"{w:.2f}", lists=_hybrid_lists("sparse", "roman", normalized=False),
                        title="w (cross-script)")
 LAMBDA = Tunable("lam", "λ", "dhr: weight of the dense score next to GIP", lambda: LAMBDA_GRID,
-                 lists=_dhr_lists, title="λ (DHR)")
+                 lists=_dhr_lists, title="λ (DHR)", name="lambda", aliases=("--lam",))
 
 
 # ---------------------------------------------------------------------- methods
@@ -259,25 +259,25 @@ def _spar(parts: dict, c: Any):
 
 
 def _scd(dense: Any, sparse: Any, c: Any):
-    from retriever.fused import ScdRetriever
+    from retriever.combined import ScdRetriever
 
     return ScdRetriever(dense, sparse, c.max_frac, c.corroborated_order)
 
 
 def _hybrid(p: dict, c: Any):
-    from retriever.fused import HybridRetriever
+    from retriever.combined import HybridRetriever
 
     return HybridRetriever(p["dense"], p["sparse"], c.alpha, c.normalize, c.k_each)
 
 
 def _rrf(p: dict, c: Any):
-    from retriever.fused import RrfRetriever
+    from retriever.combined import RrfRetriever
 
     return RrfRetriever([p["dense"], p["sparse"]], c.rrf_k, c.k_each)
 
 
 def _sparse_roman(p: dict, c: Any):
-    from retriever.fused import SparseRomanRetriever
+    from retriever.combined import SparseRomanRetriever
 
     return SparseRomanRetriever(p["sparse"], p["roman"], c.roman_weight, c.k_each)
 
@@ -319,7 +319,7 @@ METHODS: tuple[Method, ...] = (
            short="DHR", tunables=(LAMBDA,)),
     Method("pieces", ("pieces",), lambda p, c: p["pieces"], "BM25 over e5 pieces (all languages)",
            "BM25 over multilingual-e5 pieces, every language in one index", short="BM25 over pieces"),
-    Method("bm25-aug", ("pieces", "bm25aug"), lambda p, c: p["bm25aug"],
+    Method("bm25-aug", ("pieces", "bm25_aug"), lambda p, c: p["bm25_aug"],
            "BM25 over pieces, learned query augmentation",
            "BM25 over multilingual-e5 pieces with a learned query augmentation", short="BM25-aug"),
 )

@@ -25,7 +25,7 @@ def _general(value: float) -> str:
 
 @dataclass(frozen=True)
 class BuildStep:
-    """One stage of ``xqa build`` (:class:`xqa.build.corpus.CorpusBuild`) that makes (part of) an
+    """One stage of ``xqa build`` (:class:`xqa.recipes.corpus.CorpusBuild`) that makes (part of) an
     index kind in the build folder.
 
     ``run(build)`` makes ``build.out / folder`` (the build gives ``out``, ``passages``, ``recipe``,
@@ -94,7 +94,8 @@ class Tunable:
     (:func:`xqa.evaluation.tuning.tune_setting`).
 
     - ``field``: the retrieval setting (a :class:`~xqa.config.RetrievalConfig` field, else a key of
-      ``retrieval.settings`` whose value is ``default`` until set); its flag is ``--field-name``;
+      ``retrieval.settings`` whose value is ``default`` until set); its flag is ``--field-name``, or
+      ``--NAME`` with ``name`` (``aliases``: other flags accepted, unlisted);
     - ``symbol``: how reports write it (α); ``help``: the flag's help; ``title``: the build's tuning
       stage names it so (default: ``symbol (method)``);
     - ``grid()``: the values tried by default; ``tie(value)``: among equal scores the largest
@@ -113,10 +114,12 @@ class Tunable:
     fmt: Callable[[float], str] = _general
     lists: Callable[..., Callable[[float], list]] | None = None
     title: str = ""
+    name: str = ""
+    aliases: tuple[str, ...] = ()
 
     @property
     def flag(self) -> str:
-        return "--" + self.field.replace("_", "-")
+        return "--" + (self.name or self.field).replace("_", "-")
 
 
 @dataclass(frozen=True)
@@ -126,7 +129,7 @@ class Method:
 
     - ``needs``: the index kinds it searches (:class:`IndexKind` names);
     - ``make(parts, fusion)``: its retriever from the loaded parts (``{kind name: part}``) and the
-      :class:`~retriever.fused.FusionConfig` (``fusion.setting(name)`` reads a setting of
+      :class:`~retriever.combined.FusionConfig` (``fusion.setting(name)`` reads a setting of
       ``retrieval.settings``);
     - ``label``: the demo's name of it; ``short``: a report table's column (default: ``label``);
       ``help``: one line on what it does ("Passages are retrieved by ...");

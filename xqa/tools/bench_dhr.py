@@ -1,6 +1,6 @@
 """``xqa bench dhr``: exact DHR search (GIP + λ·dense, one index) on synthetic pools of growing size.
 
-Measures what one pass of :class:`retriever.dlr.DhrRetriever` costs per
+Measures what one pass of :class:`retriever.dhr.DhrRetriever` costs per
 question at sizes a real corpus would have, with numpy on the CPU or with torch
 on a device (``--paths numpy cpu cuda``), and prints a table: passages, index
 size, milliseconds per question for DLR (GIP alone), the dense part alone and
@@ -15,6 +15,8 @@ Examples::
 from __future__ import annotations
 
 import argparse
+
+from retriever.dhr.index import DEFAULT_LAMBDA
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,7 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--queries", type=int, default=256, help="questions timed")
     parser.add_argument("--batch", type=int, default=64, help="questions per search call")
     parser.add_argument("--k", type=int, default=100, help="passages per question")
-    parser.add_argument("--lam", type=float, default=500.0, help="λ (does not change the cost)")
+    parser.add_argument("--lambda", dest="lam", type=float, default=DEFAULT_LAMBDA, help="λ (does not change the cost)")
+    parser.add_argument("--lam", dest="lam", type=float, help=argparse.SUPPRESS)
     parser.add_argument("--repeats", type=int, default=2, help="timed passes; the best is reported")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", default=None, metavar="FILE", help="also write the figures as JSON")

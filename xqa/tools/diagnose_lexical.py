@@ -41,7 +41,7 @@ def _same_language(lists, questions, depth):
 def run(args: argparse.Namespace) -> int:
     import random
 
-    from retriever.fused import sparse_search
+    from retriever.combined import sparse_search
     from retriever.spar.diagnostics import mean_rbo, shuffle_tokens
     from xqa.artifacts import write_json_atomic
     from xqa.cli_options import load_pipeline, read_questions

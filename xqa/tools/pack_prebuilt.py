@@ -15,7 +15,7 @@ from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> int:
-    from xqa.build.corpus import CorpusBuild, Recipe
+    from xqa.recipes.corpus import CorpusBuild, Recipe
     from xqa.prebuilt import SHIPPED, pack
 
     p = argparse.ArgumentParser(prog="python -m xqa.tools.pack_prebuilt", description=__doc__.split("\n\n")[0])

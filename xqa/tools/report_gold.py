@@ -21,7 +21,7 @@ SINGLE_SETS = ("jaquad-dev", "jsquad-valid", "iapp-test", "arcd-test", "cmrc-dev
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True, help="reader folder (a span reader, or its training run)")
+    p.add_argument("--model", required=True, help="reader folder (any reader family's, or its training run)")
     p.add_argument("--data", default=None, help="the real QA sets folder (default: $XQA_DATA or ../shared/data)")
     p.add_argument("--limit", type=int, default=500, help="questions per set or pair, sampled by --seed (0: all)")
     p.add_argument("--crosslingual", action="store_true", help="also MLQA's 42 cross-lingual pairs")

@@ -36,7 +36,8 @@ def run(args: argparse.Namespace) -> int:
     import time
 
     from xqa.config import PipelineConfig
-    from xqa.errors import XqaError, jsonl_objects
+    from xqa.errors import XqaError
+    from xqa.io import jsonl_objects
     from xqa.pipeline import Pipeline
     from xqa.records import Question
 

@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     from xqa.evaluation.reading import make_scorer
     from xqa.evaluation.reading import beam_key, fusion_set, load_labels, load_results, reader_outputs
     from xqa.errors import XqaError
-    from xqa.training import init_distributed, main_process
+    from xqa.distributed import init_distributed, main_process
 
     if args.threads:
         torch.set_num_threads(args.threads)

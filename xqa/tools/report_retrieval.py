@@ -58,7 +58,7 @@ def _groups(questions) -> dict[str, list[int]]:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from retriever.fused import sparse_search
+    from retriever.combined import sparse_search
     from xqa.artifacts import write_json_atomic, write_text_atomic
     from xqa.cli_options import load_pipeline, pipeline_config
     from xqa.errors import XqaError

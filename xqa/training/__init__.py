@@ -5,7 +5,7 @@
 * :mod:`.tokenizer` — the SentencePiece tokenizer of a model trained from scratch;
 * :mod:`.dense` — the dense bi-encoder with the DPR loss (Karpukhin et al. 2020);
 * :mod:`.lexical` — SPAR's lexical model Λ, taught by BM25 (SPAR, Chen et al. 2022);
-* :mod:`.bm25aug` — BM25 query augmentation learned end to end (Chen & Wiseman 2023);
+* :mod:`.bm25_aug` — BM25 query augmentation learned end to end (Chen & Wiseman 2023);
 * :mod:`.span` — the extractive span reader on a pretrained encoder;
 * :mod:`.fid` — the Fusion-in-Decoder reader (Izacard & Grave 2021).
 

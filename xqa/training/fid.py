@@ -99,7 +99,7 @@ def train(config: FidTrainConfig) -> dict:
 
     c = config
     if not c.train:
-        raise XqaError("--arch fid needs --train (retrieval results to train on)")
+        raise XqaError("--family fid needs --train (retrieval results to train on)")
     if c.copy_attention < 0:
         raise XqaError(f"--copy-attention must be >= 0 (a loss weight), got {c.copy_attention}")
     if not 0.0 <= c.generator_share <= 1.0:

@@ -57,8 +57,8 @@ class ReaderTrainConfig:
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch default)"})
 
 
-FAMILY_HELP = ("fid: Fusion-in-Decoder on (m)T5 (generates); span: the extractive reader on a pretrained "
-               "encoder (--init an 'xqa convert e5' folder), trained on 'xqa data train' files")
+FAMILY_HELP = ("the reader family to train (each registered family with a training entry, reader.registry; "
+               "its own options are listed in its group below)")
 
 
 def training_options(configs: Mapping[str, type], default: str = "fid") -> type:
@@ -69,7 +69,7 @@ def training_options(configs: Mapping[str, type], default: str = "fid") -> type:
     names = list(configs)
     spec: list[tuple[str, typing.Any, typing.Any]] = [("family", str, field(
         default=default if default in names else names[0],
-        metadata={"flag": "--arch", "choices": tuple(names), "help": FAMILY_HELP}))]
+        metadata={"aliases": ("--arch",), "choices": tuple(names), "help": FAMILY_HELP}))]
     seen = {"family"}
     for cls in configs.values():
         hints = typing.get_type_hints(cls)

@@ -16,7 +16,7 @@ SPAN_MAX_LENGTH = 256   # tokens per window
 SPAN_LR = 1e-4
 
 
-# The fields' metadata are the options of ``xqa train reader --arch span`` (:mod:`xqa.training.reader`).
+# The fields' metadata are the options of ``xqa train reader --family span`` (:mod:`xqa.training.reader`).
 @dataclass
 class SpanTrainConfig(ReaderTrainConfig):
     passages: str | None = field(default=None, metadata={
@@ -51,7 +51,7 @@ CONFIG = SpanTrainConfig   # the training entry of the span family (reader.span.
 
 
 def summary(result: dict, config: SpanTrainConfig) -> str:
-    """What ``xqa train reader --arch span`` says when done."""
+    """What ``xqa train reader --family span`` says when done."""
     what = ("what training changed (xqa reader pack --reader OUT adds it to the encoder)" if config.kit
             else "span reader")
     state = "stopped at the time limit, " if result.get("stopped") else ""
@@ -79,9 +79,9 @@ def train(config: SpanTrainConfig, scorer=None) -> dict:
 
         scorer = make_scorer(c.eval_mode)
     if not c.init:
-        raise XqaError("--arch span needs --init: an encoder folder (xqa convert e5 --out DIR) or a span reader")
+        raise XqaError("--family span needs --init: an encoder folder (xqa convert e5 --out DIR) or a span reader")
     if not c.passages:
-        raise XqaError("--arch span needs --passages (xqa data train's passages.jsonl)")
+        raise XqaError("--family span needs --passages (xqa data train's passages.jsonl)")
     if c.threads:
         torch.set_num_threads(c.threads)
     info = init_distributed()
@@ -104,7 +104,7 @@ def train(config: SpanTrainConfig, scorer=None) -> dict:
     if not c.train_embeddings:
         reader.model.freeze_embeddings()
     if not c.train:
-        raise XqaError("--arch span needs --train (xqa data train's train.jsonl) or --kit")
+        raise XqaError("--family span needs --train (xqa data train's train.jsonl) or --kit")
     train_ex = load_training_questions(c.train, c.train_limit, c.per_source, c.seed)
     if c.mix is not None:
         from reader.span.kit import mixed_order

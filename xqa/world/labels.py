@@ -32,7 +32,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from xqa.errors import InputError, XqaError, json_type, jsonl_objects
+from xqa.errors import InputError, XqaError
+
+from xqa.io import json_type, jsonl_objects
 from xqa.world.entities import World
 
 _LANG_CODE = re.compile(r"[a-z]{2,3}(?:[_-][a-zA-Z]{2,4})?")

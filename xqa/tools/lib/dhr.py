@@ -3,7 +3,7 @@
 The arrays have the real index's shapes and dtypes (slice-major ``[M, n]``
 float16 maxima and uint8 positions, ``[n, d]`` float16 dense vectors) and its
 sparsity (about 97 non-zero slices per passage on the shipped corpus, 12 per
-question), so the time is what :class:`retriever.dlr.DhrRetriever` spends on a
+question), so the time is what :class:`retriever.dhr.DhrRetriever` spends on a
 pool of that size: the same ``search_encoded`` runs, with numpy or with torch
 on a device. The query encoder is not part of it (``xqa bench fusion`` times
 DHR with it on a real index).
@@ -61,7 +61,7 @@ def synthetic_arrays(n: int, slices: int, width: int, dim: int, per_passage: flo
 
 
 def synthetic_queries(nq: int, slices: int, width: int, dim: int, per_query: int, seed: int):
-    from retriever.dlr.index import QueryBatch
+    from retriever.dhr.index import QueryBatch
 
     rng = np.random.default_rng(seed)
     val = np.zeros((nq, slices), np.float16)
@@ -86,8 +86,8 @@ def bench_one(n: int, path: str, *, slices: int, vocab: int, dim: int, per_passa
     (``numpy`` or a torch device)."""
     import torch
 
-    from retriever.dlr.densify import slice_shape
-    from retriever.dlr.index import DhrRetriever
+    from retriever.dhr.densify import slice_shape
+    from retriever.dhr.index import DhrRetriever
 
     m, width = slice_shape(vocab, slices)
     gen_on = path if path != "numpy" else "cpu"
@@ -116,7 +116,7 @@ def bench_one(n: int, path: str, *, slices: int, vocab: int, dim: int, per_passa
     qs = synthetic_queries(queries, m, width, dim, per_query, seed + 1)
     views = {"dlr": base.lexical(), "dense": base.dense_part(), "dhr": base}
     for view_name, view in views.items():
-        from retriever.dlr.index import QueryBatch
+        from retriever.dhr.index import QueryBatch
 
         first = QueryBatch(qs.val[:batch], qs.idx[:batch], qs.dense[:batch])
         view.search_encoded(first, k)     # warm-up (kernels, caches)

@@ -114,7 +114,7 @@ def bench_retrievers(parts: dict, questions: Sequence[Question], k: int = 60, ba
     """
     from tqdm.auto import tqdm
 
-    from retriever.fused import FusionConfig, sparse_search
+    from retriever.combined import FusionConfig, sparse_search
     from retriever.fusion import hybrid, sparse_corroborate_dense
     from xqa.methods import build_retriever, methods
 

@@ -1,7 +1,7 @@
 """The corpus recipe: any passage collection becomes a question-answering pipeline
 (``xqa build``; ``xqa embedded build``'s default profile over the shipped sample).
 
-Stages (each the library function of one of xqa's commands, run by :mod:`xqa.build.runner`;
+Stages (each the library function of one of xqa's commands, run by :mod:`xqa.recipes.runner`;
 a stage whose artifact is complete is skipped, and the long ones resume, so a killed build
 continues where it stopped):
 
@@ -46,15 +46,16 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from xqa.artifacts import is_complete, write_json_atomic
-from xqa.build.runner import Build, Stage, call_in_processes, finished, retrieve
+from xqa.recipes.runner import Build, Stage, call_in_processes, finished, retrieve
 from xqa.errors import InputError, XqaError
 from xqa.records import Passage
+from retriever.dhr.index import DEFAULT_LAMBDA
 
 # The starting weights of a corpus build, tuned once on the shipped corpus's tuning questions
 # (docs/fusion.md, docs/reader.md say how); a build given --dev tunes its own. Each is the
 # RetrievalConfig or ReaderConfig field of its name.
 DEFAULT_WEIGHTS = {"alpha": 0.7, "normalize": True, "mu": 0.1, "roman_weight": 0.35,
-                   "beta": 3.5471, "gamma": 2.8735, "same_language": 0.0, "lam": 500.0}
+                   "beta": 3.5471, "gamma": 2.8735, "same_language": 0.0, "lam": DEFAULT_LAMBDA}
 
 
 @dataclass
@@ -202,6 +203,7 @@ class CorpusBuild(Build):
         from reader.span.runtime import build_and_report
         from xqa.encoders.convert import E5ConvertConfig, convert_e5
         from xqa.encoders.info import read_info
+        from reader.registry import family_of
         from xqa.encoders.runtime import READER_RECORD
 
         if not self._wants_int8:
@@ -211,9 +213,7 @@ class CorpusBuild(Build):
         if info is None or not info.runtime:
             jobs.append((convert_e5, {"cfg": E5ConvertConfig(out=o / "encoder", threads=encoder_threads)}))
         reader = o / "reader"
-        span = (is_complete(reader)
-                and json.loads((reader / "config.json").read_text(encoding="utf-8")).get("kind") == "span_reader")
-        if span and not (reader / READER_RECORD).is_file():
+        if is_complete(reader) and family_of(reader).cpu_runtime and not (reader / READER_RECORD).is_file():
             jobs.append((build_and_report, {"folder": reader, "threads": reader_threads}))
         return jobs
 

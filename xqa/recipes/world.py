@@ -1,7 +1,7 @@
 """The world recipe: the generated test world → tokenizer → indexes → tiny models → tuned weights.
 
 Every stage does the work of one of xqa's own commands (the same a user runs at full scale),
-by its library function, in order (:mod:`xqa.build.runner`). A stage whose artifact is
+by its library function, in order (:mod:`xqa.recipes.runner`). A stage whose artifact is
 complete is skipped, and the training stages resume from their checkpoints, so a killed
 build continues where it stopped and a second build costs seconds.
 
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from xqa.artifacts import is_complete, write_json_atomic
-from xqa.build.runner import Build, Stage, call_distributed, finished, retrieve
+from xqa.recipes.runner import Build, Stage, call_distributed, finished, retrieve
 from xqa.config import PipelineConfig, ReaderConfig, RetrievalConfig
 from xqa.errors import XqaError
 from xqa.world.retrieval import CROSS_SCRIPT_STOP_FRACTION
@@ -441,7 +441,8 @@ def _same_retrieval(old: dict[str, Any], new: dict[str, Any]) -> bool:
 
 def _train_reader(config: Any) -> None:
     """The FiD reader's training (:func:`xqa.training.fid.train`), in each process of its job."""
-    from xqa.training import fid, main_process
+    from xqa.training import fid
+    from xqa.distributed import main_process
 
     result = fid.train(config)
     if main_process():

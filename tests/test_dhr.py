@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from retriever.base import contract_violations
-from retriever.dlr.densify import (
+from retriever.dhr.densify import (
     Csr,
     bm25_idf,
     bm25_weights,
@@ -164,7 +164,7 @@ def tiny(tmp_path_factory):
     from retriever.dense.encode import build_indexes, encode_shard, model_info
     from retriever.dense.index import IndexParams
     from retriever.dense.model import BiEncoder
-    from retriever.dlr.index import build_dhr_index
+    from retriever.dhr.index import build_dhr_index
     from xqa.cli import main
     from xqa.io import read_passages, read_questions
     from xqa.tokenizer import train_tokenizer
@@ -186,7 +186,7 @@ def tiny(tmp_path_factory):
 
 def brute(tiny, folder: Path, questions, lam: float):
     """``{id: GIP + λ·dense}`` for every passage, from the definitions (dense vectors, no slices)."""
-    from retriever.dlr.index import load_tokenizer, passage_text, pieces
+    from retriever.dhr.index import load_tokenizer, passage_text, pieces
 
     cfg = json.loads((folder / "config.json").read_text())
     tok, vocab = load_tokenizer(tiny["root"] / "model")
@@ -228,7 +228,7 @@ def test_index_layout_and_config(tiny):
     assert val.shape == (64, cfg["passages"]) and val.dtype == np.float16
     assert np.load(root / "dhr" / "lex_idx.npy", allow_pickle=False).dtype == np.uint8
     with pytest.raises(XqaError, match="exists"):
-        from retriever.dlr.index import build_dhr_index
+        from retriever.dhr.index import build_dhr_index
 
         build_dhr_index(root / "dense", tiny["passages"], root / "dhr", slices=64, progress=False)
 
@@ -237,7 +237,7 @@ def test_index_layout_and_config(tiny):
 @pytest.mark.parametrize("fp32_copy", [True, False])   # False: the dense rows are converted per search
 @pytest.mark.parametrize("name,lam", [("dhr", 0.0), ("dhr", 0.5), ("dhr", 7.0), ("dhr_strided", 1.0)])
 def test_search_equals_brute_force(tiny, name, lam, fp32_copy, monkeypatch):
-    from retriever.dlr import DhrRetriever, index
+    from retriever.dhr import DhrRetriever, index
 
     if not fp32_copy:
         monkeypatch.setattr(index, "DENSE_FP32_CACHE_BYTES", 0)
@@ -253,7 +253,7 @@ def test_search_equals_brute_force(tiny, name, lam, fp32_copy, monkeypatch):
 
 @pytest.mark.slow
 def test_views_share_arrays_and_lexical_loads_no_encoder(tiny):
-    from retriever.dlr import DhrRetriever
+    from retriever.dhr import DhrRetriever
 
     base = DhrRetriever.load(tiny["root"] / "dhr")
     assert base.lam == 0.5 and DhrRetriever.load(tiny["root"] / "dhr", lam=2.0).lam == 2.0
@@ -280,7 +280,7 @@ def test_views_share_arrays_and_lexical_loads_no_encoder(tiny):
 
 @pytest.mark.slow
 def test_row_chunks_give_the_same_ranking(tiny):
-    from retriever.dlr import DhrRetriever
+    from retriever.dhr import DhrRetriever
 
     r = DhrRetriever.load(tiny["root"] / "dhr")
     qs = tiny["questions"][:5]
@@ -297,7 +297,7 @@ def test_row_chunks_give_the_same_ranking(tiny):
 def test_torch_search_equals_brute_force_and_the_numpy_path(tiny, name, lam):
     """The torch path (what a GPU runs; here on the CPU) ranks as the definition and as numpy do,
     in whole and in row chunks, and for the lexical view."""
-    from retriever.dlr import DhrRetriever
+    from retriever.dhr import DhrRetriever
 
     folder = tiny["root"] / name
     r = DhrRetriever.load(folder, device="cpu").with_lambda(lam)
@@ -319,7 +319,7 @@ def test_torch_search_equals_brute_force_and_the_numpy_path(tiny, name, lam):
 
 @pytest.mark.slow
 def test_missing_passages_and_bad_folder_are_errors(tiny, tmp_path):
-    from retriever.dlr import DhrRetriever, build_dhr_index
+    from retriever.dhr import DhrRetriever, build_dhr_index
 
     with pytest.raises(XqaError, match="not in the passages"):
         build_dhr_index(tiny["root"] / "dense", tiny["passages"][1:], tmp_path / "x", slices=8, progress=False)
@@ -362,8 +362,8 @@ def test_index_and_tune_commands(tiny, tmp_path, capsys):
 @pytest.mark.slow
 def test_e5_vocabulary_and_default_slices(converted_e5):
     """multilingual-e5-small's 250,002 pieces: M = 4096 slices of 62 dims, one-byte positions."""
-    from retriever.dlr.densify import idx_dtype
-    from retriever.dlr.index import DEFAULT_SLICES, load_tokenizer, passage_text, pieces
+    from retriever.dhr.densify import idx_dtype
+    from retriever.dhr.index import DEFAULT_SLICES, load_tokenizer, passage_text, pieces
     from xqa.records import Passage
 
     tok, vocab = load_tokenizer(converted_e5)

@@ -1,7 +1,7 @@
 """BM25 query augmentation learned end to end (Chen & Wiseman, "BM25 Query Augmentation
 Learned End-to-End", 2023) over multilingual-e5's pieces.
 
-Files are read with ``xqa.io``, the model and task come from ``retriever.bm25aug``, the loop
+Files are read with ``xqa.io``, the model and task come from ``retriever.bm25_aug``, the loop
 is :func:`xqa.training.loop.train`. The collection statistics (df, N, avgdl, every passage's
 BM25 term weights) are computed over the pieces of the passages with Lucene's formula. The
 trained model is ``OUT/best``; ``OUT/checkpoint`` makes a rerun resume.
@@ -95,9 +95,9 @@ def train(config: Bm25AugTrainConfig) -> dict:
 
     import torch
 
-    from retriever.bm25aug.model import AugmentationModel
-    from retriever.bm25aug.pieces import CollectionStats, piece_ids
-    from retriever.bm25aug.task import AugmentTask, TaskConfig
+    from retriever.bm25_aug.model import AugmentationModel
+    from retriever.bm25_aug.pieces import CollectionStats, piece_ids
+    from retriever.bm25_aug.task import AugmentTask, TaskConfig
     from xqa.errors import XqaError
     from xqa.io import read_passages, read_questions
     from xqa.training.loop import TrainConfig

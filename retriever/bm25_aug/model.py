@@ -237,7 +237,7 @@ class AugmentedRetriever:
     @classmethod
     def load(cls, model_folder: str | Path, pieces: Any, device: str = "cpu") -> AugmentedRetriever:
         """The model saved by ``xqa train bm25-aug`` (its run folder or ``best/``) over a
-        :class:`~retriever.bm25aug.pieces.PiecesRetriever`."""
+        :class:`~retriever.bm25_aug.pieces.PiecesRetriever`."""
         return cls(AugmentationModel.load(model_folder, device=device), pieces)
 
     def search(self, questions: Sequence[Question], k: int) -> list[list[Hit]]:

@@ -3,7 +3,7 @@
 DHR (dense hybrid representation, Lin & Lin, "A Dense Representation
 Framework for Lexical and Semantic Matching", TOIS 2023) without training:
 each passage is ``[DLR(d) ; e_d]``, the densified BM25 vector over the dense
-encoder's tokenizer pieces (:mod:`retriever.dlr.densify`) next to its dense
+encoder's tokenizer pieces (:mod:`retriever.dhr.densify`) next to its dense
 vector from the existing dense index, and a query scores
 
     score(q, d) = GIP(q, d) + λ·⟨e_q, e_d⟩

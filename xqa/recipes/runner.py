@@ -7,7 +7,7 @@ long stages resume from their own checkpoints, so a killed build continues where
 and a second build costs seconds.
 
 Stages call library functions, in this process or, where one-thread processes side by side
-are faster, in separate processes (:func:`call_in_processes`: ``python -m xqa.build.runner``
+are faster, in separate processes (:func:`call_in_processes`: ``python -m xqa.recipes.runner``
 calls one function with its typed config), or as one torch-distributed job of several
 processes (:func:`call_distributed`).
 """
@@ -107,7 +107,7 @@ def call_in_processes(calls: list[tuple[Callable[..., Any], dict[str, Any]]]) ->
     import sys
 
     env = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY=os.environ.get("OMP_WAIT_POLICY", "PASSIVE"))
-    procs = [subprocess.Popen([sys.executable, "-m", "xqa.build.runner",
+    procs = [subprocess.Popen([sys.executable, "-m", "xqa.recipes.runner",
                                json.dumps({"call": _name(fn), "arguments": _encode(arguments)})], env=env)
              for fn, arguments in calls]
     codes = [p.wait() for p in procs]
@@ -134,7 +134,7 @@ def call_distributed(procs: int, function: Callable[..., Any], arguments: dict[s
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc-per-node", str(procs),
-           "--master-addr", "127.0.0.1", "--master-port", str(port), "-m", "xqa.build.runner",
+           "--master-addr", "127.0.0.1", "--master-port", str(port), "-m", "xqa.recipes.runner",
            json.dumps({"call": _name(function), "arguments": _encode(arguments)})]
     env = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY=os.environ.get("OMP_WAIT_POLICY", "PASSIVE"))
     code = subprocess.run(cmd, env=env).returncode

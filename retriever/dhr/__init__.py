@@ -1,6 +1,6 @@
 """DLR / DHR (Lin & Lin, "A Dense Representation Framework for Lexical and Semantic Matching", TOIS 2023).
 
-Names are imported lazily: ``import retriever.dlr`` loads neither torch nor transformers.
+Names are imported lazily: ``import retriever.dhr`` loads neither torch nor transformers.
 
 - :mod:`.densify` — BM25 over tokenizer pieces as CSR arrays, densification into
   ``M`` slices (value + position of each slice's maximum, contiguous or strided),

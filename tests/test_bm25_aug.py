@@ -33,7 +33,7 @@ def _passages(long: bool = True) -> list[Passage]:
 
 @pytest.fixture(scope="module")
 def pieces_index(converted_e5, tmp_path_factory):
-    from retriever.bm25aug.pieces import PiecesRetriever, build_pieces_index
+    from retriever.bm25_aug.pieces import PiecesRetriever, build_pieces_index
 
     out = tmp_path_factory.mktemp("pieces") / "idx"
     cfg = build_pieces_index(_passages(), converted_e5, out, progress=False)
@@ -44,7 +44,7 @@ def pieces_index(converted_e5, tmp_path_factory):
 
 
 def _stats(retriever):
-    from retriever.bm25aug.pieces import CollectionStats, piece_ids
+    from retriever.bm25_aug.pieces import CollectionStats, piece_ids
 
     docs = piece_ids(retriever.tokenizer, [p.contents() for p in _passages()])
     assert max(len(d) for d in docs) > 24 and min(len(d) for d in docs) < 20
@@ -66,7 +66,7 @@ def _check(hits, formula: np.ndarray, ids: list[str]) -> None:
 
 
 def test_lucene_length_rounding():
-    from retriever.bm25aug.pieces import lucene_length
+    from retriever.bm25_aug.pieces import lucene_length
 
     assert [lucene_length(n) for n in range(24)] == list(range(24))
     assert lucene_length(41) == 40 and lucene_length(1000) <= 1000
@@ -151,9 +151,9 @@ def _examples():
 def test_training_loss_decreases_and_model_reloads(tiny_base, tmp_path):
     import torch
 
-    from retriever.bm25aug.model import AugmentationModel
-    from retriever.bm25aug.pieces import CollectionStats, piece_ids
-    from retriever.bm25aug.task import AugmentTask, TaskConfig
+    from retriever.bm25_aug.model import AugmentationModel
+    from retriever.bm25_aug.pieces import CollectionStats, piece_ids
+    from retriever.bm25_aug.task import AugmentTask, TaskConfig
 
     random.seed(0)
     torch.manual_seed(0)
@@ -195,8 +195,8 @@ def test_training_loss_decreases_and_model_reloads(tiny_base, tmp_path):
 
 def test_untrained_model_is_close_to_plain_bm25(tiny_base):
     """With u = 0, c = 1 and the augmentation off, the query is exactly the question's pieces."""
-    from retriever.bm25aug.model import AugmentationModel
-    from retriever.bm25aug.pieces import piece_ids
+    from retriever.bm25_aug.model import AugmentationModel
+    from retriever.bm25_aug.pieces import piece_ids
 
     model = AugmentationModel.from_pretrained(tiny_base)
     texts = ["capital of France, capital", "東京の首都"]
@@ -217,9 +217,9 @@ def test_head_learning_rate_groups_and_softplus_augmentation(tiny_base, tmp_path
     query still keeps only top_terms augmentation pieces."""
     import torch
 
-    from retriever.bm25aug.model import AugmentationModel
-    from retriever.bm25aug.pieces import CollectionStats, piece_ids
-    from retriever.bm25aug.task import AugmentTask, TaskConfig
+    from retriever.bm25_aug.model import AugmentationModel
+    from retriever.bm25_aug.pieces import CollectionStats, piece_ids
+    from retriever.bm25_aug.task import AugmentTask, TaskConfig
     from xqa.errors import XqaError
 
     relu = AugmentationModel.from_pretrained(tiny_base, top_terms=4)
@@ -251,7 +251,7 @@ def test_head_learning_rate_groups_and_softplus_augmentation(tiny_base, tmp_path
 
 
 def test_augmented_retriever_scores_and_contract(tiny_base, pieces_index, tmp_path):
-    from retriever.bm25aug.model import AugmentationModel, AugmentedRetriever
+    from retriever.bm25_aug.model import AugmentationModel, AugmentedRetriever
 
     model = AugmentationModel.from_pretrained(tiny_base, top_terms=4)
     model.write(tmp_path / "m")
@@ -272,7 +272,7 @@ def test_augmented_retriever_scores_and_contract(tiny_base, pieces_index, tmp_pa
 
 
 def test_cap_per_set():
-    from xqa.training.bm25aug import cap_per_set
+    from xqa.training.bm25_aug import cap_per_set
 
     exs = [{"source": "squad", "i": i} for i in range(10)] + [{"source": "tydi", "i": i} for i in range(3)]
     kept = cap_per_set(exs, 4, seed=0)
@@ -283,8 +283,8 @@ def test_cap_per_set():
 def test_commands_index_train_and_resume(converted_e5, tiny_base, tmp_path):
     import json
 
-    from retriever.bm25aug.model import AugmentationModel, AugmentedRetriever
-    from retriever.bm25aug.pieces import PiecesRetriever
+    from retriever.bm25_aug.model import AugmentationModel, AugmentedRetriever
+    from retriever.bm25_aug.pieces import PiecesRetriever
     from xqa.cli import main
 
     passages = tmp_path / "passages.jsonl"
@@ -320,7 +320,7 @@ def test_commands_index_train_and_resume(converted_e5, tiny_base, tmp_path):
 
 
 def test_index_refuses_to_replace(converted_e5, tmp_path):
-    from retriever.bm25aug.pieces import build_pieces_index
+    from retriever.bm25_aug.pieces import build_pieces_index
 
     other = tmp_path / "other"
     other.mkdir()
@@ -336,7 +336,7 @@ def test_index_refuses_to_replace(converted_e5, tmp_path):
 
 
 def test_bad_passages_are_named(converted_e5, tmp_path):
-    from retriever.bm25aug.pieces import build_pieces_index
+    from retriever.bm25_aug.pieces import build_pieces_index
     from xqa.errors import XqaError
 
     dup = [Passage("a", "", "one", "en"), Passage("a", "", "two", "en")]

@@ -1,13 +1,13 @@
 """``xqa train bm25-aug``: learn BM25 query augmentation end to end (Chen & Wiseman 2023,
 "BM25 Query Augmentation Learned End-to-End") over multilingual-e5's pieces
-(:mod:`xqa.training.bm25aug`). The trained model is ``OUT/best``; a rerun resumes.
+(:mod:`xqa.training.bm25_aug`). The trained model is ``OUT/best``; a rerun resumes.
 """
 from __future__ import annotations
 
 import argparse
 
 from xqa.cli_config import ConfigCommand
-from xqa.training.bm25aug import Bm25AugTrainConfig
+from xqa.training.bm25_aug import Bm25AugTrainConfig
 
 COMMAND = ConfigCommand(Bm25AugTrainConfig, settings=True, groups={
     "data": ("train", "dev", "passages", "per_set", "dev_questions"),
@@ -21,8 +21,8 @@ add_arguments = COMMAND.add_arguments
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from xqa.training import bm25aug
+    from xqa.training import bm25_aug
 
-    result = bm25aug.train(COMMAND.config(args))
+    result = bm25_aug.train(COMMAND.config(args))
     print(f"model written to {Path(args.out) / 'best'} (step {result['step']}, best mrr {result.get('best')})")
     return 0
