@@ -175,6 +175,7 @@ def test_pointer_reader_starts_spans_where_it_points_and_survives_save_load(guid
         np.testing.assert_allclose([v for _, v in x.candidates], [v for _, v in y.candidates], atol=1e-4)
 
 
+@pytest.mark.slow
 def test_prompted_reader_learns_points_and_survives_save_load(tokenizer, tmp_path):
     from xqa.training import TrainConfig, train
 

@@ -85,6 +85,7 @@ def test_save_load_identical_generations(trained, tmp_path):
     assert not list((tmp_path / "copy").rglob("*.bin")) and list((tmp_path / "copy").rglob("*.safetensors"))
 
 
+@pytest.mark.slow
 def test_two_process_gloo_training_via_torchrun(tokenizer, tmp_path):
     data = tmp_path / "train.jsonl"
     data.write_text("".join(json.dumps(record(i)) + "\n" for i in range(len(FACTS))), encoding="utf-8")
@@ -129,6 +130,7 @@ def test_train_reader_set_changes_the_random_architecture(tokenizer, tmp_path):
     assert FiDReader.load(tmp_path / "tuned").decoder_prompt
 
 
+@pytest.mark.slow
 def test_tune_fusion_in_two_processes_reads_and_tunes_as_one(trained, tmp_path):
     """Under torchrun the processes share the reading (strided shards) and rank 0 tunes: the
     reader outputs, gathered back in question order, and the tuned weights are those of one process."""
