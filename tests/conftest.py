@@ -79,3 +79,8 @@ def real_build(tmp_path_factory):
     assert main(["build", "--passages", str(src), "--out", str(out), "--lexical-steps", "4", "--k", "6",
                  "--n-passages", "3"]) == 0
     return src, out, asked
+
+
+# --------------------------------------------------------------------------- a micro FiD (test_fid_*.py)
+
+from fid_facts import tokenizer, trained  # noqa: E402,F401  (one of each for the whole session)

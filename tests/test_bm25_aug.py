@@ -211,6 +211,7 @@ def test_untrained_model_is_close_to_plain_bm25(tiny_base):
             assert w[p] >= counts[p] - 1e-6   # bow + a ≥ bow, with w = 1
 
 
+@pytest.mark.slow
 def test_head_learning_rate_groups_and_softplus_augmentation(tiny_base, tmp_path):
     """The heads get their own learning rate; softplus keeps every entry of a(q) positive (so a
     gradient reaches it), ReLU zeroes most; the activation is saved with the model; a search
@@ -280,6 +281,7 @@ def test_cap_per_set():
     assert cap_per_set(exs, 0, seed=0) == exs
 
 
+@pytest.mark.slow
 def test_commands_index_train_and_resume(converted_e5, tiny_base, tmp_path):
     import json
 
@@ -319,6 +321,7 @@ def test_commands_index_train_and_resume(converted_e5, tiny_base, tmp_path):
         assert rows[0]["ctxs"][0]["id"] == "p1"   # "Which city is the capital of France?"
 
 
+@pytest.mark.slow
 def test_index_refuses_to_replace(converted_e5, tmp_path):
     from retriever.bm25_aug.pieces import build_pieces_index
 

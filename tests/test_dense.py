@@ -284,6 +284,7 @@ def _gloo_worker(rank: int, world: int, model_dir: str, batch_file: str, out_dir
         dist.destroy_process_group()
 
 
+@pytest.mark.slow
 def test_two_process_gloo_step_equals_one_process_full_batch(model_dir, passages, tmp_path):
     """Gathered negatives: the loss and the DDP-averaged gradients of 2 processes
     holding half a batch each equal one process over the whole batch — also
