@@ -6,7 +6,8 @@ step 0.05 the hybrid ``dense + α·BM25`` over the union is re-ranked and scored
 (top-k answer accuracy, or recall@k of ``positive_ids``). Ties go to the
 smaller α. ``--write-config`` stores the best α in the pipeline config.
 
-``--pair sparse+roman`` tunes the other score hybrid the same way: BM25 in the
+``--pair METHOD`` tunes another score hybrid of two parts the same way (a method whose
+tunable weight has ``sides`` in :mod:`xqa.methods`): ``--pair sparse+roman``, BM25 in the
 question's language plus w × cross-script BM25 (``retrieval.roman_weight``).
 """
 from __future__ import annotations
@@ -33,14 +34,14 @@ def run(args: argparse.Namespace) -> int:
     from xqa.evaluation.tuning import check_writable, tune_alpha
 
     write = check_writable(config_path(args)) if args.write_config else None
+    from xqa.methods import hybrid_pair
+
     cfg = COMMAND.config(args, match=args.match, write_config=write)
-    roman = cfg.pair == "sparse+roman"
+    _, tunable = hybrid_pair(cfg.pair)
     questions = read_questions(args)
-    pipe = load_pipeline(args, ("sparse", "roman") if roman else ("dense", "sparse"))
+    pipe = load_pipeline(args, tunable.sides)
     result = tune_alpha(pipe, questions, cfg)
     print(result.report)
-    if result.written and roman:
-        print(f"retrieval.roman_weight = {result.best:.2f} written to {result.written}")
-    elif result.written:
-        print(f"retrieval.alpha = {result.best:.2f} written to {result.written}")
+    if result.written:
+        print(f"retrieval.{tunable.field} = {result.best:.2f} written to {result.written}")
     return 0

@@ -29,7 +29,6 @@ from xqa.evaluation.judge import METRICS
 from xqa.evaluation.reading import EVAL_MODES
 from xqa.methods.builtin import LAMBDA_GRID, alpha_grid  # declared with the methods they tune
 
-PAIRS = ("dense+bm25", "sparse+roman")
 
 
 @dataclass
@@ -146,9 +145,11 @@ def _finish(best: float, table: dict, report: str, record: dict[str, Any], out: 
 # (xqa.cli_options.add_question_arguments) and ``write_config`` as a switch for --config's file.
 @dataclass
 class AlphaTuneConfig:
-    pair: str = field(default="dense+bm25", metadata={
-        "choices": PAIRS, "help": "which hybrid: dense + α·BM25 (retrieval.alpha), or BM25 + w·cross-script BM25 "
-                                  "(retrieval.roman_weight, method sparse+roman)"})
+    pair: str = field(default="hybrid", metadata={
+        "metavar": "METHOD", "help": "which score hybrid of two parts: a retrieval method whose weight mixes two "
+                                     "parts' scores (xqa.methods: a tunable with sides), e.g. hybrid, dense + α·BM25 "
+                                     "(retrieval.alpha; also spelled dense+bm25), or sparse+roman, BM25 + "
+                                     "w·cross-script BM25 (retrieval.roman_weight)"})
     metric: str = field(default="accuracy", metadata={
         "choices": METRICS, "help": "top-k answer accuracy, or recall@k of the questions' positive_ids"})
     at: int = field(default=20, metadata={"help": "the k of the metric (Ma et al. tune top-20)"})
@@ -175,38 +176,36 @@ def tune_alpha(pipeline, questions, config: AlphaTuneConfig) -> TuneResult:
     c = config
     if c.at < 1 or c.depth < c.at:
         raise XqaError(f"need 1 <= --at <= --depth (got {c.at}, {c.depth})")
-    if c.pair not in PAIRS:
-        raise XqaError(f"unknown pair {c.pair!r}; choose from {', '.join(PAIRS)}")
+    from xqa.methods import hybrid_pair, index_kind
+
+    method, tunable = hybrid_pair(c.pair)
     questions = _questions(questions)
     pipe = _pipeline(pipeline)
-    roman = c.pair == "sparse+roman"
-    _needs(pipe, *(("sparse", "roman") if roman else ("dense", "sparse")))
-    s_lists = side_lists(pipe, "sparse", questions, c.depth, c.batch_size, "BM25")
-    if roman:  # the first list is BM25, the weighted one the cross-script index
-        d_lists, s_lists = s_lists, side_lists(pipe, "roman", questions, c.depth, c.batch_size,
-                                               "cross-script BM25")
-    else:
-        d_lists = side_lists(pipe, "dense", questions, c.depth, c.batch_size, "dense")
+    first, second = tunable.sides   # the score is first + w·second
+    _needs(pipe, first, second)
+    label = {n: index_kind(n).label or n for n in (first, second)}
+    d_lists = side_lists(pipe, first, questions, c.depth, c.batch_size, label[first])
+    s_lists = side_lists(pipe, second, questions, c.depth, c.batch_size, label[second])
     judge = Judge(questions, pipe.store, c.metric, c.match)
     ks = sorted({1, 5, c.at})
     best, table, rows = grid_search(
         alpha_grid(0.0, c.max_alpha, c.step),
         lambda alpha: [hybrid(d, s, c.at, alpha, c.normalize) for d, s in zip(d_lists, s_lists)],
         judge, ks, c.at, "α", lambda a: f"{a:.2f}", lambda a: -a)
-    names = ("bm25", "roman") if roman else ("dense", "bm25")
-    base = {names[0]: judge.scores(d_lists, [c.at])[c.at], names[1]: judge.scores(s_lists, [c.at])[c.at]}
+    base = {first: judge.scores(d_lists, [c.at])[c.at], second: judge.scores(s_lists, [c.at])[c.at]}
     name = judge.metric_name()
-    weight = "w" if roman else "α"
-    alone = (f"BM25 alone {base['bm25']:.1f}, cross-script BM25 alone {base['roman']:.1f}" if roman
-             else f"dense alone {base['dense']:.1f}, BM25 alone {base['bm25']:.1f}")
+    weight = tunable.symbol
+    alone = f"{label[first]} alone {base[first]:.1f}, {label[second]} alone {base[second]:.1f}"
     report = (format_table([weight] + [f"{name}@{k}" for k in ks], rows)
               + f"\n\n{alone}; best {weight} = {best:.2f} "
               f"({name}@{c.at} = {table[best]:.1f}, {len(questions)} questions, "
               f"{'normalised' if c.normalize else 'raw'} scores, k' = {c.depth})")
-    record = {"pair": c.pair, "best_alpha": best, "metric": f"{name}@{c.at}", "normalize": c.normalize,
+    record = {"pair": method.name, "setting": tunable.field, "best_alpha": best, "metric": f"{name}@{c.at}", "normalize": c.normalize,
               "depth": c.depth, "questions": len(questions), "baselines": base,
               "grid": {f"{a:.2f}": v for a, v in table.items()}}
-    values = {"roman_weight": best} if roman else {"alpha": best, "normalize": c.normalize}
+    values = {tunable.field: best}
+    if tunable.field == "alpha":   # the hybrid's scores are read as tuned: normalised or raw
+        values["normalize"] = c.normalize
     return _finish(best, table, report, record, c.out, c.write_config, values)
 
 

@@ -128,6 +128,17 @@ def tunables() -> list[tuple[Method, Tunable]]:
     return out
 
 
+def hybrid_pair(name: str) -> tuple[Method, Tunable]:
+    """The method ``name`` (or an alias) whose weight mixes two parts' scores (a tunable with
+    ``sides``: ``xqa tune alpha --pair``), with that tunable."""
+    m = method(name)
+    t = next((t for t in m.tunables if len(t.sides) == 2), None)
+    if t is None:
+        pairs = [x.name for x in methods(every=True) if any(len(t.sides) == 2 for t in x.tunables)]
+        raise XqaError(f"{name!r} is not a score hybrid of two parts; choose from {', '.join(pairs)}")
+    return m, t
+
+
 def tunable_setting(field: str) -> Tunable | None:
     """The tunable declared for the setting ``field``, if any."""
     return next((t for _, t in tunables() if t.field == field), None)
@@ -196,7 +207,7 @@ _register_builtin()
 
 __all__ = [
     "BuildStep", "IndexKind", "Method", "Tunable",
-    "build_retriever", "index_flags", "index_kind", "index_kinds", "index_value", "is_method", "method",
+    "build_retriever", "hybrid_pair", "index_flags", "index_kind", "index_kinds", "index_value", "is_method", "method",
     "method_names", "methods", "named_indexes", "needs", "register_index", "register_method", "set_index",
     "tunable_setting", "tunables", "unregister_index", "unregister_method", "usable",
 ]

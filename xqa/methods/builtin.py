@@ -108,10 +108,10 @@ def _wants_pieces(build: Any) -> bool:
 
 INDEX_KINDS: tuple[IndexKind, ...] = (
     IndexKind("sparse", "--sparse-index", "BM25 index folder (xqa index sparse)", _load_sparse,
-              field="sparse_index", alias="--bm25",
+              field="sparse_index", alias="--bm25", label="BM25",
               stages=(BuildStep("BM25 indexes", "bm25", _index_sparse),)),
     IndexKind("roman", "--roman-index", "cross-script BM25 index folder (xqa index sparse --cross-script)",
-              _load_roman, field="roman_index", alias="--roman",
+              _load_roman, field="roman_index", alias="--roman", label="cross-script BM25",
               stages=(BuildStep("cross-script BM25 index", "roman", _index_roman),)),
     # the dense index and Λ reuse the shipped vectors and Λ where they apply (CorpusBuild.prebuilt)
     IndexKind("dense", "--dense-index", "dense FAISS index folder (xqa index dense)", _load_dense,
@@ -237,12 +237,13 @@ def _mu_grid():
 
 
 ALPHA = Tunable("alpha", "α", "hybrid: weight of the BM25 score", alpha_grid, fmt=lambda a: f"{a:.2f}",
-                lists=_hybrid_lists("dense", "sparse", normalized=True), title="α (hybrid)")
+                lists=_hybrid_lists("dense", "sparse", normalized=True), title="α (hybrid)",
+                sides=("dense", "sparse"))
 MU = Tunable("mu", "μ", "SPAR: query-side weight of Λ", _mu_grid, tie=_near_one, fmt=lambda m: f"{m:.3g}",
              lists=_spar_lists, title="μ (SPAR)")
 ROMAN_WEIGHT = Tunable("roman_weight", "w", "sparse+roman: weight of the cross-script BM25 score", alpha_grid,
                        fmt=lambda w: f"{w:.2f}", lists=_hybrid_lists("sparse", "roman", normalized=False),
-                       title="w (cross-script)")
+                       title="w (cross-script)", sides=("sparse", "roman"))
 LAMBDA = Tunable("lam", "λ", "dhr: weight of the dense score next to GIP", lambda: LAMBDA_GRID,
                  lists=_dhr_lists, title="λ (DHR)", name="lambda", aliases=("--lam",))
 
@@ -299,7 +300,7 @@ METHODS: tuple[Method, ...] = (
            "finds in the question's language moved up and a share of BM25-only passages added", short="SCD"),
     Method("hybrid", ("dense", "sparse"), _hybrid, "hybrid (dense + α·BM25)",
            "a hybrid of dense retrieval over every language and BM25 in the question's language "
-           "(dense score + α × BM25 score)", short="hybrid", tunables=(ALPHA,)),
+           "(dense score + α × BM25 score)", short="hybrid", tunables=(ALPHA,), aliases=("dense+bm25",)),
     Method("rrf", ("dense", "sparse"), _rrf, "RRF (reciprocal rank fusion)",
            "reciprocal rank fusion of dense retrieval and BM25", short="RRF"),
     Method("spar", ("spar",), _spar, "SPAR (dense ⊕ lexical Λ)",

@@ -51,7 +51,8 @@ class BuildStep:
 class IndexKind:
     """An index (or model) a retrieval method searches: a *part* of a pipeline.
 
-    - ``name``: what methods list in :attr:`Method.needs` (``sparse``, ``dense``, ...);
+    - ``name``: what methods list in :attr:`Method.needs` (``sparse``, ``dense``, ...); ``label``: how
+      reports name it (default: ``name``);
     - ``flag``: its command-line option (``--sparse-index``), ``alias`` a short spelling also
       accepted by the tuning and diagnosis commands, not shown in ``--help``;
     - ``field``: the :class:`~xqa.config.RetrievalConfig` field that names its folder in
@@ -74,6 +75,7 @@ class IndexKind:
     stages: tuple[BuildStep, ...] = ()
     in_build: Callable[[Any], str | None] | None = None
     build_hint: str = ""
+    label: str = ""
 
     @property
     def dest(self) -> str:
@@ -96,6 +98,8 @@ class Tunable:
     - ``field``: the retrieval setting (a :class:`~xqa.config.RetrievalConfig` field, else a key of
       ``retrieval.settings`` whose value is ``default`` until set); its flag is ``--field-name``, or
       ``--NAME`` with ``name`` (``aliases``: other flags accepted, unlisted);
+    - ``sides``: for the weight of a two-part score hybrid ``first + w·second``, the two index
+      kinds (``xqa tune alpha --pair METHOD`` searches each once and re-ranks their union);
     - ``symbol``: how reports write it (α); ``help``: the flag's help; ``title``: the build's tuning
       stage names it so (default: ``symbol (method)``);
     - ``grid()``: the values tried by default; ``tie(value)``: among equal scores the largest
@@ -116,6 +120,7 @@ class Tunable:
     title: str = ""
     name: str = ""
     aliases: tuple[str, ...] = ()
+    sides: tuple[str, ...] = ()
 
     @property
     def flag(self) -> str:
