@@ -29,7 +29,7 @@ navigation on some pages.
 
 A document's ``text`` is what the splitters cut and what a passage's character offsets
 (``meta.start``/``meta.end``) point into: paragraphs separated by a blank line (by a line
-break in WikiExtractor's articles, as WikiExtractor writes them).
+break in WikiExtractor's articles, whose text is kept exactly as WikiExtractor wrote it).
 """
 from __future__ import annotations
 
@@ -426,8 +426,8 @@ def read_wiki(path: Path, source: str, after: int = 0) -> Iterator[Document | Pr
                     yield Problem(source, "not a WikiExtractor --json line: no 'text' field", line=n)
                     continue
                 title = obj.get("title") if isinstance(obj.get("title"), str) else ""
-                text = "\n".join(ln.strip() for ln in _clean(obj["text"]).split("\n") if ln.strip())
-                if not text:
+                text = obj["text"]   # as written: the MIA rule's Thai words count its spaces
+                if not text.strip():
                     yield Problem(source, f"article {obj.get('id', '')!s} {title!r} has no text", line=n)
                     continue
                 url = obj.get("url") if isinstance(obj.get("url"), str) else ""

@@ -93,7 +93,7 @@ def _japanese(text: str) -> list[tuple[str, int, int]]:
     if _sudachi is None:
         sudachipy = need("sudachipy", "sudachipy")
         need("sudachidict_core", "sudachidict-core")
-        _sudachi = sudachipy.Dictionary(dict="core").create(sudachipy.SplitMode.A)
+        _sudachi = sudachipy.Dictionary(dict="core").tokenizer(mode=sudachipy.SplitMode.A)
     out = []
     # SudachiPy refuses inputs over 49,149 bytes: long paragraphs go in pieces cut after 。
     chunks, start = [], 0
@@ -264,9 +264,11 @@ class PackedSplit:
             out.append((cur[0], cur[1]))
         pieces = []
         for a, b in out:
-            text = doc.text[a:b].strip()
-            if text:
-                pieces.append(Piece(a, b, text))
+            raw = doc.text[a:b]
+            text = raw.strip()
+            if text:   # offsets of the text itself (a token's offsets include the space before it)
+                a += len(raw) - len(raw.lstrip())
+                pieces.append(Piece(a, a + len(text), text))
         return pieces
 
     def _windows(self, base: int, enc) -> list[tuple[int, int]]:
