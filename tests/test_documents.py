@@ -421,7 +421,7 @@ def test_the_guides_documents_section_runs(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(ROOT)
     out = tmp_path / "mine"
     build = [str(out) if a == "build/mine" else a for a in commands[0][1:]]
-    assert main(build + ["--lexical-steps", "4", "--k", "6", "--n-passages", "3"]) == 0
+    assert main(build + ["--lexical-steps", "4", "--k", "6", "--n-passages", "3", "--precision", "fp32"]) == 0
     report = json.loads((out / "passages-report.json").read_text(encoding="utf-8"))
     assert set(report["passages_per_language"]) == {"de", "en", "es", "ja", "th", "zh"}
     config = out / "pipeline.json"
