@@ -444,3 +444,20 @@ def test_the_guides_documents_section_runs(tmp_path, monkeypatch, capsys):
     asked = pipe.ask(commands[2][2], "auto")
     assert '<a href="https://en.wikipedia.org/wiki?curid=1002"' in render.evidence_html(asked.answer)
     assert commands[3][2:] == ["--config", "build/mine/pipeline.json"]
+
+
+def test_a_word_file_reads_with_its_heading_as_title(tmp_path):
+    import docx
+
+    d = docx.Document()
+    d.add_heading("Olympic Council of Asia", level=1)
+    d.add_paragraph("The headquarters of the OCA is located at Kuwait City.")
+    d.add_paragraph("East Timor is the newest member, joining in 2003.")
+    d.save(str(tmp_path / "oca.docx"))
+    [doc] = list(read_file(tmp_path / "oca.docx", "oca.docx"))
+    assert doc.title == "Olympic Council of Asia" and doc.format == "docx"
+    assert doc.text == ("The headquarters of the OCA is located at Kuwait City.\n\n"
+                        "East Timor is the newest member, joining in 2003.")
+    (tmp_path / "locked.docx").write_bytes(b"\xd0\xcf\x11\xe0 an encrypted Word file is an OLE container")
+    [problem] = list(read_file(tmp_path / "locked.docx", "locked.docx"))
+    assert "not a readable Word file" in str(problem) and str(problem).startswith("locked.docx: ")
