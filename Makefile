@@ -12,9 +12,10 @@ PORT ?= 7860
 # installs its own CUDA torch before `make`, and this step then does nothing.
 TORCH_SPEC ?= torch==2.13.0
 # FAISS comes from one extra: cpu (faiss-cpu) here, gpu (faiss-gpu) on a CUDA machine
-# (`make test EXTRAS=gpu,test,bench`); the two must not be installed together. bench: bm25s and
-# PyStemmer, the peer `xqa bench sparse` compares Lucene with (the test suite imports it).
-EXTRAS ?= cpu,test,bench
+# (`make test EXTRAS=gpu,test,bench,documents`); the two must not be installed together. bench: bm25s and
+# PyStemmer, the peer `xqa bench sparse` compares Lucene with (the test suite imports it). documents:
+# the readers of `xqa build --documents` (PDF, HTML, Markdown, Word; Japanese words for the MIA split).
+EXTRAS ?= cpu,test,bench,documents
 
 export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1

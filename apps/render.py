@@ -13,6 +13,7 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 
 from xqa import rendering
+from xqa.documents.provenance import describe, link
 from xqa.errors import XqaError
 from xqa.langid import language_name, script_of
 from xqa.records import Answer
@@ -222,7 +223,7 @@ def evidence_html(answer: Answer, extra: Sequence[str] = ()) -> str:
         rows.append(
             f'<tr class="xqa-passage{" xqa-hit" if hit else ""}" data-id="{html.escape(c.id, quote=True)}">'
             f'<td class="xqa-rank">{i}</td>'
-            f'<td class="xqa-title" dir="auto">{highlight(c.title, needles)}</td>'
+            f'<td class="xqa-title" dir="auto">{highlight(c.title, needles)}{_where_html(c.meta)}</td>'
             f'<td class="xqa-lang" title="{html.escape(language_name(c.lang), quote=True)}">{html.escape(c.lang)}</td>'
             f'<td><span class="xqa-src xqa-src-{_css_name(c.source)}">{html.escape(c.source)}</span></td>'
             f'<td class="xqa-num">{c.score:.3f}</td>'
@@ -231,6 +232,19 @@ def evidence_html(answer: Answer, extra: Sequence[str] = ()) -> str:
             "</tr>")
     return (f'<table class="xqa-evidence"><thead><tr>{head}</tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table>')
+
+
+def _where_html(meta: dict) -> str:
+    """Under the title: where the passage came from (file, page, offsets), linked where it is a web address."""
+    where = describe(meta)
+    if not where:
+        return ""
+    url = link(meta)
+    text = html.escape(where)
+    if url:
+        text = (f'<a href="{html.escape(url, quote=True)}" target="_blank" rel="noopener noreferrer">'
+                f'{html.escape(url)}</a>{html.escape(where[len(url):])}' if where.startswith(url) else text)
+    return f'<div class="xqa-origin">{text}</div>'
 
 
 def _css_name(source: str) -> str:
@@ -278,6 +292,7 @@ table.xqa-evidence { border-collapse: collapse; width: 100%; font-size: 0.92em; 
 table.xqa-evidence th, table.xqa-evidence td { border-bottom: 1px solid #d0d7de; padding: 6px 8px;
            text-align: left; vertical-align: top; }
 table.xqa-evidence td.xqa-num { text-align: right; white-space: nowrap; }
+table.xqa-evidence .xqa-origin { font-size: 0.85em; color: #57606a; margin-top: 2px; overflow-wrap: anywhere; }
 table.xqa-evidence td.xqa-text { min-width: 320px; }
 table.xqa-evidence tr.xqa-hit td.xqa-rank { border-left: 4px solid #16a34a; }
 mark { background: #fde047; color: #111827; padding: 0 2px; border-radius: 2px; }

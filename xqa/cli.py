@@ -17,7 +17,8 @@ import sys
 # (words) -> (module, one-line help). The user's commands: build, train, index, answer, evaluate, serve.
 COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
     ("world", "build"): ("xqa.commands.world_build", "generate the embedded multilingual world (passages + questions)"),
-    ("build",): ("xqa.commands.build", "build a pipeline over any passage collection: indexes, reader, pipeline.json"),
+    ("build",): ("xqa.commands.build", "build a pipeline over any passage collection or folder of documents: indexes, reader, pipeline.json"),
+    ("passages",): ("xqa.commands.passages", "cut documents (txt, md, html, pdf, docx, WikiExtractor JSON) into passages with provenance"),
     ("embedded", "build"): ("xqa.commands.embedded_build", "build the embedded default (real Wikipedia sample; --profile world: the test world)"),
     ("data", "corpus"): ("xqa.commands.data_corpus", "make the shipped multilingual Wikipedia sample from the real QA sets"),
     ("data", "train"): ("xqa.commands.data_train", "reader/retriever training data from the real sets' train splits (BM25 negatives)"),

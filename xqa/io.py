@@ -340,7 +340,10 @@ def _passage(obj: dict, path: Path, n: int, lang: str | None, seen: _Unique) -> 
             raise InputError(path, n, "missing field 'lang' (pass --lang for a one-language file)")
         plang = lang
     known_language(plang, path, n, field)
-    return Passage(id=pid, title=title, text=text, lang=plang)
+    meta = obj.get("meta") or {}
+    if not isinstance(meta, dict):
+        raise InputError(path, n, f"field 'meta' should be an object, found {json_type(meta)}")
+    return Passage(id=pid, title=title, text=text, lang=plang, meta=meta)
 
 
 def _read_dpr_tsv(path: Path, lang: str | None, seen: _Unique) -> Iterator[Passage]:
@@ -632,8 +635,12 @@ def _context(c: Any, path: Path, n: int | None, at: str) -> Context:
             raise InputError(path, n, f"{at}: field {key!r} should be "
                                       f"{'a number' if key == 'score' else _KIND_NAMES[kinds]}, found {json_type(val)}")
         fields[key] = default if val is None and key != "has_answer" else val
+    meta = c.get("meta") or {}
+    if not isinstance(meta, dict):
+        raise InputError(path, n, f"{at}: field 'meta' should be an object, found {json_type(meta)}")
     return Context(id=cid, title=fields["title"], text=fields["text"], lang=fields["lang"],
-                   score=float(fields["score"]), source=fields["source"], has_answer=fields["has_answer"])
+                   score=float(fields["score"]), source=fields["source"], has_answer=fields["has_answer"],
+                   meta=meta)
 
 
 def write_trec_run(path: str | Path, results: Iterable[RetrievalResult], tag: str = "xqa") -> None:
@@ -661,7 +668,8 @@ def passages_dataset(path: str | Path, lang: str | None = None, cache_dir: str |
     if not path.is_file():
         raise XqaError(f"{path}: no such passage file")
     stat = path.stat()
-    features = datasets.Features({k: datasets.Value("string") for k in ("id", "title", "text", "lang")})
+    # a passage's meta (provenance) travels as a JSON string: its keys vary from passage to passage
+    features = datasets.Features({k: datasets.Value("string") for k in ("id", "title", "text", "lang", "meta")})
     try:
         # the file's size and time are part of the arguments, so a changed file is converted again
         return datasets.Dataset.from_generator(
@@ -675,4 +683,4 @@ def passages_dataset(path: str | Path, lang: str | None = None, cache_dir: str |
 
 def _passage_rows(path: str, lang: str | None, stamp: tuple[int, int]) -> Iterator[dict[str, str]]:
     for p in read_passages(path, lang):
-        yield p.to_dict()
+        yield {**p.to_dict(), "meta": json.dumps(p.meta, ensure_ascii=False) if p.meta else ""}

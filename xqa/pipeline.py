@@ -24,6 +24,15 @@ from xqa.errors import XqaError
 from xqa.records import Answer, Context, Hit, Passage, Question
 
 
+def _row_passage(row: dict) -> Passage:
+    """A row of :func:`xqa.io.passages_dataset` (its ``meta`` a JSON string) as a Passage."""
+    import json
+
+    row = dict(row)
+    meta = row.pop("meta", "") or ""
+    return Passage(**row, meta=json.loads(meta) if meta else {})
+
+
 class PassageStore:
     """Passage lookup by id.
 
@@ -65,7 +74,7 @@ class PassageStore:
             passage = self._dict.get(pid)
         else:
             row = self._rows.get(pid)
-            passage = None if row is None else Passage(**self._ds[row])
+            passage = None if row is None else _row_passage(self._ds[row])
         if passage is None:
             raise XqaError(f"passage {pid!r} is in an index but not in the passage file")
         return passage
@@ -222,7 +231,7 @@ class Pipeline:
         for h in hits:
             p = self.store.get(h.id)
             out.append(Context(id=p.id, title=p.title, text=p.text, lang=p.lang, score=float(h.score),
-                               source=h.source))
+                               source=h.source, meta=p.meta))
         return out
 
     def retrieve(self, questions: Sequence[Question], k: int | None = None, method: str | None = None,

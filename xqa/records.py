@@ -19,15 +19,25 @@ UNKNOWN_LANG = "und"
 
 @dataclass(frozen=True)
 class Passage:
-    """One retrievable unit: ``{"id", "title", "text", "lang"}``."""
+    """One retrievable unit: ``{"id", "title", "text", "lang"}``.
+
+    ``meta`` (optional, a JSON object; indexes ignore it) says where the passage came from
+    when xqa cut it from a document (:mod:`xqa.documents`): ``source`` (the file, relative to
+    the documents folder), ``doc`` (document id), ``start``/``end`` (character offsets in the
+    document's text), ``page`` (PDF), ``url`` and ``format``. It is written only when not empty.
+    """
 
     id: str
     title: str
     text: str
     lang: str
+    meta: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d: dict[str, Any] = {"id": self.id, "title": self.title, "text": self.text, "lang": self.lang}
+        if self.meta:
+            d["meta"] = dict(self.meta)
+        return d
 
     def contents(self) -> str:
         """The text indexed by BM25 (Pyserini's ``contents`` field)."""
@@ -88,11 +98,14 @@ class Context:
     score: float
     source: str
     has_answer: bool | None = None
+    meta: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)  # the passage's provenance
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         if d["has_answer"] is None:
             del d["has_answer"]
+        if not d["meta"]:
+            del d["meta"]
         return d
 
 

