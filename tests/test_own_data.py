@@ -244,3 +244,24 @@ def test_a_packed_reader_given_to_init_says_to_unpack_it_first(tmp_path):
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 1
     assert "is a packed reader" in done.stderr and "xqa reader unpack" in done.stderr
+
+
+def test_the_split_by_article_shares_no_article_and_takes_the_asked_numbers(tmp_path):
+    articles = [{"title": f"a{i}", "paragraphs": [{"context": f"Text {i} Berlin.", "qas": [
+        {"id": f"{i}-{j}", "question": f"Q{j}?", "answers": [{"text": "Berlin", "answer_start": len(f"Text {i} ")}]}
+        for j in range(3)]}]} for i in range(10)]
+    src = tmp_path / "set.json"
+    src.write_text(json.dumps({"data": articles}), encoding="utf-8")
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "split_by_article.py"), str(src), "--out",
+                           str(tmp_path / "split"), "--train", "8", "--dev", "4"], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+
+    def titles_and_ids(name: str) -> tuple[set[str], list[str]]:
+        data = json.loads((tmp_path / "split" / name).read_text(encoding="utf-8"))["data"]
+        return {a["title"] for a in data}, [qa["id"] for a in data for p in a["paragraphs"] for qa in p["qas"]]
+
+    (train_t, train_q), (dev_t, dev_q), (held_t, held_q) = map(titles_and_ids, ("train.json", "dev.json", "held.json"))
+    assert len(train_q) == 8 and len(dev_q) == 4 and len(held_q) == 15 and not set(train_q) & set(dev_q)
+    assert not (train_t | dev_t) & held_t and len(held_t) == 5
+    assert len(read_own(f"{tmp_path / 'split' / 'train.json'}:de")) == 8    # the layout xqa data own reads

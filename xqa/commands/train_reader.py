@@ -18,11 +18,11 @@ from xqa.training.span import SpanTrainConfig as S
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--arch", dest="family", choices=_trainable(), default="fid",
                    help="fid: Fusion-in-Decoder on (m)T5 (generates); span: the extractive reader on a "
-                        "pretrained encoder (--init an 'xqa convert e5' folder), trained on 'xqa data train' "
-                        "files")
+                        "pretrained encoder (--init an 'xqa convert e5' folder, or a span reader to continue "
+                        "from, e.g. build/embedded/reader), trained on 'xqa data train' or 'xqa data own' files")
     p.add_argument("--train",
-                   help="fid: training retrieval results (JSON list or JSONL); span: xqa data train's train.jsonl "
-                        "(not with --kit)")
+                   help="fid: training retrieval results (JSON list or JSONL); span: xqa data train's or xqa data "
+                        "own's train.jsonl (not with --kit)")
     p.add_argument("--dev", help="dev retrieval results for EM/F1 validation (best kept)")
     p.add_argument("--out", required=True, help="run folder: OUT/best is the reader artifact")
     init = p.add_mutually_exclusive_group()

@@ -215,7 +215,8 @@ def _find_line(text: str, qa: dict, cursor: int) -> tuple[int | None, int]:
         value = qa.get(key)
         if not isinstance(value, (str, int)) or isinstance(value, bool):
             continue
-        for needle in {json.dumps(value, ensure_ascii=False), json.dumps(value)}:
+        values = {json.dumps(value, ensure_ascii=False), json.dumps(value)}
+        for needle in (f'"{key}"{sep}{v}' for v in sorted(values) for sep in (": ", ":")):
             at = text.find(needle, cursor)
             if at >= 0:
                 start = text.rfind("{", 0, at)   # the record's opening brace
