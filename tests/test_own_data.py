@@ -45,7 +45,7 @@ def _line_of(path: Path, needle: str) -> int:
 GOOD_DE = [{"id": "b1", "question": "Was ist die Hauptstadt Deutschlands?",
             "answers": [{"text": "Berlin", "answer_start": 0}]},
            {"id": "b2", "question": "Wie viele Einwohner hat Berlin?",
-            "answers": [{"text": "etwa 3,7 Millionen", "answer_start": 57}]}]
+            "answers": [{"text": "etwa 3,7 Millionen", "answer_start": BERLIN.index("etwa")}]}]
 
 
 def test_a_squad_layout_file_gives_each_answer_at_its_place_in_its_context(tmp_path):
@@ -134,12 +134,15 @@ def test_a_line_that_is_not_json_and_an_id_used_twice_are_named(tmp_path):
         read_own(str(path), lang="de")
 
 
-def _own_sets(tmp_path: Path) -> tuple[Path, Path]:
-    train = _squad(tmp_path / "train.json", GOOD_DE,
-                   [{"id": "t1", "question": "日本の首都はどこか。", "answers": [{"text": "東京", "answer_start": 0}]}])
+def _own_sets(tmp_path: Path) -> tuple[list[str], Path]:
+    """Training files (a German SQuAD file named with its language, a JSONL file whose record
+    names its own) and a dev file."""
+    squad = _squad(tmp_path / "train.json", GOOD_DE)
+    lines = _jsonl(tmp_path / "train.jsonl", [{"id": "t1", "question": "日本の首都はどこか。", "answers": ["東京"],
+                                               "context": TOKYO, "title": "東京", "lang": "ja"}])
     dev = _jsonl(tmp_path / "dev.jsonl", [{"id": "d1", "question": "Welche Stadt ist die Hauptstadt?",
                                            "answers": ["Berlin"], "context": BERLIN, "lang": "de"}])
-    return train, dev
+    return [f"{squad}:de", str(lines)], dev
 
 
 def test_the_command_writes_the_span_readers_training_files(tmp_path):
@@ -148,7 +151,7 @@ def test_the_command_writes_the_span_readers_training_files(tmp_path):
 
     train, dev = _own_sets(tmp_path)
     out = tmp_path / "data"
-    done = subprocess.run([sys.executable, "-m", "xqa.cli", "data", "own", "--train", f"{train}:de", "--dev", str(dev),
+    done = subprocess.run([sys.executable, "-m", "xqa.cli", "data", "own", "--train", *train, "--dev", str(dev),
                            "--negatives", "0", "--out", str(out)], cwd=ROOT, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -157,7 +160,8 @@ def test_the_command_writes_the_span_readers_training_files(tmp_path):
     assert sorted(p.text for p in passages.values()) == sorted([BERLIN, TOKYO])
     rows = load_training_questions(str(out / "train.jsonl"))
     assert [r["id"] for r in rows] == ["b1", "b2", "t1"]
-    assert [r["lang"] for r in rows] == ["de", "de", "de"]   # the file's language, for every record of it
+    assert [r["lang"] for r in rows] == ["de", "de", "ja"]
+    assert "answer_start did not point" not in done.stdout
     for r in rows:
         p = passages[r["positive_ids"][0]]
         assert [p.text[s: s + len(a)] for a, s in zip(r["answers"], r["answer_starts"])] == r["answers"]
@@ -199,7 +203,7 @@ def test_a_span_reader_continued_on_own_data_stops_on_time_resumes_and_loads_as_
 
     train, dev = _own_sets(tmp_path)
     data = tmp_path / "data"
-    build(OwnDataConfig(train=[f"{train}:de"], dev=[str(dev)], out=str(data), negatives=0, progress=False))
+    build(OwnDataConfig(train=train, dev=[str(dev)], out=str(data), negatives=0, progress=False))
     start = tmp_path / "start"
     _tiny_reader(converted_e5).save(start)
     out = tmp_path / "run"
@@ -237,7 +241,7 @@ def test_a_span_reader_continued_on_own_data_stops_on_time_resumes_and_loads_as_
 def test_a_packed_reader_given_to_init_says_to_unpack_it_first(tmp_path):
     train, dev = _own_sets(tmp_path)
     data = tmp_path / "data"
-    build(OwnDataConfig(train=[f"{train}:de"], out=str(data), negatives=0, progress=False))
+    build(OwnDataConfig(train=train, out=str(data), negatives=0, progress=False))
     done = subprocess.run([sys.executable, "-m", "xqa.cli", "train", "reader", "--arch", "span", "--init",
                            str(ROOT / "xqa" / "models" / "span-reader"), "--train", str(data / "train.jsonl"),
                            "--passages", str(data / "passages.jsonl"), "--out", str(tmp_path / "run")],
@@ -265,3 +269,24 @@ def test_the_split_by_article_shares_no_article_and_takes_the_asked_numbers(tmp_
     assert len(train_q) == 8 and len(dev_q) == 4 and len(held_q) == 15 and not set(train_q) & set(dev_q)
     assert not (train_t | dev_t) & held_t and len(held_t) == 5
     assert len(read_own(f"{tmp_path / 'split' / 'train.json'}:de")) == 8    # the layout xqa data own reads
+
+
+def test_bm25_negatives_are_other_contexts_of_the_language_without_the_answer(tmp_path):
+    contexts = [BERLIN, "Hamburg ist eine Hafenstadt. Die Stadt hat etwa 1,9 Millionen Einwohner.",
+                "München ist die Hauptstadt Bayerns. Berlin liegt weit im Norden.",
+                "Köln liegt am Rhein. Die Stadt hat etwa eine Million Einwohner."]
+    rows = [{"id": f"q{i}", "question": q, "answers": [a], "context": c} for i, (q, a, c) in enumerate([
+        ("Wie viele Einwohner hat die Hauptstadt?", "3,7 Millionen", contexts[0]),
+        ("Wie viele Einwohner hat die Hafenstadt?", "1,9 Millionen", contexts[1]),
+        ("Was ist die Hauptstadt Bayerns?", "München", contexts[2]),
+        ("Woran liegt die Stadt?", "Rhein", contexts[3])])]
+    out = tmp_path / "data"
+    s = build(OwnDataConfig(train=[str(_jsonl(tmp_path / "mine.jsonl", rows))], lang="de", out=str(out),
+                            negatives=2, progress=False))
+    passages = {json.loads(line)["id"]: json.loads(line)["text"] for line in (out / "passages.jsonl").open()}
+    train = [json.loads(line) for line in (out / "train.jsonl").open()]
+    assert s["negatives"] == sum(len(r["negative_ids"]) for r in train) > 0
+    for r in train:
+        assert len(r["negative_ids"]) <= 2 and r["positive_ids"][0] not in r["negative_ids"]
+        assert not any(r["answers"][0] in passages[n] for n in r["negative_ids"])
+    assert (out / "bm25").is_dir() and not (out / "dev.jsonl").exists()
