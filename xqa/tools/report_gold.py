@@ -32,7 +32,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="score these QA files of your own instead (xqa data own's layouts: SQuAD JSON or JSONL "
                         "with question, answers, context; ':LANG' or --lang gives a file's language); "
                         "no --data needed")
-    p.add_argument("--lang", default=None, help="with --file: language of the questions whose record and file give none")
+    p.add_argument("--lang", default=None,
+                   help="with --file: language of the questions whose record and file give none")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--batch-size", type=int, default=16, help="rows per model batch")
     p.add_argument("--json", help="write the scores (and each question's prediction) to this JSON file")
