@@ -5,5 +5,7 @@
 - ``xqa.data.corpus``: the shipped multilingual Wikipedia sample (``xqa/corpus``) and its
   evaluation questions (``xqa data corpus``);
 - ``xqa.data.training``: reader and retriever training examples from the train splits
-  only, with the shipped sample's paragraphs held out (``xqa data train``).
+  only, with the shipped sample's paragraphs held out (``xqa data train``);
+- ``xqa.data.own``: a user's own QA sets (SQuAD JSON or JSONL), checked, as the same training
+  files (``xqa data own``).
 """

@@ -3,7 +3,8 @@ evaluation-only sets (``../shared/data``).
 
 Sets: MLQA dev's 7 same-language pairs and (``--crosslingual``) its 42 cross-lingual pairs
 (question in one language, paragraph in another), JaQuAD dev, JSQuAD valid, iApp Wiki QA test,
-ARCD test, CMRC 2018 dev, DRCD dev and SQuAD v1.1 dev. Each question is read with its gold
+ARCD test, CMRC 2018 dev, DRCD dev and SQuAD v1.1 dev; or (``--file``) a user's own QA files in
+``xqa data own``'s layouts, checked as that command checks them. Each question is read with its gold
 paragraph alone; the answer is the reader's own (an extractive reader's best span). Two scores, each the maximum over the
 gold answers, in the paragraph's language:
 
@@ -27,6 +28,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--crosslingual", action="store_true", help="also MLQA's 42 cross-lingual pairs")
     p.add_argument("--cross-limit", type=int, default=100, help="questions per cross-lingual pair")
     p.add_argument("--sets", nargs="*", default=None, help=f"only these (mlqa, {', '.join(SINGLE_SETS)})")
+    p.add_argument("--file", nargs="+", default=None, metavar="FILE[:LANG]",
+                   help="score these QA files of your own instead (xqa data own's layouts: SQuAD JSON or JSONL "
+                        "with question, answers, context; ':LANG' or --lang gives a file's language); "
+                        "no --data needed")
+    p.add_argument("--lang", default=None,
+                   help="with --file: language of the questions whose record and file give none")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--batch-size", type=int, default=16, help="rows per model batch")
     p.add_argument("--json", help="write the scores (and each question's prediction) to this JSON file")
@@ -50,6 +57,22 @@ def _questions(path, limit: int, seed: int, qlang: str, clang: str) -> list[tupl
     return rows
 
 
+def _own_name(spec: str) -> str:
+    from xqa.data.own import split_spec
+
+    return split_spec(spec)[0].name
+
+
+def _own_questions(spec: str, lang: str | None, limit: int, seed: int) -> list[tuple]:
+    """The rows of a user's QA file (:mod:`xqa.data.own`), checked as ``xqa data own`` checks it."""
+    from xqa.data.own import read_own
+
+    rows = [(q.id, q.question, q.answers, q.title, q.context, q.lang, q.lang) for q in read_own(spec, lang)]
+    if limit and len(rows) > limit:
+        rows = random.Random(seed).sample(rows, limit)
+    return rows
+
+
 def run(args: argparse.Namespace) -> int:
     import time
 
@@ -63,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    root = data_root(args.data)
+    root = data_root(args.data) if not args.file else None
     reader = load_reader(args.model)
     timed = hasattr(reader, "cpu_precision")   # a reader whose CPU precision is a setting
     if args.precision:
@@ -74,6 +97,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"reading in {reader.cpu_precision()}", flush=True)
     groups: list[tuple[str, list[tuple]]] = []
     want = set(args.sets) if args.sets else None
+    if args.file:
+        want = set()
+        groups += [(_own_name(spec), _own_questions(spec, args.lang, args.limit, args.seed)) for spec in args.file]
     if want is None or "mlqa" in want:
         for c in MLQA_LANGS:
             groups.append((f"mlqa {c}-{c}", _questions(mlqa_file(root, c, c), args.limit, args.seed, c, c)))

@@ -17,11 +17,12 @@ class ReaderTrainConfig:
     out: str = field(default="", metadata={
         "required": True, "help": "run folder: OUT/best is the reader artifact"})
     train: str | None = field(default=None, metadata={
-        "help": "fid: training retrieval results (JSON list or JSONL); span: xqa data train's train.jsonl "
-                "(not with --kit)"})
+        "help": "fid: training retrieval results (JSON list or JSONL); span: xqa data train's or xqa data own's "
+                "train.jsonl (not with --kit)"})
     dev: str | None = field(default=None, metadata={"help": "dev retrieval results for EM/F1 validation (best kept)"})
     init: str | None = field(default=None, metadata={
-        "help": "start from a T5/mT5 checkpoint (hub name, HF folder or xqa reader)"})
+        "help": "start from: fid, a T5/mT5 checkpoint (hub name, HF folder or xqa reader); span, an 'xqa convert "
+                "e5' folder, or a span reader to continue from (e.g. build/embedded/reader)"})
     # None: the reader's default
     max_length: int | None = field(default=None, metadata={
         "help": "tokens per encoded passage (fid: truncated, default 192; span: per window, default 256)"})

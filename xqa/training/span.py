@@ -92,6 +92,10 @@ def train(config: SpanTrainConfig, scorer=None) -> dict:
     from xqa.artifacts import is_complete
 
     init = Path(c.init)
+    if (init / "config.json").is_file() and (init / "delta.safetensors").is_file():
+        raise XqaError(f"{init} is a packed reader (its difference to the encoder): unpack it first, "
+                       f"'xqa reader unpack --base E5 --out DIR' (or use the embedded build's reader, "
+                       f"build/embedded/reader), and give DIR to --init")
     if is_complete(init) and (init / "encoder").is_dir() or (init / "best" / "encoder").is_dir():
         reader = SpanReader.load(init, runtime=False)
     else:

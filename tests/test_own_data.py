@@ -1,0 +1,292 @@
+"""A user's own QA sets: both layouts read and checked (each problem named by file:line), written as
+span-reader training files, and a span reader continued on them that stops on time, resumes and
+loads as a pipeline's reader."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from xqa.data.own import OwnDataConfig, build, read_own
+from xqa.errors import InputError, XqaError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Two paragraphs of the shipped corpus's kind (short, so that tests stay fast).
+BERLIN = "Berlin ist die Hauptstadt Deutschlands. Die Stadt hat etwa 3,7 Millionen Einwohner."
+TOKYO = "東京は日本の首都である。人口は約1400万人で、世界最大の都市圏を持つ。"
+
+
+def _squad(path: Path, qas_de: list[dict], qas_ja: list[dict] | None = None) -> Path:
+    data = {"version": "mine", "data": [
+        {"title": "Berlin", "paragraphs": [{"context": BERLIN, "qas": qas_de}]},
+        *([{"title": "東京", "paragraphs": [{"context": TOKYO, "qas": qas_ja}]}] if qas_ja else [])]}
+    path.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
+    return path
+
+
+def _jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def _line_of(path: Path, needle: str) -> int:
+    """The line of the record (its opening brace) whose id is ``needle``."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    at = next(i for i, line in enumerate(lines) if f'"id": "{needle}"' in line)
+    while "{" not in lines[at]:
+        at -= 1
+    return at + 1
+
+
+GOOD_DE = [{"id": "b1", "question": "Was ist die Hauptstadt Deutschlands?",
+            "answers": [{"text": "Berlin", "answer_start": 0}]},
+           {"id": "b2", "question": "Wie viele Einwohner hat Berlin?",
+            "answers": [{"text": "etwa 3,7 Millionen", "answer_start": BERLIN.index("etwa")}]}]
+
+
+def test_a_squad_layout_file_gives_each_answer_at_its_place_in_its_context(tmp_path):
+    path = _squad(tmp_path / "mine.json", GOOD_DE)
+    qs = read_own(f"{path}:de")
+    assert [q.id for q in qs] == ["b1", "b2"]
+    for q in qs:
+        assert q.lang == "de" and q.title == "Berlin" and q.context == BERLIN
+        assert [q.context[s: s + len(a)] for a, s in zip(q.answers, q.starts)] == q.answers
+    assert qs[1].starts == [BERLIN.index("etwa 3,7")]
+    assert qs[0].where == f"{path}:{_line_of(path, 'b1')}"
+
+
+def test_a_squad_answer_missing_from_its_context_is_named_by_file_line_and_place(tmp_path):
+    bad = [GOOD_DE[0], {"id": "b2", "question": "Wer regiert?", "answers": [{"text": "Olaf", "answer_start": 3}]}]
+    path = _squad(tmp_path / "mine.json", bad)
+    with pytest.raises(InputError) as e:
+        read_own(str(path), lang="de")
+    line = _line_of(path, 'b2')
+    assert str(e.value) == (f"{path}:{line}: data[0].paragraphs[0].qas[1]: answer 'Olaf' is not in its context")
+
+
+def test_the_language_comes_from_the_record_the_file_or_lang_and_must_be_known(tmp_path):
+    rows = [{"question": "首都は？", "answers": ["東京"], "context": TOKYO, "lang": "ja"},
+            {"question": "Hauptstadt?", "answers": ["Berlin"], "context": BERLIN}]
+    path = _jsonl(tmp_path / "mixed.jsonl", rows)
+    assert [q.lang for q in read_own(f"{path}:de")] == ["ja", "de"]
+    assert [q.lang for q in read_own(str(path), lang="de")] == ["ja", "de"]
+    with pytest.raises(InputError, match=rf"{path}:2: no language"):
+        read_own(str(path))
+    with pytest.raises(XqaError, match="unknown language code 'xx'"):
+        read_own(str(path), lang="xx")
+    _jsonl(path, [{**rows[0], "lang": "japanese"}])
+    with pytest.raises(InputError, match=rf"{path}:1: field 'lang': unknown language code 'japanese'"):
+        read_own(str(path))
+
+
+def test_jsonl_takes_answers_as_strings_objects_or_one_string_and_answer_start(tmp_path):
+    rows = [{"id": 7, "question": "Hauptstadt?", "answers": ["Berlin", "Berlin"], "context": BERLIN, "title": "B"},
+            {"question": "Einwohner?", "answers": [{"text": " etwa 3,7 Millionen", "answer_start": 56}],
+             "context": BERLIN},
+            {"question": "Stadt?", "answer": "Stadt", "answer_start": BERLIN.index("Stadt hat"), "context": BERLIN},
+            {"question": "Welche Stadt?", "answers": ["Berlin"], "answer_start": [40], "context": BERLIN}]
+    path = _jsonl(tmp_path / "mine.jsonl", rows)
+    qs = read_own(str(path), lang="de")
+    assert [q.id for q in qs] == ["7", f"{path.stem}:2", f"{path.stem}:3", f"{path.stem}:4"]
+    assert qs[0].answers == ["Berlin"] and qs[0].title == "B"
+    assert qs[1].answers == ["etwa 3,7 Millionen"] and qs[1].starts == [BERLIN.index("etwa")]
+    assert qs[2].starts == [BERLIN.index("Stadt hat")]          # the given occurrence, not the first
+    assert qs[3].starts == [0]                                   # a start that misses: the first occurrence
+    assert [q.where for q in qs] == [f"{path}:{n}" for n in range(1, 5)]
+
+
+def test_every_problem_of_a_run_is_listed_by_file_line_and_nothing_is_written(tmp_path):
+    rows = [{"question": "Hauptstadt?", "answers": ["Berlin"], "context": BERLIN},
+            {"question": "   ", "answers": ["Berlin"], "context": BERLIN},
+            {"question": "Wer regiert?", "answers": ["Olaf"], "context": BERLIN},
+            {"question": "Einwohner?", "answers": [], "context": BERLIN},
+            {"question": "Fluss?", "answers": ["Spree"]},
+            {"question": "Stadt?", "answers": ["Stadt"], "context": BERLIN, "lang": "xx"}]
+    path = _jsonl(tmp_path / "mine.jsonl", rows)
+    dev = _squad(tmp_path / "dev.json", [{"id": "d1", "question": "", "answers": [{"text": "Berlin"}]}])
+    out = tmp_path / "out"
+    with pytest.raises(XqaError) as e:
+        build(OwnDataConfig(train=[str(path)], dev=[f"{dev}:de"], out=str(out), lang="de", negatives=0))
+    message = str(e.value)
+    assert message.startswith("6 problems in your QA data (nothing written)")
+    for expected in (f"{path}:2: the question is empty",
+                     f"{path}:3: answer 'Olaf' is not in its context",
+                     f"{path}:4: field 'answers' is empty",
+                     f"{path}:5: missing field 'context'",
+                     f"{path}:6: field 'lang': unknown language code 'xx'",
+                     f"{dev}:{_line_of(dev, 'd1')}: data[0].paragraphs[0].qas[0]: the question is empty"):
+        assert expected in message
+    assert not out.exists()
+
+
+def test_a_line_that_is_not_json_and_an_id_used_twice_are_named(tmp_path):
+    path = tmp_path / "mine.jsonl"
+    path.write_text(json.dumps({"question": "Hauptstadt?", "answers": ["Berlin"], "context": BERLIN}) + "\n{oops\n",
+                    encoding="utf-8")
+    with pytest.raises(InputError, match=rf"{path}:2: invalid JSON"):
+        read_own(str(path), lang="de")
+    _jsonl(path, [{"id": "a", "question": "Hauptstadt?", "answers": ["Berlin"], "context": BERLIN}] * 2)
+    with pytest.raises(InputError, match=rf"{path}:2: duplicate question id 'a' \(first at {path}:1\)"):
+        read_own(str(path), lang="de")
+
+
+def _own_sets(tmp_path: Path) -> tuple[list[str], Path]:
+    """Training files (a German SQuAD file named with its language, a JSONL file whose record
+    names its own) and a dev file."""
+    squad = _squad(tmp_path / "train.json", GOOD_DE)
+    lines = _jsonl(tmp_path / "train.jsonl", [{"id": "t1", "question": "日本の首都はどこか。", "answers": ["東京"],
+                                               "context": TOKYO, "title": "東京", "lang": "ja"}])
+    dev = _jsonl(tmp_path / "dev.jsonl", [{"id": "d1", "question": "Welche Stadt ist die Hauptstadt?",
+                                           "answers": ["Berlin"], "context": BERLIN, "lang": "de"}])
+    return [f"{squad}:de", str(lines)], dev
+
+
+def test_the_command_writes_the_span_readers_training_files(tmp_path):
+    from reader.span.task import load_training_questions
+    from xqa.io import read_passages
+
+    train, dev = _own_sets(tmp_path)
+    out = tmp_path / "data"
+    done = subprocess.run([sys.executable, "-m", "xqa.cli", "data", "own", "--train", *train, "--dev", str(dev),
+                           "--negatives", "0", "--out", str(out)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "3 training questions, 1 dev questions (de 3, ja 1), 2 contexts" in done.stdout
+    passages = {p.id: p for p in read_passages(out / "passages.jsonl")}
+    assert sorted(p.text for p in passages.values()) == sorted([BERLIN, TOKYO])
+    rows = load_training_questions(str(out / "train.jsonl"))
+    assert [r["id"] for r in rows] == ["b1", "b2", "t1"]
+    assert [r["lang"] for r in rows] == ["de", "de", "ja"]
+    assert "answer_start did not point" not in done.stdout
+    for r in rows:
+        p = passages[r["positive_ids"][0]]
+        assert [p.text[s: s + len(a)] for a, s in zip(r["answers"], r["answer_starts"])] == r["answers"]
+    dev_rows = load_training_questions(str(out / "dev.jsonl"))
+    assert dev_rows[0]["positive_ids"] == rows[0]["positive_ids"]    # one context, one passage
+    # a bad record: exit 1, one line per problem, no traceback
+    bad = _jsonl(tmp_path / "bad.jsonl", [{"question": "Wer?", "answers": ["Olaf"], "context": BERLIN}])
+    failed = subprocess.run([sys.executable, "-m", "xqa.cli", "data", "own", "--train", f"{bad}:de", "--out",
+                             str(tmp_path / "bad")], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert failed.returncode == 1
+    assert f"{bad}:1: answer 'Olaf' is not in its context" in failed.stderr
+    assert "Traceback" not in failed.stderr
+
+
+def _tiny_reader(converted_e5: Path):
+    """A randomly initialised 2-layer BERT over multilingual-e5's tokenizer, as a span reader."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    from reader.span.inference import SpanReader, SpanSettings
+    from reader.span.model import SpanModel
+
+    torch.manual_seed(0)
+    tok = AutoTokenizer.from_pretrained(str(converted_e5))
+    cfg = BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                     intermediate_size=64, max_position_embeddings=256, pad_token_id=1,
+                     hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    return SpanReader(SpanModel(BertModel(cfg, add_pooling_layer=False)), tok, SpanSettings(max_length=96),
+                      base="test: random 2-layer")
+
+
+def test_a_span_reader_continued_on_own_data_stops_on_time_resumes_and_loads_as_a_reader(
+        converted_e5, tmp_path):
+    import torch
+    from safetensors.torch import load_file
+
+    from xqa.pipeline import load_reader
+    from xqa.records import Context, Question
+
+    train, dev = _own_sets(tmp_path)
+    data = tmp_path / "data"
+    build(OwnDataConfig(train=train, dev=[str(dev)], out=str(data), negatives=0, progress=False))
+    start = tmp_path / "start"
+    _tiny_reader(converted_e5).save(start)
+    out = tmp_path / "run"
+
+    def train_reader(*extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "xqa.cli", "train", "reader", "--arch", "span", "--init",
+                               str(start), "--train", str(data / "train.jsonl"), "--passages",
+                               str(data / "passages.jsonl"), "--dev", str(data / "dev.jsonl"), "--out", str(out),
+                               "--batch-size", "2", "--max-steps", "4", "--eval-every", "2", "--lr", "1e-3",
+                               "--threads", "1", "--log-every", "1", "--save-every", "100", *extra],
+                              cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+    first = train_reader("--max-minutes", "0.0001")
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert "stopped after" in first.stdout
+    assert json.loads((out / "checkpoint" / "trainer_state.json").read_text())["step"] == 1
+    second = train_reader()
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert "resuming from" in second.stdout
+    assert json.loads((out / "checkpoint" / "trainer_state.json").read_text())["step"] == 4
+    # continued from the given reader: its weights moved, its settings kept
+    before = load_file(str(start / "encoder" / "model.safetensors"))
+    after = load_file(str(out / "best" / "encoder" / "model.safetensors"))
+    name = "encoder.layer.0.attention.self.query.weight"
+    assert not torch.equal(before[name], after[name])
+    assert torch.equal(before["embeddings.word_embeddings.weight"], after["embeddings.word_embeddings.weight"])
+    reader = load_reader(out)
+    assert reader.family == "span" and reader.settings.max_length == 96
+    q = Question("q", "Was ist die Hauptstadt Deutschlands?", "de")
+    ctx = Context(id="p", title="Berlin", text=BERLIN, lang="de", score=0.0, source="gold")
+    (output,) = reader.read([q], [[ctx]], n_best=1)
+    assert output.text and output.text in BERLIN
+
+
+def test_a_packed_reader_given_to_init_says_to_unpack_it_first(tmp_path):
+    train, dev = _own_sets(tmp_path)
+    data = tmp_path / "data"
+    build(OwnDataConfig(train=train, out=str(data), negatives=0, progress=False))
+    done = subprocess.run([sys.executable, "-m", "xqa.cli", "train", "reader", "--arch", "span", "--init",
+                           str(ROOT / "xqa" / "models" / "span-reader"), "--train", str(data / "train.jsonl"),
+                           "--passages", str(data / "passages.jsonl"), "--out", str(tmp_path / "run")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1
+    assert "is a packed reader" in done.stderr and "xqa reader unpack" in done.stderr
+
+
+def test_the_split_by_article_shares_no_article_and_takes_the_asked_numbers(tmp_path):
+    articles = [{"title": f"a{i}", "paragraphs": [{"context": f"Text {i} Berlin.", "qas": [
+        {"id": f"{i}-{j}", "question": f"Q{j}?", "answers": [{"text": "Berlin", "answer_start": len(f"Text {i} ")}]}
+        for j in range(3)]}]} for i in range(10)]
+    src = tmp_path / "set.json"
+    src.write_text(json.dumps({"data": articles}), encoding="utf-8")
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "split_by_article.py"), str(src), "--out",
+                           str(tmp_path / "split"), "--train", "8", "--dev", "4"], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+
+    def titles_and_ids(name: str) -> tuple[set[str], list[str]]:
+        data = json.loads((tmp_path / "split" / name).read_text(encoding="utf-8"))["data"]
+        return {a["title"] for a in data}, [qa["id"] for a in data for p in a["paragraphs"] for qa in p["qas"]]
+
+    (train_t, train_q), (dev_t, dev_q), (held_t, held_q) = map(titles_and_ids, ("train.json", "dev.json", "held.json"))
+    assert len(train_q) == 8 and len(dev_q) == 4 and len(held_q) == 15 and not set(train_q) & set(dev_q)
+    assert not (train_t | dev_t) & held_t and len(held_t) == 5
+    assert len(read_own(f"{tmp_path / 'split' / 'train.json'}:de")) == 8    # the layout xqa data own reads
+
+
+def test_bm25_negatives_are_other_contexts_of_the_language_without_the_answer(tmp_path):
+    contexts = [BERLIN, "Hamburg ist eine Hafenstadt. Die Stadt hat etwa 1,9 Millionen Einwohner.",
+                "München ist die Hauptstadt Bayerns. Berlin liegt weit im Norden.",
+                "Köln liegt am Rhein. Die Stadt hat etwa eine Million Einwohner."]
+    rows = [{"id": f"q{i}", "question": q, "answers": [a], "context": c} for i, (q, a, c) in enumerate([
+        ("Wie viele Einwohner hat die Hauptstadt?", "3,7 Millionen", contexts[0]),
+        ("Wie viele Einwohner hat die Hafenstadt?", "1,9 Millionen", contexts[1]),
+        ("Was ist die Hauptstadt Bayerns?", "München", contexts[2]),
+        ("Woran liegt die Stadt?", "Rhein", contexts[3])])]
+    out = tmp_path / "data"
+    s = build(OwnDataConfig(train=[str(_jsonl(tmp_path / "mine.jsonl", rows))], lang="de", out=str(out),
+                            negatives=2, progress=False))
+    passages = {json.loads(line)["id"]: json.loads(line)["text"] for line in (out / "passages.jsonl").open()}
+    train = [json.loads(line) for line in (out / "train.jsonl").open()]
+    assert s["negatives"] == sum(len(r["negative_ids"]) for r in train) > 0
+    for r in train:
+        assert len(r["negative_ids"]) <= 2 and r["positive_ids"][0] not in r["negative_ids"]
+        assert not any(r["answers"][0] in passages[n] for n in r["negative_ids"])
+    assert (out / "bm25").is_dir() and not (out / "dev.jsonl").exists()

@@ -1,0 +1,374 @@
+"""A user's own question-answer sets as span-reader training data (``xqa data own``).
+
+Two layouts, told apart by the file's content:
+
+- **SQuAD JSON**: ``{"data": [{"title", "paragraphs": [{"context", "qas": [{"id", "question",
+  "answers": [{"text", "answer_start"}]}]}]}]}`` (``id`` and ``answer_start`` optional);
+- **JSONL**, one question a line: ``{"question", "answers", "context"}`` and optionally ``id``,
+  ``lang``, ``title`` and ``answer_start``. ``answers`` is a list of strings (or of SQuAD's
+  ``{"text", "answer_start"}`` objects, or one string); ``answer_start`` is an offset, or a list of
+  offsets beside the answers.
+
+A question's language is its record's ``lang`` (JSONL), else the file's: ``FILE:LANG`` on the
+command line, else ``--lang``. Every answer must occur in its context (at ``answer_start`` when
+given, else anywhere: an ``answer_start`` that does not point at its answer is replaced by the
+answer's first occurrence, and counted); a question must not be empty; a language code must be
+one xqa knows. Each problem is an error naming ``file:line`` (for SQuAD JSON the line where the
+question's record starts, and its place ``data[a].paragraphs[p].qas[q]``); all of a run's problems
+are listed before it stops, and nothing is written.
+
+What :func:`build` writes is the layout ``xqa data train`` writes and ``xqa train reader --family
+span`` reads: ``passages.jsonl`` (each distinct context once), ``train.jsonl`` and ``dev.jsonl``
+(questions with ``answers``, ``answer_starts``, ``positive_ids`` and, with ``negatives`` > 0,
+``negative_ids``: BM25's best other contexts of the language that hold no answer, from ``bm25/``).
+"""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from xqa.errors import InputError, XqaError
+
+ROLES = ("train", "dev")
+MAX_LISTED = 20   # problems listed before the count of the rest
+
+
+@dataclass
+class OwnDataConfig:
+    """What ``xqa data own`` makes (its options, :mod:`xqa.cli_config`); :func:`build`'s arguments."""
+
+    train: list[str] = field(metadata={
+        "required": True, "nargs": "+", "metavar": "FILE[:LANG]",
+        "help": "your training sets: SQuAD-layout JSON or JSONL (question, answers, context; optionally id, "
+                "lang, title, answer_start); ':LANG' after a file name gives its language"})
+    out: str = field(metadata={"help": "output folder (passages.jsonl, train.jsonl, dev.jsonl, bm25/)"})
+    dev: list[str] = field(default_factory=list, metadata={
+        "nargs": "+", "metavar": "FILE[:LANG]",
+        "help": "your validation sets, the same layouts (xqa train reader keeps the reader that scores best on "
+                "them)"})
+    lang: str | None = field(default=None, metadata={
+        "help": "language of the questions whose record and file name give none (e.g. ja, zh)"})
+    negatives: int = field(default=4, metadata={
+        "help": "BM25 hard negatives kept per question, from your own contexts (0: none; training then draws "
+                "random contexts of the question's language)"})
+    progress: bool = field(default=True, metadata={"flag": "--quiet", "help": "no progress bars"})
+
+
+@dataclass
+class OwnQuestion:
+    """One validated question: its answers as they occur in ``context`` at ``starts``."""
+
+    id: str
+    question: str
+    answers: list[str]
+    starts: list[int]
+    context: str
+    title: str
+    lang: str
+    where: str          # file:line, for messages
+
+
+class Problems:
+    """The problems found in a user's files: collected, then raised together."""
+
+    def __init__(self) -> None:
+        self.errors: list[str] = []
+
+    def add(self, e: InputError | str) -> None:
+        self.errors.append(str(e))
+
+    def raise_if_any(self) -> None:
+        if not self.errors:
+            return
+        shown = self.errors[:MAX_LISTED]
+        more = len(self.errors) - len(shown)
+        tail = f"\n  ... and {more} more" if more else ""
+        raise XqaError(f"{len(self.errors)} problem{'s' if len(self.errors) > 1 else ''} in your QA data "
+                       f"(nothing written):\n  " + "\n  ".join(shown) + tail)
+
+
+def split_spec(spec: str) -> tuple[Path, str | None]:
+    """``FILE`` or ``FILE:LANG`` (``LANG`` a language code xqa knows, and ``FILE:LANG`` not itself a file)."""
+    from xqa.langid import LANGUAGE_NAMES
+
+    path, sep, lang = spec.rpartition(":")
+    if sep and path and lang in LANGUAGE_NAMES and not Path(spec).exists():
+        return Path(path), lang
+    return Path(spec), None
+
+
+def read_own(spec: str, lang: str | None = None, problems: Problems | None = None,
+             counts: Counter | None = None) -> list[OwnQuestion]:
+    """The questions of one of a user's files (``FILE`` or ``FILE:LANG``), validated. With ``problems``,
+    each bad question is added there and left out; without, the first one raises its :class:`InputError`."""
+    from xqa.io import _is_json_document, known_language
+
+    path, file_lang = split_spec(spec)
+    if not path.is_file():
+        raise XqaError(f"{path}: no such file")
+    if path.stat().st_size == 0:
+        raise InputError(path, None, "the file is empty (expected SQuAD-layout JSON or JSONL questions)")
+    if file_lang is None and lang is not None:
+        known_language(lang, field="--lang")
+    default = file_lang or lang
+    counts = Counter() if counts is None else counts
+    out: list[OwnQuestion] = []
+    before = len(problems.errors) if problems is not None else 0
+    records = _squad_records(path, default) if _is_json_document(path) else _jsonl_records(path, default)
+    for rec in records:
+        try:
+            if isinstance(rec, InputError):
+                raise rec
+            out.append(_validate(path, rec, counts))
+        except InputError as e:
+            if problems is None:
+                raise
+            problems.add(e)
+    if not out and (problems is None or len(problems.errors) == before):
+        raise InputError(path, None, "holds no questions")
+    seen: dict[str, str] = {}
+    for q in out:
+        if q.id in seen:
+            e = InputError(path, _line(q.where), f"duplicate question id {q.id!r} (first at {seen[q.id]})")
+            if problems is None:
+                raise e
+            problems.add(e)
+        seen.setdefault(q.id, q.where)
+    return out
+
+
+# ------------------------------------------------------------------------------- layouts
+
+
+def _jsonl_records(path: Path, lang: str | None) -> Iterator[dict | InputError]:
+    from xqa.io import jsonl_objects
+
+    try:
+        for n, obj in jsonl_objects(path):
+            yield {"line": n, "place": "", "id": obj.get("id", f"{path.stem}:{n}"), **_jsonl_fields(obj, lang)}
+    except InputError as e:   # a line that is not JSON: nothing after it can be read reliably
+        yield e
+
+
+def _jsonl_fields(obj: dict, lang: str | None) -> dict:
+    answers = obj.get("answers", obj.get("answer"))
+    starts = obj.get("answer_start", obj.get("answer_starts"))
+    if isinstance(answers, str):
+        answers = [answers]
+    if isinstance(answers, list) and answers and all(isinstance(a, dict) for a in answers):
+        starts = [a.get("answer_start") for a in answers] if starts is None else starts
+        answers = [a.get("text") for a in answers]
+    if isinstance(starts, int) and not isinstance(starts, bool):
+        starts = [starts]
+    return {"question": obj.get("question"), "answers": answers, "starts": starts,
+            "context": obj.get("context"), "title": obj.get("title", ""),
+            "lang": obj.get("lang", lang), "lang_field": "lang" if "lang" in obj else "--lang"}
+
+
+def _squad_records(path: Path, lang: str | None) -> Iterator[dict | InputError]:
+    from xqa.io import json_document, json_type, read_text
+
+    data = json_document(path)
+    if not isinstance(data, dict) or not isinstance(data.get("data"), list):
+        yield InputError(path, 1, "not a SQuAD-layout file (no 'data' list) and not JSONL")
+        return
+    text = read_text(path)
+    cursor = 0
+    for a, article in enumerate(data["data"]):
+        if not isinstance(article, dict):
+            yield InputError(path, None, f"data[{a}] should be an object, found {json_type(article)}")
+            continue
+        title = article.get("title") or ""
+        paragraphs = article.get("paragraphs")
+        if not isinstance(paragraphs, list):
+            yield InputError(path, None, f"data[{a}].paragraphs should be a list, found {json_type(paragraphs)}")
+            continue
+        for p, para in enumerate(paragraphs):
+            place = f"data[{a}].paragraphs[{p}]"
+            if not isinstance(para, dict) or not isinstance(para.get("qas"), list):
+                yield InputError(path, None, f"{place} should be an object with a 'qas' list")
+                continue
+            for i, qa in enumerate(para["qas"]):
+                at = f"{place}.qas[{i}]"
+                if not isinstance(qa, dict):
+                    yield InputError(path, None, f"{at} should be an object, found {json_type(qa)}")
+                    continue
+                line, cursor = _find_line(text, qa, cursor)
+                qid = qa.get("id", f"{path.stem}:{a}:{p}:{i}")
+                answers = qa.get("answers")
+                starts = None
+                if isinstance(answers, list) and all(isinstance(x, dict) for x in answers):
+                    starts = [x.get("answer_start") for x in answers]
+                    answers = [x.get("text") for x in answers]
+                yield {"line": line, "place": at, "id": qid, "question": qa.get("question"), "answers": answers,
+                       "starts": starts, "context": para.get("context"), "title": title, "lang": lang,
+                       "lang_field": "--lang"}
+
+
+def _find_line(text: str, qa: dict, cursor: int) -> tuple[int | None, int]:
+    """The line where ``qa``'s record starts in the file's ``text`` (found by its id or question,
+    searching on from ``cursor``, as the records come in file order), and the new cursor."""
+    for key in ("id", "question"):
+        value = qa.get(key)
+        if not isinstance(value, (str, int)) or isinstance(value, bool):
+            continue
+        values = {json.dumps(value, ensure_ascii=False), json.dumps(value)}
+        for needle in (f'"{key}"{sep}{v}' for v in sorted(values) for sep in (": ", ":")):
+            at = text.find(needle, cursor)
+            if at >= 0:
+                start = text.rfind("{", 0, at)   # the record's opening brace
+                start = at if start < 0 else start
+                return text.count("\n", 0, start) + 1, at + len(needle)
+    return None, cursor
+
+
+def _line(where: str) -> int | None:
+    tail = where.rsplit(":", 1)[-1]
+    return int(tail) if tail.isdigit() else None
+
+
+# ------------------------------------------------------------------------------ validation
+
+
+def _validate(path: Path, rec: dict, counts: Counter) -> OwnQuestion:
+    from xqa.data.sets import answer_offsets
+    from xqa.io import json_type
+    from xqa.io import known_language
+
+    line, place = rec["line"], rec["place"]
+    pre = f"{place}: " if place else ""
+
+    def fail(message: str) -> InputError:
+        return InputError(path, line, pre + message)
+
+    qid = rec["id"]
+    if not isinstance(qid, (str, int)) or isinstance(qid, bool) or not str(qid).strip():
+        raise fail(f"field 'id' should be a non-empty string or an integer, found {json_type(qid)}")
+    question = rec["question"]
+    if not isinstance(question, str):
+        raise fail("missing field 'question'" if question is None else
+                   f"field 'question' should be a string, found {json_type(question)}")
+    if not question.strip():
+        raise fail("the question is empty")
+    context = rec["context"]
+    if not isinstance(context, str):
+        raise fail("missing field 'context' (the paragraph that holds the answer)" if context is None else
+                   f"field 'context' should be a string, found {json_type(context)}")
+    if not context.strip():
+        raise fail("the context is empty")
+    title = rec["title"] if isinstance(rec["title"], str) else ""
+    lang = rec["lang"]
+    if lang is None:
+        raise fail("no language: give the record a 'lang', the file a ':LANG' suffix, or pass --lang")
+    try:
+        known_language(lang, field=rec["lang_field"])
+    except XqaError as e:
+        raise fail(str(e)) from None
+    answers = rec["answers"]
+    if answers is None:
+        raise fail("missing field 'answers'")
+    if not isinstance(answers, list) or not answers:
+        raise fail(f"field 'answers' should be a non-empty list, found {json_type(answers)}"
+                   if not isinstance(answers, list) else "field 'answers' is empty: a question needs its answer")
+    starts = rec["starts"]
+    if starts is not None and (not isinstance(starts, list) or len(starts) != len(answers)):
+        raise fail("field 'answer_start' should be an offset or a list of offsets, one for each answer")
+    kept, at = [], []
+    for k, answer in enumerate(answers):
+        if not isinstance(answer, str):
+            raise fail(f"answer {k + 1} should be a string, found {json_type(answer)}")
+        given = starts[k] if starts is not None else None
+        if given is not None and (not isinstance(given, int) or isinstance(given, bool)):
+            raise fail(f"answer_start of answer {k + 1} should be an integer, found {json_type(given)}")
+        if given is not None:
+            given += len(answer) - len(answer.lstrip())   # the offset of the answer without its edge spaces
+        answer = answer.strip()
+        if not answer:
+            raise fail(f"answer {k + 1} is empty")
+        offset = answer_offsets(context, answer, -1 if given is None else given)
+        if offset < 0:
+            raise fail(f"answer {answer!r} is not in its context")
+        if given is not None and offset != given:
+            counts["answer_start did not point at its answer (its first occurrence is used)"] += 1
+        if answer not in kept:
+            kept.append(answer)
+            at.append(offset)
+    return OwnQuestion(str(qid), question, kept, at, context, title, lang,
+                       f"{path}:{line}" if line is not None else f"{path} {place}")
+
+
+# --------------------------------------------------------------------------------- writing
+
+
+def collect(specs: list[str], lang: str | None, problems: Problems, counts: Counter) -> list[OwnQuestion]:
+    """The questions of several files; an id in two of them is a problem naming both."""
+    out: list[OwnQuestion] = []
+    where: dict[str, str] = {}
+    for spec in specs:
+        try:
+            qs = read_own(spec, lang, problems, counts)
+        except InputError as e:
+            problems.add(e)
+            continue
+        for q in qs:
+            if q.id in where:
+                problems.add(f"{q.where}: question id {q.id!r} also occurs at {where[q.id]}")
+                continue
+            where[q.id] = q.where
+            out.append(q)
+    return out
+
+
+def build(cfg: OwnDataConfig) -> dict[str, Any]:
+    """Validate the user's files and write ``passages.jsonl``, ``train.jsonl``, ``dev.jsonl`` (and
+    ``bm25/`` with negatives) into ``cfg.out``; the summary. Any problem raises before anything is
+    written."""
+    from xqa.data.sets import passage_id
+    from xqa.data.training import add_negatives, write_jsonl
+
+    problems, counts = Problems(), Counter()
+    train = collect(list(cfg.train), cfg.lang, problems, counts)
+    dev = collect(list(cfg.dev or []), cfg.lang, problems, counts)
+    clash = {q.id for q in train} & {q.id for q in dev}
+    for q in dev:
+        if q.id in clash:
+            problems.add(f"{q.where}: question id {q.id!r} is in both the training and the dev sets")
+    problems.raise_if_any()
+    if cfg.negatives < 0:
+        raise XqaError("--negatives: must be 0 or more")
+
+    passages: dict[str, dict] = {}
+    rows: dict[str, list[dict]] = {}
+    for role, qs in (("train", train), ("dev", dev)):
+        rows[role] = []
+        for q in qs:
+            pid = passage_id(f"own-{q.lang}", q.context)
+            passages.setdefault(pid, {"id": pid, "title": q.title, "text": q.context, "lang": q.lang,
+                                      "source": "own"})
+            rows[role].append({"id": q.id, "question": q.question, "lang": q.lang, "answers": q.answers,
+                               "answer_starts": q.starts, "positive_ids": [pid], "negative_ids": [],
+                               "source": f"own-{q.lang}"})
+    train_keys = {passages[r["positive_ids"][0]]["text"] for r in rows["train"]}
+    shared = sum(1 for r in rows["dev"] if passages[r["positive_ids"][0]]["text"] in train_keys)
+    if shared:
+        counts["dev questions whose context is also a training context"] = shared
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if cfg.negatives and len(passages) > 1:
+        add_negatives(rows["train"] + rows["dev"], passages, out / "bm25", depth=cfg.negatives,
+                      progress=cfg.progress)
+    write_jsonl(out / "passages.jsonl", passages.values())
+    write_jsonl(out / "train.jsonl", rows["train"])
+    if rows["dev"]:
+        write_jsonl(out / "dev.jsonl", rows["dev"])
+    elif (out / "dev.jsonl").exists():
+        (out / "dev.jsonl").unlink()   # a dev file of an earlier run is not these sets' dev
+    summary = {"passages": len(passages), "train": len(rows["train"]), "dev": len(rows["dev"]),
+               "languages": dict(Counter(r["lang"] for r in rows["train"] + rows["dev"])),
+               "negatives": sum(len(r["negative_ids"]) for r in rows["train"] + rows["dev"]),
+               "notes": dict(counts)}
+    write_jsonl(out / "summary.jsonl", [summary])
+    return summary
