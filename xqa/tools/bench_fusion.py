@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
                         f"Python {platform.python_version()}")
     path = config_path(args)
     if not args.fusion_only and path is not None and not path.is_file() and not args.config:
-        report.notes.append(f"no indexes given (--config / --bm25 --dense --spar --passages, no {path}): "
+        report.notes.append(f"no indexes given (--config / --sparse-index --dense-index --spar-index --passages, no {path}): "
                             "retrieval latency not measured")
     elif not args.fusion_only:
         cfg = pipeline_config(args)
@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
 
         named = {kind.name: index_value(r, kind) for kind in index_kinds()}
         if not any(named.values()) or not cfg.passages:
-            report.notes.append("no indexes given (--config / --bm25 --dense --spar --passages): "
+            report.notes.append("no indexes given (--config / --sparse-index --dense-index --spar-index --passages): "
                                 "retrieval latency not measured")
         else:
             import torch
