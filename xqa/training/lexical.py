@@ -38,8 +38,7 @@ class LexicalTrainConfig(ModelConfig):
     passages: str = field(default="", metadata={
         "required": True, "help": "passage file (JSONL or DPR TSV): queries are its sentences"})
     bm25: str = field(default="", metadata={
-        "flag": "--sparse-index", "aliases": ("--bm25",), "required": True,
-        "help": "BM25 index folder of these passages (xqa index sparse): the teacher"})
+        "required": True, "help": "BM25 index folder of these passages (xqa index sparse): the teacher"})
     out: str = field(default="", metadata={
         "required": True, "help": "output folder (OUT/best is Λ; rerun to resume)"})
     lang: str | None = field(default=None, metadata={"help": "language of passage files that carry none (DPR TSV)"})
