@@ -28,6 +28,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from apps import render
@@ -339,7 +340,7 @@ def read_auth_file(path: str | os.PathLike) -> list[tuple[str, str]]:
     """The accounts of ``path``: one ``USER:PASSWORD`` a line (the password is everything after
     the first ``:`` up to the line end); blank lines and lines starting with ``#`` are skipped."""
     try:
-        text = open(path, encoding="utf-8").read()  # noqa: SIM115 - read whole
+        text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise XqaError(f"--auth-file {path}: no such file") from None
     except (OSError, UnicodeDecodeError) as e:
