@@ -11,15 +11,24 @@ ends waits for it (the pipeline loads each part once, under its lock).
 Privacy: :func:`launch` binds 127.0.0.1 by default, never opens a share
 tunnel, and turns off Gradio's analytics, monitoring, SSR (Node) and run
 history; the default theme's fonts are served by Gradio itself.
+
+Guarding: :func:`auth_users` reads the accounts of ``--auth-file``,
+``$XQA_DEMO_AUTH`` and ``--auth`` (Gradio's login page asks for one of them);
+:func:`exposure_warning` says when a non-loopback address is served without
+any; :class:`Readiness` is what ``GET /ready`` answers (503 while the models
+load, 200 once :func:`warm_up` has loaded them).
 """
 from __future__ import annotations
 
+import ipaddress
 import itertools
 import logging
 import os
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from apps import render
@@ -203,11 +212,43 @@ def build_app(pipeline, *, max_chars: int = render.MAX_QUESTION_CHARS,
     return demo
 
 
-def warm_up(pipeline, say: Callable[[str], Any] = print) -> float | None:
+class Readiness:
+    """Whether the models are loaded: what ``GET /ready`` answers (:func:`launch`).
+
+    States: ``loading`` (503, the warm-up runs), ``ready`` (200, :func:`warm_up` loaded
+    everything), ``failed`` (503, the warm-up failed: questions load again and may fail
+    the same way), ``lazy`` (200, no warm-up: the models load on the first question).
+    """
+
+    def __init__(self, state: str = "loading"):
+        self._lock = threading.Lock()
+        self.state, self.seconds, self.error = state, None, None
+
+    def set(self, state: str, seconds: float | None = None, error: str | None = None) -> None:
+        with self._lock:
+            self.state, self.seconds, self.error = state, seconds, error
+
+    @property
+    def ready(self) -> bool:
+        return self.state in ("ready", "lazy")
+
+    def report(self) -> tuple[int, dict]:
+        """``(HTTP status, JSON body)`` of ``GET /ready``."""
+        with self._lock:
+            body: dict[str, Any] = {"ready": self.ready, "state": self.state}
+            if self.seconds is not None:
+                body["seconds"] = round(self.seconds, 1)
+            if self.error:
+                body["error"] = self.error
+        return (200 if body["ready"] else 503), body
+
+
+def warm_up(pipeline, say: Callable[[str], Any] = print, readiness: Readiness | None = None) -> float | None:
     """Load every part the offered methods need and answer one question; seconds taken, None on failure.
 
     Loading starts the JVM (BM25) and reads the FAISS indexes and the models;
-    the first real question then runs at full speed.
+    the first real question then runs at full speed. ``readiness`` (if given)
+    turns ``ready`` or ``failed`` at the end.
     """
     t0 = time.perf_counter()
     say("xqa demo: loading indexes and models in the background ...")
@@ -226,22 +267,38 @@ def warm_up(pipeline, say: Callable[[str], Any] = print) -> float | None:
     except Exception as e:
         say(f"xqa demo: warm-up failed: {e}")
         log.debug("warm-up failed", exc_info=True)
+        if readiness is not None:
+            readiness.set("failed", time.perf_counter() - t0, error=str(e))
         return None
     seconds = time.perf_counter() - t0
-    say(f"xqa demo: ready in {seconds:.1f} s (retrieval methods: {', '.join(methods) or 'none'})")
+    if readiness is not None:
+        readiness.set("ready", seconds)
+    say(f"xqa demo: ready in {seconds:.1f} s: models loaded (retrieval methods: {', '.join(methods) or 'none'})")
     return seconds
 
 
-def launch(demo, host: str = "127.0.0.1", port: int | None = 7860, *, block: bool = True, quiet: bool = True):
-    """Serve ``demo`` on ``host:port`` with nothing sent anywhere else; returns the local URL."""
+def launch(demo, host: str = "127.0.0.1", port: int | None = 7860, *, auth: list[tuple[str, str]] | None = None,
+           readiness: Readiness | None = None, block: bool = True, quiet: bool = True):
+    """Serve ``demo`` on ``host:port`` with nothing sent anywhere else; returns the local URL.
+
+    ``auth``: ``(user, password)`` pairs; the page then opens with Gradio's login form and
+    every route but ``/ready`` asks for a login. ``readiness``: adds ``GET /ready``
+    (its :meth:`Readiness.report`), which answers without a login: it tells only whether
+    the models are loaded, for a probe or a proxy to poll.
+    """
     os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
     try:
         demo.launch(server_name=host, server_port=port, share=False, prevent_thread_lock=True, quiet=quiet,
                     show_error=False, ssr_mode=False, mcp_server=False, enable_monitoring=False,
-                    run_history=False, footer_links=["api", "settings"], pwa=False)
+                    run_history=False, footer_links=["api", "settings"], pwa=False,
+                    auth=list(auth) if auth else None,
+                    auth_message="xqa demo: sign in with the user name and password you were given."
+                    if auth else None)
     except OSError as e:
         raise XqaError(f"cannot serve on {host}:{port}: {e} (choose another --port)") from None
+    if readiness is not None:
+        _add_ready_route(demo.app, readiness)
     url = demo.local_url
     if block:
         print(f"xqa demo: serving on {url}  (Ctrl+C stops)", flush=True)
@@ -249,7 +306,100 @@ def launch(demo, host: str = "127.0.0.1", port: int | None = 7860, *, block: boo
     return url
 
 
-__all__ = ["Answerer", "build_app", "example_rows", "language_choices", "launch", "warm_up"]
+def _add_ready_route(app, readiness: Readiness) -> None:
+    from fastapi.responses import JSONResponse
+
+    def ready():
+        status, body = readiness.report()
+        return JSONResponse(body, status_code=status)
+
+    app.add_api_route("/ready", ready, methods=["GET"], include_in_schema=False)
+
+
+# ------------------------------------------------------------------ guarding an exposed demo
+
+AUTH_ENV = "XQA_DEMO_AUTH"
+
+
+def _account(text: str, where: str) -> tuple[str, str]:
+    """``(user, password)`` of ``USER:PASSWORD``; the error names ``where`` and never the password."""
+    user, sep, password = text.partition(":")
+    user = user.strip()
+    if not sep:
+        raise XqaError(f"{where}: expected USER:PASSWORD, found no ':'")
+    if not user:
+        raise XqaError(f"{where}: expected USER:PASSWORD, the user name is empty")
+    if any(c.isspace() for c in user):
+        raise XqaError(f"{where}: the user name {user!r} contains white space")
+    if not password:
+        raise XqaError(f"{where}: the password of {user!r} is empty")
+    return user, password
+
+
+def read_auth_file(path: str | os.PathLike) -> list[tuple[str, str]]:
+    """The accounts of ``path``: one ``USER:PASSWORD`` a line (the password is everything after
+    the first ``:`` up to the line end); blank lines and lines starting with ``#`` are skipped."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise XqaError(f"--auth-file {path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise XqaError(f"--auth-file {path}: cannot read it ({e})") from None
+    out = [_account(line, f"--auth-file {path}:{i}")
+           for i, line in enumerate(text.splitlines(), 1) if line.strip() and not line.lstrip().startswith("#")]
+    if not out:
+        raise XqaError(f"--auth-file {path}: holds no USER:PASSWORD line")
+    return out
+
+
+def auth_users(server: ServerConfig, environ: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
+    """Every account ``xqa demo`` accepts: ``--auth-file``'s lines, ``$XQA_DEMO_AUTH``'s entries
+    (``USER:PASSWORD[,USER:PASSWORD...]``) and ``--auth``'s, in that order; empty when none is
+    given. A malformed entry or a user named twice is an :class:`XqaError` naming where."""
+    environ = os.environ if environ is None else environ
+    found: list[tuple[tuple[str, str], str]] = []
+    if server.auth_file:
+        found += [(a, f"--auth-file {server.auth_file}") for a in read_auth_file(server.auth_file)]
+    value = environ.get(AUTH_ENV)
+    if value is not None:
+        entries = [e.strip() for e in value.split(",")]
+        if not any(entries):
+            raise XqaError(f"${AUTH_ENV} is set but empty: give USER:PASSWORD[,USER:PASSWORD...] or unset it")
+        found += [(_account(e, f"${AUTH_ENV} entry {i}"), f"${AUTH_ENV}")
+                  for i, e in enumerate(entries, 1) if e]
+    if server.auth is not None:
+        found.append((_account(server.auth, "--auth"), "--auth"))
+    seen: dict[str, str] = {}
+    for (user, _), where in found:
+        if user in seen:
+            raise XqaError(f"the user {user!r} is given twice ({seen[user]} and {where}); name each user once")
+        seen[user] = where
+    return [a for a, _ in found]
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is reachable only from this machine (127.0.0.0/8, ::1, localhost)."""
+    if host.strip().lower().rstrip(".") == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def exposure_warning(host: str, port: int | None, guarded: bool) -> str | None:
+    """What ``xqa demo`` prints (stderr) when it serves a non-loopback ``host`` without accounts."""
+    if guarded or is_loopback(host):
+        return None
+    where = ("every network interface of this machine" if host.strip() in ("0.0.0.0", "::", "")
+             else f"the address {host}")
+    return (f"xqa demo: WARNING: serving {host}:{port} ({where}) WITHOUT AUTHENTICATION: anyone who can "
+            f"reach it can ask questions and read the collection. Add accounts with --auth-file FILE "
+            f"(USER:PASSWORD lines) or ${AUTH_ENV}=USER:PASSWORD, or serve 127.0.0.1.")
+
+
+__all__ = ["AUTH_ENV", "Answerer", "Readiness", "auth_users", "build_app", "example_rows", "exposure_warning",
+           "is_loopback", "language_choices", "launch", "read_auth_file", "warm_up"]
 
 
 # The fields' metadata are the options of ``xqa demo``'s server group (:mod:`xqa.cli_config`).
@@ -258,7 +408,8 @@ class ServerConfig:
     """How ``xqa demo`` serves the page (:func:`build_app`, :func:`launch`, :func:`warm_up`)."""
 
     host: str = field(default="127.0.0.1", metadata={
-        "help": "interface to bind; 0.0.0.0 exposes the demo to your network (no authentication)"})
+        "help": "interface to bind; 0.0.0.0 exposes the demo to your network: give it accounts "
+                "(--auth-file or $XQA_DEMO_AUTH), or it warns"})
     port: int = field(default=7860, metadata={"help": "port to serve on (env GRADIO_SERVER_PORT is ignored)"})
     concurrency: int = field(default=DEFAULT_CONCURRENCY, metadata={
         "help": "questions answered at once; more wait in the queue (the reader runs one at a time)"})
@@ -267,3 +418,9 @@ class ServerConfig:
         "help": "longest question accepted, in characters"})
     warm_up: bool = field(default=True, metadata={
         "help": "load indexes and models on the first question instead of at start"})
+    auth_file: str | None = field(default=None, metadata={
+        "metavar": "FILE", "help": "accounts the login page accepts: one USER:PASSWORD a line (# comments); "
+                                   "with $XQA_DEMO_AUTH (USER:PASSWORD[,USER:PASSWORD...]) the preferred way"})
+    auth: str | None = field(default=None, metadata={
+        "metavar": "USER:PASSWORD", "help": "one more account; visible in the shell history and to anyone "
+                                            "who lists processes: prefer --auth-file or $XQA_DEMO_AUTH"})

@@ -178,3 +178,92 @@ def test_method_and_language_can_be_chosen(page, served):
     if method == "dense":
         rows = page.locator("#evidence tr.xqa-passage")
         assert {rows.nth(i).locator("td").nth(3).inner_text().strip() for i in range(rows.count())} == {"dense"}
+
+
+# ------------------------------------------------------------------ xqa demo behind a login
+
+def _until(lines: list[str], proc, text: str, seconds: float) -> None:
+    import time
+
+    end = time.monotonic() + seconds
+    while not any(text in line for line in lines):
+        if proc.poll() is not None or time.monotonic() > end:
+            pytest.fail(f"xqa demo never said {text!r} (exit code {proc.poll()}):\n" + "".join(lines))
+        time.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def served_with_login(tiny_pipeline, tmp_path_factory):
+    """``xqa demo`` in its own process on a free port, with an account from ``--auth-file`` and
+    one from ``--auth``; yields (url, {user: password}) once it logs that the models are loaded."""
+    import subprocess
+    import sys
+    import threading
+
+    users = tmp_path_factory.mktemp("accounts") / "users.txt"
+    users.write_text("# the browser test's accounts\nann:correct horse:battery\n", encoding="utf-8")
+    port = _free_port()
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env.pop("XQA_DEMO_AUTH", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "xqa.cli", "demo", "--config", str(tiny_pipeline), "--port", str(port),
+         "--auth-file", str(users), "--auth", "bo:flag-given"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines: list[str] = []
+    threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True).start()
+    try:
+        _until(lines, proc, "login: 2 accounts", TIMEOUT_MS / 1000)
+        url = f"http://127.0.0.1:{port}/"
+        _until(lines, proc, "models loaded", TIMEOUT_MS / 1000)
+        yield url, {"ann": "correct horse:battery", "bo": "flag-given"}, lines
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_the_demo_behind_a_login_turns_away_a_wrong_password_and_answers_after_login(
+        browser_context, served, served_with_login):
+    import json
+    import urllib.request
+
+    from apps.demo import Answerer
+
+    url, accounts, log = served_with_login
+    with urllib.request.urlopen(url + "ready", timeout=30) as resp:   # no login needed to ask
+        assert resp.status == 200 and json.loads(resp.read())["state"] == "ready"
+    assert not any("WITHOUT AUTHENTICATION" in line for line in log)
+
+    page = browser_context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    outside = []
+    page.on("request", lambda r: outside.append(r.url) if urlparse(r.url).hostname not in ("127.0.0.1",)
+            and not r.url.startswith(("data:", "blob:")) else None)
+    try:
+        page.goto(url)
+        login = page.get_by_role("button", name="Login")
+        login.wait_for()
+        assert page.locator("#question").count() == 0   # nothing of the app before the login
+        page.get_by_label("username").fill("ann")
+        page.get_by_label("password").fill("correct horse")   # the password is everything after the first ':'
+        login.click()
+        page.get_by_text("Incorrect Credentials").wait_for()
+        assert page.locator("#question").count() == 0
+
+        page.get_by_label("username").fill("bo")
+        page.get_by_label("password").fill(accounts["bo"])
+        login.click()
+        page.locator("#question textarea").wait_for()
+
+        _url, pipe = served
+        cfg = pipe.config
+        method = cfg.retrieval.method if cfg.retrieval.method in pipe.methods else pipe.methods[0]
+        question, _ = _example(pipe)
+        expected = Answerer(pipe)(question, "auto", method, cfg.retrieval.k, cfg.reader.n_passages)[4]
+        _ask(page, question)
+        answer = page.locator("#xqa-answer-text")
+        answer.wait_for()
+        assert answer.inner_text().strip() == (expected["answer"].strip() or "(no answer)")
+        assert "detected" in page.locator("#status").inner_text()
+    finally:
+        page.close()
+    assert not outside, f"the page contacted other hosts: {outside}"

@@ -344,6 +344,133 @@ def test_demo_command_reports_a_missing_config(tmp_path, capsys):
     assert "no such pipeline config" in capsys.readouterr().err
 
 
+# ------------------------------------------------------------------ guarding: accounts, the warning, readiness
+
+def _server(**kw):
+    from apps.demo import ServerConfig
+
+    return ServerConfig(**kw)
+
+
+def test_auth_accounts_come_from_the_file_the_variable_and_the_flag(tmp_path):
+    from apps.demo import auth_users
+
+    users = tmp_path / "users.txt"
+    users.write_text("# demo accounts\nann:s3cret\n\n  bo:with:colons and spaces \n", encoding="utf-8")
+    got = auth_users(_server(auth_file=str(users), auth="cy:pw"), {"XQA_DEMO_AUTH": "dee:1, eve:2,"})
+    assert got == [("ann", "s3cret"), ("bo", "with:colons and spaces "), ("dee", "1"), ("eve", "2"), ("cy", "pw")]
+    assert auth_users(_server(), {}) == []
+    assert auth_users(_server(auth="solo:pw"), {}) == [("solo", "pw")]
+    assert auth_users(_server(), {"XQA_DEMO_AUTH": "one:pw"}) == [("one", "pw")]
+
+
+@pytest.mark.parametrize("line, why", [
+    ("no-colon", "users.txt:2: expected USER:PASSWORD, found no ':'"),
+    (":pw", "users.txt:2: expected USER:PASSWORD, the user name is empty"),
+    ("ann:", "users.txt:2: the password of 'ann' is empty"),
+    ("a b:pw", "users.txt:2: the user name 'a b' contains white space"),
+    ("ok:pw", "the user 'ok' is given twice"),
+])
+def test_a_malformed_auth_file_names_its_line_and_never_the_password(tmp_path, line, why):
+    from apps.demo import auth_users
+
+    users = tmp_path / "users.txt"
+    users.write_text(f"ok:first-secret\n{line}\n", encoding="utf-8")
+    with pytest.raises(XqaError) as e:
+        auth_users(_server(auth_file=str(users)), {})
+    assert why in str(e.value) and "first-secret" not in str(e.value)
+
+
+def test_malformed_variable_flag_and_missing_file_are_clear_errors(tmp_path):
+    from apps.demo import auth_users
+
+    def error(server, env):
+        with pytest.raises(XqaError) as e:
+            auth_users(server, env)
+        return str(e.value)
+
+    assert "$XQA_DEMO_AUTH entry 2: expected USER:PASSWORD" in error(_server(), {"XQA_DEMO_AUTH": "a:1,b"})
+    assert "$XQA_DEMO_AUTH is set but empty" in error(_server(), {"XQA_DEMO_AUTH": " , "})
+    assert "--auth: the password of 'ann' is empty" in error(_server(auth="ann:"), {})
+    assert "given twice ($XQA_DEMO_AUTH and --auth)" in error(_server(auth="ann:x"), {"XQA_DEMO_AUTH": "ann:y"})
+    assert f"--auth-file {tmp_path / 'none'}: no such file" in error(_server(auth_file=str(tmp_path / "none")), {})
+    (tmp_path / "empty").write_text("# nobody yet\n", encoding="utf-8")
+    assert "holds no USER:PASSWORD line" in error(_server(auth_file=str(tmp_path / "empty")), {})
+
+
+def test_a_non_loopback_host_without_accounts_gets_a_warning():
+    from apps.demo import exposure_warning, is_loopback
+
+    assert all(map(is_loopback, ["127.0.0.1", "127.1.2.3", "::1", "[::1]", "localhost", "LOCALHOST"]))
+    assert not any(map(is_loopback, ["0.0.0.0", "::", "192.168.1.20", "demo.example.org"]))
+    assert exposure_warning("127.0.0.1", 7860, guarded=False) is None
+    assert exposure_warning("0.0.0.0", 7860, guarded=True) is None
+    w = exposure_warning("0.0.0.0", 7860, guarded=False)
+    assert "0.0.0.0:7860" in w and "every network interface" in w and "WITHOUT AUTHENTICATION" in w
+    assert "--auth-file" in w and "XQA_DEMO_AUTH" in w
+    assert "the address 192.168.1.20" in exposure_warning("192.168.1.20", 80, guarded=False)
+
+
+def test_readiness_turns_ready_after_the_warm_up_or_reports_its_failure():
+    from apps.demo import Readiness
+
+    r = Readiness()
+    assert r.report() == (503, {"ready": False, "state": "loading"})
+    said = []
+    assert warm_up(FakePipeline(), said.append, r) is not None
+    status, body = r.report()
+    assert status == 200 and body["ready"] and body["state"] == "ready" and body["seconds"] >= 0
+    assert "models loaded" in said[-1]
+    r = Readiness()
+    assert warm_up(FakePipeline(error=XqaError("no reader")), said.append, r) is None
+    assert r.report()[0] == 503 and r.report()[1]["state"] == "failed" and r.report()[1]["error"] == "no reader"
+    assert Readiness("lazy").report() == (200, {"ready": True, "state": "lazy"})
+
+
+def test_the_ready_route_answers_without_a_login_while_the_page_asks_for_one():
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    from apps.demo import Readiness, launch
+
+    def status(url, data=None):
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, data=data), timeout=30) as resp:
+                return resp.status
+        except urllib.error.HTTPError as e:
+            return e.code
+
+    readiness = Readiness()
+    demo = build_app(FakePipeline())
+    url = launch(demo, port=_free_port(), auth=[("ann", "pw:1")], readiness=readiness, block=False).rstrip("/")
+    try:
+        assert status(url + "/ready") == 503
+        readiness.set("ready", 1.0)
+        assert status(url + "/ready") == 200
+        assert status(url + "/config") == 401 and status(url + "/gradio_api/info") == 401
+        login = url + "/login"
+        assert status(login, urllib.parse.urlencode({"username": "ann", "password": "pw"}).encode()) == 400
+        assert status(login, urllib.parse.urlencode({"username": "ann", "password": "pw:1"}).encode()) == 200
+    finally:
+        demo.close()
+
+
+def test_demo_command_checks_accounts_before_loading_and_warns_when_exposed(tmp_path, capsys, monkeypatch):
+    from xqa.cli import main
+
+    monkeypatch.setenv("XQA_DEMO_AUTH", "ann")
+    assert main(["demo", "--config", str(tmp_path / "none.json")]) == 1
+    err = capsys.readouterr().err
+    assert "$XQA_DEMO_AUTH entry 1: expected USER:PASSWORD" in err and "no such pipeline config" not in err
+    monkeypatch.delenv("XQA_DEMO_AUTH")
+    assert main(["demo", "--host", "0.0.0.0", "--config", str(tmp_path / "none.json")]) == 1
+    err = capsys.readouterr().err
+    assert "WITHOUT AUTHENTICATION" in err and "no such pipeline config" in err
+    assert main(["demo", "--host", "0.0.0.0", "--auth", "ann:pw", "--config", str(tmp_path / "none.json")]) == 1
+    assert "WITHOUT AUTHENTICATION" not in capsys.readouterr().err
+
+
 # ------------------------------------------------------------------ the real pipeline: 20 concurrent users
 
 def _free_port() -> int:

@@ -4,11 +4,16 @@ Examples::
 
     xqa demo                                   # the embedded default (make demo builds it)
     xqa demo --config /data/mia/pipeline.json --port 8080
+    XQA_DEMO_AUTH=ann:s3cret xqa demo --host 0.0.0.0  # served to the network, behind a login
+    xqa demo --host 0.0.0.0 --auth-file ~/.xqa-demo-users   # USER:PASSWORD lines
 
 The page is up in seconds: the app is built from the config alone, and the
-indexes and models load in a background thread ("ready in N s" is logged);
-a question asked earlier waits for them. No public share link is offered and
-nothing is sent anywhere: the server talks only to the browsers that reach it.
+indexes and models load in a background thread ("ready in N s: models loaded"
+is logged, and ``GET /ready`` turns from 503 to 200); a question asked earlier
+waits for them. No public share link is offered and nothing is sent anywhere:
+the server talks only to the browsers that reach it. Accounts (``--auth-file``,
+``$XQA_DEMO_AUTH``, ``--auth``) are checked before anything loads; a
+non-loopback ``--host`` without any gets a warning on stderr.
 
 This command is the one place ``xqa`` reaches into ``apps`` (the CLI serves
 the app; the app's own code imports only ``xqa``).
@@ -22,7 +27,8 @@ from xqa.cli_config import ConfigCommand
 from xqa.cli_options import add_pipeline_arguments
 
 COMMAND = ConfigCommand(ServerConfig, groups={"server": ("host", "port", "concurrency", "max_queue", "max_chars",
-                                                         "warm_up")})
+                                                         "warm_up"),
+                                              "access": ("auth_file", "auth")})
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -34,6 +40,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import os
+    import sys
     import threading
     import time
 
@@ -45,6 +52,12 @@ def run(args: argparse.Namespace) -> int:
     server = COMMAND.config(args)
     if server.concurrency < 1 or server.max_queue < 1 or server.max_chars < 1:
         raise XqaError("--concurrency, --max-queue and --max-chars must be at least 1")
+    from apps.demo import Readiness, auth_users, exposure_warning
+
+    accounts = auth_users(server)
+    warning = exposure_warning(server.host, server.port, guarded=bool(accounts))
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
     t0 = time.perf_counter()
     from xqa.cli_options import config_path, load_pipeline
 
@@ -56,10 +69,13 @@ def run(args: argparse.Namespace) -> int:
 
     app = build_app(pipeline, max_chars=server.max_chars, concurrency=server.concurrency,
                     max_queue=server.max_queue)
-    url = launch(app, host=server.host, port=server.port, block=False)
+    readiness = Readiness("loading" if server.warm_up else "lazy")
+    url = launch(app, host=server.host, port=server.port, auth=accounts, readiness=readiness, block=False)
     if server.warm_up:   # once the page is served: loading beside the launch slowed it on 2 cores
-        threading.Thread(target=warm_up, args=(pipeline,), name="xqa-warm-up", daemon=True).start()
-    print(f"xqa demo: serving {source} on {url}  (up in {time.perf_counter() - t0:.1f} s; Ctrl+C stops)",
+        threading.Thread(target=warm_up, args=(pipeline, print, readiness), name="xqa-warm-up",
+                         daemon=True).start()
+    guard = f"; login: {len(accounts)} account{'s' * (len(accounts) != 1)}" if accounts else ""
+    print(f"xqa demo: serving {source} on {url}  (up in {time.perf_counter() - t0:.1f} s{guard}; Ctrl+C stops)",
           flush=True)
     app.block_thread()
     return 0
