@@ -10,10 +10,12 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # spinning OpenMP waits starve 2-core machines
 
+TEST_THREADS = min(2, os.cpu_count() or 1)
+
 try:
     import torch
 
-    torch.set_num_threads(min(2, os.cpu_count() or 1))
+    torch.set_num_threads(TEST_THREADS)
 except ImportError:  # pragma: no cover - torch is a hard dependency
     pass
 
@@ -35,10 +37,20 @@ def tiny_pipeline() -> Path:
     ``build/tests-small`` (or ``$XQA_TEST_BUILD``); completed stages are reused,
     so only the first run on a machine pays for training (a few minutes on CPU).
     """
+    import torch
+
     from xqa.recipes.world import WorldBuild
 
     out = Path(os.environ.get("XQA_TEST_BUILD", ROOT / "build" / "tests-small"))
-    return WorldBuild(out, profile="small").run()
+    # the thread count of a fresh process (set above): a test that ran before may have changed it,
+    # and the weights trained here must equal those an `xqa embedded build` process trains
+    # (tests/test_resume.py compares them)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(TEST_THREADS)
+    try:
+        return WorldBuild(out, profile="small").run()
+    finally:
+        torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="session")
