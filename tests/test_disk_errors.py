@@ -148,3 +148,32 @@ def test_the_cli_names_the_failed_path_and_what_to_do(tmp_path, monkeypatch, cap
     assert err.startswith("xqa eval: error: ") and str(tmp_path) in err and hint in err
     assert "earlier artifacts there are left as they were" in err
     assert out.read_bytes() == before
+
+
+def test_temporaries_of_a_killed_writer_are_removed_by_the_next_and_a_live_ones_kept(tmp_path):
+    """A writer killed mid-way leaves its temporary; the next write of the same artifact removes it.
+    A temporary of a process that still runs (another writer at work) is left alone."""
+    killed = subprocess.Popen(["sleep", "0"])
+    killed.wait()  # a process id that no longer runs
+    live = subprocess.Popen(["sleep", "60"])
+    try:
+        target = tmp_path / "index"
+        dead_dir = tmp_path / f".index.{killed.pid}-abc.tmp"
+        live_dir = tmp_path / f".index.{live.pid}-def.tmp"
+        other = tmp_path / f".index2.{killed.pid}-ghi.tmp"  # another artifact's: not this writer's to remove
+        for d in (dead_dir, live_dir, other):
+            d.mkdir()
+            (d / "half.npy").write_bytes(b"x")
+        with atomic_dir(target) as tmp:
+            (tmp / "done").write_text("1")
+        assert not dead_dir.exists() and live_dir.exists() and other.exists()
+        assert (target / "done").read_text() == "1"
+
+        dead_file = tmp_path / f".a.json.{killed.pid}-xyz.tmp"
+        dead_file.write_text("{")
+        write_json_atomic(tmp_path / "a.json", {"k": 1})
+        assert not dead_file.exists()
+        assert sorted(_leftovers(tmp_path)) == sorted([live_dir.name, other.name])
+    finally:
+        live.kill()
+        live.wait()

@@ -8,13 +8,14 @@ half-written artifact that looks finished.
 from __future__ import annotations
 
 import contextlib
+import glob
 import importlib.metadata
 import json
 import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, BinaryIO, Callable, Iterator
 
 CONFIG_NAME = "config.json"
 
@@ -39,18 +40,55 @@ def _umask() -> int:
     return mask
 
 
+def _temp_prefix(target: Path) -> str:
+    """The name prefix of ``target``'s temporaries: they carry the writing process's id, so a
+    later writer can tell the leftovers of a killed job (:func:`_remove_orphans`) from live ones."""
+    return f".{target.name}.{os.getpid()}-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def _remove_orphans(target: Path) -> None:
+    """Remove temporaries of ``target`` left by processes that no longer run (a job killed while
+    writing it). Those of running processes are left alone."""
+    with contextlib.suppress(FileNotFoundError):
+        for p in target.parent.glob(f".{glob.escape(target.name)}.*-*.tmp"):
+            pid = p.name[len(target.name) + 2:].split("-", 1)[0]
+            if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+                if p.is_dir() and not p.is_symlink():
+                    shutil.rmtree(p, ignore_errors=True)
+                else:
+                    with contextlib.suppress(FileNotFoundError):
+                        p.unlink()
+
+
 def write_json_atomic(path: str | Path, obj: Any, indent: int | None = 2) -> None:
     """Write JSON to ``path`` through a temporary file and a rename."""
     write_text_atomic(path, json.dumps(obj, ensure_ascii=False, indent=indent) + "\n")
 
 
 def write_text_atomic(path: str | Path, text: str) -> None:
+    write_file_atomic(path, lambda f: f.write(text.encode("utf-8")))
+
+
+def write_file_atomic(path: str | Path, write: Callable[[BinaryIO], Any]) -> None:
+    """Call ``write`` on a temporary binary file beside ``path``, then rename it to ``path``: a
+    killed writer leaves ``path`` as it was (and its temporary is removed by the next writer)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    _remove_orphans(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=_temp_prefix(path), suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            write(f)
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file ordinary permissions
@@ -126,13 +164,15 @@ def resolve_ref(base: str | Path, ref: dict[str, str], what: str, exists=is_comp
 def atomic_dir(target: str | Path, overwrite: bool = False) -> Iterator[Path]:
     """Yield a temporary folder beside ``target``; rename it to ``target`` on success.
 
-    On an exception the temporary folder is removed and ``target`` is untouched.
+    On an exception the temporary folder is removed and ``target`` is untouched; the temporary
+    folders of ``target`` that killed processes left behind are removed first.
     """
     target = Path(target)
     if target.exists() and not overwrite:
         raise FileExistsError(f"{target} exists; remove it or pass overwrite")
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"))
+    _remove_orphans(target)
+    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=_temp_prefix(target), suffix=".tmp"))
     os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes 0700; give the folder ordinary permissions
     try:
         yield tmp

@@ -26,13 +26,12 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from xqa.artifacts import is_complete, save_config, write_json_atomic, write_text_atomic
+from xqa.artifacts import is_complete, save_config, write_file_atomic, write_json_atomic, write_text_atomic
 from xqa.errors import XqaError
 from xqa.records import Passage
 
@@ -65,18 +64,7 @@ def _chunks(passages: Iterable[Passage], shard_id: int, num_shards: int,
 
 
 def _save_npy_atomic(path: Path, arr: np.ndarray) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.save(f, arr)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
+    write_file_atomic(path, lambda f: np.save(f, arr))
 
 
 def encode_shard(encode: Callable[[Sequence[Passage]], np.ndarray], passages: Iterable[Passage],
