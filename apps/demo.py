@@ -41,7 +41,8 @@ from xqa.records import Question
 log = logging.getLogger("xqa.demo")
 
 MAX_K, MAX_PASSAGES_READ = 1000, 100  # what one request may ask for (the page's sliders stop lower)
-DEFAULT_CONCURRENCY = 2  # requests in flight; the reader itself runs one at a time (pipeline lock)
+DEFAULT_BATCH = 16  # questions answered together (xqa.batching); 1: one at a time
+UNBATCHED_CONCURRENCY = 2  # requests in flight answered one at a time: the reader runs one at a time anyway
 # The languages of MIA 2022 (XOR-TyDi + MKQA + the surprise languages): the choices when a config names none.
 MIA_LANGUAGES = ("ar", "bn", "da", "de", "en", "es", "fi", "fr", "he", "hu", "it", "ja", "km", "ko", "ms",
                  "nl", "no", "pl", "pt", "ru", "sv", "ta", "te", "th", "tl", "tr", "vi", "zh")
@@ -88,9 +89,12 @@ class Answerer:
     says what went wrong, and the other outputs are cleared.
     """
 
-    def __init__(self, pipeline, max_chars: int = render.MAX_QUESTION_CHARS):
+    def __init__(self, pipeline, max_chars: int = render.MAX_QUESTION_CHARS, batcher=None):
+        """``batcher``: a :class:`xqa.batching.Batcher` that answers this question together with
+        the others asked meanwhile; None answers it alone (:meth:`Pipeline.ask`)."""
         self.pipeline = pipeline
         self.max_chars = max_chars
+        self.batcher = batcher
         self.methods = list(pipeline.methods)
         self._ids = itertools.count(1)
 
@@ -123,7 +127,8 @@ class Answerer:
         qid = f"demo-{next(self._ids)}"
         t0 = time.perf_counter()
         try:
-            asked = self.pipeline.ask(text, lang, question_id=qid, method=method, k=k, n_passages=n)
+            ask = self.batcher.ask if self.batcher is not None else self.pipeline.ask
+            asked = ask(text, lang, question_id=qid, method=method, k=k, n_passages=n)
         except XqaError as e:
             return self.empty(str(e))
         except Exception:  # a bug, not the user's doing: keep the server up, log the trace
@@ -154,19 +159,28 @@ def method_choices(pipeline) -> list[tuple[str, str]]:
     return [(render.method_label(m), m) for m in pipeline.methods]
 
 
-def build_app(pipeline, *, max_chars: int = render.MAX_QUESTION_CHARS,
-              concurrency: int = DEFAULT_CONCURRENCY, max_queue: int | None = 64):
+def build_app(pipeline, *, max_chars: int = render.MAX_QUESTION_CHARS, batch: int = DEFAULT_BATCH,
+              concurrency: int | None = None, max_queue: int | None = 64):
     """The demo page for ``pipeline`` (a :class:`xqa.pipeline.Pipeline`); loads no model.
 
-    ``concurrency``: answers computed at once (more queue); ``max_queue``:
-    waiting requests beyond which new ones are turned away (None: unbounded).
+    ``batch``: most questions answered together (:class:`xqa.batching.Batcher`; 1: each on
+    its own); ``concurrency``: requests in flight (more queue; default: ``batch``, or
+    :data:`UNBATCHED_CONCURRENCY` when ``batch`` is 1); ``max_queue``: waiting requests beyond
+    which new ones are turned away (None: unbounded).
     """
     import gradio as gr
 
     cfg = pipeline.config
     methods = list(pipeline.methods)
     default_method = cfg.retrieval.method if cfg.retrieval.method in methods else (methods[0] if methods else None)
-    answerer = Answerer(pipeline, max_chars=max_chars)
+    batcher = None
+    if batch > 1:
+        from xqa.batching import Batcher
+
+        batcher = Batcher(pipeline, max_batch=batch)
+    if concurrency is None:
+        concurrency = batch if batch > 1 else UNBATCHED_CONCURRENCY
+    answerer = Answerer(pipeline, max_chars=max_chars, batcher=batcher)
     k_max = max(100, cfg.retrieval.k)
     n_max = max(50, cfg.reader.n_passages)
 
@@ -209,6 +223,7 @@ def build_app(pipeline, *, max_chars: int = render.MAX_QUESTION_CHARS,
                              examples_per_page=30)
             ex.load_input_event.then(answerer, inputs, outputs, api_visibility="private")
     demo.queue(default_concurrency_limit=concurrency, max_size=max_queue)
+    demo.xqa_batcher = batcher  # the bench reads its batch sizes
     return demo
 
 
@@ -411,8 +426,12 @@ class ServerConfig:
         "help": "interface to bind; 0.0.0.0 exposes the demo to your network: give it accounts "
                 "(--auth-file or $XQA_DEMO_AUTH), or it warns"})
     port: int = field(default=7860, metadata={"help": "port to serve on (env GRADIO_SERVER_PORT is ignored)"})
-    concurrency: int = field(default=DEFAULT_CONCURRENCY, metadata={
-        "help": "questions answered at once; more wait in the queue (the reader runs one at a time)"})
+    batch: int = field(default=DEFAULT_BATCH, metadata={
+        "help": "most questions answered together: those asked while others are being answered are "
+                "encoded, searched and read in one pass (1: each on its own)"})
+    concurrency: int | None = field(default=None, metadata={
+        "help": f"requests in flight; more wait in the queue (default: --batch, or "
+                f"{UNBATCHED_CONCURRENCY} with --batch 1)"})
     max_queue: int = field(default=64, metadata={"help": "waiting questions beyond which new ones are turned away"})
     max_chars: int = field(default=render.MAX_QUESTION_CHARS, metadata={
         "help": "longest question accepted, in characters"})

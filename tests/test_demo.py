@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from apps import render
-from apps.demo import Answerer, build_app, example_rows, language_choices, warm_up
+from apps.demo import DEFAULT_BATCH, Answerer, build_app, example_rows, language_choices, warm_up
 from xqa.config import PipelineConfig
 from xqa.errors import XqaError
 from xqa.pipeline import Pipeline
@@ -277,7 +277,9 @@ def test_build_app_offers_exactly_the_pipeline_methods_and_loads_nothing():
     assert _by_id(demo, "k").value == 60 and _by_id(demo, "n_passages").value == 20
     fns = [fn for fn in demo.fns.values() if fn.api_name == "answer"]
     assert len(fns) == 1 and [b.elem_id for b in fns[0].inputs] == ["question", "lang", "method", "k", "n_passages"]
-    assert demo._queue.default_concurrency_limit == 2
+    assert demo._queue.default_concurrency_limit == DEFAULT_BATCH and demo.xqa_batcher.max_batch == DEFAULT_BATCH
+    unbatched = build_app(pipe, batch=1)
+    assert unbatched._queue.default_concurrency_limit == 2 and unbatched.xqa_batcher is None
 
 
 def test_example_rows_use_auto_where_detection_agrees():
@@ -485,9 +487,9 @@ def served(tiny_pipeline):
     from xqa.pipeline import Pipeline
 
     pipe = Pipeline.load(tiny_pipeline)
-    demo = build_app(pipe, concurrency=2)
+    demo = build_app(pipe)  # questions asked together are answered together (xqa.batching)
     url = launch(demo, port=_free_port(), block=False)
-    yield url, pipe
+    yield url, pipe, demo
     demo.close()
 
 
@@ -506,7 +508,7 @@ def _questions(pipe, n):
 def test_twenty_concurrent_users_are_all_answered(served):
     from gradio_client import Client
 
-    url, pipe = served
+    url, pipe, demo = served
     method = pipe.config.retrieval.method if pipe.config.retrieval.method in pipe.methods else pipe.methods[0]
     questions = _questions(pipe, 20)
     # what each question should get, asked alone and in order
@@ -543,6 +545,7 @@ def test_twenty_concurrent_users_are_all_answered(served):
         assert html.escape(record["answer"]) in answer_html
         ids.add(record["id"])
     assert len(ids) == 20
+    assert max(demo.xqa_batcher.sizes) > 1, demo.xqa_batcher.sizes  # some were answered together
 
 
 @pytest.mark.slow
@@ -568,7 +571,7 @@ def test_twenty_users_with_abusive_requests_are_each_answered_or_warned(served):
     of them abusive (empty, 100 kB, binary, an HTML language code, script tags in the question)."""
     from xqa.tools.lib.load import BAD_KINDS, run_load
 
-    url, pipe = served
+    url, pipe, demo = served
     method = pipe.config.retrieval.method if pipe.config.retrieval.method in pipe.methods else pipe.methods[0]
     questions = [q for q, _ in _questions(pipe, 8)]
     result = run_load(url, questions, method, 10, 4, users=20, duration=240, requests_per_user=3,
@@ -612,3 +615,27 @@ def test_bench_demo_under_load_is_wired_to_the_cli_and_checks_its_options(tmp_pa
     config.write_text('{"examples": [{"question": "Who wrote Kalevala?", "lang": "en"}]}', encoding="utf-8")
     assert main(["bench", "demo", "--config", str(config), "--concurrency", "2", "--duration", "0"]) != 0
     assert "--concurrency and --duration must be positive" in capsys.readouterr().err
+    assert main(["bench", "demo", "--config", str(config), "--concurrency", "2", "--batch", "0"]) != 0
+    assert "--batch must be at least 1" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_bench_demo_compares_one_at_a_time_with_batched_in_one_table(tiny_pipeline, tmp_path, capsys):
+    """``xqa bench demo --concurrency 1 3 --batch 1 4``: two servers, each loaded by 1 then 3
+    users; one table line per load, every valid request answered."""
+    import json
+
+    from xqa.cli import main
+
+    out = tmp_path / "load.json"
+    code = main(["bench", "demo", "--config", str(tiny_pipeline), "--concurrency", "1", "3", "--batch", "1", "4",
+                 "--duration", "4", "--requests-per-user", "2", "--bad-share", "0.2", "--json", str(out)])
+    text = capsys.readouterr().out
+    assert code == 0, text
+    table = text[text.index("demo under load:"):].splitlines()
+    rows = [line.split() for line in table[2:6]]
+    assert [(r[0], r[1]) for r in rows] == [("1", "1"), ("1", "3"), ("4", "1"), ("4", "3")], table
+    assert all(int(r[7]) == 0 and int(r[3]) > 0 for r in rows), table  # failed 0, some answered
+    saved = json.loads(out.read_text())
+    assert [(s["batch"], s["users"]) for s in saved] == [(1, 1), (1, 3), (4, 1), (4, 3)]
+    assert all(s["answered"] > 0 and s["answered_per_second"] > 0 for s in saved)

@@ -26,7 +26,7 @@ from apps.demo import ServerConfig
 from xqa.cli_config import ConfigCommand
 from xqa.cli_options import add_pipeline_arguments
 
-COMMAND = ConfigCommand(ServerConfig, groups={"server": ("host", "port", "concurrency", "max_queue", "max_chars",
+COMMAND = ConfigCommand(ServerConfig, groups={"server": ("host", "port", "batch", "concurrency", "max_queue", "max_chars",
                                                          "warm_up"),
                                               "access": ("auth_file", "auth")})
 
@@ -50,8 +50,9 @@ def run(args: argparse.Namespace) -> int:
     from xqa.errors import XqaError
 
     server = COMMAND.config(args)
-    if server.concurrency < 1 or server.max_queue < 1 or server.max_chars < 1:
-        raise XqaError("--concurrency, --max-queue and --max-chars must be at least 1")
+    if (server.concurrency is not None and server.concurrency < 1) or min(server.batch, server.max_queue,
+                                                                           server.max_chars) < 1:
+        raise XqaError("--batch, --concurrency, --max-queue and --max-chars must be at least 1")
     from apps.demo import Readiness, auth_users, exposure_warning
 
     accounts = auth_users(server)
@@ -67,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
         raise XqaError(f"{source}: names no sparse, dense or SPAR index; nothing to retrieve with")
     from apps.demo import build_app, launch, warm_up
 
-    app = build_app(pipeline, max_chars=server.max_chars, concurrency=server.concurrency,
+    app = build_app(pipeline, max_chars=server.max_chars, batch=server.batch, concurrency=server.concurrency,
                     max_queue=server.max_queue)
     readiness = Readiness("loading" if server.warm_up else "lazy")
     url = launch(app, host=server.host, port=server.port, auth=accounts, readiness=readiness, block=False)

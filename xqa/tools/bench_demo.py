@@ -1,12 +1,16 @@
 """``xqa bench demo``: end-to-end answer latency p50/p95 per retrieval method (a table), or with
 ``--concurrency N`` the served demo under load: N users at once for ``--duration`` seconds, a
-tenth of their requests abusive (:mod:`xqa.tools.lib.load`), with p50/p95 and failures.
+tenth of their requests abusive (:mod:`xqa.tools.lib.load`), with throughput, p50/p95 and
+failures. ``--concurrency`` takes several user counts and ``--batch`` several server settings
+(``xqa demo --batch``): each server is started once and loaded with each user count in turn,
+and one table compares them (answered with and without batching, in one run).
 
 Examples::
 
     xqa bench demo                                   # embedded default, its world's test questions
     xqa bench demo --config /data/mia/pipeline.json --questions mia_dev.jsonl --n 200
     xqa bench demo --concurrency 50 --duration 120   # serves the demo on 127.0.0.1 and loads it
+    xqa bench demo --concurrency 1 10 50 --batch 1 16 --duration 60   # one at a time vs batched
 """
 from __future__ import annotations
 
@@ -28,9 +32,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     p.add_argument("--json", metavar="OUT", help="also write the figures as JSON to OUT")
     g = p.add_argument_group("load (--concurrency)")
-    g.add_argument("--concurrency", type=int, default=0, metavar="N",
-                   help="serve the demo (xqa demo, 127.0.0.1) and send it N users' requests at once")
-    g.add_argument("--duration", type=float, default=120.0, help="seconds of load")
+    g.add_argument("--concurrency", type=int, nargs="+", default=None, metavar="N",
+                   help="serve the demo (xqa demo, 127.0.0.1) and send it N users' requests at once; "
+                        "several N: one load after another on the same server")
+    g.add_argument("--batch", type=int, nargs="+", default=None, metavar="B",
+                   help="the server's --batch (1: each question on its own); several: one server each, "
+                        "compared in one table (default: xqa demo's)")
+    g.add_argument("--duration", type=float, default=120.0, help="seconds of load (each user count)")
     g.add_argument("--requests-per-user", type=int, default=1000, help="most requests one user sends")
     g.add_argument("--bad-share", type=float, default=0.1,
                    help="share of abusive requests: empty, 100 kB, binary, HTML language, script tags")
@@ -90,7 +98,38 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_load(args: argparse.Namespace) -> int:
-    """Serve the demo in a child process on 127.0.0.1, load it, print the table, stop the server."""
+    """For each ``--batch``: serve the demo in a child process on 127.0.0.1, load it with each
+    ``--concurrency``, stop it; print one table and each load's failures."""
+    from xqa.errors import XqaError
+    from xqa.pipeline import Pipeline
+    from xqa.tools.lib.load import load_table
+
+    if min(args.concurrency) < 1 or args.duration <= 0 or not 0 <= args.bad_share <= 1:
+        raise XqaError("--concurrency and --duration must be positive and --bad-share between 0 and 1")
+    if args.batch and min(args.batch) < 1:
+        raise XqaError("--batch must be at least 1")
+    pipeline = Pipeline.load(args.config)  # the config only: the server loads the models
+    questions = [q.question for q in _questions(args, pipeline)]
+    cfg = pipeline.config
+    method = args.methods[0] if args.methods else cfg.retrieval.method
+    k, n = args.k or cfg.retrieval.k, args.n_passages or cfg.reader.n_passages
+    rows = []
+    for batch in args.batch or [None]:
+        for users, result in _serve_and_load(args, batch, questions, method, k, n):
+            rows.append((batch, result))
+            failures = result.failure_lines()
+            if failures:
+                print("\n".join(failures), flush=True)
+    print(load_table(rows, method=method, k=k, n_passages=n, duration=args.duration, bad_share=args.bad_share))
+    if args.json:
+        from xqa.artifacts import write_json_atomic
+
+        write_json_atomic(args.json, [{"batch": b, **r.to_dict()} for b, r in rows])
+    return 1 if any(r.failed_valid for _, r in rows) else 0
+
+
+def _serve_and_load(args, batch, questions, method, k, n):
+    """Yield ``(users, LoadResult)`` for each ``--concurrency``, against one served demo."""
     import socket
     import subprocess
     import sys
@@ -98,15 +137,8 @@ def _run_load(args: argparse.Namespace) -> int:
     import time
 
     from xqa.errors import XqaError
-    from xqa.pipeline import Pipeline
     from xqa.tools.lib.load import run_load
 
-    if args.concurrency < 1 or args.duration <= 0 or not 0 <= args.bad_share <= 1:
-        raise XqaError("--concurrency and --duration must be positive and --bad-share between 0 and 1")
-    pipeline = Pipeline.load(args.config)  # the config only: the server loads the models
-    questions = [q.question for q in _questions(args, pipeline)]
-    cfg = pipeline.config
-    method = args.methods[0] if args.methods else cfg.retrieval.method
     port = args.port
     if not port:
         with socket.socket() as s:
@@ -114,6 +146,9 @@ def _run_load(args: argparse.Namespace) -> int:
             port = s.getsockname()[1]
     cmd = [sys.executable, "-m", "xqa.cli", "demo", "--config", args.config, "--host", "127.0.0.1",
            "--port", str(port)]
+    if batch is not None:
+        cmd += ["--batch", str(batch)]
+    print(f"bench demo: serving {' '.join(cmd[3:])}", flush=True)
     server = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 600
@@ -125,19 +160,14 @@ def _run_load(args: argparse.Namespace) -> int:
             raise XqaError(f"the demo server exited ({server.returncode}) before it was ready")
         # keep reading what the server prints, or a full pipe would stall it
         threading.Thread(target=lambda: [None for _ in server.stdout], daemon=True).start()
-        result = run_load(f"http://127.0.0.1:{port}/", questions, method, args.k or cfg.retrieval.k,
-                          args.n_passages or cfg.reader.n_passages, users=args.concurrency,
-                          duration=args.duration, requests_per_user=args.requests_per_user,
-                          bad_share=args.bad_share, server_pid=server.pid)
+        for users in args.concurrency:
+            print(f"bench demo: {users} users for {args.duration:.0f} s ...", flush=True)
+            yield users, run_load(f"http://127.0.0.1:{port}/", questions, method, k, n, users=users,
+                                  duration=args.duration, requests_per_user=args.requests_per_user,
+                                  bad_share=args.bad_share, server_pid=server.pid)
     finally:
         server.terminate()
         try:
             server.wait(timeout=30)
         except subprocess.TimeoutExpired:
             server.kill()
-    print(result.table())
-    if args.json:
-        from xqa.artifacts import write_json_atomic
-
-        write_json_atomic(args.json, result.to_dict())
-    return 1 if result.failed_valid else 0

@@ -63,8 +63,22 @@ class LoadResult:
     def percentile(self, q: float) -> float:
         return float(np.percentile(self.latencies, q)) if self.latencies else float("nan")
 
+    @property
+    def answered(self) -> int:
+        """Valid requests answered as they should be (script-tagged ones included)."""
+        return len(self.latencies)
+
+    @property
+    def throughput(self) -> float:
+        """Answered requests per second of the load."""
+        return self.answered / self.seconds if self.seconds > 0 else 0.0
+
+    def failure_lines(self) -> list[str]:
+        return [f"  {self.users} users: failure: {e}" for e in self.examples]
+
     def to_dict(self) -> dict:
         return {"users": self.users, "seconds": self.seconds, "requests": dict(self.requests),
+                "answered": self.answered, "answered_per_second": self.throughput,
                 "failures": dict(self.failures), "failed_valid": self.failed_valid,
                 "p50_seconds": self.percentile(50), "p95_seconds": self.percentile(95),
                 "rss_mb": self.rss_mb, "examples": self.examples}
@@ -84,6 +98,24 @@ class LoadResult:
             lines.append("server memory (RSS): start {:.0f} MB, peak {:.0f} MB, end {:.0f} MB".format(*self.rss_mb))
         lines += [f"  failure: {e}" for e in self.examples]
         return "\n".join(lines)
+
+
+def load_table(rows: Sequence[tuple[int | None, LoadResult]], *, method: str, k: int, n_passages: int,
+               duration: float, bad_share: float) -> str:
+    """One line per load (``(server --batch, result)``): users, requests, answered/s, latency
+    p50/p95, failures and the server's peak memory."""
+    head = (f"demo under load: method {method}, K {k}, {n_passages} passages read; each load {duration:.0f} s "
+            f"of requests, {bad_share:.0%} of them abusive; latency of answered requests")
+    lines = [head, f"{'batch':>5} {'users':>5} {'requests':>8} {'answered':>8} {'answered/s':>10} "
+                   f"{'p50 s':>6} {'p95 s':>6} {'failed':>6} {'peak RSS MB':>11}"]
+    for batch, r in rows:
+        peak = f"{r.rss_mb[1]:.0f}" if r.rss_mb else "-"
+        lines.append(f"{'-' if batch is None else batch:>5} {r.users:>5} {sum(r.requests.values()):>8} "
+                     f"{r.answered:>8} {r.throughput:>10.2f} {r.percentile(50):>6.2f} {r.percentile(95):>6.2f} "
+                     f"{sum(r.failures.values()):>6} {peak:>11}")
+    lines.append("batch: the server's --batch (1: each question on its own; -: xqa demo's default); "
+                 "failed: requests not answered, or not warned, as they should be")
+    return "\n".join(lines)
 
 
 def rss_mb(pid: int) -> float:
