@@ -147,7 +147,8 @@ class Answerer:
         record = answer.to_dict()
         record.update(lang=code, detected=detected, method=method, k=k, n_passages=n, seconds=round(seconds, 4))
         return (render.status_markdown(code, detected, method, k, n, seconds, note),
-                render.answer_html(answer, fused, code, cfg.reader.answerability_threshold),
+                render.answer_html(answer, fused, code, cfg.reader.answerability_threshold,
+                                   cfg.reader.not_found_threshold),
                 render.nbest_rows(answer),
                 render.evidence_html(answer),
                 record)

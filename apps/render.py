@@ -132,15 +132,19 @@ def intro_markdown(about: dict, languages: Sequence[str], method: str, reader: s
 
 
 NO_ANSWER_TITLE = rendering.NO_ANSWER[:1].upper() + rendering.NO_ANSWER[1:]
+UNCERTAIN_TITLE = "Likely answer (uncertain)"
 
 
-def answer_html(answer: Answer, fused: bool, question_lang: str = "", threshold: float | None = None) -> str:
+def answer_html(answer: Answer, fused: bool, question_lang: str = "", threshold: float | None = None,
+                not_found_threshold: float | None = None) -> str:
     """The answer in large type with its probability and where it was found; an answer
     extracted from a passage in another language than the question's is marked with it.
 
     Where the pipeline has an answerability calibrator (``answer.confidence`` set), the bar is
     the calibrated probability that the answer is right; below the threshold (``answer.answered``
-    false) the page says :data:`NO_ANSWER_TITLE`, with the best guess and its probability under it."""
+    false) the answer is shown as :data:`UNCERTAIN_TITLE`, and below the not-found threshold too
+    (``answer.found`` false) the page says :data:`NO_ANSWER_TITLE`, with the best guess and its
+    probability under it."""
     if not answer.text.strip():
         return ('<div class="xqa-answer xqa-empty"><div class="xqa-label">Answer</div>'
                 '<div class="xqa-answer-text" id="xqa-answer-text">(no answer)</div>'
@@ -187,7 +191,18 @@ def answer_html(answer: Answer, fused: bool, question_lang: str = "", threshold:
             f'<div class="xqa-where">{html.escape(where)}</div>'
             '</div>'
         )
-    below = f" (below the threshold {threshold:.2f})" if threshold is not None else ""
+    if answer.found:
+        below = f" (below {threshold:.2f} for a confident answer)" if threshold is not None else ""
+        return (
+            '<div class="xqa-answer xqa-uncertain">'
+            f'<div class="xqa-label" id="xqa-uncertain">{html.escape(UNCERTAIN_TITLE)}</div>'
+            f'<div class="xqa-answer-text">{text}</div>'
+            f'<div class="xqa-prob">{bar}{right}{html.escape(below)}</div>'
+            f'<div class="xqa-where">{html.escape(where)}</div>'
+            '</div>'
+        )
+    low = not_found_threshold if not_found_threshold is not None else threshold
+    below = f" (below the threshold {low:.2f})" if low is not None else ""
     return (
         '<div class="xqa-answer xqa-abstain">'
         '<div class="xqa-label">Answer</div>'
@@ -284,6 +299,8 @@ CSS = """
 .xqa-no-answer { font-size: 1.5em; font-weight: 600; margin: 4px 0; }
 .xqa-guess { font-size: 1.1em; margin: 2px 0 4px; }
 .xqa-abstain .xqa-bar > span { background: #f59e0b; }
+.xqa-uncertain { border-color: #60a5fa; background: #eff6ff; }
+.xqa-uncertain .xqa-bar > span { background: #60a5fa; }
 .xqa-bar { display: inline-block; width: 120px; height: 10px; background: #e5e7eb; border-radius: 5px;
            vertical-align: middle; overflow: hidden; }
 .xqa-bar > span { display: block; height: 100%; background: #2563eb; }

@@ -266,9 +266,93 @@ def test_answer_html_abstains_below_the_threshold_and_shows_the_guess():
     shown = render.answer_html(replace(a, confidence=0.82, answered=True), True, "en", 0.45)
     assert render.NO_ANSWER_TITLE not in shown
     assert 'id="xqa-answer-prob">0.82<' in shown and "probability that the answer is right" in shown
-    low = render.answer_html(replace(a, text="<b>Turku</b>", confidence=0.12, answered=False), True, "en", 0.45)
+    low = render.answer_html(replace(a, text="<b>Turku</b>", confidence=0.12, answered=False, found=False),
+                             True, "en", 0.45, 0.2)
     assert render.NO_ANSWER_TITLE in low and 'id="xqa-no-answer"' in low
+    assert render.UNCERTAIN_TITLE not in low
     assert "Best guess: " in low and "&lt;b&gt;Turku&lt;/b&gt;" in low and "<b>Turku</b>" not in low
-    assert 'id="xqa-answer-prob">0.12<' in low and "below the threshold 0.45" in low
+    assert 'id="xqa-answer-prob">0.12<' in low and "below the threshold 0.20" in low
+    # between the two thresholds: the answer itself, marked uncertain, with its probability
+    likely = render.answer_html(replace(a, confidence=0.41, answered=False, found=True), True, "en", 0.45, 0.2)
+    assert render.UNCERTAIN_TITLE in likely and 'id="xqa-uncertain"' in likely
+    assert render.NO_ANSWER_TITLE not in likely and "Best guess" not in likely
+    assert 'id="xqa-answer-text" dir="auto">Helsinki<' in likely and 'id="xqa-answer-prob">0.41<' in likely
+    assert "below 0.45 for a confident answer" in likely
     plain = render.answer_html(a, True, "en")          # no calibrator: the fused probability, as found
     assert render.NO_ANSWER_TITLE not in plain and 'id="xqa-answer-prob">0.700<' in plain
+
+
+def test_xqa_ask_lines_tell_answered_uncertain_and_not_found_apart():
+    from dataclasses import replace
+
+    from xqa.records import ANSWERED, NOT_FOUND, UNCERTAIN
+    from xqa.rendering import NO_ANSWER, UNCERTAIN as UNCERTAIN_LINE, answer_lines
+
+    a = _answer()
+    cases = {ANSWERED: replace(a, confidence=0.8, answered=True, found=True),
+             UNCERTAIN: replace(a, confidence=0.41, answered=False, found=True),
+             NOT_FOUND: replace(a, confidence=0.1, answered=False, found=False)}
+    firsts = {}
+    for state, ans in cases.items():
+        assert ans.state == state and ans.to_dict()["state"] == state
+        firsts[state] = answer_lines(ans, "What is the capital of Finland?", "en", "dense",
+                                     threshold=0.55, not_found_threshold=0.2)[1]
+    assert firsts[ANSWERED].startswith("answer: Helsinki")
+    assert firsts[UNCERTAIN].startswith(f"answer ({UNCERTAIN_LINE}): Helsinki") and "< 0.55" in firsts[UNCERTAIN]
+    assert firsts[NOT_FOUND] == f"answer: {NO_ANSWER} (P(right) 0.10 < threshold 0.20)"
+
+
+def test_the_not_found_threshold_keeps_the_wanted_share_of_answerable_questions():
+    scores = [0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.02, 0.03, 0.15]
+    answerable = [True] * 10 + [False] * 3
+    # 10 answerable: at most 1 below the threshold -> the second lowest answerable score
+    assert selective.threshold_for_misses(scores, answerable, 0.1) == 0.1
+    assert selective.threshold_for_misses(scores, answerable, 0.0) == 0.05
+    assert selective.threshold_for_misses(scores, [False] * 13, 0.1) is None
+    shares = selective.state_shares(scores, answerable, 0.55, 0.1)
+    assert shares["answerable"] == {"answered": 0.4, "uncertain": pytest.approx(0.5), "not found": 0.1, "n": 10}
+    assert shares["unanswerable"] == {"answered": 0.0, "uncertain": pytest.approx(1 / 3),
+                                      "not found": pytest.approx(2 / 3), "n": 3}
+
+
+def test_tune_answerability_fits_a_not_found_threshold_and_the_pipeline_uses_it(tmp_path, capsys):
+    from xqa.cli import main
+
+    rng = np.random.default_rng(2)
+    rows, hidden = [], []
+    for i in range(120):   # answerable: higher fused probabilities, about half right
+        s = float(np.clip(rng.normal(0.65, 0.15), 0.01, 0.99))
+        rows.append(("Helsinki" if rng.random() < s else "Turku", ["Helsinki"], 0.5, s))
+    for i in range(120):   # made unanswerable: low ones, rarely right
+        s = float(np.clip(rng.normal(0.25, 0.1), 0.01, 0.99))
+        hidden.append(("Helsinki" if rng.random() < 0.05 else "Oulu", ["Helsinki"], 0.5, s))
+    a, h = _records(tmp_path / "a.jsonl", rows), _records(tmp_path / "h.jsonl", hidden, hidden=True)
+    cfg = tmp_path / "pipeline.json"
+    PipelineConfig().save(cfg)
+    assert main(["tune", "answerability", "--records", str(a), str(h), "--out", str(tmp_path / "fit"),
+                 "--not-found-share", "0.1", "--config", str(cfg), "--write-config"]) == 0
+    text = capsys.readouterr().out
+    fit = json.loads((tmp_path / "fit" / "config.json").read_text())
+    low, high = fit["not_found_threshold"], fit["threshold"]
+    assert 0 < low <= high
+    states = fit["not_found"]["states"]
+    assert states["answerable"]["not found"] <= 0.1 and states["unanswerable"]["not found"] > 0.5
+    assert all(abs(sum(v for k, v in s.items() if k != "n") - 1) < 1e-9 for s in states.values())
+    assert set(fit["not_found"]["auroc"]) == {"calibrated", "answerability fit"}
+    assert "not-found threshold" in text and "AUROC" in text
+    loaded = PipelineConfig.load(cfg)
+    assert loaded.reader.not_found_threshold == low
+    # the records scored again by the fitted calibrator: what the demo would say of each
+    figures = tmp_path / "sel.json"
+    assert main(["eval", "--selective", str(a), str(h), "--calibrator", str(tmp_path / "fit"),
+                 "--plot", str(tmp_path / "sel.png"), "--json", str(figures)]) == 0
+    said = json.loads(figures.read_text())["states"]
+    assert said["answerable"]["not found"] == pytest.approx(states["answerable"]["not found"])
+    assert said["unanswerable"]["not found"] == pytest.approx(states["unanswerable"]["not found"])
+    assert "likely (uncertain)" in capsys.readouterr().out
+    # a not-found threshold above the answerability threshold is refused
+    bad = json.loads(cfg.read_text())
+    bad["reader"]["not_found_threshold"] = high + 0.1
+    (tmp_path / "bad.json").write_text(json.dumps(bad))
+    with pytest.raises(XqaError, match="not_found_threshold"):
+        PipelineConfig.load(tmp_path / "bad.json")

@@ -59,9 +59,9 @@ def test_a_real_question_shows_its_answer_and_evidence(browser_context, served_r
     assert not outside, f"the page contacted other hosts: {outside}"
 
 
-def test_an_answer_below_the_threshold_says_not_found_and_shows_the_guess(browser_context, served_real):
+def test_answers_below_the_thresholds_show_as_uncertain_or_not_found(browser_context, served_real):
     from apps.demo import Answerer
-    from apps.render import NO_ANSWER_TITLE
+    from apps.render import NO_ANSWER_TITLE, UNCERTAIN_TITLE
 
     url, pipe, asked = served_real
     reader = pipe.config.reader
@@ -70,18 +70,27 @@ def test_an_answer_below_the_threshold_says_not_found_and_shows_the_guess(browse
     page.set_default_timeout(TIMEOUT_MS)
     page.goto(url)
     q = asked[0]["question"]
-    kept = reader.answerability_threshold
-    reader.answerability_threshold = 1.0        # no answer is that sure: every answer is a best guess
+    kept = reader.answerability_threshold, reader.not_found_threshold
+    # no answer is that sure: every answer is below both thresholds, so not found, with its best guess
+    reader.answerability_threshold = reader.not_found_threshold = 1.0
     try:
         expected = Answerer(pipe)(q, "auto", pipe.config.retrieval.method, pipe.config.retrieval.k,
                                   reader.n_passages)[4]
-        assert expected["answered"] is False and 0.0 <= expected["confidence"] < 1.0
+        assert expected["answered"] is False and expected["state"] == "not found"
+        assert 0.0 <= expected["confidence"] < 1.0
         _ask(page, q)
         page.locator("#xqa-no-answer").wait_for()
         assert page.locator("#xqa-no-answer").inner_text().strip() == NO_ANSWER_TITLE
         assert page.locator("#xqa-answer-text").inner_text().strip().startswith(expected["answer"].strip())
         assert float(page.locator("#xqa-answer-prob").inner_text()) == pytest.approx(expected["confidence"], abs=0.01)
         assert "below the threshold 1.00" in page.locator("#answer").inner_text()
+        # below the answerability threshold only: the answer itself, shown as uncertain
+        reader.not_found_threshold = 0.0
+        _ask(page, q + " ")
+        page.locator("#xqa-uncertain").wait_for()
+        assert page.locator("#xqa-uncertain").inner_text().strip() == UNCERTAIN_TITLE
+        assert page.locator("#xqa-no-answer").count() == 0
+        assert page.locator("#xqa-answer-text").inner_text().strip().startswith(expected["answer"].strip())
     finally:
-        reader.answerability_threshold = kept
+        reader.answerability_threshold, reader.not_found_threshold = kept
     page.close()

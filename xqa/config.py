@@ -71,9 +71,13 @@ class ReaderConfig:
     # P(answer right) from the answer's features (reader.answerability.Calibrator as JSON; xqa tune
     # answerability fits it); None: no calibrated probability, every answer is shown as found.
     answerability: dict[str, Any] | None = None
-    # Below this calibrated probability an answer is a best guess: the demo and xqa ask say "no answer
-    # found in this collection", xqa answer --abstain writes an empty answer.
+    # Below this calibrated probability an answer is not shown as confident: xqa answer --abstain
+    # writes an empty answer, and the demo and xqa ask show it as uncertain, with its probability ...
     answerability_threshold: float = 0.5
+    # ... down to this lower one (fitted so that few answerable questions fall below it, xqa tune
+    # answerability), below which they say "no answer found in this collection". None: at the
+    # answerability threshold itself (no uncertain state).
+    not_found_threshold: float | None = None
 
 
 @dataclass
@@ -128,6 +132,10 @@ class PipelineConfig:
         if not 0.0 <= reader.answerability_threshold <= 1.0:
             raise XqaError(f"field 'reader.answerability_threshold' should be a probability in [0, 1], "
                            f"found {reader.answerability_threshold}")
+        t = reader.not_found_threshold
+        if t is not None and not 0.0 <= t <= reader.answerability_threshold:
+            raise XqaError(f"field 'reader.not_found_threshold' should be a probability no higher than "
+                           f"reader.answerability_threshold ({reader.answerability_threshold}), found {t}")
         if retrieval.fallback != NO_FALLBACK and not methods.is_method(retrieval.fallback):
             raise XqaError(f"retrieval.fallback {retrieval.fallback!r} is not {NO_FALLBACK!r} or one of "
                            f"{methods.method_names()}")

@@ -316,14 +316,18 @@ class Pipeline:
 
     def _judge(self, ans: Answer, q: Question, reader_relevance) -> Answer:
         """The answer with its answerability features and, where the config has a calibrator, the
-        calibrated probability that it is right and whether it clears the threshold."""
+        calibrated probability that it is right, whether it clears the threshold (``answered``)
+        and whether it clears the lower not-found threshold (``found``)."""
         from reader.answerability import answer_features
 
         features = answer_features(ans, q.lang or "", list(reader_relevance))
         calibrator = self.calibrator
         if calibrator is None or not ans.candidates:
-            return replace(ans, features=features, answered=bool(ans.text.strip()),
+            answered = bool(ans.text.strip())
+            return replace(ans, features=features, answered=answered, found=answered,
                            confidence=0.0 if calibrator is not None else None)
         p = calibrator.probability(features)
-        return replace(ans, features=features, confidence=p,
-                       answered=p >= self.config.reader.answerability_threshold)
+        rc = self.config.reader
+        low = rc.answerability_threshold if rc.not_found_threshold is None else rc.not_found_threshold
+        return replace(ans, features=features, confidence=p, answered=p >= rc.answerability_threshold,
+                       found=p >= low)

@@ -141,6 +141,11 @@ class Evidence:
     relevance: float  # reader relevance (cross-attention mass), sums to 1 over passages
 
 
+# An answer's state (Answer.state): confident, likely but uncertain, or not in the collection.
+ANSWERED, UNCERTAIN, NOT_FOUND = "answered", "uncertain", "not found"
+STATES = (ANSWERED, UNCERTAIN, NOT_FOUND)
+
+
 @dataclass(frozen=True)
 class Answer:
     """The reader's answer: best surface form, probability, n-best, evidence."""
@@ -155,7 +160,17 @@ class Answer:
     # (the answer is then a best guess, shown as such); ``features`` are what it was computed from.
     confidence: float | None = None
     answered: bool = True
+    # False when the confidence is below the pipeline's not-found threshold too: the evidence says
+    # the collection does not hold the answer. An answer neither ``answered`` nor not ``found`` is
+    # a likely answer, shown as uncertain.
+    found: bool = True
     features: dict[str, float] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def state(self) -> str:
+        """:data:`ANSWERED` (confident), :data:`UNCERTAIN` (a likely answer, with its probability)
+        or :data:`NOT_FOUND` (not in this collection)."""
+        return ANSWERED if self.answered else UNCERTAIN if self.found else NOT_FOUND
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -164,6 +179,8 @@ class Answer:
             "score": self.score,
             "confidence": self.confidence,
             "answered": self.answered,
+            "found": self.found,
+            "state": self.state,
             "candidates": [asdict(c) for c in self.candidates],
             "evidence": [
                 {**e.context.to_dict(), "relevance": e.relevance} for e in self.evidence

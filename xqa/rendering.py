@@ -11,7 +11,8 @@ import textwrap
 from xqa.documents.provenance import describe
 from xqa.records import Answer, Candidate
 
-NO_ANSWER = "no answer found in this collection"  # below the answerability threshold
+NO_ANSWER = "no answer found in this collection"  # below the not-found threshold
+UNCERTAIN = "likely answer, uncertain"  # between the not-found threshold and the answerability threshold
 NBEST_SHOWN = 10    # a pointer-generator reader reads ~60 candidates; the best of them are shown
 EMPTY = "(empty)"
 TEXT_WIDTH = 100    # an evidence passage's line width in the terminal
@@ -38,10 +39,12 @@ def candidate_label(c: Candidate) -> str:
 
 
 def answer_lines(answer: Answer, question: str, lang: str, method: str, *, unknown_lang: bool = False,
-                 threshold: float | None = None, show: int = 5) -> list[str]:
+                 threshold: float | None = None, not_found_threshold: float | None = None,
+                 show: int = 5) -> list[str]:
     """The answer to ``question`` (in ``lang``; ``unknown_lang``: it was not identified) as
-    ``xqa ask`` prints it: the question, the answer line (or :data:`NO_ANSWER` and the best
-    guess), the n-best line and the first ``show`` evidence passages."""
+    ``xqa ask`` prints it: the question, the answer line (marked :data:`UNCERTAIN` below the
+    answerability ``threshold``; :data:`NO_ANSWER` and the best guess below the
+    ``not_found_threshold``), the n-best line and the first ``show`` evidence passages."""
     from xqa.pipeline import FALLBACK_SUFFIX
 
     lines = [f"question ({lang}{': not identified, every BM25 index searched' if unknown_lang else ''}): {question}"]
@@ -58,8 +61,13 @@ def answer_lines(answer: Answer, question: str, lang: str, method: str, *, unkno
                f"{copied}")
         if answer.answered:
             lines.append(f"answer: {text}{mark}    ({how})")
+        elif answer.found:
+            below = f" < {threshold:.2f} for a confident answer" if threshold is not None else ""
+            lines.append(f"answer ({UNCERTAIN}): {text}{mark}    ({how}{below})")
         else:
-            lines.append(f"answer: {NO_ANSWER} (P(right) {answer.confidence:.2f} < threshold {threshold:.2f})")
+            low = not_found_threshold if not_found_threshold is not None else threshold
+            below = f" < threshold {low:.2f}" if low is not None else ""
+            lines.append(f"answer: {NO_ANSWER} (P(right) {answer.confidence:.2f}{below})")
             lines.append(f"best guess: {text}{mark}    ({how})")
     if len(answer.candidates) > 1:
         shown, rest = answer.candidates[:NBEST_SHOWN], len(answer.candidates) - NBEST_SHOWN

@@ -35,5 +35,6 @@ def run(args: argparse.Namespace) -> int:
     lang = asked.question.lang
     print("\n".join(answer_lines(asked.answer, text, lang, args.method or pipe.config.retrieval.method,
                                  unknown_lang=lang == UNKNOWN, show=cfg.show,
-                                 threshold=pipe.config.reader.answerability_threshold)))
+                                 threshold=pipe.config.reader.answerability_threshold,
+                                 not_found_threshold=pipe.config.reader.not_found_threshold)))
     return 0

@@ -24,7 +24,7 @@ COMMAND = ConfigCommand(EvalConfig, settings=True, groups={
     "retrieval": ("retrieval", "names", "k", "match", "default_lang"),
     "significance": ("compare", "metric"),
     "selective answering (how well a score tells right answers from wrong)": ("selective", "plot", "calibrator",
-                                                                              "threshold"),
+                                                                              "threshold", "not_found_threshold"),
     "report": ("report", "sweep"),
     None: ("json",)})
 add_arguments = COMMAND.add_arguments

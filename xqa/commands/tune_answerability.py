@@ -5,9 +5,11 @@ collection and one with ``--hide-gold`` (the questions' own paragraphs removed, 
 answers should not be found) — and fits a logistic regression of "the answer is right"
 (official F1 ≥ 0.5) on each answer's features (``reader.answerability``). The threshold is
 the lowest calibrated probability at which the shown answers are right at least
-``--precision`` of the time. Writes ``OUT/config.json``, and with ``--write-config`` puts the
-calibrator and threshold into the pipeline config (``reader.answerability``,
-``reader.answerability_threshold``). The fit is :func:`xqa.evaluation.tuning.tune_answerability`.
+``--precision`` of the time; the not-found threshold, below it, the highest below which at most
+``--not-found-share`` of the answerable questions fall (between the two, an answer is shown as
+uncertain). Writes ``OUT/config.json``, and with ``--write-config`` puts the calibrator and
+thresholds into the pipeline config (``reader.answerability``, ``reader.answerability_threshold``,
+``reader.not_found_threshold``). The fit is :func:`xqa.evaluation.tuning.tune_answerability`.
 
 Example (the shipped corpus's tuning questions)::
 
@@ -25,7 +27,7 @@ from xqa.evaluation.tuning import AnswerabilityTuneConfig
 
 COMMAND = ConfigCommand(AnswerabilityTuneConfig, exclude=("write_config",), extra=(
     pipeline_config_option(), write_config_option("write the calibrator and threshold into the pipeline config")),
-    groups={None: ("records", "out", "precision", "l2", "config", "write_config")})
+    groups={None: ("records", "out", "precision", "not_found_share", "l2", "config", "write_config")})
 add_arguments = COMMAND.add_arguments
 
 
@@ -52,7 +54,20 @@ def run(args: argparse.Namespace) -> int:
     print(f"threshold {t:.3f}: {tr.shown:.1%} of answers shown, {tr.shown_accuracy:.1%} of them right "
           f"(wanted ≥ {result.precision:.0%})"
           + (f"; {tr.answerable_shown:.1%} of answerable questions answered" if tr.answerable_shown is not None else ""))
+    nf = result.not_found
+    if result.not_found_threshold is not None:
+        auc = nf["auroc"]
+        print(f"answerable vs made unanswerable on these answers: AUROC {auc['calibrated']:.3f} of P(right), "
+              f"{auc['answerability fit']:.3f} of a regression fitted for answerability itself")
+        print(f"not-found threshold {result.not_found_threshold:.3f} (at most {nf['share']:.0%} of answerable "
+              f"questions below it):")
+        for kind, s in nf["states"].items():
+            print(f"  {kind} ({s['n']}): answered {s['answered']:.1%}, shown as uncertain {s['uncertain']:.1%}, "
+                  f"not found {s['not found']:.1%}")
+    else:
+        print("no not-found threshold: the records hold no --hide-gold run (or no run without it)")
     print(f"calibrator: {Path(cfg.out) / 'config.json'}")
     if write is not None:
-        print(f"written into {write} (reader.answerability, reader.answerability_threshold)")
+        print(f"written into {write} (reader.answerability, reader.answerability_threshold, "
+              "reader.not_found_threshold)")
     return 0

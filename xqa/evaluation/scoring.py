@@ -83,6 +83,9 @@ class EvalConfig(QuestionSelection):
     threshold: float | None = field(default=None, metadata={
         "help": "--selective: count as shown the answers whose confidence is at least this "
                 "(default: the records' own 'answered' flags, i.e. the config's threshold)"})
+    not_found_threshold: float | None = field(default=None, metadata={
+        "help": "--selective: count as not found the answers whose confidence is below this (default: "
+                "the records' own 'found' flags, i.e. the config's reader.not_found_threshold)"})
     # report
     report: str | None = field(default=None, metadata={
         "metavar": "DIR", "help": "write DIR/report.md with PNG plots of everything scored in this run"})
@@ -236,7 +239,7 @@ def _selective(c: EvalConfig) -> Evaluation:
         raise XqaError("--selective scores whole records files; select the questions when answering them")
     if c.calibrator:
         records = selective.rescore(records, *selective.load_calibrator(c.calibrator))
-    e = selective.evaluate_records(records, c.mode, c.threshold)
+    e = selective.evaluate_records(records, c.mode, c.threshold, c.not_found_threshold)
     if not e.records:
         raise XqaError(f"{' '.join(c.selective)}: no record with a gold answer to score")
     shown = Evaluation()
@@ -246,6 +249,7 @@ def _selective(c: EvalConfig) -> Evaluation:
     shown.say(f"\nplot: {plot}")
     if c.json:
         write_json_atomic(c.json, {"selective": {sc.name: sc.to_dict() for sc, _, _ in e.results},
+                                   "states": e.states,
                                    "answers": len(e.records), "answerable": int(e.answerable.sum()),
                                    "right": int(e.right.sum())})
         shown.say(f"figures: {c.json}")

@@ -53,9 +53,9 @@ def read_records(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
     return out
 
 
-def load_calibrator(path: str | Path) -> tuple[Any, float]:
-    """``(Calibrator, threshold)`` from a pipeline config (``reader.answerability``) or from
-    ``xqa tune answerability``'s output (its folder or ``config.json``)."""
+def load_calibrator(path: str | Path) -> tuple[Any, float, float | None]:
+    """``(Calibrator, threshold, not-found threshold or None)`` from a pipeline config
+    (``reader.answerability``) or from ``xqa tune answerability``'s output (its folder or ``config.json``)."""
     from reader.answerability import Calibrator
     from xqa.io import json_document
 
@@ -67,19 +67,25 @@ def load_calibrator(path: str | Path) -> tuple[Any, float]:
     d = json_document(path)
     try:
         if isinstance(d, dict) and d.get("kind") == "answerability":
-            return Calibrator.from_dict(d["calibrator"]), float(d["threshold"])
+            low = d.get("not_found_threshold")
+            return Calibrator.from_dict(d["calibrator"]), float(d["threshold"]), None if low is None else float(low)
         if isinstance(d, dict) and isinstance(d.get("reader"), dict) and d["reader"].get("answerability"):
+            low = d["reader"].get("not_found_threshold")
             return (Calibrator.from_dict(d["reader"]["answerability"]),
-                    float(d["reader"].get("answerability_threshold", 0.5)))
+                    float(d["reader"].get("answerability_threshold", 0.5)), None if low is None else float(low))
     except (KeyError, TypeError, ValueError) as e:
         raise XqaError(f"{path}: not a usable answerability calibrator ({e})") from None
     raise XqaError(f"{path}: holds no answerability calibrator (reader.answerability, or kind 'answerability')")
 
 
-def rescore(records: Sequence[Mapping[str, Any]], calibrator: Any, threshold: float) -> list[dict[str, Any]]:
-    """The records with ``confidence`` and ``answered`` computed again from their ``features``."""
+def rescore(records: Sequence[Mapping[str, Any]], calibrator: Any, threshold: float,
+            not_found_threshold: float | None = None) -> list[dict[str, Any]]:
+    """The records with ``confidence``, ``answered`` and ``found`` computed again from their
+    ``features`` (found: at least ``not_found_threshold``, or ``threshold`` without one)."""
     p = calibrator.probabilities(_features(records))
-    return [{**r, "confidence": float(c), "answered": bool(c >= threshold)} for r, c in zip(records, p)]
+    low = threshold if not_found_threshold is None else not_found_threshold
+    return [{**r, "confidence": float(c), "answered": bool(c >= threshold), "found": bool(c >= low)}
+            for r, c in zip(records, p)]
 
 
 def _features(records: Sequence[Mapping[str, Any]]) -> list[Mapping[str, float]]:
@@ -245,13 +251,18 @@ class RecordsEvaluation:
     answerable: np.ndarray
     results: list[tuple[SelectiveScores, np.ndarray, np.ndarray]]
     calibrated: bool                    # the records carry a calibrated confidence
+    # share of the answerable and the unanswerable questions' answers in each state (answered,
+    # uncertain, not found: :func:`state_shares`); empty without a calibrated confidence
+    states: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 def evaluate_records(records: Sequence[Mapping[str, Any]], mode: str = "official",
-                     threshold: float | None = None) -> RecordsEvaluation:
+                     threshold: float | None = None, not_found_threshold: float | None = None) -> RecordsEvaluation:
     """The calibrated confidence (when every record has one) and the fused probability as
     selective scores of the records that have a gold answer (none: no results). Shown: at least ``threshold``, or
-    for the calibrated confidence without one the records' own ``answered`` flags."""
+    for the calibrated confidence without one the records' own ``answered`` flags; not found:
+    below ``not_found_threshold``, or without one the records' own ``found`` flags (a record
+    without that flag: not found when not answered)."""
     right, scored = correctness(records, mode=mode)
     records = [r for r, ok in zip(records, scored) if ok]
     right = right[scored]
@@ -271,7 +282,20 @@ def evaluate_records(records: Sequence[Mapping[str, Any]], mode: str = "official
         elif threshold is not None:
             shown = s >= threshold
         results.append((score(name, s, right, answerable, threshold, shown), s, right))
-    return RecordsEvaluation(records, right, answerable, results, calibrated)
+    states: dict[str, dict[str, float]] = {}
+    if calibrated:
+        c = np.asarray([float(r["confidence"]) for r in records])
+        answered = (c >= threshold) if threshold is not None else np.asarray(
+            [r.get("answered", True) is not False for r in records])
+        found = (c >= not_found_threshold) if not_found_threshold is not None else np.asarray(
+            [r.get("found", r.get("answered", True)) is not False for r in records])
+        found |= answered
+        for name, m in (("answerable", answerable), ("unanswerable", ~answerable)):
+            if m.any():
+                states[name] = {"answered": float(answered[m].mean()),
+                                "uncertain": float((found & ~answered)[m].mean()),
+                                "not found": float((~found)[m].mean()), "n": int(m.sum())}
+    return RecordsEvaluation(records, right, answerable, results, calibrated, states)
 
 
 def plot(results: Sequence[tuple[SelectiveScores, np.ndarray, np.ndarray]], path: str | Path) -> Path:
@@ -314,18 +338,53 @@ class Fit:
     threshold: float
     precision: float                # the share of shown answers wanted right at the threshold
     train: SelectiveScores
+    not_found_threshold: float | None = None   # below it: "not found in this collection"
+    not_found: dict[str, Any] = field(default_factory=dict)   # how that threshold splits the fit's answers
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": "answerability", "calibrator": self.calibrator.to_dict(), "threshold": self.threshold,
-                "precision": self.precision, "train": {k: v for k, v in self.train.to_dict().items()
-                                                       if k != "reliability"}}
+                "precision": self.precision, "not_found_threshold": self.not_found_threshold,
+                "not_found": self.not_found,
+                "train": {k: v for k, v in self.train.to_dict().items() if k != "reliability"}}
+
+
+def threshold_for_misses(scores: Sequence[float], answerable: Sequence[bool], share: float) -> float | None:
+    """The highest threshold below which at most ``share`` of the answerable questions' answers
+    score (None without answerable ones): "not found" is then said of at most that share of
+    questions the collection answers, and of as many unanswerable ones as score lower."""
+    s = np.sort(np.asarray(scores, dtype=np.float64)[np.asarray(answerable, dtype=bool)])
+    if not len(s):
+        return None
+    return float(s[min(int(np.floor(share * len(s) + 1e-9)), len(s) - 1)])
+
+
+def state_shares(confidence: Sequence[float], answerable: Sequence[bool], threshold: float,
+                 not_found_threshold: float) -> dict[str, dict[str, float]]:
+    """Share of the answerable and of the unanswerable questions' answers in each state:
+    answered (confidence ≥ ``threshold``), uncertain, not found (< ``not_found_threshold``)."""
+    c = np.asarray(confidence, dtype=np.float64)
+    a = np.asarray(answerable, dtype=bool)
+    out = {}
+    for name, m in (("answerable", a), ("unanswerable", ~a)):
+        if not m.any():
+            continue
+        x = c[m]
+        out[name] = {"answered": float((x >= threshold).mean()),
+                     "uncertain": float(((x >= not_found_threshold) & (x < threshold)).mean()),
+                     "not found": float((x < not_found_threshold).mean()), "n": int(m.sum())}
+    return out
 
 
 def fit(records: Sequence[Mapping[str, Any]], precision: float | None = None, l2: float = 1.0,
-        mode: str = "official") -> Fit:
+        mode: str = "official", not_found_share: float = 0.1) -> Fit:
     """Fit :class:`reader.answerability.Calibrator` on answer records that carry ``features``
     (``xqa answer`` writes them); label = the answer is right (F1 ≥ 0.5). The threshold is the
-    lowest at which ≥ ``precision`` of the answers shown are right."""
+    lowest at which ≥ ``precision`` of the answers shown are right; the not-found threshold, with
+    answerable and made-unanswerable questions among the records, the highest below which at most
+    ``not_found_share`` of the answerable ones fall (:func:`threshold_for_misses`; never above
+    the threshold). ``not_found`` compares, as separators of answerable from unanswerable
+    questions (AUROC, on the fit's own answers), the calibrated probability with a regression
+    fitted for that very label, and gives the share of each kind in each state."""
     from reader.answerability import DEFAULT_PRECISION, fit_calibrator, threshold_for_precision
 
     precision = DEFAULT_PRECISION if precision is None else precision
@@ -341,4 +400,12 @@ def fit(records: Sequence[Mapping[str, Any]], precision: float | None = None, l2
     answerable = np.asarray([not records[i].get("gold_hidden") for i in keep])
     cal.fitted_on.update({"answerable": int(answerable.sum()), "unanswerable": int((~answerable).sum())})
     threshold = threshold_for_precision(p, y, precision)
-    return Fit(cal, threshold, precision, score("calibrated", p, y, answerable, threshold))
+    low, not_found = None, {}
+    if answerable.any() and (~answerable).any():
+        low = min(threshold_for_misses(p, answerable, not_found_share), threshold)
+        separate = fit_calibrator(rows, answerable, l2=l2).probabilities(rows)
+        not_found = {"share": not_found_share,
+                     "auroc": {"calibrated": auroc(p[answerable], p[~answerable]),
+                               "answerability fit": auroc(separate[answerable], separate[~answerable])},
+                     "states": state_shares(p, answerable, threshold, low)}
+    return Fit(cal, threshold, precision, score("calibrated", p, y, answerable, threshold), low, not_found)

@@ -430,7 +430,11 @@ class AnswerabilityTuneConfig:
     precision: float | None = field(default=None, metadata={
         "help": "share of shown answers that should be right at the threshold (default 0.75)"})
     l2: float = field(default=1.0, metadata={"help": "L2 penalty on the standardised coefficients"})
-    write_config: str | Path | None = None  # pipeline config to store the calibrator and threshold in
+    not_found_share: float = field(default=0.1, metadata={
+        "help": "most answerable questions (of the records without --hide-gold) that may fall below the "
+                "not-found threshold: below it the demo says the collection does not hold the answer, "
+                "between it and the threshold it shows an uncertain answer"})
+    write_config: str | Path | None = None  # pipeline config to store the calibrator and thresholds in
 
 
 def tune_answerability(config: AnswerabilityTuneConfig):
@@ -442,14 +446,18 @@ def tune_answerability(config: AnswerabilityTuneConfig):
     c = config
     if c.precision is not None and not 0.0 < c.precision <= 1.0:
         raise XqaError(f"--precision {c.precision}: a share in (0, 1]")
+    if not 0.0 <= c.not_found_share < 1.0:
+        raise XqaError(f"--not-found-share {c.not_found_share}: a share in [0, 1)")
     records = selective.read_records(c.records)
-    result = selective.fit(records, c.precision, c.l2)
+    result = selective.fit(records, c.precision, c.l2, not_found_share=c.not_found_share)
     cal = result.calibrator
     cal.fitted_on["records"] = [str(p) for p in c.records]
     write_json_atomic(Path(c.out) / "config.json", result.to_dict())
     if c.write_config is not None:
         write_tuned(c.write_config,
-                    reader={"answerability": cal.to_dict(), "answerability_threshold": result.threshold},
+                    reader={"answerability": cal.to_dict(), "answerability_threshold": result.threshold,
+                            "not_found_threshold": result.not_found_threshold},
                     tuned={"answerability": {"threshold": result.threshold, "precision": result.precision,
+                                             "not_found_threshold": result.not_found_threshold,
                                              "records": cal.fitted_on["records"]}})
     return result

@@ -79,7 +79,7 @@ class Recipe:
     bm25_aug: str = ""               # a trained BM25 query augmentation (xqa train bm25-aug); needs pieces
     # alpha, normalize, mu, roman_weight, lam (RetrievalConfig), beta, gamma, same_language (ReaderConfig)
     weights: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
-    # the answerability calibrator and its threshold ({"calibrator", "threshold"}; empty: none)
+    # the answerability calibrator and its thresholds ({"calibrator", "threshold", "not_found_threshold"}; empty: none)
     answerability: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -94,14 +94,15 @@ LEXICAL_SETTINGS = {"passage_max_length": 96, "query_max_length": 48, "lr": 5e-5
 def shipped_answerability() -> dict[str, Any]:
     """The answerability calibrator fitted on the shipped corpus's tuning questions with the
     shipped reader (``xqa/models/answerability``, made by ``xqa tune answerability``):
-    ``{"calibrator", "threshold"}``, or {} when the repository holds none."""
+    ``{"calibrator", "threshold", "not_found_threshold"}``, or {} when the repository holds none."""
     from xqa.data.corpus import SHIPPED_ANSWERABILITY
 
     path = SHIPPED_ANSWERABILITY / "config.json"
     if not path.is_file():
         return {}
     d = json.loads(path.read_text(encoding="utf-8"))
-    return {"calibrator": d["calibrator"], "threshold": d["threshold"]}
+    return {"calibrator": d["calibrator"], "threshold": d["threshold"],
+            "not_found_threshold": d.get("not_found_threshold")}
 
 
 def read_corpus(path: str | Path, lang: str | None = None) -> Iterator[Passage]:
@@ -415,7 +416,8 @@ class CorpusBuild(Build):
             raise XqaError(f"recipe weights {sorted(unknown)}: not settings of the pipeline config")
         langs = json.loads((self.out / "source.json").read_text(encoding="utf-8"))["languages"]
         answerability = {k: v for k, v in {"answerability": r.answerability.get("calibrator"),
-                                           "answerability_threshold": r.answerability.get("threshold")}.items()
+                                           "answerability_threshold": r.answerability.get("threshold"),
+                                           "not_found_threshold": r.answerability.get("not_found_threshold")}.items()
                          if v is not None}
         cfg = PipelineConfig(
             passages="passages.jsonl",
