@@ -207,6 +207,22 @@ def test_ask_prints_answer_and_evidence(tiny_pipeline, test_questions):
     assert line.count(" | ") == min(n, 10) - 1 + (n > 10)
 
 
+def test_ask_says_what_it_loads_and_a_missing_index_is_an_error_before_any_model_loads(tiny_pipeline, test_questions):
+    out = _cli("ask", test_questions[0].question, "--config", tiny_pipeline, "--method", "sparse")
+    assert out.returncode == 0, out.stderr
+    loads = [x for x in out.stderr.splitlines() if x.startswith("xqa ask: load")]
+    assert any("loading sparse index" in x for x in loads) and any("loaded reader" in x for x in loads), out.stderr
+    assert not any("dense index" in x for x in loads)   # only what the method needs
+    assert "loading" not in out.stdout                  # stdout holds the answer alone
+    # the tiny build has no DHR index: said before torch, the JVM or language identification load
+    probe = ("import sys; from xqa.cli import main; code = main(sys.argv[1:]); "
+             "print(sorted(m for m in ('torch', 'jnius', 'lingua', 'faiss', 'transformers') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", probe, "ask", "Wer konzipierte QRpedia?", "--config",
+                          str(tiny_pipeline), "--method", "dhr"], capture_output=True, text=True, timeout=120)
+    assert "method 'dhr' needs a dhr index" in out.stderr and "it offers: sparse" in out.stderr
+    assert out.stdout.strip() == "[]", out.stdout
+
+
 def test_ask_says_when_nothing_was_retrieved(tiny_pipeline):
     # no word of it is in any passage: the BM25 methods find nothing, the dense one always something
     out = _cli("ask", "Qqzzkk xxvvqq?", "--lang", "en", "--config", tiny_pipeline, "--method", "sparse+roman",

@@ -143,10 +143,11 @@ def add_source_arguments(p: argparse.ArgumentParser, passages_required: bool = F
                    help="passage file (JSONL or DPR TSV); default: the config's")
 
 
-def load_pipeline(args: argparse.Namespace, needed: Sequence[str] = ()):
+def load_pipeline(args: argparse.Namespace, needed: Sequence[str] = (), say=None):
     """A Pipeline from :func:`pipeline_config` with the settings of :func:`add_pipeline_arguments`
     that the command line gives applied; the index kinds ``needed`` (:mod:`xqa.methods` names:
-    sparse, dense, spar, ...) must be named. Loads nothing yet."""
+    sparse, dense, spar, ...) must be named. Loads nothing yet; ``say``: the pipeline's loading
+    announcements (:class:`xqa.pipeline.Pipeline`)."""
     from xqa.errors import XqaError
     from xqa.methods import index_flags, index_value
     from xqa.pipeline import Pipeline
@@ -165,7 +166,7 @@ def load_pipeline(args: argparse.Namespace, needed: Sequence[str] = ()):
                        f"or a --config that names it (looked for {config_path(args) or 'none'})")
     if needed and not cfg.passages:
         raise XqaError("no passage file: give --passages or a --config that names one")
-    return Pipeline(cfg)
+    return Pipeline(cfg, say=say)
 
 
 def add_selection_arguments(p: argparse.ArgumentParser) -> None:

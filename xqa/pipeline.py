@@ -121,8 +121,11 @@ class Asked:
 class Pipeline:
     """Retrieval, reading and evidence fusion behind one batch-first call."""
 
-    def __init__(self, config: PipelineConfig):
+    def __init__(self, config: PipelineConfig, say=None):
+        """``say``: called with a line when a part starts loading and when it is loaded (the
+        CLI prints them to stderr, so a cold start shows what it waits for); None: silent."""
         self.config = config
+        self._say = say
         self._lock = threading.RLock()
         self._components: dict[str, Any] = {}
         self._retrievers: dict[Any, Any] = {}  # FusionConfig -> retriever
@@ -146,13 +149,40 @@ class Pipeline:
         """The index kinds this config names."""
         return _registry.named_indexes(self.config.retrieval)
 
+    def check(self, method: str | None = None, **overrides) -> None:
+        """Raise the :class:`XqaError` that answering with ``method`` (default: the config's)
+        would raise for a missing index, passage file, reader or fallback, without loading anything."""
+        spec = _registry.method(method or self._settings(**overrides).method)
+        missing = [n for n in spec.needs if n not in self._available()]
+        if missing:
+            raise XqaError(f"method {spec.name!r} needs a {' and a '.join(missing)} index, "
+                           f"which this pipeline config does not name (it offers: {', '.join(self.methods) or 'none'})")
+        self.fallback_for(spec.name, **overrides)
+        if not self.config.passages:
+            raise XqaError("the pipeline config names no passages file")
+        if not self.config.reader.model:
+            raise XqaError("the pipeline config names no reader model")
+
+    def _loading(self, what: str, load):
+        """``load()``, announced through ``say`` with the seconds it took."""
+        if self._say is None:
+            return load()
+        import time
+
+        self._say(f"loading {what} ...")
+        t0 = time.perf_counter()
+        obj = load()
+        self._say(f"loaded {what} in {time.perf_counter() - t0:.1f} s")
+        return obj
+
     @property
     def store(self) -> PassageStore:
         with self._lock:
             if self._store is None:
                 if not self.config.passages:
                     raise XqaError("the pipeline config names no passages file")
-                self._store = PassageStore.open(self.config.path(self.config.passages))
+                path = self.config.path(self.config.passages)
+                self._store = self._loading(f"passages ({self.config.passages})", lambda: PassageStore.open(path))
             return self._store
 
     def component(self, name: str):
@@ -165,7 +195,7 @@ class Pipeline:
             folder = _registry.index_value(self.config.retrieval, kind)
             if not folder:
                 raise XqaError(f"no {name} index: the pipeline config names none ({kind.flag})")
-            obj = kind.load(self.config.path(folder), self)
+            obj = self._loading(f"{name} index ({folder})", lambda: kind.load(self.config.path(folder), self))
             self._components[name] = obj
             return obj
 
@@ -201,7 +231,8 @@ class Pipeline:
             if self._reader is None:
                 if not self.config.reader.model:
                     raise XqaError("the pipeline config names no reader model")
-                self._reader = load_reader(self.config.path(self.config.reader.model))
+                path = self.config.path(self.config.reader.model)
+                self._reader = self._loading(f"reader ({self.config.reader.model})", lambda: load_reader(path))
             return self._reader
 
     @property

@@ -27,7 +27,8 @@ def run(args: argparse.Namespace) -> int:
     text = cfg.question.strip()
     if not text:
         raise XqaError("the question is empty")
-    pipe = load_pipeline(args)
+    pipe = load_pipeline(args, say=_say)
+    pipe.check()  # a missing index or reader is an error now, before anything loads
     asked = pipe.ask(text, cfg.lang, n_passages=cfg.n_passages)
     if cfg.json:
         print(json.dumps(asked.answer.to_dict(), ensure_ascii=False, indent=1))
@@ -38,3 +39,10 @@ def run(args: argparse.Namespace) -> int:
                                  threshold=pipe.config.reader.answerability_threshold,
                                  not_found_threshold=pipe.config.reader.not_found_threshold)))
     return 0
+
+
+def _say(line: str) -> None:
+    """What loads while a cold ``xqa ask`` waits, on stderr (stdout holds only the answer)."""
+    import sys
+
+    print(f"xqa ask: {line}", file=sys.stderr, flush=True)

@@ -72,11 +72,14 @@ def run(args: argparse.Namespace) -> int:
                     max_queue=server.max_queue)
     readiness = Readiness("loading" if server.warm_up else "lazy")
     url = launch(app, host=server.host, port=server.port, auth=accounts, readiness=readiness, block=False)
+    def say(line: str) -> None:  # one write a line: the warm-up thread's lines never interleave with these
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
     if server.warm_up:   # once the page is served: loading beside the launch slowed it on 2 cores
-        threading.Thread(target=warm_up, args=(pipeline, print, readiness), name="xqa-warm-up",
+        threading.Thread(target=warm_up, args=(pipeline, say, readiness), name="xqa-warm-up",
                          daemon=True).start()
     guard = f"; login: {len(accounts)} account{'s' * (len(accounts) != 1)}" if accounts else ""
-    print(f"xqa demo: serving {source} on {url}  (up in {time.perf_counter() - t0:.1f} s{guard}; Ctrl+C stops)",
-          flush=True)
+    say(f"xqa demo: serving {source} on {url}  (up in {time.perf_counter() - t0:.1f} s{guard}; Ctrl+C stops)")
     app.block_thread()
     return 0
