@@ -309,7 +309,8 @@ def test_the_not_found_threshold_keeps_the_wanted_share_of_answerable_questions(
     assert selective.threshold_for_misses(scores, answerable, 0.1) == 0.1
     assert selective.threshold_for_misses(scores, answerable, 0.0) == 0.05
     assert selective.threshold_for_misses(scores, [False] * 13, 0.1) is None
-    shares = selective.state_shares(scores, answerable, 0.55, 0.1)
+    s = np.asarray(scores)
+    shares = selective.state_shares(s >= 0.55, s >= 0.1, answerable)
     assert shares["answerable"] == {"answered": 0.4, "uncertain": pytest.approx(0.5), "not found": 0.1, "n": 10}
     assert shares["unanswerable"] == {"answered": 0.0, "uncertain": pytest.approx(1 / 3),
                                       "not found": pytest.approx(2 / 3), "n": 3}
@@ -334,14 +335,15 @@ def test_tune_answerability_fits_a_not_found_threshold_and_the_pipeline_uses_it(
     text = capsys.readouterr().out
     fit = json.loads((tmp_path / "fit" / "config.json").read_text())
     low, high = fit["not_found_threshold"], fit["threshold"]
-    assert 0 < low <= high
+    assert 0 < low < 1 and 0 < high <= 1   # low is a threshold on P(answerable), high on P(right)
     states = fit["not_found"]["states"]
     assert states["answerable"]["not found"] <= 0.1 and states["unanswerable"]["not found"] > 0.5
     assert all(abs(sum(v for k, v in s.items() if k != "n") - 1) < 1e-9 for s in states.values())
-    assert set(fit["not_found"]["auroc"]) == {"calibrated", "answerability fit"}
+    assert set(fit["not_found"]["auroc"]) == {"calibrated", "answerable"} and fit["not_found"]["score"] == "answerable"
+    assert Calibrator.from_dict(fit["answerable"]).features == list(FEATURES)
     assert "not-found threshold" in text and "AUROC" in text
     loaded = PipelineConfig.load(cfg)
-    assert loaded.reader.not_found_threshold == low
+    assert loaded.reader.not_found_threshold == low and loaded.reader.answerable == fit["answerable"]
     # the records scored again by the fitted calibrator: what the demo would say of each
     figures = tmp_path / "sel.json"
     assert main(["eval", "--selective", str(a), str(h), "--calibrator", str(tmp_path / "fit"),
@@ -350,9 +352,10 @@ def test_tune_answerability_fits_a_not_found_threshold_and_the_pipeline_uses_it(
     assert said["answerable"]["not found"] == pytest.approx(states["answerable"]["not found"])
     assert said["unanswerable"]["not found"] == pytest.approx(states["unanswerable"]["not found"])
     assert "likely (uncertain)" in capsys.readouterr().out
-    # a not-found threshold above the answerability threshold is refused
+    # on P(right) (no P(answerable) calibrator), a not-found threshold above the threshold is refused
     bad = json.loads(cfg.read_text())
-    bad["reader"]["not_found_threshold"] = high + 0.1
+    bad["reader"]["answerable"] = None
+    bad["reader"]["not_found_threshold"] = min(high + 0.1, 1.0) if high < 1 else 1.1
     (tmp_path / "bad.json").write_text(json.dumps(bad))
     with pytest.raises(XqaError, match="not_found_threshold"):
         PipelineConfig.load(tmp_path / "bad.json")

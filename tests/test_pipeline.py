@@ -379,6 +379,33 @@ def test_answer_records_carry_the_calibrated_probability_and_abstain_writes_empt
     assert f"best guess: {unsure[0]['answer']}" in out.stdout
 
 
+def test_the_not_found_threshold_applies_to_p_answerable_and_splits_uncertain_from_not_found(
+        tiny_pipeline, tmp_path, test_questions):
+    qs = test_questions[:6]
+    qfile = tmp_path / "q.jsonl"
+    qfile.write_text("".join(json.dumps(q.to_dict(), ensure_ascii=False) + "\n" for q in qs))
+    path = _config_with_calibrator(tiny_pipeline, tmp_path, 1.0)   # no answer is confident
+    cfg = PipelineConfig.load(path)
+    cfg.reader.answerable = {"features": ["retrieval_top"], "mean": [15.0], "scale": [10.0], "coef": [1.5],
+                             "intercept": 0.0}
+    probe = Pipeline(cfg)
+    held = [probe.answer([q])[0].answerable for q in qs]
+    assert all(0.0 < p < 1.0 for p in held) and len(set(held)) > 1
+    cfg.reader.not_found_threshold = sorted(held)[len(held) // 2]   # half above, half below
+    cfg.save(path)
+    out = tmp_path / "run"
+    assert main(["answer", "--config", str(path), "--questions", str(qfile), "--out", str(out)]) == 0
+    records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
+    for r, p in zip(records, held):
+        assert r["answerable"] == pytest.approx(p) and r["answered"] is False
+        assert r["found"] is (p >= cfg.reader.not_found_threshold)
+    assert {r["found"] for r in records} == {True, False}
+    likely = next(q for q, r in zip(qs, records) if r["found"])
+    out = _cli("ask", likely.question, "--config", path)
+    assert out.returncode == 0, out.stderr
+    assert "answer (likely answer, uncertain): " in out.stdout and "no answer found" not in out.stdout
+
+
 def test_hide_gold_answers_without_the_questions_own_passages(tiny_pipeline, tmp_path, test_questions):
     qs = test_questions[:8]
     qfile = tmp_path / "q.jsonl"

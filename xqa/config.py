@@ -74,9 +74,13 @@ class ReaderConfig:
     # Below this calibrated probability an answer is not shown as confident: xqa answer --abstain
     # writes an empty answer, and the demo and xqa ask show it as uncertain, with its probability ...
     answerability_threshold: float = 0.5
-    # ... down to this lower one (fitted so that few answerable questions fall below it, xqa tune
-    # answerability), below which they say "no answer found in this collection". None: at the
-    # answerability threshold itself (no uncertain state).
+    # P(the collection holds the answer) from the same features (a Calibrator fitted on answerable
+    # vs made-unanswerable questions, xqa tune answerability); None: not computed.
+    answerable: dict[str, Any] | None = None
+    # Below this, an answer is "not found in this collection": a threshold on P(answerable) where the
+    # config has that calibrator, else on P(right) (then no higher than answerability_threshold).
+    # Fitted so that few answerable questions fall below it. None: not found = below the
+    # answerability threshold (no uncertain state).
     not_found_threshold: float | None = None
 
 
@@ -122,20 +126,23 @@ class PipelineConfig:
 
         if not methods.is_method(retrieval.method):
             raise XqaError(f"retrieval.method {retrieval.method!r} is not one of {methods.method_names()}")
-        if reader.answerability is not None:
-            from reader.answerability import Calibrator
+        for name in ("answerability", "answerable"):
+            if getattr(reader, name) is not None:
+                from reader.answerability import Calibrator
 
-            try:
-                Calibrator.from_dict(reader.answerability)
-            except (ValueError, TypeError) as e:
-                raise XqaError(f"field 'reader.answerability': {e}") from None
+                try:
+                    Calibrator.from_dict(getattr(reader, name))
+                except (ValueError, TypeError) as e:
+                    raise XqaError(f"field 'reader.{name}': {e}") from None
         if not 0.0 <= reader.answerability_threshold <= 1.0:
             raise XqaError(f"field 'reader.answerability_threshold' should be a probability in [0, 1], "
                            f"found {reader.answerability_threshold}")
         t = reader.not_found_threshold
-        if t is not None and not 0.0 <= t <= reader.answerability_threshold:
+        if t is not None and reader.answerable is None and not 0.0 <= t <= reader.answerability_threshold:
             raise XqaError(f"field 'reader.not_found_threshold' should be a probability no higher than "
                            f"reader.answerability_threshold ({reader.answerability_threshold}), found {t}")
+        if t is not None and not 0.0 <= t <= 1.0:
+            raise XqaError(f"field 'reader.not_found_threshold' should be a probability in [0, 1], found {t}")
         if retrieval.fallback != NO_FALLBACK and not methods.is_method(retrieval.fallback):
             raise XqaError(f"retrieval.fallback {retrieval.fallback!r} is not {NO_FALLBACK!r} or one of "
                            f"{methods.method_names()}")

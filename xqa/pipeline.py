@@ -132,6 +132,7 @@ class Pipeline:
         self._reader = None
         self._labels = None
         self._calibrator = ...   # loaded on first use; None when the config names none
+        self._answerable = ...   # the same, for P(the collection holds the answer)
         self._store: PassageStore | None = None
 
     @classmethod
@@ -255,6 +256,16 @@ class Pipeline:
             self._calibrator = Calibrator.from_dict(spec) if spec else None
         return self._calibrator
 
+    @property
+    def answerable_calibrator(self):
+        """The calibrator of P(the collection holds the answer), or None when the config has none."""
+        if self._answerable is ...:
+            from reader.answerability import Calibrator
+
+            spec = self.config.reader.answerable
+            self._answerable = Calibrator.from_dict(spec) if spec else None
+        return self._answerable
+
     # ------------------------------------------------------------------ work
 
     def contexts(self, hits: Sequence[Hit]) -> list[Context]:
@@ -347,8 +358,10 @@ class Pipeline:
 
     def _judge(self, ans: Answer, q: Question, reader_relevance) -> Answer:
         """The answer with its answerability features and, where the config has a calibrator, the
-        calibrated probability that it is right, whether it clears the threshold (``answered``)
-        and whether it clears the lower not-found threshold (``found``)."""
+        calibrated probability that it is right, whether it clears the threshold (``answered``),
+        the probability that the collection holds the answer (``answerable``, where the config has
+        that calibrator) and whether the answer clears the not-found threshold (``found``: on
+        ``answerable`` where there is one, else on the probability that it is right)."""
         from reader.answerability import answer_features
 
         features = answer_features(ans, q.lang or "", list(reader_relevance))
@@ -359,6 +372,11 @@ class Pipeline:
                            confidence=0.0 if calibrator is not None else None)
         p = calibrator.probability(features)
         rc = self.config.reader
-        low = rc.answerability_threshold if rc.not_found_threshold is None else rc.not_found_threshold
-        return replace(ans, features=features, confidence=p, answered=p >= rc.answerability_threshold,
-                       found=p >= low)
+        answerable = self.answerable_calibrator
+        a = answerable.probability(features) if answerable is not None else None
+        answered = p >= rc.answerability_threshold
+        if rc.not_found_threshold is None:
+            found = answered
+        else:
+            found = answered or (a if a is not None else p) >= rc.not_found_threshold
+        return replace(ans, features=features, confidence=p, answered=answered, found=found, answerable=a)

@@ -164,6 +164,9 @@ class Answer:
     # the collection does not hold the answer. An answer neither ``answered`` nor not ``found`` is
     # a likely answer, shown as uncertain.
     found: bool = True
+    # The calibrated probability that the collection holds the answer (reader.answerability), None
+    # where the pipeline has no such calibrator.
+    answerable: float | None = None
     features: dict[str, float] = field(default_factory=dict, compare=False, hash=False)
 
     @property
@@ -181,6 +184,7 @@ class Answer:
             "answered": self.answered,
             "found": self.found,
             "state": self.state,
+            "answerable": self.answerable,
             "candidates": [asdict(c) for c in self.candidates],
             "evidence": [
                 {**e.context.to_dict(), "relevance": e.relevance} for e in self.evidence

@@ -250,6 +250,7 @@ def answer_lines(pipe, batch: list, config: AnswerConfig) -> list[str]:
         rec = {"id": q.id, "lang": q.lang, "question": q.question, "answer": a.text if a else "",
                "score": a.score if a else 0.0, "confidence": a.confidence if a else None,
                "answered": a.answered if a else False, "found": a.found if a else False,
+               "answerable": a.answerable if a else None,
                "gold": list(q.answers)}
         if hide:
             rec["gold_hidden"] = True

@@ -27,7 +27,8 @@ from xqa.evaluation.tuning import AnswerabilityTuneConfig
 
 COMMAND = ConfigCommand(AnswerabilityTuneConfig, exclude=("write_config",), extra=(
     pipeline_config_option(), write_config_option("write the calibrator and threshold into the pipeline config")),
-    groups={None: ("records", "out", "precision", "not_found_share", "l2", "config", "write_config")})
+    groups={None: ("records", "out", "precision", "not_found_share", "not_found_score", "l2", "config",
+                   "write_config")})
 add_arguments = COMMAND.add_arguments
 
 
@@ -58,9 +59,10 @@ def run(args: argparse.Namespace) -> int:
     if result.not_found_threshold is not None:
         auc = nf["auroc"]
         print(f"answerable vs made unanswerable on these answers: AUROC {auc['calibrated']:.3f} of P(right), "
-              f"{auc['answerability fit']:.3f} of a regression fitted for answerability itself")
-        print(f"not-found threshold {result.not_found_threshold:.3f} (at most {nf['share']:.0%} of answerable "
-              f"questions below it):")
+              f"{auc['answerable']:.3f} of P(answerable), a regression fitted for that label")
+        on = "P(answerable)" if nf["score"] == "answerable" else "P(right)"
+        print(f"not-found threshold {result.not_found_threshold:.3f} on {on} (at most {nf['share']:.0%} of "
+              f"answerable questions below it):")
         for kind, s in nf["states"].items():
             print(f"  {kind} ({s['n']}): answered {s['answered']:.1%}, shown as uncertain {s['uncertain']:.1%}, "
                   f"not found {s['not found']:.1%}")
@@ -69,5 +71,5 @@ def run(args: argparse.Namespace) -> int:
     print(f"calibrator: {Path(cfg.out) / 'config.json'}")
     if write is not None:
         print(f"written into {write} (reader.answerability, reader.answerability_threshold, "
-              "reader.not_found_threshold)")
+              "reader.answerable, reader.not_found_threshold)")
     return 0

@@ -53,9 +53,10 @@ def read_records(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
     return out
 
 
-def load_calibrator(path: str | Path) -> tuple[Any, float, float | None]:
-    """``(Calibrator, threshold, not-found threshold or None)`` from a pipeline config
-    (``reader.answerability``) or from ``xqa tune answerability``'s output (its folder or ``config.json``)."""
+def load_calibrator(path: str | Path) -> tuple[Any, float, float | None, Any]:
+    """``(Calibrator, threshold, not-found threshold or None, P(answerable) Calibrator or None)``
+    from a pipeline config (``reader.answerability``...) or from ``xqa tune answerability``'s
+    output (its folder or ``config.json``)."""
     from reader.answerability import Calibrator
     from xqa.io import json_document
 
@@ -67,25 +68,36 @@ def load_calibrator(path: str | Path) -> tuple[Any, float, float | None]:
     d = json_document(path)
     try:
         if isinstance(d, dict) and d.get("kind") == "answerability":
-            low = d.get("not_found_threshold")
-            return Calibrator.from_dict(d["calibrator"]), float(d["threshold"]), None if low is None else float(low)
+            low, held = d.get("not_found_threshold"), d.get("answerable")
+            return (Calibrator.from_dict(d["calibrator"]), float(d["threshold"]), None if low is None else float(low),
+                    Calibrator.from_dict(held) if held else None)
         if isinstance(d, dict) and isinstance(d.get("reader"), dict) and d["reader"].get("answerability"):
-            low = d["reader"].get("not_found_threshold")
-            return (Calibrator.from_dict(d["reader"]["answerability"]),
-                    float(d["reader"].get("answerability_threshold", 0.5)), None if low is None else float(low))
+            r = d["reader"]
+            low, held = r.get("not_found_threshold"), r.get("answerable")
+            return (Calibrator.from_dict(r["answerability"]), float(r.get("answerability_threshold", 0.5)),
+                    None if low is None else float(low), Calibrator.from_dict(held) if held else None)
     except (KeyError, TypeError, ValueError) as e:
         raise XqaError(f"{path}: not a usable answerability calibrator ({e})") from None
     raise XqaError(f"{path}: holds no answerability calibrator (reader.answerability, or kind 'answerability')")
 
 
 def rescore(records: Sequence[Mapping[str, Any]], calibrator: Any, threshold: float,
-            not_found_threshold: float | None = None) -> list[dict[str, Any]]:
-    """The records with ``confidence``, ``answered`` and ``found`` computed again from their
-    ``features`` (found: at least ``not_found_threshold``, or ``threshold`` without one)."""
-    p = calibrator.probabilities(_features(records))
-    low = threshold if not_found_threshold is None else not_found_threshold
-    return [{**r, "confidence": float(c), "answered": bool(c >= threshold), "found": bool(c >= low)}
-            for r, c in zip(records, p)]
+            not_found_threshold: float | None = None, answerable: Any = None) -> list[dict[str, Any]]:
+    """The records with ``confidence``, ``answered``, ``answerable`` (with that calibrator) and
+    ``found`` computed again from their ``features``, as :class:`xqa.pipeline.Pipeline` does
+    (found: answered, or the not-found score — P(answerable) where given, else P(right) — at
+    least ``not_found_threshold``; without one, found = answered)."""
+    rows = _features(records)
+    p = calibrator.probabilities(rows)
+    q = answerable.probabilities(rows) if answerable is not None else None
+    out = []
+    for i, (r, c) in enumerate(zip(records, p)):
+        shown = bool(c >= threshold)
+        s = float(q[i]) if q is not None else float(c)
+        found = shown if not_found_threshold is None else shown or s >= not_found_threshold
+        out.append({**r, "confidence": float(c), "answered": shown, "found": bool(found),
+                    "answerable": None if q is None else float(q[i])})
+    return out
 
 
 def _features(records: Sequence[Mapping[str, Any]]) -> list[Mapping[str, float]]:
@@ -271,6 +283,8 @@ def evaluate_records(records: Sequence[Mapping[str, Any]], mode: str = "official
         return RecordsEvaluation(records, right, answerable, [], False)
     scores = [("fused probability", np.asarray([float(r.get("score") or 0.0) for r in records]))]
     calibrated = all(r.get("confidence") is not None for r in records)
+    if all(r.get("answerable") is not None for r in records):
+        scores.insert(0, ("answerable", np.asarray([float(r["answerable"]) for r in records])))
     if calibrated:
         scores.insert(0, ("calibrated", np.asarray([float(r["confidence"]) for r in records])))
     results = []
@@ -279,7 +293,7 @@ def evaluate_records(records: Sequence[Mapping[str, Any]], mode: str = "official
         if name == "calibrated":
             shown = (s >= threshold) if threshold is not None else np.asarray(
                 [r.get("answered", True) is not False for r in records])
-        elif threshold is not None:
+        elif threshold is not None and name != "answerable":  # a threshold on P(right)
             shown = s >= threshold
         results.append((score(name, s, right, answerable, threshold, shown), s, right))
     states: dict[str, dict[str, float]] = {}
@@ -287,14 +301,13 @@ def evaluate_records(records: Sequence[Mapping[str, Any]], mode: str = "official
         c = np.asarray([float(r["confidence"]) for r in records])
         answered = (c >= threshold) if threshold is not None else np.asarray(
             [r.get("answered", True) is not False for r in records])
-        found = (c >= not_found_threshold) if not_found_threshold is not None else np.asarray(
-            [r.get("found", r.get("answered", True)) is not False for r in records])
-        found |= answered
-        for name, m in (("answerable", answerable), ("unanswerable", ~answerable)):
-            if m.any():
-                states[name] = {"answered": float(answered[m].mean()),
-                                "uncertain": float((found & ~answered)[m].mean()),
-                                "not found": float((~found)[m].mean()), "n": int(m.sum())}
+        if not_found_threshold is not None:
+            s = np.asarray([float(r["answerable"] if r.get("answerable") is not None else r["confidence"])
+                            for r in records])
+            found = s >= not_found_threshold
+        else:
+            found = np.asarray([r.get("found", r.get("answered", True)) is not False for r in records])
+        states = state_shares(answered, found, answerable)
     return RecordsEvaluation(records, right, answerable, results, calibrated, states)
 
 
@@ -340,11 +353,12 @@ class Fit:
     train: SelectiveScores
     not_found_threshold: float | None = None   # below it: "not found in this collection"
     not_found: dict[str, Any] = field(default_factory=dict)   # how that threshold splits the fit's answers
+    answerable: Any = None          # Calibrator of P(answerable), the not-found score; None: P(right) is
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": "answerability", "calibrator": self.calibrator.to_dict(), "threshold": self.threshold,
-                "precision": self.precision, "not_found_threshold": self.not_found_threshold,
-                "not_found": self.not_found,
+                "precision": self.precision, "answerable": self.answerable.to_dict() if self.answerable else None,
+                "not_found_threshold": self.not_found_threshold, "not_found": self.not_found,
                 "train": {k: v for k, v in self.train.to_dict().items() if k != "reliability"}}
 
 
@@ -358,33 +372,36 @@ def threshold_for_misses(scores: Sequence[float], answerable: Sequence[bool], sh
     return float(s[min(int(np.floor(share * len(s) + 1e-9)), len(s) - 1)])
 
 
-def state_shares(confidence: Sequence[float], answerable: Sequence[bool], threshold: float,
-                 not_found_threshold: float) -> dict[str, dict[str, float]]:
+def state_shares(answered: Sequence[bool], found: Sequence[bool],
+                 answerable: Sequence[bool]) -> dict[str, dict[str, float]]:
     """Share of the answerable and of the unanswerable questions' answers in each state:
-    answered (confidence ≥ ``threshold``), uncertain, not found (< ``not_found_threshold``)."""
-    c = np.asarray(confidence, dtype=np.float64)
+    answered, uncertain (found but not answered), not found (neither)."""
+    shown = np.asarray(answered, dtype=bool)
+    found = np.asarray(found, dtype=bool) | shown
     a = np.asarray(answerable, dtype=bool)
     out = {}
     for name, m in (("answerable", a), ("unanswerable", ~a)):
-        if not m.any():
-            continue
-        x = c[m]
-        out[name] = {"answered": float((x >= threshold).mean()),
-                     "uncertain": float(((x >= not_found_threshold) & (x < threshold)).mean()),
-                     "not found": float((x < not_found_threshold).mean()), "n": int(m.sum())}
+        if m.any():
+            out[name] = {"answered": float(shown[m].mean()), "uncertain": float((found & ~shown)[m].mean()),
+                         "not found": float((~found)[m].mean()), "n": int(m.sum())}
     return out
 
 
+NOT_FOUND_SCORES = ("answerable", "calibrated")
+
+
 def fit(records: Sequence[Mapping[str, Any]], precision: float | None = None, l2: float = 1.0,
-        mode: str = "official", not_found_share: float = 0.1) -> Fit:
+        mode: str = "official", not_found_share: float = 0.1, not_found_score: str = "answerable") -> Fit:
     """Fit :class:`reader.answerability.Calibrator` on answer records that carry ``features``
     (``xqa answer`` writes them); label = the answer is right (F1 ≥ 0.5). The threshold is the
-    lowest at which ≥ ``precision`` of the answers shown are right; the not-found threshold, with
-    answerable and made-unanswerable questions among the records, the highest below which at most
-    ``not_found_share`` of the answerable ones fall (:func:`threshold_for_misses`; never above
-    the threshold). ``not_found`` compares, as separators of answerable from unanswerable
-    questions (AUROC, on the fit's own answers), the calibrated probability with a regression
-    fitted for that very label, and gives the share of each kind in each state."""
+    lowest at which ≥ ``precision`` of the answers shown are right. With answerable and
+    made-unanswerable questions among the records, a second regression of the same features
+    predicts whether the question is answerable (``answerable``: P(the collection holds the
+    answer)), and the not-found threshold is the highest below which at most ``not_found_share``
+    of the answerable questions fall (:func:`threshold_for_misses`), on that score
+    (``not_found_score="answerable"``) or on P(right) (``"calibrated"``; never above the threshold).
+    ``not_found`` gives both scores' AUROC of answerable against unanswerable on the fit's own
+    answers, and the share of each kind of question in each state."""
     from reader.answerability import DEFAULT_PRECISION, fit_calibrator, threshold_for_precision
 
     precision = DEFAULT_PRECISION if precision is None else precision
@@ -400,12 +417,19 @@ def fit(records: Sequence[Mapping[str, Any]], precision: float | None = None, l2
     answerable = np.asarray([not records[i].get("gold_hidden") for i in keep])
     cal.fitted_on.update({"answerable": int(answerable.sum()), "unanswerable": int((~answerable).sum())})
     threshold = threshold_for_precision(p, y, precision)
-    low, not_found = None, {}
+    if not_found_score not in NOT_FOUND_SCORES:
+        raise XqaError(f"not-found score {not_found_score!r}: choose from {', '.join(NOT_FOUND_SCORES)}")
+    low, not_found, held = None, {}, None
     if answerable.any() and (~answerable).any():
-        low = min(threshold_for_misses(p, answerable, not_found_share), threshold)
-        separate = fit_calibrator(rows, answerable, l2=l2).probabilities(rows)
-        not_found = {"share": not_found_share,
+        held = fit_calibrator(rows, answerable, l2=l2)
+        held.fitted_on.update({"label": "answerable (not --hide-gold)"})
+        q = held.probabilities(rows)
+        s = q if not_found_score == "answerable" else p
+        low = threshold_for_misses(s, answerable, not_found_share)
+        if not_found_score == "calibrated":
+            low, held = min(low, threshold), None
+        not_found = {"share": not_found_share, "score": not_found_score,
                      "auroc": {"calibrated": auroc(p[answerable], p[~answerable]),
-                               "answerability fit": auroc(separate[answerable], separate[~answerable])},
-                     "states": state_shares(p, answerable, threshold, low)}
-    return Fit(cal, threshold, precision, score("calibrated", p, y, answerable, threshold), low, not_found)
+                               "answerable": auroc(q[answerable], q[~answerable])},
+                     "states": state_shares(p >= threshold, s >= low, answerable)}
+    return Fit(cal, threshold, precision, score("calibrated", p, y, answerable, threshold), low, not_found, held)

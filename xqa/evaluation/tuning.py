@@ -434,6 +434,11 @@ class AnswerabilityTuneConfig:
         "help": "most answerable questions (of the records without --hide-gold) that may fall below the "
                 "not-found threshold: below it the demo says the collection does not hold the answer, "
                 "between it and the threshold it shows an uncertain answer"})
+    not_found_score: str = field(default="answerable", metadata={
+        "choices": ("answerable", "calibrated"),
+        "help": "what the not-found threshold applies to: a second regression of the same features fitted "
+                "for whether the question is answerable (answerable), or the probability that the answer "
+                "is right (calibrated)"})
     write_config: str | Path | None = None  # pipeline config to store the calibrator and thresholds in
 
 
@@ -449,13 +454,15 @@ def tune_answerability(config: AnswerabilityTuneConfig):
     if not 0.0 <= c.not_found_share < 1.0:
         raise XqaError(f"--not-found-share {c.not_found_share}: a share in [0, 1)")
     records = selective.read_records(c.records)
-    result = selective.fit(records, c.precision, c.l2, not_found_share=c.not_found_share)
+    result = selective.fit(records, c.precision, c.l2, not_found_share=c.not_found_share,
+                           not_found_score=c.not_found_score)
     cal = result.calibrator
     cal.fitted_on["records"] = [str(p) for p in c.records]
     write_json_atomic(Path(c.out) / "config.json", result.to_dict())
     if c.write_config is not None:
         write_tuned(c.write_config,
                     reader={"answerability": cal.to_dict(), "answerability_threshold": result.threshold,
+                            "answerable": result.answerable.to_dict() if result.answerable else None,
                             "not_found_threshold": result.not_found_threshold},
                     tuned={"answerability": {"threshold": result.threshold, "precision": result.precision,
                                              "not_found_threshold": result.not_found_threshold,

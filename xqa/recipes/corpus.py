@@ -94,14 +94,15 @@ LEXICAL_SETTINGS = {"passage_max_length": 96, "query_max_length": 48, "lr": 5e-5
 def shipped_answerability() -> dict[str, Any]:
     """The answerability calibrator fitted on the shipped corpus's tuning questions with the
     shipped reader (``xqa/models/answerability``, made by ``xqa tune answerability``):
-    ``{"calibrator", "threshold", "not_found_threshold"}``, or {} when the repository holds none."""
+    ``{"calibrator", "threshold", "answerable", "not_found_threshold"}``, or {} when the repository
+    holds none."""
     from xqa.data.corpus import SHIPPED_ANSWERABILITY
 
     path = SHIPPED_ANSWERABILITY / "config.json"
     if not path.is_file():
         return {}
     d = json.loads(path.read_text(encoding="utf-8"))
-    return {"calibrator": d["calibrator"], "threshold": d["threshold"],
+    return {"calibrator": d["calibrator"], "threshold": d["threshold"], "answerable": d.get("answerable"),
             "not_found_threshold": d.get("not_found_threshold")}
 
 
@@ -417,6 +418,7 @@ class CorpusBuild(Build):
         langs = json.loads((self.out / "source.json").read_text(encoding="utf-8"))["languages"]
         answerability = {k: v for k, v in {"answerability": r.answerability.get("calibrator"),
                                            "answerability_threshold": r.answerability.get("threshold"),
+                                           "answerable": r.answerability.get("answerable"),
                                            "not_found_threshold": r.answerability.get("not_found_threshold")}.items()
                          if v is not None}
         cfg = PipelineConfig(
