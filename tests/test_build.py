@@ -47,11 +47,14 @@ def test_a_build_with_the_shipped_reader_gets_the_shipped_answerability_calibrat
     reader = json.loads((out / "pipeline.json").read_text())["reader"]
     assert reader["answerability"] == shipped["calibrator"]
     assert reader["answerability_threshold"] == shipped["threshold"]
+    assert reader["answerable"] == shipped["answerable"] and reader["not_found_threshold"] == shipped["not_found_threshold"]
     capsys.readouterr()
     assert main(["ask", asked[0]["question"], "--config", str(out / "pipeline.json"), "--json"]) == 0
     record = json.loads(capsys.readouterr().out)
-    assert 0.0 <= record["confidence"] <= 1.0
+    assert 0.0 <= record["confidence"] <= 1.0 and 0.0 <= record["answerable"] <= 1.0
     assert record["answered"] is (record["confidence"] >= shipped["threshold"])
+    assert record["found"] is (record["answered"] or record["answerable"] >= shipped["not_found_threshold"])
+    assert record["state"] == ("answered" if record["answered"] else "uncertain" if record["found"] else "not found")
 
 
 @pytest.mark.slow
