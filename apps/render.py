@@ -132,7 +132,7 @@ def intro_markdown(about: dict, languages: Sequence[str], method: str, reader: s
 
 
 NO_ANSWER_TITLE = rendering.NO_ANSWER[:1].upper() + rendering.NO_ANSWER[1:]
-UNCERTAIN_TITLE = "Likely answer (uncertain)"
+UNCERTAIN_TITLE = "Uncertain answer"
 
 
 def answer_html(answer: Answer, fused: bool, question_lang: str = "", threshold: float | None = None,

@@ -403,7 +403,7 @@ def test_the_not_found_threshold_applies_to_p_answerable_and_splits_uncertain_fr
     likely = next(q for q, r in zip(qs, records) if r["found"])
     out = _cli("ask", likely.question, "--config", path)
     assert out.returncode == 0, out.stderr
-    assert "answer (likely answer, uncertain): " in out.stdout and "no answer found" not in out.stdout
+    assert "answer (uncertain): " in out.stdout and "no answer found" not in out.stdout
 
 
 def test_hide_gold_answers_without_the_questions_own_passages(tiny_pipeline, tmp_path, test_questions):

@@ -12,7 +12,7 @@ from xqa.documents.provenance import describe
 from xqa.records import Answer, Candidate
 
 NO_ANSWER = "no answer found in this collection"  # below the not-found threshold
-UNCERTAIN = "likely answer, uncertain"  # between the not-found threshold and the answerability threshold
+UNCERTAIN = "uncertain"  # between the not-found threshold and the answerability threshold
 NBEST_SHOWN = 10    # a pointer-generator reader reads ~60 candidates; the best of them are shown
 EMPTY = "(empty)"
 TEXT_WIDTH = 100    # an evidence passage's line width in the terminal

@@ -289,7 +289,7 @@ def selective_text(e: Any) -> str:
         row("  answerable shown", [sc.answerable_shown for sc, _, _ in results])
     if e.states:
         lines.append(f"\n{'what is said':<22}" + "".join(f"{name:>14}" for name in e.states))
-        for state, label in (("answered", "answered"), ("uncertain", "likely (uncertain)"),
+        for state, label in (("answered", "answered"), ("uncertain", "uncertain"),
                              ("not found", "not found")):
             lines.append(f"{label:<22}" + "".join(f"{s[state]:>14.1%}" for s in e.states.values()))
     return "\n".join(lines)
