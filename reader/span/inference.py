@@ -141,7 +141,7 @@ class SpanReader:
         except ValueError as e:
             raise XqaError(str(e)) from None
         hf = AutoConfig.from_pretrained(str(folder / "encoder"))
-        model = SpanModel(build_encoder(hf.to_dict()))
+        model = SpanModel(build_encoder(hf.to_dict(), init=False))   # every weight is loaded below
         state = load_file(str(folder / "encoder" / "model.safetensors"))
         missing, unexpected = model.encoder.load_state_dict(state, strict=False)
         missing = [k for k in missing if not k.endswith("position_ids")]

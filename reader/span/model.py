@@ -69,10 +69,20 @@ def load_encoder(folder: str, layers: int = 0, dropout: float | None = None) -> 
         logging.set_verbosity(level)
 
 
-def build_encoder(config: dict) -> nn.Module:
-    """An encoder of the given Hugging Face config (random weights; ``load_state_dict`` fills them)."""
+def build_encoder(config: dict, init: bool = True) -> nn.Module:
+    """An encoder of the given Hugging Face config: random weights, or with ``init=False`` left
+    as allocated (faster, for a caller that loads every weight next: ``load_state_dict``)."""
+    import contextlib
+
     from transformers import AutoConfig, AutoModel
 
     cfg = AutoConfig.for_model(**config)
     extra = {"add_pooling_layer": False} if cfg.model_type == "bert" else {}
-    return AutoModel.from_config(cfg, **extra)
+    if init:
+        skip = contextlib.nullcontext()
+    else:
+        from transformers.initialization import no_init_weights
+
+        skip = no_init_weights()
+    with skip:
+        return AutoModel.from_config(cfg, **extra)
