@@ -83,6 +83,12 @@ def test_a_build_reads_and_searches_in_int8_where_the_check_passed_and_int8_agre
     fp32 = [o.text for o in reader.read(qs, ctxs)]
     same = sum(a == b for a, b in zip(int8, fp32))
     assert same >= len(qs) - 1, list(zip(int8, fp32))
+    # a reader that reads in int8 loads only its heads: the runtime computes the hidden states
+    lean = SpanReader.load(out / "reader", precision="int8")
+    assert not lean.model_loaded
+    assert [o.text for o in lean.read(qs, ctxs)] == int8 and not lean.model_loaded
+    lean.settings.precision = "fp32"   # anything else loads the encoder's weights when first needed
+    assert [o.text for o in lean.read(qs, ctxs)] == fp32 and lean.model_loaded
 
 
 @pytest.mark.slow

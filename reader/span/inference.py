@@ -16,7 +16,7 @@ softmax(s_i)_j exactly (:func:`reader.evidence.fuse_spans`).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from reader.span.data import Encoded, RowLayout, Window, encode, pad_rows, span_text, windows
-from reader.span.model import SpanModel, build_encoder, load_encoder
+from reader.span.model import SpanHeads, SpanModel, build_encoder, load_encoder
 from xqa.artifacts import atomic_dir, load_config, save_config
 from xqa.encoders.info import autocast
 from xqa.encoders.runtime import READER_RECORD
@@ -99,19 +99,41 @@ class SpanReader:
 
     family = "span"
 
-    def __init__(self, model: SpanModel, tokenizer, settings: SpanSettings | None = None, base: str = "",
-                 device: str | torch.device | None = "cpu"):
-        self.model, self.tokenizer = model, tokenizer
+    def __init__(self, model: SpanModel | None, tokenizer, settings: SpanSettings | None = None, base: str = "",
+                 device: str | torch.device | None = "cpu", *, heads: SpanHeads | None = None,
+                 load_model: Callable[[], SpanModel] | None = None):
+        """``model`` None: ``load_model`` makes it on first use of :attr:`model`, and until then
+        ``heads`` serve a reader whose int8 runtime computes the hidden states."""
+        if model is None and (heads is None or load_model is None):
+            raise ValueError("a span reader without its model needs its heads and a way to load the model")
+        self._model, self._heads, self._load_model = model, heads, load_model
+        self.tokenizer = tokenizer
         # passages are tokenized whole and cut into windows here, never fed whole to the model
         self.tokenizer.model_max_length = int(1e9)
         self.settings = settings or SpanSettings()
         self.base = base
         self.device = _device(device)
-        self.model.to(self.device).eval()
+        (model if model is not None else heads).to(self.device).eval()
         self.cls_id, self.sep_id = tokenizer.cls_token_id, tokenizer.sep_token_id
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         if self.cls_id is None or self.sep_id is None:
             raise XqaError("the span reader needs a tokenizer with CLS and SEP tokens (<s>, </s>)")
+
+    @property
+    def model(self) -> SpanModel:
+        """The network; loaded now if :meth:`load` left it for later (int8 reading needs only the heads)."""
+        if self._model is None:
+            self._model = self._load_model().to(self.device).eval()
+            self._heads = None
+        return self._model
+
+    @model.setter
+    def model(self, model: SpanModel) -> None:
+        self._model = model
+
+    @property
+    def model_loaded(self) -> bool:
+        return self._model is not None
 
     # ------------------------------------------------------------------ construction
 
@@ -141,19 +163,28 @@ class SpanReader:
         except ValueError as e:
             raise XqaError(str(e)) from None
         hf = AutoConfig.from_pretrained(str(folder / "encoder"))
-        model = SpanModel(build_encoder(hf.to_dict(), init=False))   # every weight is loaded below
-        state = load_file(str(folder / "encoder" / "model.safetensors"))
-        missing, unexpected = model.encoder.load_state_dict(state, strict=False)
-        missing = [k for k in missing if not k.endswith("position_ids")]
-        if missing or unexpected:
-            raise XqaError(f"{folder}/encoder: weights do not fit (missing {missing[:3]}, unexpected {unexpected[:3]})")
         heads = load_file(str(folder / "heads.safetensors"))
-        model.span_head.load_state_dict({k[len("span_head."):]: v for k, v in heads.items() if k.startswith("span_head.")})
-        model.rank_head.load_state_dict({k[len("rank_head."):]: v for k, v in heads.items() if k.startswith("rank_head.")})
+
+        def load_model() -> SpanModel:
+            model = SpanModel(build_encoder(hf.to_dict(), init=False))   # every weight is loaded below
+            state = load_file(str(folder / "encoder" / "model.safetensors"))
+            missing, unexpected = model.encoder.load_state_dict(state, strict=False)
+            missing = [k for k in missing if not k.endswith("position_ids")]
+            if missing or unexpected:
+                raise XqaError(f"{folder}/encoder: weights do not fit (missing {missing[:3]}, "
+                               f"unexpected {unexpected[:3]})")
+            model.load_heads(heads)
+            return model
+
+        only_heads = SpanHeads(hf.hidden_size)
+        only_heads.load_heads(heads)
         tok = AutoTokenizer.from_pretrained(str(folder / "tokenizer"))
         settings = SpanSettings.from_dict({**cfg.get("settings", {}), **overrides})
-        reader = cls(model, tok, settings, base=cfg.get("base", ""), device=device)
+        reader = cls(None, tok, settings, base=cfg.get("base", ""), device=device, heads=only_heads,
+                     load_model=load_model)
         reader.runtime_dir = folder if runtime else None
+        if reader.cpu_precision() != "int8":
+            reader.model  # noqa: B018 - loaded now: only the int8 runtime reads without it
         return reader
 
     runtime_dir: Path | None = None      # the loaded folder, whose int8 runtime (if any) holds these weights
@@ -265,7 +296,7 @@ class SpanReader:
                 if precision == "int8":
                     hidden = torch.from_numpy(self._int8.hidden(batch["input_ids"].numpy(),
                                                                 batch["attention_mask"].numpy()))
-                    start, end, rel = self.model.heads(hidden)
+                    start, end, rel = (self._model if self._model is not None else self._heads).heads(hidden)
                 else:
                     start, end, rel = self.model(batch["input_ids"].to(self.device),
                                                  batch["attention_mask"].to(self.device))

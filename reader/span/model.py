@@ -13,29 +13,42 @@ import torch
 from torch import nn
 
 
-class SpanModel(nn.Module):
-    """``forward(input_ids [n, L], attention_mask [n, L]) -> (start [n, L], end [n, L], rel [n])``."""
+class SpanHeads(nn.Module):
+    """The two heads alone: what reading needs besides the encoder's hidden states (all of it
+    where an int8 runtime computes those)."""
 
-    def __init__(self, encoder: nn.Module):
+    def __init__(self, hidden: int):
         super().__init__()
-        self.encoder = encoder
-        hidden = encoder.config.hidden_size
         self.span_head = nn.Linear(hidden, 2)   # start, end
         self.rank_head = nn.Linear(hidden, 1)   # relevance from the first token
         for head in (self.span_head, self.rank_head):
             nn.init.normal_(head.weight, std=0.02)
             nn.init.zeros_(head.bias)
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor
-                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state  # [n, L, h]
-        return self.heads(hidden)
-
     def heads(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Start and end logits ``[n, L]`` and the relevance ``[n]`` from the encoder's hidden states."""
         logits = self.span_head(hidden).float()                                                      # [n, L, 2]
         rel = self.rank_head(hidden[:, 0]).float().squeeze(-1)                                        # [n]
         return logits[..., 0], logits[..., 1], rel
+
+    def load_heads(self, state: dict[str, torch.Tensor]) -> None:
+        """The heads' weights from ``heads.safetensors``' ``span_head.*`` / ``rank_head.*``."""
+        for name in ("span_head", "rank_head"):
+            getattr(self, name).load_state_dict({k[len(name) + 1:]: v for k, v in state.items()
+                                                 if k.startswith(name + ".")})
+
+
+class SpanModel(SpanHeads):
+    """``forward(input_ids [n, L], attention_mask [n, L]) -> (start [n, L], end [n, L], rel [n])``."""
+
+    def __init__(self, encoder: nn.Module):
+        super().__init__(encoder.config.hidden_size)
+        self.encoder = encoder
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor
+                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state  # [n, L, h]
+        return self.heads(hidden)
 
     def freeze_embeddings(self) -> None:
         """Keep the word-embedding matrix fixed (96M of multilingual-e5-small's 118M parameters):
