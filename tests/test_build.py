@@ -70,6 +70,8 @@ def test_a_build_reads_and_searches_in_int8_where_the_check_passed_and_int8_agre
     assert enc["int8"]["passed"] and enc["int8"]["cosine_mean"] >= 0.99
     rec = json.loads((out / "reader" / RUNTIME_RECORD).read_text())
     assert rec["int8"]["passed"] and rec["measured"]["int8"]["span_agreement"] >= 0.8
+    # the smoothing's measurements of the shipped encoder and reader came with the repository
+    assert enc["int8"]["smoothing_statistics"] == rec["int8"]["smoothing_statistics"] == "shipped"
     dense = json.loads((out / "dense" / "config.json").read_text())
     assert dense["precisions"] == [enc["choice"]]
     passages = {json.loads(line)["id"]: json.loads(line) for line in open(out / "passages.jsonl", encoding="utf-8")}

@@ -29,6 +29,32 @@ def test_int8_vectors_stay_close_to_fp32_ones_on_real_text(converted_e5):
     assert record["choice"] in record["measured"]
 
 
+@pytest.mark.slow
+def test_shipped_smoothing_statistics_give_the_int8_file_measuring_gives(converted_e5, tmp_path):
+    """The SmoothQuant measurements saved beside a runtime, found again by their key, make the
+    same int8 file without running the model; the repository ships those of the shipped encoder."""
+    from safetensors import safe_open
+
+    first, second, stats = tmp_path / "first", tmp_path / "second", tmp_path / "stats"
+    for d in (first, second, stats):
+        d.mkdir()
+    measured = runtime.export_int8(converted_e5, out=first / runtime.INT8_FILE, smoothing_dirs=[])
+    assert measured["smoothing_statistics"] == "measured"
+    with safe_open(str(first / runtime.SMOOTHING_FILE), "numpy") as f:
+        key = f.metadata()["key"]
+        assert 0 < len(f.keys()) <= measured["smoothed"]   # one vector per distinct product input
+    assert key == measured["smoothing_key"]
+    shutil.copy(first / runtime.SMOOTHING_FILE, stats / f"{key}.safetensors")
+    again = runtime.export_int8(converted_e5, out=second / runtime.INT8_FILE, smoothing_dirs=[stats])
+    assert again["smoothing_statistics"] == "shipped" and again["smoothing_key"] == key
+    assert (first / runtime.INT8_FILE).read_bytes() == (second / runtime.INT8_FILE).read_bytes()
+    # the shipped e5 converted here is the encoder the repository's statistics were measured on
+    assert (runtime.SHIPPED_SMOOTHING / f"{key}.safetensors").is_file()
+    # a damaged file is not used: the statistics are measured again
+    (stats / f"{key}.safetensors").write_bytes(b"not a safetensors file")
+    assert runtime._read_smoothing(key, [stats]) is None
+
+
 def test_the_check_sample_is_the_same_texts_every_time_and_covers_every_language():
     import gzip
 

@@ -44,6 +44,11 @@ SAMPLE_QUESTIONS = 32
 CALIBRATION_OFFSET = 48   # the smoothing is set on the texts after the first 48 of the sample order ...
 CALIBRATION = 48          # ... 48 passages and 48 questions, none of them checked
 SMOOTH_ALPHA = 0.75   # of 0.5-1.0 tried, the best cosine to fp32 on the check sample (docs/dense.md)
+# The smoothing's activation statistics of the shipped encoder and reader, measured by builds of the
+# embedded default: used when the weights and the calibration inputs are byte for byte those they
+# were measured on (their digest names the file), measured again otherwise.
+SHIPPED_SMOOTHING = Path(__file__).resolve().parents[1] / "models" / "smoothquant"
+SMOOTHING_FILE = "model.int8.smoothing.safetensors"   # beside model.int8.onnx: what this build measured
 
 
 def cpu_features() -> dict[str, bool]:
@@ -97,10 +102,46 @@ def _quiet():
         logging.disable(old)
 
 
-def export_int8(folder: str | Path, out: str | Path | None = None, calibration: list[dict] | None = None) -> dict[str, Any]:
+def smoothing_key(folder: str | Path, calibration: Sequence[dict]) -> str:
+    """The digest of the weights in ``folder`` (``model.safetensors``) and of the calibration
+    inputs: the smoothing statistics depend on nothing else."""
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(Path(folder) / "model.safetensors", "rb") as f:
+        for block in iter(lambda: f.read(1 << 22), b""):
+            h.update(block)
+    for feed in calibration:
+        for name in ("input_ids", "attention_mask"):
+            a = np.ascontiguousarray(feed[name], dtype=np.int64)
+            h.update(repr(a.shape).encode())
+            h.update(a.tobytes())
+    return h.hexdigest()[:32]
+
+
+def _read_smoothing(key: str, dirs: Sequence[Path]) -> dict[str, np.ndarray] | None:
+    """The statistics saved under ``key`` in the first of ``dirs`` that has them."""
+    from safetensors.numpy import load_file
+
+    for d in dirs:
+        path = Path(d) / f"{key}.safetensors"
+        if path.is_file():
+            try:
+                return load_file(str(path))
+            except Exception:  # noqa: BLE001 - a damaged file is measured again
+                return None
+    return None
+
+
+def export_int8(folder: str | Path, out: str | Path | None = None, calibration: list[dict] | None = None,
+                smoothing_dirs: Sequence[Path] | None = None) -> dict[str, Any]:
     """Write ``folder/model.int8.onnx`` (or ``out``) from the ``BertModel`` in ``folder``;
     ``calibration``: the model's inputs (``{"input_ids", "attention_mask"}`` int64 batches) the
-    smoothing is set on (default: :func:`calibration_texts` as the encoder reads them).
+    smoothing is set on (default: :func:`calibration_texts` as the encoder reads them). The
+    smoothing's statistics are taken from ``smoothing_dirs`` (default: the shipped ones,
+    :data:`SHIPPED_SMOOTHING`) where one holds those of these weights and inputs, else measured;
+    either way they are written beside the output (:data:`SMOOTHING_FILE`, the key in its
+    metadata), which is how the shipped ones were made.
     Returns what was built: the fused kernels counted, the file's size, seconds per step."""
     import torch
     from onnxruntime.quantization import QuantType, quantize_dynamic
@@ -138,7 +179,15 @@ def export_int8(folder: str | Path, out: str | Path | None = None, calibration: 
             passages, questions = calibration_texts()
             texts = [info.passage_prefix + p for p in passages] + [info.query_prefix + q for q in questions]
             calibration = text_batches(tok, texts)
-        smoothed = smooth(opt.model, calibration)
+        key = smoothing_key(folder, calibration)
+        known = _read_smoothing(key, [SHIPPED_SMOOTHING] if smoothing_dirs is None else smoothing_dirs)
+        smoothed, amax, measured = smooth(opt.model, calibration, amax=known)
+        from safetensors.numpy import save_file
+
+        save_file(amax, str(Path(tmp) / SMOOTHING_FILE), metadata={"key": key})
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(Path(tmp) / SMOOTHING_FILE, 0o666 & ~mask)   # an ordinary file of the artifact
         with _quiet():
             opt.save_model_to_file(str(fused))     # with the com.microsoft opset of the fused kernels
         del opt
@@ -150,9 +199,11 @@ def export_int8(folder: str | Path, out: str | Path | None = None, calibration: 
                              op_types_to_quantize=["MatMul", "Attention", "EmbedLayerNormalization"],
                              extra_options={"DefaultTensorType": 1})   # 1: FLOAT, for fused nodes' outputs
         seconds["quantize"] = time.perf_counter() - t
+        os.replace(Path(tmp) / SMOOTHING_FILE, out.parent / SMOOTHING_FILE)
         os.replace(tmp_out, out)
     return {"file": out.name, "bytes": out.stat().st_size, "fused": stats, "layers": cfg.num_hidden_layers,
             "smoothed": smoothed, "smoothing_alpha": SMOOTH_ALPHA,
+            "smoothing_statistics": "measured" if measured else "shipped", "smoothing_key": key,
             "seconds": {k: round(v, 1) for k, v in seconds.items()}}
 
 
@@ -166,21 +217,57 @@ def text_batches(tokenizer, texts: Sequence[str], max_length: int = 256, size: i
     return out
 
 
-def smooth(graph, batches: Sequence[dict], alpha: float = SMOOTH_ALPHA) -> int:
+def smooth(graph, batches: Sequence[dict], alpha: float = SMOOTH_ALPHA,
+           amax: dict[str, np.ndarray] | None = None) -> tuple[int, dict[str, np.ndarray], bool]:
     """Move the activations' outlier channels into the weights before int8 (SmoothQuant, Xiao et
     al. 2023): for each matrix product ``X·W`` (the attention's QKV and output projections and
     both feed-forward products), ``X·W = (X / s)·(s ⊙ W)`` with one ``s_j`` per input channel,
     ``s_j = max|X_j|^α / max|W_j|^(1-α)`` over the inputs ``batches``. ``X / s`` is one element-wise Mul
     node in front of the product, so per-tensor int8 of the activations loses less. Edits the
-    ONNX ``graph`` in place; returns how many products were smoothed."""
-    import onnxruntime as ort
-    from onnx import TensorProto, helper, numpy_helper
+    ONNX ``graph`` in place. ``amax``: the inputs' channel maxima measured before (used where
+    they cover every product's input with the right width; measured on ``batches`` otherwise).
+    Returns how many products were smoothed, the maxima, and whether they were measured."""
+    from onnx import numpy_helper
 
     init = {i.name: i for i in graph.graph.initializer}
     targets = [n for n in graph.graph.node
                if n.op_type in ("MatMul", "Attention") and len(n.input) > 1 and n.input[1] in init
                and len(init[n.input[1]].dims) == 2]
     inputs = list(dict.fromkeys(n.input[0] for n in targets))
+    widths = {n.input[0]: init[n.input[1]].dims[0] for n in targets}
+    measured = amax is None or any(name not in amax or amax[name].shape != (widths[name],) for name in inputs)
+    if measured:
+        amax = _activation_maxima(graph, inputs, batches)
+    edited = []
+    wanted = {id(n) for n in targets}
+    for n in graph.graph.node:
+        if id(n) in wanted:
+            w = numpy_helper.to_array(init[n.input[1]])
+            s = (np.maximum(amax[n.input[0]], 1e-5) ** alpha / np.maximum(np.abs(w).max(1), 1e-5) ** (1 - alpha))
+            s = (s / np.exp(np.log(s).mean())).astype(np.float32)
+            init[n.input[1]].CopyFrom(numpy_helper.from_array((w * s[:, None]).astype(np.float32), n.input[1]))
+            inv = numpy_helper.from_array((1.0 / s).astype(np.float32), f"{n.name}.smooth")
+            graph.graph.initializer.append(inv)
+            scaled = f"{n.input[0]}.smoothed.{n.name}"
+            edited.append(_mul_node(n, inv.name, scaled))
+            n.input[0] = scaled
+        edited.append(n)
+    del graph.graph.node[:]
+    graph.graph.node.extend(edited)
+    return len(targets), {name: np.asarray(amax[name], dtype=np.float32) for name in inputs}, measured
+
+
+def _mul_node(n, scale: str, scaled: str):
+    from onnx import helper
+
+    return helper.make_node("Mul", [n.input[0], scale], [scaled], name=f"{n.name}.smooth_mul")
+
+
+def _activation_maxima(graph, inputs: Sequence[str], batches: Sequence[dict]) -> dict[str, np.ndarray]:
+    """Per input channel, the largest |activation| of each of ``inputs`` over ``batches`` (padding left out)."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
     n_outputs = len(graph.graph.output)
     for name in inputs:     # the products' inputs as extra outputs, for the measurement only
         graph.graph.output.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, None))
@@ -193,29 +280,12 @@ def smooth(graph, batches: Sequence[dict], alpha: float = SMOOTH_ALPHA) -> int:
         del graph.graph.output[n_outputs:]
     amax: dict[str, np.ndarray] = {}
     for feed in batches:
-        outs = session.run(inputs, feed)
+        outs = session.run(list(inputs), feed)
         mask = feed["attention_mask"].astype(bool)
         for name, o in zip(inputs, outs):
             v = np.abs(o[mask]).max(0)
             amax[name] = np.maximum(amax[name], v) if name in amax else v
-    del session
-    edited = []
-    wanted = {id(n) for n in targets}
-    for n in graph.graph.node:
-        if id(n) in wanted:
-            w = numpy_helper.to_array(init[n.input[1]])
-            s = (np.maximum(amax[n.input[0]], 1e-5) ** alpha / np.maximum(np.abs(w).max(1), 1e-5) ** (1 - alpha))
-            s = (s / np.exp(np.log(s).mean())).astype(np.float32)
-            init[n.input[1]].CopyFrom(numpy_helper.from_array((w * s[:, None]).astype(np.float32), n.input[1]))
-            inv = numpy_helper.from_array((1.0 / s).astype(np.float32), f"{n.name}.smooth")
-            graph.graph.initializer.append(inv)
-            scaled = f"{n.input[0]}.smoothed.{n.name}"
-            edited.append(helper.make_node("Mul", [n.input[0], inv.name], [scaled], name=f"{n.name}.smooth_mul"))
-            n.input[0] = scaled
-        edited.append(n)
-    del graph.graph.node[:]
-    graph.graph.node.extend(edited)
-    return len(targets)
+    return amax
 
 
 # --------------------------------------------------------------------------- running it
