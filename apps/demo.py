@@ -103,6 +103,54 @@ class Answerer:
 
     def __call__(self, question: str, lang: str = "auto", method: str | None = None,
                  k: float | None = None, n_passages: float | None = None) -> tuple:
+        request = self.prepare(question, lang, method, k, n_passages)
+        if isinstance(request, tuple):
+            return request
+        t0 = time.perf_counter()
+        try:
+            ask = self.batcher.ask if self.batcher is not None else self.pipeline.ask
+            asked = ask(request.text, request.lang, question_id=request.qid, method=request.method, k=request.k,
+                        n_passages=request.n)
+        except Exception as e:  # noqa: BLE001 - the status line says what went wrong
+            return self.failed(request, e)
+        return self.shown(request, asked, time.perf_counter() - t0)
+
+    def batch(self, questions: list, langs: list, methods: list, ks: list, ns: list) -> tuple[list, ...]:
+        """The ``/answer`` event as Gradio's ``batch=True`` calls it: a list per input, a list per
+        output. The questions that share a method, K and passages read are answered by one
+        :meth:`Pipeline.answer` call (the alternative to :class:`xqa.batching.Batcher`)."""
+        from xqa.pipeline import AUTO, Asked
+
+        outs: list[tuple | None] = [None] * len(questions)
+        groups: dict[tuple, list[tuple[int, _Request, Question]]] = {}
+        for i, args in enumerate(zip(questions, langs, methods, ks, ns)):
+            request = self.prepare(*args)
+            if isinstance(request, tuple):
+                outs[i] = request
+                continue
+            try:
+                code = self.pipeline.question_language(request.text, request.lang)
+            except Exception as e:  # noqa: BLE001
+                outs[i] = self.failed(request, e)
+                continue
+            q = Question(id=request.qid, question=request.text, lang=code)
+            groups.setdefault((request.method, request.k, request.n), []).append((i, request, q))
+        for (method, k, n), items in groups.items():
+            t0 = time.perf_counter()
+            try:
+                answers = self.pipeline.answer([q for _, _, q in items], method=method, k=k, n_passages=n)
+            except Exception:  # noqa: BLE001 - one at a time, so one bad question fails alone
+                for i, request, _ in items:
+                    outs[i] = self(request.text, request.lang, request.method, request.k, request.n)
+                continue
+            seconds = time.perf_counter() - t0
+            for (i, request, q), answer in zip(items, answers):
+                outs[i] = self.shown(request, Asked(q, answer, detected=request.lang == AUTO), seconds)
+        return tuple(list(column) for column in zip(*outs))
+
+    def prepare(self, question: str, lang: str = "auto", method: str | None = None, k: float | None = None,
+                n_passages: float | None = None):
+        """The request checked: a :class:`_Request`, or the outputs that say what is wrong with it."""
         problem = render.validate_question(question, self.max_chars)
         if problem:
             return self.empty(problem)
@@ -124,18 +172,20 @@ class Answerer:
             return self.empty("K and the number of passages read must be whole numbers.")
         if not (1 <= n <= MAX_PASSAGES_READ and k <= MAX_K):
             return self.empty(f"Choose K between 1 and {MAX_K} and passages read between 1 and {MAX_PASSAGES_READ}.")
-        qid = f"demo-{next(self._ids)}"
-        t0 = time.perf_counter()
-        try:
-            ask = self.batcher.ask if self.batcher is not None else self.pipeline.ask
-            asked = ask(text, lang, question_id=qid, method=method, k=k, n_passages=n)
-        except XqaError as e:
-            return self.empty(str(e))
-        except Exception:  # a bug, not the user's doing: keep the server up, log the trace
-            log.exception("answering %r (%s, %s) failed", text, lang, method)
-            return self.empty("Something went wrong while answering; the server log has the details.")
-        seconds = time.perf_counter() - t0
+        return _Request(text, lang, method, k, n, f"demo-{next(self._ids)}")
+
+    def failed(self, request: "_Request", error: Exception) -> tuple:
+        if isinstance(error, XqaError):
+            return self.empty(str(error))
+        # a bug, not the user's doing: keep the server up, log the trace
+        log.error("answering %r (%s, %s) failed", request.text, request.lang, request.method, exc_info=error)
+        return self.empty("Something went wrong while answering; the server log has the details.")
+
+    def shown(self, request: "_Request", asked, seconds: float) -> tuple:
+        """The five outputs of an answered request."""
+        cfg = self.pipeline.config
         answer, code, detected = asked.answer, asked.question.lang, asked.detected
+        method, k, n = request.method, request.k, request.n
         fused = cfg.reader.evidence_fusion
         note = ""
         if code == UNKNOWN:
@@ -154,18 +204,35 @@ class Answerer:
                 record)
 
 
+@dataclass(frozen=True)
+class _Request:
+    """A checked request of the ``/answer`` event."""
+
+    text: str
+    lang: str
+    method: str
+    k: int
+    n: int
+    qid: str
+
+
 def method_choices(pipeline) -> list[tuple[str, str]]:
     """The retrieval method dropdown: (label, method) for every method whose indexes the
     pipeline's config names, in the registry's order (:mod:`xqa.methods`)."""
     return [(render.method_label(m), m) for m in pipeline.methods]
 
 
+BATCHERS = ("xqa", "gradio")   # who gathers the questions answered together
+
+
 def build_app(pipeline, *, max_chars: int = render.MAX_QUESTION_CHARS, batch: int = DEFAULT_BATCH,
-              concurrency: int | None = None, max_queue: int | None = 64):
+              batcher: str = "xqa", concurrency: int | None = None, max_queue: int | None = 64):
     """The demo page for ``pipeline`` (a :class:`xqa.pipeline.Pipeline`); loads no model.
 
-    ``batch``: most questions answered together (:class:`xqa.batching.Batcher`; 1: each on
-    its own); ``concurrency``: requests in flight (more queue; default: ``batch``, or
+    ``batch``: most questions answered together (1: each on its own), gathered by ``batcher``:
+    ``xqa`` (:class:`xqa.batching.Batcher`: requests in flight wait for its worker) or
+    ``gradio`` (the event with ``batch=True``: Gradio's queue hands :meth:`Answerer.batch` up
+    to ``batch`` waiting requests at once); ``concurrency``: requests in flight (more queue; default: ``batch``, or
     :data:`UNBATCHED_CONCURRENCY` when ``batch`` is 1); ``max_queue``: waiting requests beyond
     which new ones are turned away (None: unbounded).
     """
@@ -174,14 +241,17 @@ def build_app(pipeline, *, max_chars: int = render.MAX_QUESTION_CHARS, batch: in
     cfg = pipeline.config
     methods = list(pipeline.methods)
     default_method = cfg.retrieval.method if cfg.retrieval.method in methods else (methods[0] if methods else None)
-    batcher = None
-    if batch > 1:
+    if batcher not in BATCHERS:
+        raise XqaError(f"unknown batcher {batcher!r}; choose from {', '.join(BATCHERS)}")
+    gradio_batches = batch > 1 and batcher == "gradio"
+    worker = None
+    if batch > 1 and not gradio_batches:
         from xqa.batching import Batcher
 
-        batcher = Batcher(pipeline, max_batch=batch)
+        worker = Batcher(pipeline, max_batch=batch)
     if concurrency is None:
         concurrency = batch if batch > 1 else UNBATCHED_CONCURRENCY
-    answerer = Answerer(pipeline, max_chars=max_chars, batcher=batcher)
+    answerer = Answerer(pipeline, max_chars=max_chars, batcher=worker)
     k_max = max(100, cfg.retrieval.k)
     n_max = max(50, cfg.reader.n_passages)
 
@@ -216,7 +286,11 @@ def build_app(pipeline, *, max_chars: int = render.MAX_QUESTION_CHARS, batch: in
 
         inputs = [question, lang, method, k, n_passages]
         outputs = [status, answer, nbest, evidence, record]
-        gr.on([ask.click, question.submit], answerer, inputs, outputs, api_name="answer")
+        if gradio_batches:   # one batch at a time, of up to ``batch`` waiting requests
+            gr.on([ask.click, question.submit], answerer.batch, inputs, outputs, api_name="answer", batch=True,
+                  max_batch_size=batch, concurrency_limit=1)
+        else:
+            gr.on([ask.click, question.submit], answerer, inputs, outputs, api_name="answer")
         examples = _examples(pipeline)
         if examples:
             ex = gr.Examples([row for row, _ in examples], [question, lang], label="Examples (click to ask)",
@@ -224,7 +298,7 @@ def build_app(pipeline, *, max_chars: int = render.MAX_QUESTION_CHARS, batch: in
                              examples_per_page=30)
             ex.load_input_event.then(answerer, inputs, outputs, api_visibility="private")
     demo.queue(default_concurrency_limit=concurrency, max_size=max_queue)
-    demo.xqa_batcher = batcher  # the bench reads its batch sizes
+    demo.xqa_batcher = worker  # the tests read its batch sizes
     return demo
 
 
@@ -430,6 +504,9 @@ class ServerConfig:
     batch: int = field(default=DEFAULT_BATCH, metadata={
         "help": "most questions answered together: those asked while others are being answered are "
                 "encoded, searched and read in one pass (1: each on its own)"})
+    batcher: str = field(default="xqa", metadata={
+        "choices": BATCHERS,
+        "help": "who gathers them: xqa's own worker (xqa) or Gradio's batched event (gradio)"})
     concurrency: int | None = field(default=None, metadata={
         "help": f"requests in flight; more wait in the queue (default: --batch, or "
                 f"{UNBATCHED_CONCURRENCY} with --batch 1)"})

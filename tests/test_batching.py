@@ -99,3 +99,30 @@ def test_requests_with_different_settings_are_answered_apart_and_a_failure_stays
         batcher.submit(Question(id="e", question="x", lang="en"))
     with pytest.raises(XqaError):
         Batcher(pipe, max_batch=0)
+
+
+def test_gradios_batched_event_gives_each_request_its_own_answer_or_warning(tiny_pipeline):
+    """``xqa demo --batcher gradio``: Gradio hands the event a list per input; each request gets
+    the outputs it gets alone, a bad one its warning, in its place."""
+    from apps.demo import Answerer
+    from xqa.pipeline import Pipeline
+
+    pipe = Pipeline.load(tiny_pipeline)
+    qs = _questions(pipe, 5)
+    method = pipe.methods[0]
+    texts = [q.question for q in qs[:3]] + ["   ", qs[3].question, qs[4].question]
+    methods = [method, method, "dense", method, "no-such-method", method]
+    langs = ["auto"] * 6
+    ks, ns = [10] * 6, [4, 4, 4, 4, 4, 3]
+    answerer = Answerer(pipe)
+    columns = answerer.batch(texts, langs, methods, ks, ns)
+    assert len(columns) == 5 and all(len(c) == 6 for c in columns)
+    for i in range(6):
+        alone = answerer(texts[i], langs[i], methods[i], ks[i], ns[i])
+        status, record = columns[0][i], columns[4][i]
+        if i in (3, 4):   # empty question, unknown method: the page's warning, no record
+            assert status.startswith("⚠️") and record is None and status == alone[0]
+            continue
+        assert record["answer"] == alone[4]["answer"] and record["n_passages"] == ns[i]
+        assert [e["id"] for e in record["evidence"]] == [e["id"] for e in alone[4]["evidence"]]
+        assert columns[1][i] == alone[1]   # the answer's HTML

@@ -621,21 +621,25 @@ def test_bench_demo_under_load_is_wired_to_the_cli_and_checks_its_options(tmp_pa
 
 @pytest.mark.slow
 def test_bench_demo_compares_one_at_a_time_with_batched_in_one_table(tiny_pipeline, tmp_path, capsys):
-    """``xqa bench demo --concurrency 1 3 --batch 1 4``: two servers, each loaded by 1 then 3
-    users; one table line per load, every valid request answered."""
+    """``xqa bench demo --concurrency 1 3 --batch 1 4 --batcher xqa gradio``: three servers (one
+    at a time, xqa's batcher, Gradio's), each loaded by 1 then 3 users; one table line per load,
+    every valid request answered."""
     import json
 
     from xqa.cli import main
 
     out = tmp_path / "load.json"
     code = main(["bench", "demo", "--config", str(tiny_pipeline), "--concurrency", "1", "3", "--batch", "1", "4",
-                 "--duration", "4", "--requests-per-user", "2", "--bad-share", "0.2", "--json", str(out)])
+                 "--batcher", "xqa", "gradio", "--duration", "4", "--requests-per-user", "2", "--bad-share", "0.2",
+                 "--json", str(out)])
     text = capsys.readouterr().out
     assert code == 0, text
     table = text[text.index("demo under load:"):].splitlines()
-    rows = [line.split() for line in table[2:6]]
-    assert [(r[0], r[1]) for r in rows] == [("1", "1"), ("1", "3"), ("4", "1"), ("4", "3")], table
-    assert all(int(r[7]) == 0 and int(r[3]) > 0 for r in rows), table  # failed 0, some answered
+    rows = [line.split() for line in table[2:8]]
+    assert [tuple(r[:-7]) for r in rows] == [("1", "1"), ("1", "3"), ("4", "xqa", "1"), ("4", "xqa", "3"),
+                                             ("4", "gradio", "1"), ("4", "gradio", "3")], table
+    assert all(int(r[-2]) == 0 and int(r[-6]) > 0 for r in rows), table  # failed 0, some answered
     saved = json.loads(out.read_text())
-    assert [(s["batch"], s["users"]) for s in saved] == [(1, 1), (1, 3), (4, 1), (4, 3)]
+    assert [(s["server"], s["users"]) for s in saved] == [("1", 1), ("1", 3), ("4 xqa", 1), ("4 xqa", 3),
+                                                          ("4 gradio", 1), ("4 gradio", 3)]
     assert all(s["answered"] > 0 and s["answered_per_second"] > 0 for s in saved)

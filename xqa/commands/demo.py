@@ -26,7 +26,7 @@ from apps.demo import ServerConfig
 from xqa.cli_config import ConfigCommand
 from xqa.cli_options import add_pipeline_arguments
 
-COMMAND = ConfigCommand(ServerConfig, groups={"server": ("host", "port", "batch", "concurrency", "max_queue", "max_chars",
+COMMAND = ConfigCommand(ServerConfig, groups={"server": ("host", "port", "batch", "batcher", "concurrency", "max_queue", "max_chars",
                                                          "warm_up"),
                                               "access": ("auth_file", "auth")})
 
@@ -68,7 +68,8 @@ def run(args: argparse.Namespace) -> int:
         raise XqaError(f"{source}: names no sparse, dense or SPAR index; nothing to retrieve with")
     from apps.demo import build_app, launch, warm_up
 
-    app = build_app(pipeline, max_chars=server.max_chars, batch=server.batch, concurrency=server.concurrency,
+    app = build_app(pipeline, max_chars=server.max_chars, batch=server.batch, batcher=server.batcher,
+                    concurrency=server.concurrency,
                     max_queue=server.max_queue)
     readiness = Readiness("loading" if server.warm_up else "lazy")
     url = launch(app, host=server.host, port=server.port, auth=accounts, readiness=readiness, block=False)

@@ -11,6 +11,7 @@ Examples::
     xqa bench demo --config /data/mia/pipeline.json --questions mia_dev.jsonl --n 200
     xqa bench demo --concurrency 50 --duration 120   # serves the demo on 127.0.0.1 and loads it
     xqa bench demo --concurrency 1 10 50 --batch 1 16 --duration 60   # one at a time vs batched
+    xqa bench demo --concurrency 10 50 --batch 16 --batcher xqa gradio  # xqa's batcher vs Gradio's
 """
 from __future__ import annotations
 
@@ -38,6 +39,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--batch", type=int, nargs="+", default=None, metavar="B",
                    help="the server's --batch (1: each question on its own); several: one server each, "
                         "compared in one table (default: xqa demo's)")
+    g.add_argument("--batcher", nargs="+", default=None, choices=("xqa", "gradio"), metavar="WHO",
+                   help="the server's --batcher for each --batch above 1 (xqa, gradio; several: one server "
+                        "each; default: xqa demo's)")
     g.add_argument("--duration", type=float, default=120.0, help="seconds of load (each user count)")
     g.add_argument("--requests-per-user", type=int, default=1000, help="most requests one user sends")
     g.add_argument("--bad-share", type=float, default=0.1,
@@ -114,9 +118,14 @@ def _run_load(args: argparse.Namespace) -> int:
     method = args.methods[0] if args.methods else cfg.retrieval.method
     k, n = args.k or cfg.retrieval.k, args.n_passages or cfg.reader.n_passages
     rows = []
+    variants = []
     for batch in args.batch or [None]:
-        for users, result in _serve_and_load(args, batch, questions, method, k, n):
-            rows.append((batch, result))
+        who = [None] if batch == 1 or not args.batcher else args.batcher
+        variants += [(batch, b) for b in who]
+    for batch, batcher in variants:
+        label = None if batch is None else f"{batch} {batcher}" if batcher else str(batch)
+        for users, result in _serve_and_load(args, batch, batcher, questions, method, k, n):
+            rows.append((label, result))
             failures = result.failure_lines()
             if failures:
                 print("\n".join(failures), flush=True)
@@ -124,11 +133,11 @@ def _run_load(args: argparse.Namespace) -> int:
     if args.json:
         from xqa.artifacts import write_json_atomic
 
-        write_json_atomic(args.json, [{"batch": b, **r.to_dict()} for b, r in rows])
+        write_json_atomic(args.json, [{"server": b, **r.to_dict()} for b, r in rows])
     return 1 if any(r.failed_valid for _, r in rows) else 0
 
 
-def _serve_and_load(args, batch, questions, method, k, n):
+def _serve_and_load(args, batch, batcher, questions, method, k, n):
     """Yield ``(users, LoadResult)`` for each ``--concurrency``, against one served demo."""
     import socket
     import subprocess
@@ -148,6 +157,8 @@ def _serve_and_load(args, batch, questions, method, k, n):
            "--port", str(port)]
     if batch is not None:
         cmd += ["--batch", str(batch)]
+    if batcher is not None:
+        cmd += ["--batcher", batcher]
     print(f"bench demo: serving {' '.join(cmd[3:])}", flush=True)
     server = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:

@@ -100,21 +100,22 @@ class LoadResult:
         return "\n".join(lines)
 
 
-def load_table(rows: Sequence[tuple[int | None, LoadResult]], *, method: str, k: int, n_passages: int,
+def load_table(rows: Sequence[tuple[str | None, LoadResult]], *, method: str, k: int, n_passages: int,
                duration: float, bad_share: float) -> str:
-    """One line per load (``(server --batch, result)``): users, requests, answered/s, latency
-    p50/p95, failures and the server's peak memory."""
+    """One line per load (``(server, result)``: the server's ``--batch`` and ``--batcher``, None
+    for xqa demo's defaults): users, requests, answered/s, latency p50/p95, failures and the
+    server's peak memory."""
     head = (f"demo under load: method {method}, K {k}, {n_passages} passages read; each load {duration:.0f} s "
             f"of requests, {bad_share:.0%} of them abusive; latency of answered requests")
-    lines = [head, f"{'batch':>5} {'users':>5} {'requests':>8} {'answered':>8} {'answered/s':>10} "
+    lines = [head, f"{'batch':>10} {'users':>5} {'requests':>8} {'answered':>8} {'answered/s':>10} "
                    f"{'p50 s':>6} {'p95 s':>6} {'failed':>6} {'peak RSS MB':>11}"]
-    for batch, r in rows:
+    for server, r in rows:
         peak = f"{r.rss_mb[1]:.0f}" if r.rss_mb else "-"
-        lines.append(f"{'-' if batch is None else batch:>5} {r.users:>5} {sum(r.requests.values()):>8} "
+        lines.append(f"{'-' if server is None else server:>10} {r.users:>5} {sum(r.requests.values()):>8} "
                      f"{r.answered:>8} {r.throughput:>10.2f} {r.percentile(50):>6.2f} {r.percentile(95):>6.2f} "
                      f"{sum(r.failures.values()):>6} {peak:>11}")
-    lines.append("batch: the server's --batch (1: each question on its own; -: xqa demo's default); "
-                 "failed: requests not answered, or not warned, as they should be")
+    lines.append("batch: the server's --batch and --batcher (1: each question on its own; -: xqa demo's "
+                 "defaults); failed: requests not answered, or not warned, as they should be")
     return "\n".join(lines)
 
 
