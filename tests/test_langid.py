@@ -374,19 +374,3 @@ def test_report_without_the_shared_data_says_so(tmp_path, capsys, monkeypatch):
     args.grid = True
     assert report_langid.run(args) == 0
     assert "no train split" in capsys.readouterr().err
-
-
-def test_identifying_in_a_child_process_gives_what_this_process_gives(monkeypatch):
-    """``xqa ask`` identifies the language in a child process while it loads its models."""
-    import sys
-
-    from xqa.langid import identify_language
-    from xqa.langid.background import identify_language_elsewhere
-
-    languages = ["ja", "ko", "th", "en", "de"]
-    texts = ["東京タワーの高さは？", "서울의 인구는?", "กรุงเทพมหานครก่อตั้งเมื่อใด", "12345 ?!"]
-    waits = [identify_language_elsewhere(t, languages) for t in texts]   # all four run at once
-    assert [w() for w in waits] == [identify_language(t, languages) for t in texts] == ["ja", "ko", "th", "und"]
-    # no child can start: identified here instead
-    monkeypatch.setattr(sys, "executable", "/nonexistent/python")
-    assert identify_language_elsewhere("東京タワーの高さは？", languages)() == "ja"

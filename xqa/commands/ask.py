@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
         raise XqaError("the question is empty")
     pipe = load_pipeline(args, say=_say)
     pipe.check()  # a missing index or reader is an error now, before anything loads
-    asked = _ask_cold(pipe, text, cfg.lang, cfg.n_passages)
+    asked = pipe.ask(text, cfg.lang, n_passages=cfg.n_passages)
     if cfg.json:
         print(json.dumps(asked.answer.to_dict(), ensure_ascii=False, indent=1))
         return 0
@@ -46,22 +46,3 @@ def _say(line: str) -> None:
     import sys
 
     print(f"xqa ask: {line}", file=sys.stderr, flush=True)
-
-
-def _ask_cold(pipe, text: str, lang: str, n_passages: int | None):
-    """:meth:`Pipeline.ask` for a process that has loaded nothing: the question's language is
-    identified in a child process (:mod:`xqa.langid.background`) while this one loads the
-    method's indexes, the passages and the reader; the answer is the one ``ask`` gives."""
-    from xqa.langid.background import identify_language_elsewhere
-    from xqa.pipeline import AUTO, Asked
-    from xqa.records import Question
-
-    if lang != AUTO:
-        return pipe.ask(text, lang, n_passages=n_passages)
-    code = identify_language_elsewhere(text, pipe.config.languages)
-    pipe.retriever()
-    pipe.store  # noqa: B018 - loads the passages
-    pipe.reader  # noqa: B018 - loads the reader
-    question = Question(id="q", question=text, lang=code())
-    [answer] = pipe.answer([question], n_passages=n_passages)
-    return Asked(question, answer, detected=True)
