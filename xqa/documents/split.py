@@ -16,10 +16,12 @@ article; blank-line blocks of other files) are tokenized and their tokens concat
 * tokens = ``str.split()`` of the paragraphs (joined with single spaces), except
 * Thai: pythainlp ``word_tokenize(engine="newmm")`` per paragraph (spaces are tokens too);
 * Khmer: khmer-nltk ``word_tokenize`` per paragraph;
-* Japanese: the MIA scripts use spaCy's ``ja_core_news_sm``, which is SudachiPy (split
-  mode A, the core dictionary) with whitespace tokens removed; spaCy's model is not
-  installable here, so xqa calls SudachiPy the same way (``sudachipy`` + ``sudachidict_core``,
-  the ``documents`` extra) and has not measured how often its boundaries differ from spaCy's;
+* Japanese: the MIA scripts use spaCy's ``ja_core_news_sm``, whose tokenizer is SudachiPy
+  (split mode A, the core dictionary); spaCy's model is not installable here, so xqa calls
+  SudachiPy the same way (``sudachipy`` + ``sudachidict_core``, the ``documents`` extra),
+  whitespace tokens dropped. With the same dictionary, spaCy's Japanese tokenizer cuts the
+  shipped corpus's Japanese articles exactly where this does; the dictionary's version moves
+  cuts (``scripts/ja_mia_boundaries.py``, docs/guide.md "Your documents");
 * Chinese (xqa's rule; the MIA scripts split it on spaces, which makes a paragraph one
   token): jieba's default ``lcut`` per paragraph, spaces kept as tokens, passages joined
   with nothing.
