@@ -88,7 +88,7 @@ def test_answers_below_the_thresholds_show_as_uncertain_or_not_found(browser_con
         reader.not_found_threshold = 0.0
         _ask(page, q + " ")
         page.locator("#xqa-uncertain").wait_for()
-        assert page.locator("#xqa-uncertain").inner_text().strip() == UNCERTAIN_TITLE
+        assert page.locator("#xqa-uncertain").inner_text().strip().lower() == UNCERTAIN_TITLE.lower()  # CSS upper-cases labels
         assert page.locator("#xqa-no-answer").count() == 0
         assert page.locator("#xqa-answer-text").inner_text().strip().startswith(expected["answer"].strip())
     finally:
