@@ -73,7 +73,8 @@ def test_save_then_load_gives_back_every_field(tmp_path):
     cfg = PipelineConfig(passages="passages.jsonl",
                          retrieval=changed(R, method="hybrid", corroborated_order="sparse", fallback="none",
                                            max_frac=0.5, lam=2.0),
-                         reader=changed(ReaderConfig, answerability=None, answerability_threshold=0.7),
+                         reader=changed(ReaderConfig, answerability=None, answerability_threshold=0.7, answerable=None,
+                                        not_found_threshold=0.3),
                          languages=["en", "de"],
                          examples=[{"question": "q", "lang": "en"}], tuned={"alpha": 0.3}, about={"n": 1})
     path = tmp_path / "folder" / "pipeline.json"
