@@ -251,3 +251,102 @@ def test_the_shipped_reader_is_all_twelve_layers_in_at_most_25_mb():
     assert cfg["kind"] == "span_reader_delta"
     assert cfg["reader"]["layers"] == cfg["encoder_config"]["num_hidden_layers"] == 12
     assert sum(f.stat().st_size for f in SHIPPED_READER.iterdir()) <= 25_000_000
+
+
+# ----------------------------------------------------------------------------- the FiD from a kit
+
+
+def test_fid_rows_cut_from_the_kit_are_the_rows_the_fid_reader_reads(kit, converted_e5):
+    """A FiD row made of the kit's ids and marker ids is the tokenizer's row of the formatted passage;
+    every question reads its paragraph among others; the target is the answer as its paragraph writes it."""
+    import random
+
+    from transformers import AutoTokenizer
+
+    from reader.fid.data import format_passage
+    from reader.fid.kit import KitFiDTask
+
+    k, rows, passages, _ = kit
+    tok = AutoTokenizer.from_pretrained(str(converted_e5))
+    vocab = k.arrays["vocab"].astype(np.int64)
+    by_kit_passage = {}
+    for pid, p in passages.items():
+        by_kit_passage.setdefault(p["title"] + "\n" + p["text"], pid)
+    task = KitFiDTask(k, n_context=3, max_length=64, seed=1)
+    rng = random.Random(0)
+    for i in range(len(k)):
+        chosen, at = task.passages_for("train", i, rng)
+        assert len(chosen) == 3 and len(set(chosen)) == 3
+        _, gold, _ = k.question("train", i)
+        assert chosen[at] == gold
+        for p, row in zip(chosen, task.rows("train", i, chosen)):
+            title, text = (tok.decode(vocab[x].tolist()) for x in k.passage(p))
+            original = passages[by_kit_passage[title + "\n" + text]] if title + "\n" + text in by_kit_passage else None
+            want = tok(format_passage(rows[i]["question"], rows[i]["lang"], original["title"] if original else title,
+                                      original["text"] if original else text), max_length=64, truncation=True)
+            assert vocab[row].tolist() == want["input_ids"], (i, p)
+        target = task.target("train", i)
+        answer = tok.decode(vocab[target[:-1]].tolist()).strip()
+        if len(target) < task.max_answer_len:
+            assert answer == rows[i]["answers"][0]
+        else:                                     # a long answer is cut to max_answer_len - 1 tokens
+            assert rows[i]["answers"][0].startswith(answer) and len(answer) > 0
+        assert task.target("train", i)[-1] == k.sep_id
+
+
+def test_a_fid_kit_run_stops_on_time_resumes_and_becomes_the_reader_it_trained(kit, converted_e5, tmp_path):
+    import contextlib
+    import io
+
+    import torch
+    from safetensors.torch import load_file
+
+    from reader.fid.inference import FiDReader
+    from reader.fid.kit import to_reader
+    from xqa.cli import main
+    from xqa.records import Context, Question
+
+    k, rows, passages, folder = kit
+    out = tmp_path / "run"
+    args = ["train", "reader", "--family", "fid", "--kit", str(folder / "kit"), "--out", str(out), "--batch-size", "2",
+            "--n-context", "3", "--decoder-layers", "1", "--lr", "1e-3", "--max-steps", "4", "--save-every", "100",
+            "--log-every", "1", "--dev-limit", "2"]
+    said = io.StringIO()
+    with contextlib.redirect_stdout(said):
+        assert main(args + ["--max-minutes", "0.0001"]) == 0
+    assert "stopped after" in said.getvalue()
+    assert not json.loads((out / "checkpoint" / "trainer_state.json").read_text())["done"]
+    said = io.StringIO()
+    with contextlib.redirect_stdout(said):
+        assert main(args) == 0
+    assert "resuming from" in said.getvalue()
+    assert json.loads((out / "checkpoint" / "trainer_state.json").read_text())["step"] == 4
+    best = out / "best"
+    cfg = json.loads((best / "config.json").read_text())
+    assert cfg["kind"] == "fid_kit_reader" and cfg["warm_start"] == {"decoder_layers": 1, "share": False}
+    shards = {}
+    for f in cfg["files"]:
+        assert (best / f).stat().st_size <= 15 * 2 ** 20
+        shards.update(load_file(str(best / f)))
+    assert not any("word_embeddings" in name for name in shards)
+    assert any(name.startswith("decoder.bert.encoder.layer.0.crossattention.") for name in shards)
+    reader = FiDReader.load(to_reader(out, converted_e5, tmp_path / "reader"))
+    base = load_file(str(converted_e5 / "model.safetensors"))
+    name = "encoder.layer.0.attention.self.query.weight"
+    got = reader.model.t5.encoder.state_dict()[name]
+    assert torch.allclose(got, base[name] + shards[f"delta.encoder.{name}"].float())
+    assert not torch.equal(got, base[name])                       # training changed it
+    assert reader.model.config.encoder.vocab_size == base["embeddings.word_embeddings.weight"].shape[0]
+    assert reader.model.decoder_layers == 1 and reader.n_context == 3
+    # the output bias: the kit's tokens keep theirs, every other token is below all of them
+    bias = reader.model.t5.decoder.cls.predictions.bias.detach()
+    kit_tokens = torch.from_numpy(k.arrays["vocab"].astype(np.int64))
+    assert torch.equal(bias[kit_tokens], shards["vocab.decoder.cls.predictions.bias"])
+    others = torch.ones_like(bias, dtype=torch.bool)
+    others[kit_tokens] = False
+    assert float(bias[others].max()) < float(bias[kit_tokens].min())
+    p = passages[rows[0]["positive_ids"][0]]
+    ctx = Context(id=p["id"], title=p["title"], text=p["text"], lang=p["lang"], score=1.0, source="test")
+    out_ = reader.read([Question(id="q", question=rows[0]["question"], lang=rows[0]["lang"])], [[ctx]], beams=2,
+                       n_best=2)[0]
+    assert out_.candidates and len(out_.relevance) == 1

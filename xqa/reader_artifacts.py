@@ -32,6 +32,7 @@ class KitConfig:
 def make_kit(cfg: KitConfig) -> dict[str, Any]:
     """The kit of ``xqa data train``'s folder ``cfg.data`` over the encoder ``cfg.base``
     (:func:`reader.span.kit.prepare`); its summary."""
+    from reader.fid.data import KIT_MARKERS
     from reader.span.kit import prepare
     from reader.span.task import load_training_questions
     from xqa.errors import XqaError
@@ -46,7 +47,7 @@ def make_kit(cfg: KitConfig) -> dict[str, Any]:
     return prepare(load_training_questions(str(data / "train.jsonl")), passages, cfg.base, cfg.out,
                    dev=load_training_questions(str(dev)) if dev.is_file() else (), layers=cfg.layers,
                    max_length=cfg.max_length, stride=cfg.stride, max_answer_len=cfg.max_answer_len,
-                   dev_limit=cfg.dev_limit, progress=cfg.progress)
+                   dev_limit=cfg.dev_limit, progress=cfg.progress, markers=KIT_MARKERS)
 
 
 def describe_kit(summary: dict[str, Any], out: str | Path) -> str:

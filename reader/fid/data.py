@@ -28,6 +28,24 @@ def format_passage(question: str, lang: str, title: str, text: str) -> str:
     return f"question: {question} lang: {lang} title: {title} context: {text}"
 
 
+# The fixed words of :func:`format_passage`, by name: a training kit (``xqa reader kit``) keeps
+# their token ids so that rows cut from its token arrays (:func:`row_from_ids`) are the rows the
+# reader reads.
+KIT_MARKERS = {"question": "question:", "lang": "lang:", "title": "title:", "context": "context:"}
+
+
+def row_from_ids(markers: Mapping[str, Sequence[int]], cls_id: int, sep_id: int, question: Sequence[int],
+                 lang: Sequence[int], title: Sequence[int], text: Sequence[int] | None,
+                 max_length: int) -> list[int]:
+    """:func:`format_passage` (``text`` None: :func:`format_question_only`) from token ids, between
+    ``cls_id`` and ``sep_id`` and cut to ``max_length`` as the tokenizer cuts it: a SentencePiece
+    tokenizer that splits at white space gives the same pieces for the parts as for the whole."""
+    row = [*markers["question"], *question, *markers["lang"], *lang]
+    if text is not None:
+        row += [*markers["title"], *title, *markers["context"], *text]
+    return [cls_id, *row[: max_length - 2], sep_id]
+
+
 def format_question_only(question: str, lang: str) -> str:
     """The encoder input of a padding row (or of a question without passages)."""
     return f"question: {question} lang: {lang}"
@@ -223,11 +241,14 @@ def copy_attention_targets(tokenizer, input_ids: torch.Tensor, labels: torch.Ten
 
 
 def encode_answers(tokenizer, answers: Sequence[str], max_length: int) -> torch.Tensor:
-    """Decoder targets [B, T] ending in ``</s>``, padding set to -100 (ignored by the loss)."""
-    enc = tokenizer(list(answers), max_length=max_length, truncation=True, padding="longest",
-                    return_tensors="pt")
-    labels = enc["input_ids"].clone()
-    labels[enc["attention_mask"] == 0] = -100
+    """Decoder targets [B, T]: the answer's pieces (at most ``max_length`` - 1) and ``</s>``,
+    padding set to -100 (ignored by the loss). No ``<s>`` in front, also where the tokenizer puts
+    one before a text (XLM-R's, of a warm-started reader): the decoder's start token is not a target."""
+    rows = [ids[: max_length - 1] + [tokenizer.eos_token_id]
+            for ids in tokenizer(list(answers), add_special_tokens=False)["input_ids"]]
+    labels = torch.full((len(rows), max(len(r) for r in rows)), -100, dtype=torch.long)
+    for b, r in enumerate(rows):
+        labels[b, : len(r)] = torch.tensor(r)
     return labels
 
 

@@ -23,12 +23,30 @@ import torch
 
 from reader.base import ReaderOutput
 from reader.fid.data import copy_attention_targets, encode_passages, encode_prompts, example_from_records
+from reader.fid import warm
 from reader.fid.model import FiD, DecoderPrompt, Search, SpanHooks, build_t5, load_t5
+from reader.fid.warm import WarmStart
 from xqa.artifacts import CONFIG_NAME, atomic_dir, save_config
 from xqa.errors import XqaError
 from xqa.records import Answer, Context, Question
 
 KIND = "fid_reader"
+
+
+def _load_warm(folder: Path, spec: WarmStart):
+    """A warm-started encoder-decoder saved by :meth:`FiDReader.write_to`."""
+    import json
+
+    from safetensors.torch import load_file
+
+    model = warm.from_config(json.loads((folder / CONFIG_NAME).read_text(encoding="utf-8")), spec)
+    stored = load_file(str(folder / "model.safetensors"))
+    missing, unexpected = model.load_state_dict(stored, strict=False)
+    have = {t.data_ptr() for k, t in model.state_dict().items() if k in stored}
+    untied = [k for k in missing if model.state_dict()[k].data_ptr() not in have]
+    if untied or unexpected:
+        raise XqaError(f"{folder}: the weights do not fit the model (missing {untied[:3]}, unexpected {unexpected[:3]})")
+    return model
 
 
 def _device(device: str | torch.device | None) -> torch.device:
@@ -52,6 +70,7 @@ class FiDReader:
         self.max_length, self.max_answer_len, self.n_context = max_length, max_answer_len, n_context
         self.base = base
         self._twins = None  # reader.fid.spans.piece_twins of the tokenizer, made on first span-constrained read
+        self.warm_start_spec: WarmStart | None = None   # how a warm-started decoder is tied (reader.fid.warm)
         self.device = _device(device)
         self.model.to(self.device).eval()
 
@@ -62,6 +81,29 @@ class FiDReader:
         """A randomly initialised reader of a named size (``tiny``, ``small``) over ``tokenizer``."""
         t5 = build_t5(size, vocab_size=len(tokenizer), seed=seed)
         return cls(FiD(t5), tokenizer, base=f"config:{size if isinstance(size, str) else 'custom'}", **settings)
+
+    @classmethod
+    def warm_start(cls, encoder, tokenizer, spec: WarmStart = WarmStart(), seed: int = 0, base: str = "",
+                   **settings) -> FiDReader:
+        """A reader whose encoder is ``encoder`` (a ``BertModel``, e.g. multilingual-e5-small or the
+        span reader's) and whose decoder is warm-started from it (:mod:`reader.fid.warm`)."""
+        model = warm.build(encoder, spec, start=tokenizer.cls_token_id, eos=tokenizer.sep_token_id,
+                           pad=tokenizer.pad_token_id, seed=seed)
+        reader = cls(FiD(model), tokenizer, base=base or "warm-start", **settings)
+        reader.warm_start_spec = spec
+        return reader
+
+    @classmethod
+    def warm_start_from(cls, folder: str | Path, spec: WarmStart = WarmStart(), **settings) -> FiDReader:
+        """:meth:`warm_start` from a Hugging Face BERT folder: a converted encoder (``xqa convert e5``)
+        or a span reader's ``encoder/`` (its tokenizer is the reader's ``tokenizer/``)."""
+        from transformers import AutoTokenizer, BertModel
+
+        folder = Path(folder)
+        tok_dir = folder if (folder / "tokenizer.json").is_file() or (folder / "tokenizer_config.json").is_file() \
+            else folder.parent / "tokenizer"
+        encoder = BertModel.from_pretrained(str(folder), add_pooling_layer=False, attention_probs_dropout_prob=0.0)
+        return cls.warm_start(encoder, AutoTokenizer.from_pretrained(str(tok_dir)), spec, base=str(folder), **settings)
 
     @classmethod
     def load(cls, name_or_folder: str | Path, device: str | torch.device | None = None,
@@ -82,14 +124,17 @@ class FiDReader:
                 raise XqaError(f"{folder}: a reader saved by an earlier version of xqa (its config.json "
                                "has 'pointer_mix'); train it again (xqa train reader, or delete the "
                                "build's reader/ folder and run xqa embedded build)")
-            t5 = load_t5(str(folder / "model"))
+            spec = WarmStart.from_dict(cfg["warm_start"]) if cfg.get("warm_start") else None
+            t5 = _load_warm(folder / "model", spec) if spec else load_t5(str(folder / "model"))
             tok = AutoTokenizer.from_pretrained(str(folder / "tokenizer"))
             settings = {k: cfg[k] for k in ("max_length", "max_answer_len", "n_context", "decoder_prompt")
                         if k in cfg}
             settings.update(overrides)
             fid = FiD(t5, copy_head=cfg.get("copy_head"), copy_weight=cfg.get("copy_weight", 1.0),
                       generator_share=cfg.get("generator_share") if share is ... else share)
-            return cls(fid, tok, base=cfg.get("base", ""), device=device, **settings)
+            reader = cls(fid, tok, base=cfg.get("base", ""), device=device, **settings)
+            reader.warm_start_spec = spec
+            return reader
         if folder.exists() and not (folder / CONFIG_NAME).is_file():
             raise FileNotFoundError(f"{folder}: neither an xqa reader nor a Hugging Face model folder")
         try:
@@ -103,7 +148,16 @@ class FiDReader:
     def write_to(self, folder: str | Path) -> None:
         """Write the artifact into an existing (empty) ``folder``; see :meth:`save` for the atomic form."""
         folder = Path(folder)
-        self.model.t5.save_pretrained(str(folder / "model"))
+        spec = self.warm_start_spec
+        if spec is None:
+            self.model.t5.save_pretrained(str(folder / "model"))
+        else:   # tied and shared tensors stored once; the config says how to tie them again
+            from safetensors.torch import save_file
+
+            (folder / "model").mkdir(parents=True, exist_ok=True)
+            self.model.t5.config.to_json_file(str(folder / "model" / CONFIG_NAME))
+            save_file({k: v.detach().cpu() for k, v in warm.unique_state(self.model.t5).items()},
+                      str(folder / "model" / "model.safetensors"))
         self.tokenizer.save_pretrained(str(folder / "tokenizer"))
         save_config(folder, KIND, {"max_length": self.max_length, "max_answer_len": self.max_answer_len,
                                    "n_context": self.n_context, "base": self.base,
@@ -112,7 +166,8 @@ class FiDReader:
                                    "parameters": sum(p.numel() for p in self.model.parameters()),
                                    "copy_head": list(self.model.copy_head) if self.model.copy_head else None,
                                    "copy_weight": self.model.copy_weight,
-                                   "generator_share": self.model.generator_share})
+                                   "generator_share": self.model.generator_share,
+                                   "warm_start": spec.to_dict() if spec else None})
 
     def save(self, folder: str | Path, overwrite: bool = True) -> Path:
         """Write the artifact to ``folder`` atomically (temporary folder, then rename)."""

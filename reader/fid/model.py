@@ -214,6 +214,17 @@ class FiD(torch.nn.Module):
     def config(self):
         return self.t5.config
 
+    @property
+    def warm(self) -> bool:
+        """Whether the model is an encoder-decoder warm-started from an encoder (:mod:`reader.fid.warm`)."""
+        return self.t5.config.model_type == "encoder-decoder"
+
+    @property
+    def decoder_layers(self) -> int:
+        """The decoder's depth."""
+        cfg = self.t5.config
+        return cfg.decoder.num_hidden_layers if self.warm else cfg.num_decoder_layers
+
     def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                passage_mask: torch.Tensor | None = None) -> tuple[BaseModelOutput, torch.Tensor]:
         """Encode each passage alone; concatenate for the decoder.
@@ -244,9 +255,10 @@ class FiD(torch.nn.Module):
                            output_attentions=output_attentions, use_cache=False)
         if decoder_input_ids is None:   # as the stock model does: the labels shifted right
             decoder_input_ids = self.t5.prepare_decoder_input_ids_from_labels(labels=labels)
-        dec = self.t5.decoder(input_ids=decoder_input_ids, encoder_hidden_states=enc.last_hidden_state,
-                              encoder_attention_mask=mask, output_attentions=output_attentions,
-                              use_cache=False, return_dict=True)
+        decoder = self.t5.decoder.bert if self.warm else self.t5.decoder   # the stack without its LM head
+        dec = decoder(input_ids=decoder_input_ids, encoder_hidden_states=enc.last_hidden_state,
+                      encoder_attention_mask=mask, output_attentions=output_attentions,
+                      use_cache=False, return_dict=True)
         keep = labels != -100                                                   # [B, T]
         logits = self._lm_logits(dec.last_hidden_state[keep])                   # [n labelled, V]
         loss = torch.nn.functional.cross_entropy(logits.float(), labels[keep])
@@ -255,9 +267,12 @@ class FiD(torch.nn.Module):
 
     def _lm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """Decoder states -> vocabulary logits as the stock model computes them: T5 v1.0 scales
-        the states first (``scale_decoder_outputs``), mT5 and T5 v1.1 do not (tested for both)."""
+        the states first (``scale_decoder_outputs``), mT5 and T5 v1.1 do not (tested for both); a
+        warm-started BERT decoder applies its LM head (transform, tied output layer, bias)."""
         from transformers import T5ForConditionalGeneration   # MT5ForConditionalGeneration is no subclass
 
+        if self.warm:
+            return self.t5.decoder.cls(hidden)
         if isinstance(self.t5, T5ForConditionalGeneration) and getattr(self.config, "scale_decoder_outputs", False):
             hidden = hidden * self.config.d_model ** -0.5
         return self.t5.lm_head(hidden)

