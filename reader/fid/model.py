@@ -22,7 +22,7 @@ import torch
 from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput
 
 # Architectures of the sizes ``xqa train reader --size`` can build (random weights).
-# ``small`` is mt5-small's shape; ``tiny`` is the embedded default.
+# ``small`` is mt5-small's shape, ``base`` mt5-base's; ``tiny`` is the generated world's.
 SIZES: dict[str, dict[str, Any]] = {
     "tiny": {"d_model": 128, "d_kv": 32, "d_ff": 384, "num_layers": 2, "num_decoder_layers": 2,
              "num_heads": 4, "dropout_rate": 0.0, "relative_attention_num_buckets": 32,
@@ -30,6 +30,9 @@ SIZES: dict[str, dict[str, Any]] = {
     "small": {"d_model": 512, "d_kv": 64, "d_ff": 1024, "num_layers": 8, "num_decoder_layers": 8,
               "num_heads": 6, "dropout_rate": 0.1, "relative_attention_num_buckets": 32,
               "relative_attention_max_distance": 128, "feed_forward_proj": "gated-gelu"},
+    "base": {"d_model": 768, "d_kv": 64, "d_ff": 2048, "num_layers": 12, "num_decoder_layers": 12,
+             "num_heads": 12, "dropout_rate": 0.1, "relative_attention_num_buckets": 32,
+             "relative_attention_max_distance": 128, "feed_forward_proj": "gated-gelu"},
 }
 
 SUPPORTED_MODEL_TYPES = ("mt5", "t5")

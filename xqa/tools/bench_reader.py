@@ -4,7 +4,10 @@ Examples::
 
     xqa bench reader                               # tiny and small, 1/5/20/60 passages
     xqa bench reader --sizes tiny --passages 1,5,20 --json build/bench/reader.json
-    xqa bench reader --span build/embedded/reader  # the span reader on real questions and paragraphs
+    xqa bench reader --span build/embedded/reader  # a reader folder (span or FiD) on real questions and paragraphs
+    # mt5-base's shape training 100 passages x 250 tokens a question on a GPU:
+    xqa bench reader --sizes base --train-only --train-passages 100 --length 250 --train-batch 1 \
+        --device cuda --bf16 --gradient-checkpointing
 """
 from __future__ import annotations
 
@@ -12,7 +15,8 @@ import argparse
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--sizes", default="tiny,small", help="comma-separated configs: tiny, small (mt5-small shape)")
+    p.add_argument("--sizes", default="tiny,small",
+                   help="comma-separated configs: tiny, small (mt5-small's shape), base (mt5-base's shape)")
     p.add_argument("--passages", default="1,5,20,60", help="comma-separated passage counts timed")
     p.add_argument("--length", type=int, default=128, help="tokens per passage")
     p.add_argument("--answer-len", type=int, default=8, help="tokens decoded per question")
@@ -26,10 +30,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--train-passages", type=int, default=5, help="passages per question in the training step")
     p.add_argument("--train-batch", type=int, default=8, help="questions per training step")
     p.add_argument("--train-steps", type=int, default=3, help="timed training steps (median)")
+    p.add_argument("--train-only", action="store_true", help="time training only (no latency table)")
+    p.add_argument("--device", default="cpu", help="where training is timed: cpu or cuda (peak memory is reported there)")
+    p.add_argument("--bf16", action="store_true", help="training under bf16 autocast")
+    p.add_argument("--gradient-checkpointing", action="store_true", help="training with gradient checkpointing")
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch default)")
     p.add_argument("--json", help="also write the figures to this JSON file")
-    p.add_argument("--span", metavar="DIR", help="a span reader: time reading real shipped paragraphs per question "
-                                                  "(--passages counts, --questions of them) instead of FiD")
+    p.add_argument("--span", "--reader", dest="span", metavar="DIR",
+                   help="a reader folder (span or FiD): time reading real shipped paragraphs per question "
+                        "(--passages counts, --questions of them) instead of random-weight FiD configs")
     p.add_argument("--questions", type=int, default=20, help="--span: questions timed per passage count")
     p.add_argument("--precisions", default="fp32,int8",
                    help="--span: CPU precisions timed in turn (int8: the reader's int8 runtime, where it has one)")
@@ -59,13 +68,24 @@ def run(args: argparse.Namespace) -> int:
         raise XqaError("--passages, --length and --answer-len must be positive")
     if args.prompt_tokens < 0 or args.prompt_tokens == 1:
         raise XqaError("--prompt-tokens: 0 (no prompt) or at least 2 (the start token and one more)")
-    print("latency per question:")
-    lat = latency(sizes, passages, args.length, args.answer_len, args.beams, args.reps, args.budget,
-                  prompt_tokens=args.prompt_tokens)
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        raise XqaError("--device cuda: torch sees no CUDA device here")
+    lat = []
+    if not args.train_only:
+        print("latency per question:")
+        lat = latency(sizes, passages, args.length, args.answer_len, args.beams, args.reps, args.budget,
+                      prompt_tokens=args.prompt_tokens)
     print("training:")
-    tr = training(sizes, args.train_passages, args.length, args.train_batch, args.answer_len, args.train_steps)
-    table = format_tables(lat, tr, torch.get_num_threads(), args.length, args.answer_len, args.beams,
-                          args.prompt_tokens)
+    tr = training(sizes, args.train_passages, args.length, args.train_batch, args.answer_len, args.train_steps,
+                  device=args.device, bf16=args.bf16, checkpointing=args.gradient_checkpointing)
+    if args.train_only:
+        from xqa.tools.lib.reader import train_table
+
+        where = torch.cuda.get_device_name(0) if args.device.startswith("cuda") else f"CPU, {torch.get_num_threads()} threads"
+        table = f"FiD training step on {where}, {args.answer_len} answer tokens\n\n" + train_table(tr)
+    else:
+        table = format_tables(lat, tr, torch.get_num_threads(), args.length, args.answer_len, args.beams,
+                              args.prompt_tokens)
     print()
     print(table)
     if args.json:
@@ -100,6 +120,8 @@ def _bench_span(args: argparse.Namespace) -> int:
         questions = [json.loads(line) for line in f][::97][: args.questions]
     counts = [int(x) for x in args.passages.split(",") if x.strip()]
     precisions = [x.strip() for x in args.precisions.split(",") if x.strip()]
+    if not hasattr(reader, "settings"):          # a reader with one precision: timed as it loads
+        precisions = ["as loaded"]
     if "int8" in precisions and not (Path(args.span) / INT8_FILE).is_file() and hasattr(reader, "cpu_precision"):
         print(f"{args.span} has no {INT8_FILE} (xqa reader unpack writes it): int8 not timed")
         precisions.remove("int8")
@@ -125,13 +147,14 @@ def _bench_span(args: argparse.Namespace) -> int:
             rows.append(row)
             print(f"{precision} {n:>3} passages: p50 {row['p50_s']:.3f} s, p95 {row['p95_s']:.3f} s per question",
                   flush=True)
-    layers = reader.model.encoder.config.num_hidden_layers
+    from reader.registry import family_of
+
+    family = family_of(args.span).name
     print("\n| precision | passages read | p50 s/question | p95 s/question |\n|---|---:|---:|---:|")
     for r in rows:
         print(f"| {r['precision']} | {r['passages']} | {r['p50_s']:.3f} | {r['p95_s']:.3f} |")
-    print(f"\nspan reader: {layers} layers, windows of {reader.settings.max_length} tokens, "
-          f"{torch.get_num_threads()} torch threads, real shipped paragraphs")
+    print(f"\n{family} reader {args.span}, {torch.get_num_threads()} torch threads, real shipped paragraphs")
     if args.json:
-        write_json_atomic(args.json, {"reader": str(args.span), "layers": layers, "rows": rows,
+        write_json_atomic(args.json, {"reader": str(args.span), "family": family, "rows": rows,
                                       "threads": torch.get_num_threads()})
     return 0

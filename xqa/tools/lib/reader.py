@@ -1,8 +1,9 @@
 """FiD reader speed on this machine: latency per question vs passages, training throughput.
 
 Models are built from configs with random weights (``reader.fid.model.SIZES``):
-``tiny`` (the embedded default's shape, vocabulary 8,000) and ``small``
-(mt5-small's shape, vocabulary 250,112). Inputs are random token ids of a
+``tiny`` (the generated world's shape, vocabulary 8,000), ``small`` (mt5-small's shape) and
+``base`` (mt5-base's shape, ``google/mt5-base`` at full scale), both with mT5's vocabulary of
+250,112. Inputs are random token ids of a
 fixed passage length, so the figures measure the model (encoder over N*L
 tokens, decoder steps over the concatenation, the re-scoring pass that
 yields cross-attention relevance), not tokenization. Latency is per question
@@ -19,7 +20,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-VOCAB = {"tiny": 8000, "small": 250_112}
+VOCAB = {"tiny": 8000, "small": 250_112, "base": 250_112}
 
 
 @dataclass
@@ -40,6 +41,10 @@ class TrainRow:
     step_s: float
     tokens_per_s: float
     questions_per_s: float
+    device: str = "cpu"
+    peak_gib: float | None = None    # CUDA: the most memory torch held during the timed steps
+    bf16: bool = False
+    checkpointing: bool = False
 
 
 def _model(size: str, seed: int = 0):
@@ -107,27 +112,48 @@ def latency(sizes: Sequence[str], passages: Sequence[int], length: int, answer_l
 
 
 def training(sizes: Sequence[str], passages: int, length: int, batch: int, answer_len: int,
-             steps: int, progress=print) -> list[TrainRow]:
-    """Training throughput: forward + backward + AdamW step, encoder tokens/s and questions/s."""
+             steps: int, progress=print, device: str = "cpu", bf16: bool = False,
+             checkpointing: bool = False) -> list[TrainRow]:
+    """Training throughput: forward + backward + AdamW step, encoder tokens/s and questions/s; on
+    CUDA also the peak memory torch held (``bf16``: autocast; ``checkpointing``: gradient
+    checkpointing of both stacks)."""
+    import contextlib
+
     import torch
 
     rows = []
+    cuda = device.startswith("cuda")
     for size in sizes:
-        model = _model(size).train()
+        model = _model(size).to(device).train()
+        if checkpointing:
+            model.t5.gradient_checkpointing_enable()
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-        ids, mask, pmask = _inputs(batch, passages, length, VOCAB[size], seed=1)
-        labels = torch.randint(3, VOCAB[size], (batch, answer_len))
+        ids, mask, pmask = (t.to(device) for t in _inputs(batch, passages, length, VOCAB[size], seed=1))
+        labels = torch.randint(3, VOCAB[size], (batch, answer_len)).to(device)
+        cast = (torch.autocast(device.split(":")[0], dtype=torch.bfloat16) if bf16 else contextlib.nullcontext())
 
-        def step(model=model, opt=opt, ids=ids, mask=mask, pmask=pmask, labels=labels):
-            loss = model(ids, mask, pmask, labels=labels).loss
+        def step(model=model, opt=opt, ids=ids, mask=mask, pmask=pmask, labels=labels, cast=cast):
+            with cast:
+                loss = model(ids, mask, pmask, labels=labels).loss
             loss.backward()
             opt.step()
             opt.zero_grad(set_to_none=True)
+            if cuda:
+                torch.cuda.synchronize()
 
+        if cuda:
+            step()                                   # the optimizer's state exists from here on
+            torch.cuda.reset_peak_memory_stats()
         t = _median_time(step, steps)
+        peak = torch.cuda.max_memory_allocated() / 2 ** 30 if cuda else None
         tokens = batch * passages * length
-        rows.append(TrainRow(size, passages, length, batch, t, tokens / t, batch / t))
-        progress(f"  {size:5s} train step {t:.3f} s: {tokens / t:,.0f} encoder tokens/s")
+        rows.append(TrainRow(size, passages, length, batch, t, tokens / t, batch / t, device, peak, bf16,
+                             checkpointing))
+        progress(f"  {size:5s} train step {t:.3f} s: {tokens / t:,.0f} encoder tokens/s"
+                 + (f", peak {peak:.1f} GiB" if peak is not None else ""))
+        del model, opt
+        if cuda:
+            torch.cuda.empty_cache()
     return rows
 
 
@@ -139,8 +165,16 @@ def format_tables(lat: Sequence[LatencyRow], train: Sequence[TrainRow], threads:
              f"| config | params (M) | passages | greedy ms/question | beam-{beams} ms/question |",
              "|---|---:|---:|---:|---:|"]
     lines += [f"| {r.size} | {r.params_m:.1f} | {r.passages} | {r.greedy_ms:.1f} | {r.beam_ms:.1f} |" for r in lat]
-    lines += ["", "| config | passages x tokens | batch | s/step | encoder tokens/s | questions/s |",
-              "|---|---:|---:|---:|---:|---:|"]
-    lines += [f"| {r.size} | {r.passages} x {r.length} | {r.batch} | {r.step_s:.3f} | {r.tokens_per_s:,.0f} | "
-              f"{r.questions_per_s:.2f} |" for r in train]
+    return "\n".join(lines + ["", train_table(train)])
+
+
+def train_table(train: Sequence[TrainRow]) -> str:
+    """The training rows as a Markdown table (device, precision, checkpointing, peak memory)."""
+    lines = ["| config | device | passages x tokens | batch | s/step | steps/s | encoder tokens/s | questions/s "
+             "| peak GiB |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in train:
+        how = r.device + (", bf16" if r.bf16 else "") + (", checkpointing" if r.checkpointing else "")
+        peak = f"{r.peak_gib:.1f}" if r.peak_gib is not None else "-"
+        lines.append(f"| {r.size} | {how} | {r.passages} x {r.length} | {r.batch} | {r.step_s:.3f} | "
+                     f"{1 / r.step_s:.2f} | {r.tokens_per_s:,.0f} | {r.questions_per_s:.2f} | {peak} |")
     return "\n".join(lines)
