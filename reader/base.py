@@ -121,6 +121,10 @@ class ReaderFamily:
     named, not imported, so that the reader never imports the layer above it. None: not trainable there.
     ``cpu_runtime``: ``xqa build`` builds, checks and times an int8 CPU runtime of its folders
     (``xqa reader runtime``).
+    ``packed_kind``, ``pack(reader, base, out)``, ``unpack(packed, base, out)``: its small shipped
+    form over the converted encoder ``base`` (``xqa reader pack|unpack``, ``xqa build``).
+    ``kit_kind``, ``from_kit(run, base, out)``: what a run trained from a kit (``xqa reader kit``)
+    keeps, and the reader made of it over ``base``. Each returns the folder it wrote.
     """
 
     name: str
@@ -130,3 +134,8 @@ class ReaderFamily:
     fallback: bool = False
     training: str | None = None
     cpu_runtime: bool = False
+    packed_kind: str | None = None
+    pack: Callable[[Path, Path, Path], Path] | None = None
+    unpack: Callable[[Path, Path, Path], Path] | None = None
+    kit_kind: str | None = None
+    from_kit: Callable[[Path, Path, Path], Path] | None = None

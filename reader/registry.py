@@ -97,6 +97,26 @@ def resolve(folder: str | Path) -> tuple[ReaderFamily, Path | str]:
     return fallback[0], folder
 
 
+def artifact(folder: str | Path) -> tuple[ReaderFamily, str, Path]:
+    """``(family, role, folder)`` of a reader artifact in ``folder`` (or its ``best/``): role
+    ``reader`` (a kind the family loads), ``packed`` (its ``packed_kind``) or ``kit`` (its
+    ``kit_kind``: what a kit run keeps)."""
+    _built_in()
+    roles = {}
+    for f in _families.values():
+        roles.update({k: (f, "reader") for k in f.kinds})
+        if f.packed_kind:
+            roles[f.packed_kind] = (f, "packed")
+        if f.kit_kind:
+            roles[f.kit_kind] = (f, "kit")
+    for candidate in (Path(folder), Path(folder) / "best"):
+        kind = _kind(candidate)
+        if kind in roles:
+            family, role = roles[kind]
+            return family, role, candidate
+    raise XqaError(f"{folder}: no reader artifact (config.json kinds: {', '.join(sorted(roles))})")
+
+
 def family_of(folder: str | Path) -> ReaderFamily:
     """The family of the reader in ``folder``, from its ``config.json`` alone (nothing is loaded)."""
     return resolve(folder)[0]

@@ -347,6 +347,31 @@ def test_a_fid_kit_run_stops_on_time_resumes_and_becomes_the_reader_it_trained(k
     assert float(bias[others].max()) < float(bias[kit_tokens].min())
     p = passages[rows[0]["positive_ids"][0]]
     ctx = Context(id=p["id"], title=p["title"], text=p["text"], lang=p["lang"], score=1.0, source="test")
-    out_ = reader.read([Question(id="q", question=rows[0]["question"], lang=rows[0]["lang"])], [[ctx]], beams=2,
-                       n_best=2)[0]
-    assert out_.candidates and len(out_.relevance) == 1
+    question = Question(id="q", question=rows[0]["question"], lang=rows[0]["lang"])
+    read = reader.read([question], [[ctx]], beams=2, n_best=2)[0]
+    assert read.candidates and len(read.relevance) == 1
+    # shipped form: xqa reader pack takes the run as it takes a span reader's; unpacked, the weights are
+    # the trained ones within int8's step and the word embeddings the base's
+    said = io.StringIO()
+    with contextlib.redirect_stdout(said):
+        assert main(["reader", "pack", "--reader", str(out), "--base", str(converted_e5), "--out",
+                     str(tmp_path / "packed")]) == 0
+        assert main(["reader", "unpack", "--delta", str(tmp_path / "packed"), "--base", str(converted_e5),
+                     "--out", str(tmp_path / "unpacked")]) == 0
+    packed_cfg = json.loads((tmp_path / "packed" / "config.json").read_text())
+    assert packed_cfg["kind"] == "fid_reader_delta"
+    packed = load_file(str(tmp_path / "packed" / "delta.safetensors"))
+    assert all(t.dtype == torch.int8 for name, t in packed.items() if t.ndim == 2)   # every matrix in int8
+    assert (tmp_path / "packed" / "delta.safetensors").stat().st_size < sum((best / f).stat().st_size
+                                                                           for f in cfg["files"])
+    unpacked = FiDReader.load(tmp_path / "unpacked")
+    mine, theirs = reader.model.t5.state_dict(), unpacked.model.t5.state_dict()
+    for name, w in mine.items():
+        if name.endswith("position_ids"):
+            continue
+        step = w.float().abs().amax(dim=-1, keepdim=True) / 127 if w.ndim == 2 else torch.zeros(())
+        assert bool(((theirs[name].float() - w.float()).abs() <= 0.6 * step + 1e-6).all()), name  # fp16 scales
+    emb = unpacked.model.t5.encoder.embeddings.word_embeddings.weight
+    assert torch.equal(emb, base["embeddings.word_embeddings.weight"])
+    assert unpacked.model.t5.decoder.cls.predictions.decoder.weight.data_ptr() == emb.data_ptr()
+    assert unpacked.read([question], [[ctx]], beams=2, n_best=2)[0].candidates

@@ -1,4 +1,4 @@
-"""The span reader's artifacts, one typed config and one function each: the training kit that
+"""The readers' artifacts, one typed config and one function each: the training kit that
 travels (:func:`make_kit`), the reader stored as its int8 difference to the base encoder
 (:func:`pack_reader`, :func:`unpack_reader`) and its int8 CPU runtime (:func:`build_runtime`).
 
@@ -63,29 +63,34 @@ def describe_kit(summary: dict[str, Any], out: str | Path) -> str:
 @dataclass
 class PackConfig:
     reader: str = field(metadata={
-        "help": "span reader folder (xqa train reader --family span OUT or OUT/best; a --kit run's too)"})
+        "help": "reader folder (xqa train reader OUT or OUT/best; a --kit run's too): a span reader or a "
+                "warm-started FiD"})
     base: str = field(metadata={"help": "the encoder folder it was trained from (xqa convert e5)"})
     out: str = field(metadata={"help": "folder to write (config.json, delta.safetensors)"})
 
 
 def pack_reader(cfg: PackConfig) -> Path:
-    """The reader ``cfg.reader`` as its int8 difference to ``cfg.base``
-    (:func:`reader.span.delta.pack`; a kit-trained reader is put back onto its base first); the folder."""
+    """The reader ``cfg.reader`` in its family's small shipped form over ``cfg.base`` (the family's
+    ``pack``, :mod:`reader.registry`; a kit-trained reader is put back onto its base first); the folder."""
     import tempfile
 
-    from reader.span.delta import pack
-    from reader.span.kit import is_kit_reader, to_reader
+    from reader.registry import artifact
+    from xqa.errors import XqaError
 
-    if is_kit_reader(cfg.reader) or is_kit_reader(Path(cfg.reader) / "best"):
+    family, role, folder = artifact(cfg.reader)
+    if role == "packed" or family.pack is None:
+        raise XqaError(f"{cfg.reader}: {'packed already' if role == 'packed' else f'the {family.name} family does not pack'}")
+    if role == "kit":
         with tempfile.TemporaryDirectory(prefix="xqa-kit-reader-") as tmp:   # base + what training changed
-            return Path(pack(to_reader(cfg.reader, cfg.base, Path(tmp) / "reader"), cfg.base, cfg.out))
-    return Path(pack(cfg.reader, cfg.base, cfg.out))
+            return Path(family.pack(family.from_kit(folder, Path(cfg.base), Path(tmp) / "reader"), Path(cfg.base),
+                                    Path(cfg.out)))
+    return Path(family.pack(folder, Path(cfg.base), Path(cfg.out)))
 
 
 @dataclass
 class UnpackConfig:
     base: str = field(metadata={"help": "the encoder folder (xqa convert e5 --out DIR)"})
-    out: str = field(metadata={"help": "span reader folder to write"})
+    out: str = field(metadata={"help": "reader folder to write"})
     # None: the shipped one (xqa.data.corpus.SHIPPED_READER)
     delta: str | None = field(default=None, metadata={
         "help": "packed reader folder (default: the shipped one, xqa/models/span-reader)"})
@@ -97,12 +102,16 @@ class UnpackConfig:
 def unpack_reader(cfg: UnpackConfig, log: Log = print) -> Path:
     """The packed reader ``cfg.delta`` added onto ``cfg.base`` (:func:`reader.span.delta.unpack`),
     then, unless ``cfg.int8`` is off, its int8 runtime built, checked and timed; the folder."""
-    from reader.span.delta import unpack
+    from reader.registry import artifact
     from xqa.data.corpus import SHIPPED_READER
+    from xqa.errors import XqaError
 
-    out = unpack(cfg.delta or SHIPPED_READER, cfg.base, cfg.out)
+    family, role, folder = artifact(cfg.delta or SHIPPED_READER)
+    if role != "packed":
+        raise XqaError(f"{cfg.delta}: not a packed reader (xqa reader pack writes one)")
+    out = family.unpack(folder, Path(cfg.base), Path(cfg.out))
     log(f"wrote {out}")
-    if cfg.int8:
+    if cfg.int8 and family.cpu_runtime:
         from reader.span.runtime import build_and_report
 
         build_and_report(out, threads=cfg.threads, log=log)

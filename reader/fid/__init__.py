@@ -6,7 +6,10 @@
 - ``reader.fid.data``: passage formatting, tokenization into ``n_context`` blocks, collation,
   copy-attention targets;
 - ``reader.fid.spans``: candidates restricted to spans of the passages read;
-- ``reader.fid.task``: the training task plugged into ``xqa.training.train``.
+- ``reader.fid.task``: the training task plugged into ``xqa.training.train``;
+- ``reader.fid.warm``: an encoder–decoder warm-started from an encoder-only checkpoint (BERT2BERT);
+- ``reader.fid.kit``: that FiD trained from the span reader's kit, and the reader made of a run;
+- ``reader.fid.delta``: a warm-started FiD shipped as int8 over the converted encoder.
 
 :data:`FAMILY` is its registration (:mod:`reader.registry`): it loads ``fid_reader`` artifacts
 and, as the fallback, a Hugging Face T5/mT5 name or folder. Importing this package loads
@@ -25,6 +28,24 @@ def _load(folder: Path | str):
     return FiDReader.load(folder)
 
 
+def _pack(reader: Path, base: Path, out: Path) -> Path:
+    from reader.fid.delta import pack
+
+    return pack(reader, base, out)
+
+
+def _unpack(packed: Path, base: Path, out: Path) -> Path:
+    from reader.fid.delta import unpack
+
+    return unpack(packed, base, out)
+
+
+def _from_kit(run: Path, base: Path, out: Path) -> Path:
+    from reader.fid.kit import to_reader
+
+    return to_reader(run, base, out)
+
+
 FAMILY = ReaderFamily(
     name="fid",
     kinds=("fid_reader",),
@@ -32,4 +53,9 @@ FAMILY = ReaderFamily(
     description="A Fusion-in-Decoder reader writes the answer from the passages it reads.",
     fallback=True,
     training="xqa.training.fid",
+    packed_kind="fid_reader_delta",
+    pack=_pack,
+    unpack=_unpack,
+    kit_kind="fid_kit_reader",
+    from_kit=_from_kit,
 )

@@ -22,6 +22,24 @@ def _load(folder: Path | str):
     return SpanReader.load(folder)
 
 
+def _pack(reader: Path, base: Path, out: Path) -> Path:
+    from reader.span.delta import pack
+
+    return pack(reader, base, out)
+
+
+def _unpack(packed: Path, base: Path, out: Path) -> Path:
+    from reader.span.delta import unpack
+
+    return unpack(packed, base, out)
+
+
+def _from_kit(run: Path, base: Path, out: Path) -> Path:
+    from reader.span.kit import to_reader
+
+    return to_reader(run, base, out)
+
+
 FAMILY = ReaderFamily(
     name="span",
     kinds=("span_reader",),
@@ -32,4 +50,9 @@ FAMILY = ReaderFamily(
                 "language.",
     training="xqa.training.span",
     cpu_runtime=True,
+    packed_kind="span_reader_delta",
+    pack=_pack,
+    unpack=_unpack,
+    kit_kind="span_kit_reader",
+    from_kit=_from_kit,
 )
