@@ -129,7 +129,7 @@ class Pipeline:
         self._lock = threading.RLock()
         self._components: dict[str, Any] = {}
         self._retrievers: dict[Any, Any] = {}  # FusionConfig -> retriever
-        self._readers: dict[str, Any] = {}  # reader name -> the reader, loaded on first use
+        self._readers: dict[str, Any] = {}  # model folder -> the reader, loaded on first use
         self._labels: dict[str, Any] = {}   # label table path -> the table
         # (reader name, "answerability" or "answerable") -> its calibrator, or None when the reader's
         # config has none; made on first use
@@ -243,15 +243,14 @@ class Pipeline:
     def reader_of(self, name: str | None = None):
         """The reader ``name`` (a name of :attr:`readers`; None: the default), loaded on first use."""
         rc = self.config.reader_config(name)
-        key = None if rc is self.config.reader else name
-        with self._lock:
-            if key not in self._readers:
-                if not rc.model:
-                    raise XqaError("the pipeline config names no reader model")
-                path = self.config.path(rc.model)
-                what = f"reader ({rc.model})" if key is None else f"reader {key} ({rc.model})"
-                self._readers[key] = self._loading(what, lambda: load_reader(path))
-            return self._readers[key]
+        if not rc.model:
+            raise XqaError("the pipeline config names no reader model")
+        path = self.config.path(rc.model)
+        with self._lock:  # readers of one model folder (with other settings) share it
+            if path not in self._readers:
+                what = f"reader ({rc.model})" if rc is self.config.reader else f"reader {name} ({rc.model})"
+                self._readers[path] = self._loading(what, lambda: load_reader(path))
+            return self._readers[path]
 
     @property
     def labels(self):
