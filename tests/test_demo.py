@@ -39,6 +39,7 @@ class FakePipeline:
 
     ask = Pipeline.ask
     question_language = Pipeline.question_language
+    readers = Pipeline.readers
 
     def __init__(self, methods=("sparse", "dense", "scd"), languages=("en", "ja", "zh_cn", "fi"),
                  examples=(), error: Exception | None = None, fallback: str | None = None):
@@ -73,6 +74,10 @@ class FakePipeline:
 
     @property
     def reader(self):
+        return object()
+
+    def reader_of(self, name=None):
+        self.config.reader_config(name)
         return object()
 
 
