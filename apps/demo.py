@@ -1,8 +1,8 @@
 """The Gradio demo: ask in any language, see the answer, the n-best and the evidence.
 
 ``build_app(pipeline)`` lays out the page and wires one event, ``/answer``
-(API name ``answer``: question, language, method, K, passages → status,
-answer, n-best, evidence, answer record). It reads only the pipeline's
+(API name ``answer``: question, language, method, K, passages, and the reader
+where the pipeline has several → status, answer, n-best, evidence, answer record). It reads only the pipeline's
 *config* (methods, defaults, languages, examples), so it is instant: models
 and indexes load in :func:`warm_up`, which ``xqa demo`` runs in a background
 thread while the server already listens. A question asked before the warm-up
@@ -74,12 +74,18 @@ def _examples(pipeline) -> list[tuple[list[str], str]]:
     return out
 
 
-def reader_description(cfg) -> str:
-    """How the config's reader answers: its family's description (``reader.registry``), found
-    from the artifact's config.json without loading it."""
+def reader_description(cfg, name: str | None = None) -> str:
+    """How the config's reader ``name`` (None: its default reader) answers: its family's
+    description (``reader.registry``), found from the artifact's config.json without loading it."""
     from xqa.pipeline import reader_family
 
-    return reader_family(cfg.path(cfg.reader.model)).description if cfg.reader.model else ""
+    model = cfg.reader_config(name).model
+    return reader_family(cfg.path(model)).description if model else ""
+
+
+def reader_choices(pipeline) -> list[str]:
+    """The names of the pipeline's readers, the default first: the reader selector's choices."""
+    return list(pipeline.readers)
 
 
 class Answerer:
@@ -96,34 +102,37 @@ class Answerer:
         self.max_chars = max_chars
         self.batcher = batcher
         self.methods = list(pipeline.methods)
+        self.readers = reader_choices(pipeline)
         self._ids = itertools.count(1)
 
     def empty(self, message: str) -> tuple:
         return render.message_markdown(message), "", [], "", None
 
     def __call__(self, question: str, lang: str = "auto", method: str | None = None,
-                 k: float | None = None, n_passages: float | None = None) -> tuple:
-        request = self.prepare(question, lang, method, k, n_passages)
+                 k: float | None = None, n_passages: float | None = None, reader: str | None = None) -> tuple:
+        request = self.prepare(question, lang, method, k, n_passages, reader)
         if isinstance(request, tuple):
             return request
         t0 = time.perf_counter()
         try:
             ask = self.batcher.ask if self.batcher is not None else self.pipeline.ask
             asked = ask(request.text, request.lang, question_id=request.qid, method=request.method, k=request.k,
-                        n_passages=request.n)
+                        n_passages=request.n, reader=request.reader)
         except Exception as e:  # noqa: BLE001 - the status line says what went wrong
             return self.failed(request, e)
         return self.shown(request, asked, time.perf_counter() - t0)
 
-    def batch(self, questions: list, langs: list, methods: list, ks: list, ns: list) -> tuple[list, ...]:
+    def batch(self, questions: list, langs: list, methods: list, ks: list, ns: list,
+              readers: list | None = None) -> tuple[list, ...]:
         """The ``/answer`` event as Gradio's ``batch=True`` calls it: a list per input, a list per
-        output. The questions that share a method, K and passages read are answered by one
+        output. The questions that share a method, K, passages read and reader are answered by one
         :meth:`Pipeline.answer` call (the alternative to :class:`xqa.batching.Batcher`)."""
         from xqa.pipeline import AUTO, Asked
 
         outs: list[tuple | None] = [None] * len(questions)
         groups: dict[tuple, list[tuple[int, _Request, Question]]] = {}
-        for i, args in enumerate(zip(questions, langs, methods, ks, ns)):
+        readers = readers if readers is not None else [None] * len(questions)
+        for i, args in enumerate(zip(questions, langs, methods, ks, ns, readers)):
             request = self.prepare(*args)
             if isinstance(request, tuple):
                 outs[i] = request
@@ -134,14 +143,15 @@ class Answerer:
                 outs[i] = self.failed(request, e)
                 continue
             q = Question(id=request.qid, question=request.text, lang=code)
-            groups.setdefault((request.method, request.k, request.n), []).append((i, request, q))
-        for (method, k, n), items in groups.items():
+            groups.setdefault((request.method, request.k, request.n, request.reader), []).append((i, request, q))
+        for (method, k, n, reader), items in groups.items():
             t0 = time.perf_counter()
             try:
-                answers = self.pipeline.answer([q for _, _, q in items], method=method, k=k, n_passages=n)
+                answers = self.pipeline.answer([q for _, _, q in items], method=method, k=k, n_passages=n,
+                                               reader=reader)
             except Exception:  # noqa: BLE001 - one at a time, so one bad question fails alone
                 for i, request, _ in items:
-                    outs[i] = self(request.text, request.lang, request.method, request.k, request.n)
+                    outs[i] = self(request.text, request.lang, request.method, request.k, request.n, request.reader)
                 continue
             seconds = time.perf_counter() - t0
             for (i, request, q), answer in zip(items, answers):
@@ -149,7 +159,7 @@ class Answerer:
         return tuple(list(column) for column in zip(*outs))
 
     def prepare(self, question: str, lang: str = "auto", method: str | None = None, k: float | None = None,
-                n_passages: float | None = None):
+                n_passages: float | None = None, reader: str | None = None):
         """The request checked: a :class:`_Request`, or the outputs that say what is wrong with it."""
         problem = render.validate_question(question, self.max_chars)
         if problem:
@@ -165,14 +175,18 @@ class Answerer:
         if lang != "auto" and lang not in LANGUAGE_NAMES:
             shown = lang if len(lang) <= 40 else lang[:40] + "…"
             return self.empty(f"Unknown language code {shown!r}; choose one from the list, or auto.")
+        reader = reader or self.readers[0]
+        if not isinstance(reader, str) or reader not in self.readers:
+            return self.empty(f"Reader {str(reader)[:40]!r} is not available here; choose one of: "
+                              f"{', '.join(self.readers)}.")
         try:
-            n = int(n_passages or cfg.reader.n_passages)
+            n = int(n_passages or cfg.reader_config(reader).n_passages)
             k = max(int(k or cfg.retrieval.k), n)
         except (TypeError, ValueError, OverflowError):
             return self.empty("K and the number of passages read must be whole numbers.")
         if not (1 <= n <= MAX_PASSAGES_READ and k <= MAX_K):
             return self.empty(f"Choose K between 1 and {MAX_K} and passages read between 1 and {MAX_PASSAGES_READ}.")
-        return _Request(text, lang, method, k, n, f"demo-{next(self._ids)}")
+        return _Request(text, lang, method, k, n, f"demo-{next(self._ids)}", reader)
 
     def failed(self, request: "_Request", error: Exception) -> tuple:
         if isinstance(error, XqaError):
@@ -186,7 +200,8 @@ class Answerer:
         cfg = self.pipeline.config
         answer, code, detected = asked.answer, asked.question.lang, asked.detected
         method, k, n = request.method, request.k, request.n
-        fused = cfg.reader.evidence_fusion
+        rc = cfg.reader_config(request.reader)
+        fused = rc.evidence_fusion
         note = ""
         if code == UNKNOWN:
             note = ("The language was not identified among this pipeline's: BM25 searches every language's "
@@ -195,10 +210,11 @@ class Answerer:
             note = (f"No index covers {language_name(code)} (`{code}`): its BM25 list is empty and "
                     f"dense retrieval searches all languages.")
         record = answer.to_dict()
-        record.update(lang=code, detected=detected, method=method, k=k, n_passages=n, seconds=round(seconds, 4))
-        return (render.status_markdown(code, detected, method, k, n, seconds, note),
-                render.answer_html(answer, fused, code, cfg.reader.answerability_threshold,
-                                   cfg.reader.not_found_threshold),
+        record.update(lang=code, detected=detected, method=method, k=k, n_passages=n, reader=request.reader,
+                      seconds=round(seconds, 4))
+        shown_reader = request.reader if len(self.readers) > 1 else ""
+        return (render.status_markdown(code, detected, method, k, n, seconds, note, reader=shown_reader),
+                render.answer_html(answer, fused, code, rc.answerability_threshold, rc.not_found_threshold),
                 render.nbest_rows(answer),
                 render.evidence_html(answer),
                 record)
@@ -214,6 +230,7 @@ class _Request:
     k: int
     n: int
     qid: str
+    reader: str      # the name of the reader that reads (Pipeline.readers)
 
 
 def method_choices(pipeline) -> list[tuple[str, str]]:
@@ -252,12 +269,14 @@ def build_app(pipeline, *, max_chars: int = render.MAX_QUESTION_CHARS, batch: in
     if concurrency is None:
         concurrency = batch if batch > 1 else UNBATCHED_CONCURRENCY
     answerer = Answerer(pipeline, max_chars=max_chars, batcher=worker)
+    readers = answerer.readers
     k_max = max(100, cfg.retrieval.k)
-    n_max = max(50, cfg.reader.n_passages)
+    n_max = max(50, *(cfg.reader_config(name).n_passages for name in readers))
+    descriptions = [(name, reader_description(cfg, name)) for name in readers]
 
     with gr.Blocks(title="xqa — multilingual question answering", analytics_enabled=False) as demo:
         gr.Markdown(render.intro_markdown(cfg.about, cfg.languages, cfg.retrieval.method,
-                                          reader_description(cfg)), elem_id="intro")
+                                          render.readers_markdown(descriptions)), elem_id="intro")
         with gr.Row():
             with gr.Column(scale=3):
                 question = gr.Textbox(label="Question", lines=1, max_lines=4, elem_id="question",
@@ -275,6 +294,12 @@ def build_app(pipeline, *, max_chars: int = render.MAX_QUESTION_CHARS, batch: in
                                   elem_id="k")
                     n_passages = gr.Slider(1, n_max, value=cfg.reader.n_passages, step=1,
                                            label="Passages read", elem_id="n_passages")
+                chosen = None
+                if len(readers) > 1:   # each reader reads with its own settings; the slider starts at its own
+                    chosen = gr.Radio(readers, value=readers[0], label="Reader", elem_id="reader",
+                                      info="the model that reads the passages and answers (the first: the default)")
+                    chosen.change(lambda name: gr.update(value=cfg.reader_config(name).n_passages), chosen,
+                                  n_passages, api_visibility="private")
         status = gr.Markdown(elem_id="status")
         answer = gr.HTML(elem_id="answer", css_template=render.CSS)
         nbest = gr.Dataframe(headers=render.NBEST_HEADERS, label="n-best answers", interactive=False,
@@ -284,7 +309,7 @@ def build_app(pipeline, *, max_chars: int = render.MAX_QUESTION_CHARS, batch: in
         with gr.Accordion("Answer record (JSON)", open=False):
             record = gr.JSON(elem_id="record")
 
-        inputs = [question, lang, method, k, n_passages]
+        inputs = [question, lang, method, k, n_passages, *([chosen] if chosen is not None else [])]
         outputs = [status, answer, nbest, evidence, record]
         if gradio_batches:   # one batch at a time, of up to ``batch`` waiting requests
             gr.on([ask.click, question.submit], answerer.batch, inputs, outputs, api_name="answer", batch=True,
@@ -348,7 +373,8 @@ def warm_up(pipeline, say: Callable[[str], Any] = print, readiness: Readiness | 
         # nothing for should not wait for the dense model to load
         for m in dict.fromkeys(methods + [f for f in map(pipeline.fallback_for, methods) if f]):
             pipeline.retriever(m)
-        pipeline.reader  # noqa: B018 - loads the reader
+        for name in pipeline.readers:   # every reader the page offers
+            pipeline.reader_of(name)
         langid_warm_up()  # lingua's models, which the first question would otherwise wait for
         ex = next(iter(pipeline.config.examples), {"question": "What is the capital of Finland?", "lang": "en"})
         q = Question(id="warm-up", question=ex["question"], lang=ex.get("lang") or "en")

@@ -131,6 +131,18 @@ def intro_markdown(about: dict, languages: Sequence[str], method: str, reader: s
     return "\n\n".join(lines)
 
 
+def readers_markdown(readers: Sequence[tuple[str, str]]) -> str:
+    """How the page's readers answer, for the introduction: ``readers`` is (name, its family's
+    description) per reader, the default first; one reader is its description alone."""
+    if len(readers) == 1:
+        return readers[0][1]
+    if not readers:
+        return ""
+    lines = ["Choose the reader that answers (the first is the default):"]
+    lines += [f"- **{html.escape(name)}**: {html.escape(text, quote=False) or 'a reader'}" for name, text in readers]
+    return "\n".join(lines)
+
+
 NO_ANSWER_TITLE = rendering.NO_ANSWER[:1].upper() + rendering.NO_ANSWER[1:]
 UNCERTAIN_TITLE = "Uncertain answer"
 
@@ -273,12 +285,13 @@ def _relevance_cell(r: float) -> str:
 
 
 def status_markdown(lang: str, detected: bool, method: str, k: int, n_passages: int, seconds: float,
-                    note: str = "") -> str:
-    """One line saying which language, method and budget answered, and how fast."""
+                    note: str = "", reader: str = "") -> str:
+    """One line saying which language, method, reader (``reader``: its name, where the page
+    offers several) and budget answered, and how fast."""
     how = "detected" if detected else "chosen"
     parts = [f"**Language:** {html.escape(language_name(lang))} (`{html.escape(lang)}`, {how})",
              f"**Retrieval:** {html.escape(method_label(method))}, K = {k}",
-             f"**Reader:** {n_passages} passages",
+             f"**Reader:** {html.escape(reader) + ', ' if reader else ''}{n_passages} passages",
              f"answered in {seconds:.2f} s"]
     line = " · ".join(parts)
     return f"{line}\n\n{note}" if note else line

@@ -39,6 +39,7 @@ class FakePipeline:
 
     ask = Pipeline.ask
     question_language = Pipeline.question_language
+    readers = Pipeline.readers
 
     def __init__(self, methods=("sparse", "dense", "scd"), languages=("en", "ja", "zh_cn", "fi"),
                  examples=(), error: Exception | None = None, fallback: str | None = None):
@@ -49,19 +50,20 @@ class FakePipeline:
         self.error = error
         self.loaded = False
         self.fallback, self.retrievers = fallback, []
+        self.loaded_readers: list = []
 
     def answer(self, questions, method=None, k=None, n_passages=None, **kw):
-        self.calls.append({"questions": list(questions), "method": method, "k": k, "n_passages": n_passages})
+        self.calls.append({"questions": list(questions), "method": method, "k": k, "n_passages": n_passages,
+                           "reader": kw.get("reader")})
         if self.error:
             raise self.error
-        q = questions[0]
         ev = (Evidence(_ctx("p1", "Kalevala", "Elias Lönnrot compiled the <Kalevala> in 1835.", score=12.5,
                             source="corroborated"), 0.7),
               Evidence(_ctx("p2", "Lönnrot", "LÖNNROT was a physician & philologist.", lang="fi", score=3.25,
                             source="sparse"), 0.3))
         return [Answer(question_id=q.id, text="Lönnrot", score=0.8,
                        candidates=(Candidate("Lönnrot", 0.8, -0.2), Candidate("Runeberg", 0.2, -1.6)),
-                       evidence=ev)]
+                       evidence=ev) for q in questions]
 
     # used by warm_up
     def retriever(self, method):
@@ -73,6 +75,11 @@ class FakePipeline:
 
     @property
     def reader(self):
+        return object()
+
+    def reader_of(self, name=None):
+        self.config.reader_config(name)
+        self.loaded_readers.append(name)
         return object()
 
 
@@ -643,3 +650,72 @@ def test_bench_demo_compares_one_at_a_time_with_batched_in_one_table(tiny_pipeli
     assert [(s["server"], s["users"]) for s in saved] == [("1", 1), ("1", 3), ("4 xqa", 1), ("4 xqa", 3),
                                                           ("4 gradio", 1), ("4 gradio", 3)]
     assert all(s["answered"] > 0 and s["answered_per_second"] > 0 for s in saved)
+
+
+# ------------------------------------------------------------------ several readers
+
+def _two_reader_fake():
+    from xqa.config import ReaderConfig
+
+    pipe = FakePipeline()
+    pipe.config.reader.name, pipe.config.reader.n_passages = "span", 5
+    pipe.config.readers = {"fid": ReaderConfig(model="fid", n_passages=12, answerability_threshold=0.9)}
+    return pipe
+
+
+def test_a_reader_selector_is_shown_only_where_the_pipeline_has_several_readers():
+    single = build_app(FakePipeline())
+    assert not [b for b in single.blocks.values() if getattr(b, "elem_id", None) == "reader"]
+    pipe = _two_reader_fake()
+    demo = build_app(pipe)
+    reader = _by_id(demo, "reader")
+    assert [v for _, v in reader.choices] == ["span", "fid"] and reader.value == "span"
+    [fn] = [fn for fn in demo.fns.values() if fn.api_name == "answer"]
+    assert [b.elem_id for b in fn.inputs] == ["question", "lang", "method", "k", "n_passages", "reader"]
+    assert _by_id(demo, "n_passages").value == 5 and pipe.calls == [] and pipe.loaded_readers == []
+    # choosing a reader moves the passages slider to what that reader reads
+    [change] = [fn for fn in demo.fns.values() if [b.elem_id for b in fn.inputs] == ["reader"]]
+    assert [b.elem_id for b in change.outputs] == ["n_passages"] and change.fn("fid")["value"] == 12
+
+
+def test_the_chosen_reader_answers_with_its_own_settings_and_an_unknown_one_is_refused():
+    pipe = _two_reader_fake()
+    answerer = Answerer(pipe)
+    status, _, _, _, record = answerer("Who wrote the Kalevala?", "en", "scd", 30, None, "fid")
+    assert pipe.calls[-1]["reader"] == "fid" and pipe.calls[-1]["n_passages"] == 12   # fid's passages read
+    assert record["reader"] == "fid" and "**Reader:** fid, 12 passages" in status
+    answerer("Who wrote the Kalevala?", "en", "scd", 30, None)
+    assert pipe.calls[-1]["reader"] == "span" and pipe.calls[-1]["n_passages"] == 5   # the default
+    status = answerer("Who?", "en", "scd", 30, 5, "bert")[0]
+    assert "Reader 'bert' is not available here; choose one of: span, fid." in status and len(pipe.calls) == 2
+    # Gradio's batched event: one call per reader
+    pipe.calls.clear()
+    columns = answerer.batch(["Who?", "Who?", "Who?"], ["en"] * 3, ["scd"] * 3, [30] * 3, [5] * 3,
+                             ["fid", "span", "fid"])
+    assert sorted((c["reader"], len(c["questions"])) for c in pipe.calls) == [("fid", 2), ("span", 1)]
+    assert [r["reader"] for r in columns[4]] == ["fid", "span", "fid"]
+
+
+def test_warm_up_loads_every_reader():
+    pipe = _two_reader_fake()
+    assert warm_up(pipe, lambda _: None) is not None
+    assert pipe.loaded_readers == ["span", "fid"]
+
+
+def test_the_demo_routes_to_the_chosen_reader_of_a_real_pipeline(tiny_pipeline, tmp_path):
+    from test_readers import _two_readers
+
+    from reader.registry import get
+
+    pipe = Pipeline.load(_two_readers(Path(tiny_pipeline), tmp_path))
+    demo = build_app(pipe, batch=1)
+    intro = _by_id(demo, "intro").value
+    assert "**fid**" in intro and "**short**" in intro and intro.count(get("fid").description) == 2
+    answerer = Answerer(pipe)
+    question = "What continent is Mexico in?"
+    short = answerer(question, "en", None, None, None, "short")[4]
+    default = answerer(question, "en", None, None, None, "fid")[4]
+    assert short["reader"] == "short" and short["n_passages"] == 1 and len(short["evidence"]) == 1
+    assert len(short["candidates"]) == 1
+    assert default["reader"] == "fid" and default["n_passages"] == 4 and len(default["evidence"]) == 4
+

@@ -50,7 +50,7 @@ def test_every_field_is_documented_with_its_default():
 
 def test_the_examples_are_valid_configs():
     blocks = re.findall(r"```json\n(.*?)```", PAGE.read_text(encoding="utf-8"), flags=re.S)
-    assert len(blocks) == 2
+    assert len(blocks) == 3
     for block in blocks:
         cfg = PipelineConfig.from_dict(json.loads(block))
         assert cfg.passages and cfg.reader.model

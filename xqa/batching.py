@@ -5,8 +5,8 @@ The demo serves many users at once. Answered one at a time, each question pays f
 question encoding, retrieval call and reader batches, and the threads that wait for the
 reader's lock contend for the same two cores. :class:`Batcher` runs one worker thread: a
 request (:meth:`Batcher.ask`, from any thread) goes into a queue, and the worker answers
-everything queued when it is free: questions that share a method, K and number of passages
-read are answered by one :meth:`Pipeline.answer` call — one batched encoding, one batched
+everything queued when it is free: questions that share a method, K, number of passages
+read and reader are answered by one :meth:`Pipeline.answer` call — one batched encoding, one batched
 search, and the reader's windows of all of them batched by length. Nothing waits on purpose:
 a lone question starts at once, and the questions that arrive while a batch is being read form
 the next one (``max_wait`` adds a wait, which helps only when requests arrive in a steady trickle).
@@ -39,7 +39,7 @@ DEFAULT_MAX_BATCH = 16
 @dataclass
 class _Request:
     question: Question
-    key: tuple[Any, ...]    # (method, k, n_passages): what one Pipeline.answer call shares
+    key: tuple[Any, ...]    # (method, k, n_passages, reader): what one Pipeline.answer call shares
     future: Future = field(default_factory=Future)
 
 
@@ -66,17 +66,19 @@ class Batcher:
     # ------------------------------------------------------------------ callers
 
     def submit(self, question: Question, method: str | None = None, k: int | None = None,
-               n_passages: int | None = None) -> Future:
-        """A future of ``question``'s :class:`xqa.records.Answer`."""
+               n_passages: int | None = None, reader: str | None = None) -> Future:
+        """A future of ``question``'s :class:`xqa.records.Answer`; ``reader``: the name of the
+        pipeline's reader that reads it (None: the default)."""
         if self._closed:
             raise XqaError("the batcher is closed")
         self._start()
-        request = _Request(question, (method, k, n_passages))
+        request = _Request(question, (method, k, n_passages, reader))
         self._queue.put(request)
         return request.future
 
     def ask(self, text: str, lang: str = "auto", *, question_id: str = "q", method: str | None = None,
-            k: int | None = None, n_passages: int | None = None, timeout: float | None = None):
+            k: int | None = None, n_passages: int | None = None, reader: str | None = None,
+            timeout: float | None = None):
         """:meth:`Pipeline.ask`, batched with whatever else is asked meanwhile: an
         :class:`xqa.pipeline.Asked`. The language is identified in the caller's thread."""
         from xqa.pipeline import AUTO, Asked
@@ -85,7 +87,7 @@ class Batcher:
         if not text:
             raise XqaError("the question is empty")
         question = Question(id=question_id, question=text, lang=self.pipeline.question_language(text, lang))
-        answer = self.submit(question, method, k, n_passages).result(timeout)
+        answer = self.submit(question, method, k, n_passages, reader).result(timeout)
         return Asked(question, answer, detected=lang == AUTO)
 
     def close(self) -> None:
@@ -139,9 +141,11 @@ class Batcher:
                 self._answer(key, requests)
 
     def _answer(self, key: tuple[Any, ...], requests: list[_Request]) -> None:
-        method, k, n = key
+        method, k, n, reader = key
+        chosen = {} if reader is None else {"reader": reader}  # None: the pipeline's default reader
         try:
-            answers = self.pipeline.answer([r.question for r in requests], method=method, k=k, n_passages=n)
+            answers = self.pipeline.answer([r.question for r in requests], method=method, k=k, n_passages=n,
+                                           **chosen)
         except BaseException as e:  # noqa: BLE001 - handed to the callers below
             if len(requests) == 1:
                 requests[0].future.set_exception(e)

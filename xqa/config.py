@@ -13,6 +13,7 @@ Full-scale example (``docs/full-scale.md``)::
 """
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,11 @@ from retriever.combined import FusionConfig, FusionSettings
 
 # retrieval.fallback (and xqa --fallback) for "never search again"
 NO_FALLBACK = "none"
+# The name of a default reader that has no name and no model.
+DEFAULT_READER = "default"
+# What a reader's name may be (``reader.name``, the keys of ``readers``): it is given on command lines.
+READER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
+READER_NAME_RULE = "letters, digits, '_', '.', '+' or '-', starting with a letter or digit"
 
 
 @dataclass
@@ -55,6 +61,9 @@ class RetrievalConfig(FusionSettings):
 
 @dataclass
 class ReaderConfig:
+    # the name ``--reader`` and the demo choose this reader by; None: its family's name (the
+    # default reader; an entry of ``readers`` is named by its key)
+    name: str | None = None
     model: str | None = None
     n_passages: int = 20
     beams: int = 4
@@ -89,6 +98,9 @@ class PipelineConfig:
     passages: str | None = None
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
     reader: ReaderConfig = field(default_factory=ReaderConfig)
+    # other readers the same pipeline can answer with, by name (xqa ask --reader NAME, the demo's
+    # reader selector); each with its own model and settings
+    readers: dict[str, ReaderConfig] = field(default_factory=dict)
     languages: list[str] = field(default_factory=list)
     examples: list[dict[str, str]] = field(default_factory=list)  # demo examples: {"question", "lang"}
     tuned: dict[str, Any] = field(default_factory=dict)  # what was tuned on dev, and the result
@@ -126,30 +138,20 @@ class PipelineConfig:
 
         if not methods.is_method(retrieval.method):
             raise XqaError(f"retrieval.method {retrieval.method!r} is not one of {methods.method_names()}")
-        for name in ("answerability", "answerable"):
-            if getattr(reader, name) is not None:
-                from reader.answerability import Calibrator
-
-                try:
-                    Calibrator.from_dict(getattr(reader, name))
-                except (ValueError, TypeError) as e:
-                    raise XqaError(f"field 'reader.{name}': {e}") from None
-        if not 0.0 <= reader.answerability_threshold <= 1.0:
-            raise XqaError(f"field 'reader.answerability_threshold' should be a probability in [0, 1], "
-                           f"found {reader.answerability_threshold}")
-        t = reader.not_found_threshold
-        if t is not None and reader.answerable is None and not 0.0 <= t <= reader.answerability_threshold:
-            raise XqaError(f"field 'reader.not_found_threshold' should be a probability no higher than "
-                           f"reader.answerability_threshold ({reader.answerability_threshold}), found {t}")
-        if t is not None and not 0.0 <= t <= 1.0:
-            raise XqaError(f"field 'reader.not_found_threshold' should be a probability in [0, 1], found {t}")
+        _check_reader(reader, "reader")
+        readers = _readers(d.pop("readers", {}))
         if retrieval.fallback != NO_FALLBACK and not methods.is_method(retrieval.fallback):
             raise XqaError(f"retrieval.fallback {retrieval.fallback!r} is not {NO_FALLBACK!r} or one of "
                            f"{methods.method_names()}")
         unknown = sorted(set(retrieval.indexes) - {k.name for k in methods.index_kinds() if k.field is None})
         if unknown:
             raise XqaError(f"retrieval.indexes: {unknown} are not registered index kinds without a field of their own")
-        cfg = cls(retrieval=retrieval, reader=reader, base_dir=str(base_dir), **d)
+        cfg = cls(retrieval=retrieval, reader=reader, readers=readers, base_dir=str(base_dir), **d)
+        if readers:
+            default = cfg.reader_name()
+            if default in readers:
+                raise XqaError(f"field 'readers': {default!r} is the name of the default reader ('reader.name', "
+                               f"else its family's name); give the other reader another name")
         return cfg
 
     @classmethod
@@ -169,6 +171,29 @@ class PipelineConfig:
         except XqaError as e:
             raise XqaError(f"{path}: {e}") from None
 
+    def reader_name(self) -> str:
+        """The default reader's name: ``reader.name``, else the family name of its model
+        (:func:`reader.registry.family_of`, from the folder's config.json), else ``"default"``."""
+        if self.reader.name:
+            return self.reader.name
+        if not self.reader.model:
+            return DEFAULT_READER
+        from reader.registry import family_of
+
+        return family_of(self.path(self.reader.model)).name
+
+    def reader_names(self) -> list[str]:
+        """The readers this config answers with: the default reader's name, then ``readers``'s."""
+        return [self.reader_name(), *self.readers]
+
+    def reader_config(self, name: str | None = None) -> ReaderConfig:
+        """The :class:`ReaderConfig` of the reader ``name`` (None: the default reader)."""
+        if name is not None and name in self.readers:
+            return self.readers[name]
+        if name is None or name == self.reader_name():
+            return self.reader
+        raise XqaError(f"unknown reader {name!r}; this pipeline's readers: {', '.join(self.reader_names())}")
+
     def path(self, value: str | None) -> str | None:
         """Resolve a path from the config against the config file's folder."""
         if value is None:
@@ -178,6 +203,50 @@ class PipelineConfig:
             return str(p)
         candidate = Path(self.base_dir) / p
         return str(candidate) if candidate.exists() or not p.exists() else str(p)
+
+
+def _check_reader(reader: ReaderConfig, prefix: str) -> None:
+    """The calibrators and thresholds of one reader's settings (``prefix``: where they are)."""
+    if reader.name is not None and not READER_NAME.fullmatch(reader.name):
+        raise XqaError(f"field '{prefix}.name': {reader.name!r} is not a reader name ({READER_NAME_RULE})")
+    for name in ("answerability", "answerable"):
+        if getattr(reader, name) is not None:
+            from reader.answerability import Calibrator
+
+            try:
+                Calibrator.from_dict(getattr(reader, name))
+            except (ValueError, TypeError) as e:
+                raise XqaError(f"field '{prefix}.{name}': {e}") from None
+    if not 0.0 <= reader.answerability_threshold <= 1.0:
+        raise XqaError(f"field '{prefix}.answerability_threshold' should be a probability in [0, 1], "
+                       f"found {reader.answerability_threshold}")
+    t = reader.not_found_threshold
+    if t is not None and reader.answerable is None and not 0.0 <= t <= reader.answerability_threshold:
+        raise XqaError(f"field '{prefix}.not_found_threshold' should be a probability no higher than "
+                       f"{prefix}.answerability_threshold ({reader.answerability_threshold}), found {t}")
+    if t is not None and not 0.0 <= t <= 1.0:
+        raise XqaError(f"field '{prefix}.not_found_threshold' should be a probability in [0, 1], found {t}")
+
+
+def _readers(d: Any) -> dict[str, ReaderConfig]:
+    """The ``readers`` section: each entry a reader like ``reader``, named by its key."""
+    out = {}
+    for name, value in d.items():
+        where = f"readers.{name}"
+        if not isinstance(name, str) or not READER_NAME.fullmatch(name):
+            raise XqaError(f"field 'readers': {name!r} is not a reader name ({READER_NAME_RULE})")
+        if not isinstance(value, dict):
+            from xqa.io import json_type
+
+            raise XqaError(f"field '{where}' should be an object, found {json_type(value)}")
+        rc = _sub(ReaderConfig, value, where)
+        _check_reader(rc, where)
+        if rc.name is not None and rc.name != name:
+            raise XqaError(f"field '{where}.name': {rc.name!r} differs from its key {name!r} (leave it out)")
+        if not rc.model:
+            raise XqaError(f"field '{where}.model': the reader {name!r} names no model")
+        out[name] = rc
+    return out
 
 
 def _sub(cls, d: dict[str, Any], name: str):

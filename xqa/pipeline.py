@@ -129,10 +129,11 @@ class Pipeline:
         self._lock = threading.RLock()
         self._components: dict[str, Any] = {}
         self._retrievers: dict[Any, Any] = {}  # FusionConfig -> retriever
-        self._reader = None
-        self._labels = None
-        self._calibrator = ...   # loaded on first use; None when the config names none
-        self._answerable = ...   # the same, for P(the collection holds the answer)
+        self._readers: dict[str, Any] = {}  # model folder -> the reader, loaded on first use
+        self._labels: dict[str, Any] = {}   # label table path -> the table
+        # (reader name, "answerability" or "answerable") -> its calibrator, or None when the reader's
+        # config has none; made on first use
+        self._calibrators: dict[tuple[str | None, str], Any] = {}
         self._store: PassageStore | None = None
 
     @classmethod
@@ -150,9 +151,17 @@ class Pipeline:
         """The index kinds this config names."""
         return _registry.named_indexes(self.config.retrieval)
 
-    def check(self, method: str | None = None, **overrides) -> None:
-        """Raise the :class:`XqaError` that answering with ``method`` (default: the config's)
-        would raise for a missing index, passage file, reader or fallback, without loading anything."""
+    @property
+    def readers(self) -> list[str]:
+        """The names of the readers this pipeline answers with, the default reader first
+        (:meth:`xqa.config.PipelineConfig.reader_names`)."""
+        return self.config.reader_names()
+
+    def check(self, method: str | None = None, reader: str | None = None, **overrides) -> None:
+        """Raise the :class:`XqaError` that answering with ``method`` (default: the config's) and
+        the reader ``reader`` (a name of :attr:`readers`; default: the config's reader) would raise
+        for a missing index, passage file, reader or fallback, without loading anything."""
+        rc = self.config.reader_config(reader)
         spec = _registry.method(method or self._settings(**overrides).method)
         missing = [n for n in spec.needs if n not in self._available()]
         if missing:
@@ -161,7 +170,7 @@ class Pipeline:
         self.fallback_for(spec.name, **overrides)
         if not self.config.passages:
             raise XqaError("the pipeline config names no passages file")
-        if not self.config.reader.model:
+        if not rc.model:
             raise XqaError("the pipeline config names no reader model")
 
     def _loading(self, what: str, load):
@@ -228,43 +237,59 @@ class Pipeline:
 
     @property
     def reader(self):
-        with self._lock:
-            if self._reader is None:
-                if not self.config.reader.model:
-                    raise XqaError("the pipeline config names no reader model")
-                path = self.config.path(self.config.reader.model)
-                self._reader = self._loading(f"reader ({self.config.reader.model})", lambda: load_reader(path))
-            return self._reader
+        """The default reader, loaded on first use."""
+        return self.reader_of(None)
+
+    def reader_of(self, name: str | None = None):
+        """The reader ``name`` (a name of :attr:`readers`; None: the default), loaded on first use."""
+        rc = self.config.reader_config(name)
+        if not rc.model:
+            raise XqaError("the pipeline config names no reader model")
+        path = self.config.path(rc.model)
+        with self._lock:  # readers of one model folder (with other settings) share it
+            if path not in self._readers:
+                what = f"reader ({rc.model})" if rc is self.config.reader else f"reader {name} ({rc.model})"
+                self._readers[path] = self._loading(what, lambda: load_reader(path))
+            return self._readers[path]
 
     @property
     def labels(self):
-        """The answer label table (``xqa.world.labels``), or None when the config names none."""
+        """The default reader's answer label table (``xqa.world.labels``), or None when the config names none."""
+        return self.labels_of(None)
+
+    def labels_of(self, name: str | None = None):
+        """The answer label table of the reader ``name``'s settings, or None when they name none."""
+        path = self.config.reader_config(name).labels
+        if not path:
+            return None
         with self._lock:
-            if self._labels is None and self.config.reader.labels:
+            if path not in self._labels:
                 from xqa.world.labels import AnswerLabels
 
-                self._labels = AnswerLabels.load(self.config.path(self.config.reader.labels))
-            return self._labels
+                self._labels[path] = AnswerLabels.load(self.config.path(path))
+            return self._labels[path]
 
     @property
     def calibrator(self):
-        """The answerability calibrator (``reader.answerability``), or None when the config has none."""
-        if self._calibrator is ...:
-            from reader.answerability import Calibrator
-
-            spec = self.config.reader.answerability
-            self._calibrator = Calibrator.from_dict(spec) if spec else None
-        return self._calibrator
+        """The default reader's answerability calibrator (``reader.answerability``), or None when the config has none."""
+        return self.calibrator_of(None)
 
     @property
     def answerable_calibrator(self):
         """The calibrator of P(the collection holds the answer), or None when the config has none."""
-        if self._answerable is ...:
+        return self.calibrator_of(None, "answerable")
+
+    def calibrator_of(self, name: str | None = None, which: str = "answerability"):
+        """The calibrator ``which`` (``answerability``: P(the answer is right); ``answerable``:
+        P(the collection holds the answer)) of the reader ``name``'s settings, or None where they have none."""
+        rc = self.config.reader_config(name)
+        key = (None if rc is self.config.reader else name, which)
+        if key not in self._calibrators:
             from reader.answerability import Calibrator
 
-            spec = self.config.reader.answerable
-            self._answerable = Calibrator.from_dict(spec) if spec else None
-        return self._answerable
+            spec = getattr(rc, which)
+            self._calibrators[key] = Calibrator.from_dict(spec) if spec else None
+        return self._calibrators[key]
 
     # ------------------------------------------------------------------ work
 
@@ -315,24 +340,27 @@ class Pipeline:
         return identify_language(text, languages) if lang == AUTO else resolve_language(lang, languages)
 
     def ask(self, text: str, lang: str = AUTO, *, question_id: str = "q", method: str | None = None,
-            k: int | None = None, n_passages: int | None = None, **overrides) -> Asked:
+            k: int | None = None, n_passages: int | None = None, reader: str | None = None, **overrides) -> Asked:
         """Answer one question in any language: its language (:meth:`question_language`), then
-        :meth:`answer` with ``method``, ``k``, ``n_passages`` and retrieval ``overrides``."""
+        :meth:`answer` with ``method``, ``k``, ``n_passages``, ``reader`` and retrieval ``overrides``."""
         text = text.strip()
         if not text:
             raise XqaError("the question is empty")
         question = Question(id=question_id, question=text, lang=self.question_language(text, lang))
-        [answer] = self.answer([question], method=method, k=k, n_passages=n_passages, **overrides)
+        [answer] = self.answer([question], method=method, k=k, n_passages=n_passages, reader=reader, **overrides)
         return Asked(question, answer, detected=lang == AUTO)
 
     def answer(self, questions: Sequence[Question], method: str | None = None, k: int | None = None,
                n_passages: int | None = None, evidence_fusion: bool | None = None,
                contexts: Sequence[Sequence[Context]] | None = None,
-               exclude: Sequence[Collection[str]] | None = None, **overrides) -> list[Answer]:
+               exclude: Sequence[Collection[str]] | None = None, reader: str | None = None,
+               **overrides) -> list[Answer]:
         """Answer each question; ``contexts`` skips retrieval when given. ``exclude`` [one set of
         passage ids per question]: answer as if the collection lacked those passages (they are
-        dropped from what is retrieved, which searches that many more to keep K)."""
-        rc = self.config.reader
+        dropped from what is retrieved, which searches that many more to keep K). ``reader``: the
+        name of the reader that reads (:attr:`readers`; None: the default), with its own settings
+        (passages read, beams, evidence fusion, calibrators and thresholds)."""
+        rc = self.config.reader_config(reader)
         n = n_passages or rc.n_passages
         fuse = rc.evidence_fusion if evidence_fusion is None else evidence_fusion
         if contexts is None:
@@ -343,20 +371,21 @@ class Pipeline:
                 contexts = [[c for c in ctxs if c.id not in set(ex)][:k] for ctxs, ex in zip(contexts, exclude)]
         contexts = [list(c)[:n] for c in contexts]
         with self._lock:  # one reader, many demo users: torch inference is not re-entrant per module
-            outs = self.reader.read(list(questions), contexts, n_context=n, beams=rc.beams, n_best=rc.n_best,
-                                    max_answer_len=rc.max_answer_len, span_beams=rc.span_beams)
-        return [self._answer(q, c, o, fuse) for q, c, o in zip(questions, contexts, outs)]
+            outs = self.reader_of(reader).read(list(questions), contexts, n_context=n, beams=rc.beams,
+                                               n_best=rc.n_best, max_answer_len=rc.max_answer_len,
+                                               span_beams=rc.span_beams)
+        return [self._answer(q, c, o, fuse, reader) for q, c, o in zip(questions, contexts, outs)]
 
-    def _answer(self, q: Question, ctxs: list[Context], out, fuse: bool) -> Answer:
+    def _answer(self, q: Question, ctxs: list[Context], out, fuse: bool, reader: str | None = None) -> Answer:
         """Evidence fusion (or the reader alone) over one question's reader output."""
         from reader.evidence import FusionParams
 
-        rc = self.config.reader
+        rc = self.config.reader_config(reader)
         params = FusionParams(rc.beta, rc.gamma, rc.miss, rc.soft, rc.same_language) if fuse and ctxs else None
-        ans = self.reader.answer(q, ctxs, out, params, labels=self.labels)
-        return self._judge(ans, q, out.relevance)
+        ans = self.reader_of(reader).answer(q, ctxs, out, params, labels=self.labels_of(reader))
+        return self._judge(ans, q, out.relevance, reader)
 
-    def _judge(self, ans: Answer, q: Question, reader_relevance) -> Answer:
+    def _judge(self, ans: Answer, q: Question, reader_relevance, reader: str | None = None) -> Answer:
         """The answer with its answerability features and, where the config has a calibrator, the
         calibrated probability that it is right, whether it clears the threshold (``answered``),
         the probability that the collection holds the answer (``answerable``, where the config has
@@ -365,14 +394,14 @@ class Pipeline:
         from reader.answerability import answer_features
 
         features = answer_features(ans, q.lang or "", list(reader_relevance))
-        calibrator = self.calibrator
+        calibrator = self.calibrator_of(reader)
         if calibrator is None or not ans.candidates:
             answered = bool(ans.text.strip())
             return replace(ans, features=features, answered=answered, found=answered,
                            confidence=0.0 if calibrator is not None else None)
         p = calibrator.probability(features)
-        rc = self.config.reader
-        answerable = self.answerable_calibrator
+        rc = self.config.reader_config(reader)
+        answerable = self.calibrator_of(reader, "answerable")
         a = answerable.probability(features) if answerable is not None else None
         answered = p >= rc.answerability_threshold
         if rc.not_found_threshold is None:

@@ -79,6 +79,10 @@ class SearchConfig:
     batch_size: int = field(default=SEARCH_BATCH_SIZE, metadata={"help": "questions per search call"})
 
 
+READER_HELP = ("the reader that answers, by name: the pipeline config's reader (reader.name, else its "
+               "family's name) or one of its readers (default: the config's reader)")
+
+
 @dataclass
 class AskConfig:
     """One question for :meth:`xqa.pipeline.Pipeline.ask` and how ``xqa ask`` shows its answer."""
@@ -88,6 +92,7 @@ class AskConfig:
         "help": "the question's language code, 'auto' to identify it, or 'und' (unknown: BM25 searches "
                 "every language's index, as when the language is not identified among the pipeline's)"})
     n_passages: int | None = field(default=None, metadata={"help": "passages given to the reader"})
+    reader: str | None = field(default=None, metadata={"metavar": "NAME", "help": READER_HELP})
     show: int = field(default=5, metadata={"help": "evidence passages to print"})
     json: bool = field(default=False, metadata={"help": "print the answer record as JSON"})
 
@@ -98,6 +103,7 @@ class AnswerConfig:
     batch_size: int = field(default=16, metadata={"help": "questions per batch"})
     n_passages: int | None = field(default=None, metadata={  # None: the config's
         "help": "passages given to the reader"})
+    reader: str | None = field(default=None, metadata={"metavar": "NAME", "help": READER_HELP})
     evidence_fusion: bool = field(default=True, metadata={
         "help": "answer with the reader's own best candidate (for comparison)"})
     evidence: int = field(default=5, metadata={"help": "evidence passages kept per record"})
@@ -144,6 +150,12 @@ def answer_questions(pipe, questions: Sequence, config: AnswerConfig) -> Answere
         if hidden != config.hide_gold:
             raise XqaError(f"{records} holds answers {'with' if hidden else 'without'} --hide-gold; resume it "
                            f"{'with' if hidden else 'without'} the flag, or answer into another --out")
+        with open(records, encoding="utf-8") as f:
+            reader = json.loads(f.readline()).get("reader")
+        if reader != config.reader:
+            raise XqaError(f"{records} holds answers of " + (f"--reader {reader}" if reader else "the config's reader")
+                           + "; resume it with " + (f"--reader {reader}" if reader else "no --reader")
+                           + ", or answer into another --out")
     todo = [q for q in questions if q.id not in finished]
     if finished and main_process():
         print(f"resuming: {len(finished)} of {len(questions)} questions already answered")
@@ -242,8 +254,9 @@ def answer_lines(pipe, batch: list, config: AnswerConfig) -> list[str]:
     hide = config.hide_gold
     fuse = False if not config.evidence_fusion else None
     exclude = [gold_passages(q) for q in answerable] if hide else None
-    answers = {a.question_id: a for a in pipe.answer(answerable, n_passages=config.n_passages,
-                                                      evidence_fusion=fuse, exclude=exclude)} if answerable else {}
+    chosen = {} if config.reader is None else {"reader": config.reader}  # None: the config's reader
+    answers = {a.question_id: a for a in pipe.answer(answerable, n_passages=config.n_passages, evidence_fusion=fuse,
+                                                      exclude=exclude, **chosen)} if answerable else {}
     lines = []
     for q in batch:
         a = answers.get(q.id)
@@ -254,6 +267,8 @@ def answer_lines(pipe, batch: list, config: AnswerConfig) -> list[str]:
                "gold": list(q.answers)}
         if hide:
             rec["gold_hidden"] = True
+        if config.reader is not None:
+            rec["reader"] = config.reader
         if q.meta.get("crosslingual"):
             rec["crosslingual"] = True
         if a:

@@ -38,6 +38,8 @@ def run(args: argparse.Namespace) -> int:
     cfg = COMMAND.config(args)
     questions = read_questions(args)  # an id repeated within or across the files is an error
     ids = [q.id for q in questions]
+    if cfg.reader is not None:  # an unknown reader name is an error before anything is answered
+        load_pipeline(args).config.reader_config(cfg.reader)
     done = answer_questions(lambda: load_pipeline(args), questions, cfg)
     if not done.counts:  # another process of a torchrun job
         return 0

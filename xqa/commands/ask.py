@@ -28,16 +28,17 @@ def run(args: argparse.Namespace) -> int:
     if not text:
         raise XqaError("the question is empty")
     pipe = load_pipeline(args, say=_say)
-    pipe.check()  # a missing index or reader is an error now, before anything loads
-    asked = pipe.ask(text, cfg.lang, n_passages=cfg.n_passages)
+    pipe.check(reader=cfg.reader)  # a missing index or reader is an error now, before anything loads
+    asked = pipe.ask(text, cfg.lang, n_passages=cfg.n_passages, reader=cfg.reader)
     if cfg.json:
         print(json.dumps(asked.answer.to_dict(), ensure_ascii=False, indent=1))
         return 0
     lang = asked.question.lang
+    rc = pipe.config.reader_config(cfg.reader)
     print("\n".join(answer_lines(asked.answer, text, lang, args.method or pipe.config.retrieval.method,
                                  unknown_lang=lang == UNKNOWN, show=cfg.show,
-                                 threshold=pipe.config.reader.answerability_threshold,
-                                 not_found_threshold=pipe.config.reader.not_found_threshold)))
+                                 threshold=rc.answerability_threshold,
+                                 not_found_threshold=rc.not_found_threshold)))
     return 0
 
 

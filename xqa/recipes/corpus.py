@@ -11,7 +11,8 @@ continues where it stopped):
 | or passages from documents (``--documents``; after the encoder, whose tokenizer the packed split counts with) | ``passages.jsonl``, ``passages-report.json`` | ``xqa passages`` |
 | encoder | ``encoder/`` | ``xqa convert e5 --no-int8`` |
 | reader | ``reader/`` | ``xqa reader unpack --no-int8`` (the shipped span reader), or a given one |
-| int8 runtimes | ``encoder/``, ``reader/`` | ``xqa convert e5``, ``xqa reader runtime``: side by side |
+| each other reader (``--also-reader NAME=FOLDER``) | ``readers/NAME/`` | as the reader |
+| int8 runtimes | ``encoder/``, ``reader/``, ``readers/*/`` | ``xqa convert e5``, ``xqa reader runtime``: side by side |
 | BM25, one index per language | ``bm25/`` | ``xqa index sparse`` |
 | cross-script BM25 | ``roman/`` | ``xqa index sparse --cross-script --stop-fraction 0.1`` |
 | dense index | ``dense/`` | ``xqa index dense --model encoder`` (int8 runtime where it passed its check) |
@@ -20,6 +21,7 @@ continues where it stopped):
 | DHR index (optional, ``--dhr-slices``) | ``dhr/`` | ``xqa index dhr`` |
 | BM25 over e5 pieces (optional, ``--pieces`` or ``--bm25-aug``) | ``pieces/`` | ``xqa index pieces`` |
 | pipeline config | ``pipeline.json`` | (with the shipped answerability calibrator when the reader is the shipped one) |
+| the other readers in the pipeline config (with ``--also-reader``) | ``pipeline.json``'s ``readers`` | (the recipe's reader settings, no calibrator) |
 | weights tuned on ``--dev`` | ``tuned/`` | each tunable weight of the methods the indexes serve (``xqa.evaluation.tuning.tune_setting``: α, μ, w, λ, as ``xqa tune alpha``, ``tune mu``, ``tune lambda``), ``tune fusion`` |
 
 The index stages (BM25 … BM25 over e5 pieces) are the build steps the index kinds of
@@ -35,7 +37,8 @@ those they were made from reuses them instead of encoding and training; any othe
 computes its own.
 
 Without ``--dev`` the weights are the recipe's defaults (tuned once on the shipped corpus's
-tuning questions, see :data:`DEFAULT_WEIGHTS`).
+tuning questions, see :data:`DEFAULT_WEIGHTS`). ``--dev`` tunes the default reader's evidence
+fusion; the other readers keep the recipe's weights.
 """
 from __future__ import annotations
 
@@ -139,7 +142,8 @@ class CorpusBuild(Build):
     def __init__(self, passages: str | Path, out: str | Path, *, lang: str | None = None,
                  dev: str | Path | None = None, reader: str | Path | None = None,
                  recipe: Recipe | None = None, examples: list[dict] | None = None,
-                 about: dict[str, Any] | None = None, threads: int = 0, documents: dict[str, Any] | None = None):
+                 about: dict[str, Any] | None = None, threads: int = 0, documents: dict[str, Any] | None = None,
+                 readers: dict[str, str | Path] | None = None):
         self.source = Path(passages)
         # with documents ({"split", "max_tokens", "overlap", "strict"}): ``passages`` is a folder of documents,
         # cut into passages by xqa.documents after the encoder stage (the packed split counts its tokens)
@@ -148,6 +152,8 @@ class CorpusBuild(Build):
         self.lang = lang
         self.dev = Path(dev) if dev else None
         self.reader_source = Path(reader) if reader else None
+        # other readers, name -> folder: copied into readers/NAME and named in pipeline.json's ``readers``
+        self.other_readers = {name: Path(folder) for name, folder in (readers or {}).items()}
         self.recipe = recipe or Recipe(answerability=shipped_answerability() if reader is None else {})
         self.examples = examples or []
         self.about = about or {}
@@ -178,10 +184,14 @@ class CorpusBuild(Build):
         return [
             *first,
             Stage("reader", lambda: is_complete(o / "reader"), self.make_reader),
+            *[Stage(f"reader {name} (--also-reader)", lambda name=name: is_complete(o / "readers" / name),
+                    lambda name=name: self.make_other_reader(name)) for name in self.other_readers],
             Stage("int8 runtimes of the encoder and the reader, checked and timed", self._runtimes_done,
                   self.build_runtimes),
             *indexes,
             Stage("pipeline config", self._config_current, self.write_config),
+            *([Stage("the other readers in the pipeline config", self._readers_current, self.write_readers)]
+              if self.other_readers or self._configured_readers() else []),
             Stage(f"tune {tuned} on --dev", self._tuned_retrieval, self.tune_retrieval),
             Stage("tune β, γ (evidence fusion) on --dev", self._tuned_fusion, self.tune_fusion),
         ]
@@ -224,9 +234,9 @@ class CorpusBuild(Build):
         info = read_info(o / "encoder")
         if info is None or not info.runtime:
             jobs.append((convert_e5, {"cfg": E5ConvertConfig(out=o / "encoder", threads=encoder_threads)}))
-        reader = o / "reader"
-        if is_complete(reader) and family_of(reader).cpu_runtime and not (reader / READER_RECORD).is_file():
-            jobs.append((build_and_report, {"folder": reader, "threads": reader_threads}))
+        for reader in (o / "reader", *(o / "readers" / name for name in self.other_readers)):
+            if is_complete(reader) and family_of(reader).cpu_runtime and not (reader / READER_RECORD).is_file():
+                jobs.append((build_and_report, {"folder": reader, "threads": reader_threads}))
         return jobs
 
     def _runtimes_done(self) -> bool:
@@ -387,11 +397,26 @@ class CorpusBuild(Build):
     def make_reader(self) -> None:
         from xqa.data.corpus import SHIPPED_READER
 
-        src = self.reader_source or SHIPPED_READER
+        self._copy_reader(self.reader_source or SHIPPED_READER, self.out / "reader")
+
+    def make_other_reader(self, name: str) -> None:
+        """The reader ``name`` of ``--also-reader`` into ``readers/NAME``; a name the default
+        reader has (its family's) is refused before anything is copied."""
+        from xqa.config import PipelineConfig, ReaderConfig
+
+        default = PipelineConfig(reader=ReaderConfig(model=str(self.out / "reader"))).reader_name()
+        if name == default:
+            raise XqaError(f"--also-reader {name}={self.other_readers[name]}: {name!r} is the name of the "
+                           f"build's reader (its family's); give the other reader another name")
+        self._copy_reader(self.other_readers[name], self.out / "readers" / name)
+
+    def _copy_reader(self, src: Path, dest: Path) -> None:
+        """A packed span reader unpacked onto the build's encoder, or a reader folder (a training
+        run folder: its best reader) copied, into ``dest``."""
         if (src / "delta.safetensors").is_file():
             from reader.span.delta import unpack
 
-            _say(f"wrote {unpack(src, self.out / 'encoder', self.out / 'reader')}")
+            _say(f"wrote {unpack(src, self.out / 'encoder', dest)}")
             return
 
         from xqa.artifacts import atomic_dir
@@ -400,7 +425,8 @@ class CorpusBuild(Build):
             src = src / "best"   # a training run folder: its best reader
         if not is_complete(src):
             raise XqaError(f"{src}: not a reader folder (a span reader, a packed one, or a FiD reader)")
-        with atomic_dir(self.out / "reader", overwrite=True) as tmp:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_dir(dest, overwrite=True) as tmp:
             shutil.copytree(src, tmp, dirs_exist_ok=True)
 
     def write_config(self) -> None:
@@ -424,14 +450,43 @@ class CorpusBuild(Build):
         cfg = PipelineConfig(
             passages="passages.jsonl",
             retrieval=RetrievalConfig(method=r.method, k=r.k, **_fields_of(RetrievalConfig, w)),
-            reader=ReaderConfig(model="reader", n_passages=r.n_passages, n_best=r.n_best,
-                                **_fields_of(ReaderConfig, w), **answerability),
+            reader=self._reader_config("reader", **answerability), readers=self._other_reader_configs(),
             languages=sorted(langs), examples=self.examples,
             about={"passages": sum(langs.values()), "languages": langs, **self.about})
         for kind in index_kinds():
             set_index(cfg.retrieval, kind, kind.built_value(self))
         cfg.save(self.config_path)
         write_json_atomic(self.out / "build.json", {"recipe": asdict(r), "source": str(self.source)})
+
+    def _reader_config(self, model: str, **settings: Any):
+        """The ``ReaderConfig`` of the reader in ``model`` (relative to ``out``): the recipe's
+        passages read, n-best and weights, with ``settings``."""
+        from xqa.config import ReaderConfig
+
+        r = self.recipe
+        return ReaderConfig(model=model, n_passages=r.n_passages, n_best=r.n_best,
+                            **_fields_of(ReaderConfig, r.weights), **settings)
+
+    def _other_reader_configs(self) -> dict[str, Any]:
+        return {name: self._reader_config(f"readers/{name}") for name in self.other_readers}
+
+    def _configured_readers(self) -> list[str]:
+        """The names of pipeline.json's ``readers``, if it is written."""
+        if not self.config_path.is_file():
+            return []
+        return list(json.loads(self.config_path.read_text(encoding="utf-8")).get("readers") or {})
+
+    def _readers_current(self) -> bool:
+        return self._configured_readers() == list(self.other_readers)
+
+    def write_readers(self) -> None:
+        """pipeline.json's ``readers``: the ``--also-reader`` ones (the config is otherwise kept,
+        with what was tuned)."""
+        from xqa.config import PipelineConfig
+
+        cfg = PipelineConfig.load(self.config_path)
+        cfg.readers = self._other_reader_configs()
+        cfg.save(self.config_path)
 
     def _tuned_retrieval(self) -> bool:
         return self.dev is None or (self.out / "tuned" / "retrieval.done").is_file()
@@ -535,6 +590,10 @@ class BuildConfig:
     reader: str | None = field(default=None, metadata={
         "help": "reader to use: a span or FiD reader folder, or a packed span reader "
                 "(default: the shipped span reader, xqa/models/span-reader)"})
+    also_reader: list[str] = field(default_factory=list, metadata={
+        "append": True, "metavar": "NAME=FOLDER",
+        "help": "one more reader the pipeline can answer with (xqa ask --reader NAME, the demo's reader "
+                "selector), a folder as --reader takes; copied into OUT/readers/NAME; repeatable"})
     method: str = field(default=Recipe.method, metadata={"help": "the pipeline's retrieval method"})
     k: int = field(default=Recipe.k, metadata={"help": "passages retrieved per question"})
     n_passages: int = field(default=Recipe.n_passages, metadata={"help": "passages the reader reads"})
@@ -562,6 +621,28 @@ class BuildConfig:
     strict: bool = strict_field()
 
 
+def other_readers(specs: list[str]) -> dict[str, str]:
+    """``--also-reader NAME=FOLDER`` values as ``{name: absolute folder}``, checked."""
+    import os
+
+    from xqa.config import READER_NAME, READER_NAME_RULE
+
+    out: dict[str, str] = {}
+    for spec in specs:
+        name, sep, folder = spec.partition("=")
+        name = name.strip()
+        if not sep or not folder.strip():
+            raise XqaError(f"--also-reader {spec!r}: expected NAME=FOLDER")
+        if not READER_NAME.fullmatch(name):
+            raise XqaError(f"--also-reader {spec!r}: {name!r} is not a reader name ({READER_NAME_RULE})")
+        if name in out:
+            raise XqaError(f"--also-reader: the name {name!r} is given twice")
+        if not os.path.isdir(folder):
+            raise XqaError(f"--also-reader {spec!r}: {folder}: no such reader folder")
+        out[name] = os.path.abspath(folder)
+    return out
+
+
 def corpus_build(config: BuildConfig) -> CorpusBuild:
     """The :class:`CorpusBuild` of ``config``, checked: the method is registered, the
     augmentation model exists, and the build makes every index the method searches."""
@@ -587,7 +668,7 @@ def corpus_build(config: BuildConfig) -> CorpusBuild:
                     pieces=c.pieces, bm25_aug=os.path.abspath(c.bm25_aug) if c.bm25_aug else "",
                     answerability=shipped_answerability() if c.reader is None else {})
     build = CorpusBuild(c.passages or c.documents, c.out, lang=c.lang, dev=c.dev, reader=c.reader, recipe=recipe,
-                        threads=c.threads, documents=split)
+                        threads=c.threads, documents=split, readers=other_readers(c.also_reader))
     missing = [kind for kind in map(index_kind, needs(c.method)) if kind.built_value(build) is None]
     if missing:
         hints = " and ".join(k.build_hint for k in missing if k.build_hint)

@@ -1,0 +1,285 @@
+"""Several readers in one pipeline, chosen per question: pipeline.json's ``readers``, the
+Pipeline's ``reader=NAME``, ``xqa ask``/``answer --reader``, the batcher and ``xqa build --also-reader``.
+
+The pipeline tests run the small test build (``tiny_pipeline``, whose reader is a tiny FiD)
+with a second reader: the same FiD folder under another name, reading one passage with greedy
+search, so what it answers shows that its own settings took effect.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from xqa.cli import main
+from xqa.config import PipelineConfig, ReaderConfig
+from xqa.errors import XqaError
+from xqa.records import Question
+
+# the second reader's settings: one passage read, greedy search, one candidate
+SHORT = {"n_passages": 1, "beams": 1, "n_best": 1, "span_beams": 0}
+
+
+def _two_readers(tiny_pipeline: Path, folder: Path, **short) -> Path:
+    """A copy of the small build's pipeline.json in ``folder`` (paths made absolute) with a second
+    reader ``short``: the same FiD folder with :data:`SHORT`'s settings (and ``short``'s)."""
+    from xqa.methods import index_kinds, index_value, set_index
+
+    cfg = PipelineConfig.load(tiny_pipeline)
+    for kind in index_kinds():
+        if index_value(cfg.retrieval, kind):
+            set_index(cfg.retrieval, kind, cfg.path(index_value(cfg.retrieval, kind)))
+    cfg.passages = cfg.path(cfg.passages)
+    cfg.reader.model, cfg.reader.labels = cfg.path(cfg.reader.model), cfg.path(cfg.reader.labels)
+    cfg.readers = {"short": ReaderConfig(**{**json.loads(json.dumps(cfg.to_dict()["reader"])), **SHORT, **short})}
+    path = folder / "pipeline.json"
+    cfg.save(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def two_readers(tiny_pipeline, tmp_path_factory) -> Path:
+    return _two_readers(Path(tiny_pipeline), tmp_path_factory.mktemp("readers"))
+
+
+@pytest.fixture(scope="module")
+def pipe(two_readers):
+    from xqa.pipeline import Pipeline
+
+    return Pipeline.load(two_readers)
+
+
+def _questions(pipe, n: int) -> list[Question]:
+    from xqa.io import read_questions
+
+    qs = [q for q in read_questions(Path(pipe.config.reader.model).parents[1] / "world" / "test.jsonl")]
+    return qs[:n]
+
+
+# ------------------------------------------------------------------ pipeline.json
+
+def test_readers_round_trip_and_the_default_reader_is_named_by_its_family(tmp_path):
+    cfg = PipelineConfig(passages="p.jsonl", reader=ReaderConfig(model="m", n_passages=3),
+                         readers={"fid": ReaderConfig(model="f", n_passages=20, beams=2, answerability_threshold=0.7),
+                                  "span-2": ReaderConfig(model="s", n_passages=5)})
+    cfg.reader.name = "span"
+    cfg.save(tmp_path / "pipeline.json")
+    back = PipelineConfig.load(tmp_path / "pipeline.json")
+    assert back.to_dict() == cfg.to_dict()
+    assert back.reader_names() == ["span", "fid", "span-2"]
+    assert back.reader_config("fid").beams == 2 and back.reader_config("fid").answerability_threshold == 0.7
+    assert back.reader_config("span") is back.reader and back.reader_config(None) is back.reader
+    with pytest.raises(XqaError, match="unknown reader 'nope'; this pipeline's readers: span, fid, span-2"):
+        back.reader_config("nope")
+    # without reader.name: the family's name, read from the model folder's config.json
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "config.json").write_text(json.dumps({"kind": "span_reader"}))
+    cfg.reader.name = None
+    cfg.save(tmp_path / "pipeline.json")
+    assert PipelineConfig.load(tmp_path / "pipeline.json").reader_names() == ["span", "fid", "span-2"]
+    assert PipelineConfig().reader_names() == ["default"]   # no reader at all
+
+
+@pytest.mark.parametrize("readers, message", [
+    ({"span": {"model": "x"}}, "field 'readers': 'span' is the name of the default reader"),
+    ({"a b": {"model": "x"}}, "field 'readers': 'a b' is not a reader name"),
+    ({"fid": {}}, "field 'readers.fid.model': the reader 'fid' names no model"),
+    ({"fid": 3}, "field 'readers.fid' should be an object, found a number"),
+    ([], "field 'readers' should be an object, found a list"),
+    ({"fid": {"model": "x", "name": "other"}}, "field 'readers.fid.name': 'other' differs from its key 'fid'"),
+    ({"fid": {"model": "x", "n_passages": "many"}}, "field 'readers.fid.n_passages' should be an integer"),
+    ({"fid": {"model": "x", "answerability_threshold": 2}},
+     r"field 'readers.fid.answerability_threshold' should be a probability in \[0, 1\]"),
+    ({"fid": {"model": "x", "answerability": {"coef": 1}}}, "field 'readers.fid.answerability'"),
+    ({"fid": {"model": "x", "beems": 2}}, r"unknown keys in pipeline config 'readers.fid': \['beems'\]"),
+])
+def test_a_bad_readers_entry_is_an_error_naming_its_field(tmp_path, readers, message):
+    path = tmp_path / "pipeline.json"
+    path.write_text(json.dumps({"reader": {"name": "span", "model": "m"}, "readers": readers}))
+    with pytest.raises(XqaError, match=message):
+        PipelineConfig.load(path)
+
+
+def test_the_default_readers_name_is_checked_too(tmp_path):
+    path = tmp_path / "pipeline.json"
+    path.write_text(json.dumps({"reader": {"name": "my reader", "model": "m"}}))
+    with pytest.raises(XqaError, match="field 'reader.name': 'my reader' is not a reader name"):
+        PipelineConfig.load(path)
+
+
+# ------------------------------------------------------------------ the pipeline and the CLI
+
+def test_each_reader_answers_with_its_own_settings(pipe):
+    assert pipe.readers == ["fid", "short"]
+    [q] = _questions(pipe, 1)
+    default = pipe.answer([q])[0]
+    short = pipe.answer([q], reader="short")[0]
+    assert len(default.evidence) == pipe.config.reader.n_passages == 4
+    assert len(short.evidence) == 1 and len(short.candidates) == 1   # one passage read, one candidate kept
+    assert len(default.candidates) > 1
+    assert pipe.answer([q], reader="fid")[0].text == default.text   # the default reader by its name
+    # both names read with the one model loaded from their shared folder
+    assert pipe.reader_of("short") is pipe.reader and len(pipe._readers) == 1
+    asked = pipe.ask(q.question, q.lang, reader="short")
+    assert len(asked.answer.evidence) == 1 and asked.answer.text == short.text
+
+
+def test_a_readers_calibrator_and_thresholds_are_its_own(pipe, tmp_path, tiny_pipeline):
+    """The second reader's calibrator judges its answers; the default reader has none."""
+    from xqa.pipeline import Pipeline
+
+    calibrator = {"features": ["log_p"], "mean": [0.0], "scale": [1.0], "coef": [0.0], "intercept": 10.0}
+    path = _two_readers(Path(tiny_pipeline), tmp_path, answerability=calibrator, answerability_threshold=0.9)
+    two = Pipeline.load(path)
+    [q] = _questions(two, 1)
+    plain, judged = two.answer([q])[0], two.answer([q], reader="short")[0]
+    assert plain.confidence is None and two.calibrator is None
+    assert judged.confidence == pytest.approx(1 / (1 + 2.718281828459045 ** -10), rel=1e-6) and judged.answered
+
+
+def test_check_names_an_unknown_reader_before_loading_anything(pipe):
+    from xqa.pipeline import Pipeline
+
+    fresh = Pipeline(pipe.config)
+    with pytest.raises(XqaError, match="unknown reader 'nope'; this pipeline's readers: fid, short"):
+        fresh.check(reader="nope")
+    fresh.check(reader="short")
+    assert fresh._readers == {} and fresh._components == {}
+
+
+def test_ask_reader_picks_it_and_an_unknown_name_lists_the_names(two_readers, capsys):
+    q = "What continent is Mexico in?"
+    assert main(["ask", q, "--config", str(two_readers), "--reader", "short", "--json", "--lang", "en"]) == 0
+    short = json.loads(capsys.readouterr().out)
+    assert len(short["evidence"]) == 1 and len(short["candidates"]) == 1
+    assert main(["ask", q, "--config", str(two_readers), "--json", "--lang", "en"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["evidence"]) == 4
+    assert main(["ask", q, "--config", str(two_readers), "--reader", "nope"]) == 1
+    err = capsys.readouterr().err
+    assert "unknown reader 'nope'; this pipeline's readers: fid, short" in err
+
+
+def test_answer_reader_records_it_and_resumes_only_with_it(two_readers, tmp_path, capsys, pipe):
+    questions = tmp_path / "q.jsonl"
+    questions.write_text("".join(json.dumps({"id": q.id, "question": q.question, "lang": q.lang,
+                                             "answers": list(q.answers)}) + "\n" for q in _questions(pipe, 2)))
+    out = tmp_path / "run"
+    args = ["answer", "--questions", str(questions), "--config", str(two_readers), "--out", str(out)]
+    assert main([*args, "--reader", "nope"]) == 1
+    assert "unknown reader 'nope'" in capsys.readouterr().err and not (out / "records.jsonl").exists()
+    assert main([*args, "--reader", "short"]) == 0
+    records = [json.loads(line) for line in open(out / "records.jsonl", encoding="utf-8")]
+    assert [r["reader"] for r in records] == ["short", "short"]
+    assert all(len(r["evidence"]) == 1 and len(r["candidates"]) == 1 for r in records)
+    (out / "records.jsonl").write_text(json.dumps(records[0]) + "\n")   # as if killed after one question
+    assert main(args) == 1
+    assert "resume it with --reader short" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ the batcher
+
+def test_the_batcher_answers_each_reader_apart():
+    from xqa.batching import Batcher
+
+    class Recording:
+        def __init__(self):
+            self.calls = []
+
+        def question_language(self, text, lang="auto"):
+            return "en"
+
+        def answer(self, questions, method=None, k=None, n_passages=None, reader=None):
+            self.calls.append(([q.id for q in questions], reader))
+            return [f"{q.id}:{reader}" for q in questions]
+
+    pipe = Recording()
+    batcher = Batcher(pipe, max_batch=8, max_wait=0.5)
+    futures = [batcher.submit(Question(id=i, question="x", lang="en"), "dense", 5, 2, reader=r)
+               for i, r in (("a", None), ("b", "fid"), ("c", None), ("d", "fid"), ("e", "span"))]
+    assert [f.result(10) for f in futures] == ["a:None", "b:fid", "c:None", "d:fid", "e:span"]
+    assert sorted(pipe.calls, key=str) == sorted([(["a", "c"], None), (["b", "d"], "fid"), (["e"], "span")], key=str)
+    assert batcher.ask("who?", reader="fid").answer == "q:fid"
+    batcher.close()
+
+
+def test_batched_answers_of_two_readers_are_their_own(pipe):
+    from xqa.batching import Batcher
+
+    qs = _questions(pipe, 2)
+    batcher = Batcher(pipe, max_batch=8, max_wait=1.0)
+    futures = [batcher.submit(q, reader=r) for q in qs for r in (None, "short")]
+    answers = [f.result(300) for f in futures]
+    batcher.close()
+    assert [len(a.evidence) for a in answers] == [4, 1, 4, 1]
+    for a, q in zip(answers[1::2], qs):
+        assert a.text == pipe.answer([q], reader="short")[0].text
+
+
+# ------------------------------------------------------------------ xqa build --also-reader
+
+def _build_with_a_reader(tmp_path: Path, fid: Path, readers: dict):
+    """A corpus build in ``tmp_path/out`` whose reader stage is done (``fid`` copied) and whose
+    passages are recorded, with ``readers`` as ``--also-reader``."""
+    from xqa.recipes.corpus import CorpusBuild
+
+    out = tmp_path / "out"
+    shutil.copytree(fid, out / "reader")
+    (out / "source.json").write_text(json.dumps({"languages": {"en": 3, "de": 1}}))
+    return CorpusBuild(tmp_path / "passages.jsonl", out, reader=fid, readers=readers)
+
+
+def test_build_also_reader_copies_it_and_writes_it_into_readers(tiny_pipeline, tmp_path):
+    from xqa.recipes.corpus import BuildConfig, corpus_build
+
+    fid = Path(tiny_pipeline).parent / "reader" / "best"
+    build = _build_with_a_reader(tmp_path, fid, {"fid-2": fid})
+    names = [s.name for s in build.stages()]
+    assert names[names.index("reader") + 1] == "reader fid-2 (--also-reader)"
+    assert names[names.index("pipeline config") + 1] == "the other readers in the pipeline config"
+    stage = {s.name: s for s in build.stages()}
+    assert not stage["reader fid-2 (--also-reader)"].done()
+    stage["reader fid-2 (--also-reader)"].run()
+    assert (build.out / "readers" / "fid-2" / "config.json").is_file()
+    assert stage["reader fid-2 (--also-reader)"].done()   # a rerun skips it
+    build.write_config()
+    cfg = PipelineConfig.load(build.config_path)
+    assert cfg.reader_names() == ["fid", "fid-2"] and cfg.readers["fid-2"].model == "readers/fid-2"
+    assert cfg.readers["fid-2"].n_passages == cfg.reader.n_passages and cfg.readers["fid-2"].answerability is None
+    assert stage["the other readers in the pipeline config"].done()
+
+    # a build with the config written, asked for one more reader: only the readers are added
+    cfg.reader.beta = 0.25   # as tuned
+    cfg.save(build.config_path)
+    more = _build_with_a_reader(tmp_path / "again", fid, {"fid-2": fid, "fid-3": fid})
+    shutil.copytree(build.out / "readers", more.out / "readers")
+    shutil.copy(build.config_path, more.config_path)
+    stage = {s.name: s for s in more.stages()}
+    assert stage["reader fid-2 (--also-reader)"].done() and not stage["reader fid-3 (--also-reader)"].done()
+    assert not stage["the other readers in the pipeline config"].done()
+    stage["reader fid-3 (--also-reader)"].run()
+    stage["the other readers in the pipeline config"].run()
+    again = PipelineConfig.load(more.config_path)
+    assert again.reader_names() == ["fid", "fid-2", "fid-3"] and again.reader.beta == 0.25
+
+    # the spelling of the flag
+    passages = tmp_path / "passages.jsonl"
+    passages.write_text("")
+    built = corpus_build(BuildConfig(out=str(tmp_path / "b"), passages=str(passages),
+                                     also_reader=[f"fid-2={fid}", f"x={fid}"]))
+    assert built.other_readers == {"fid-2": fid.resolve(), "x": fid.resolve()}
+    for bad, message in ((["fid-2"], "expected NAME=FOLDER"), ([f"a b={fid}"], "'a b' is not a reader name"),
+                         ([f"x={fid}", f"x={fid}"], "the name 'x' is given twice"),
+                         ([f"x={tmp_path / 'none'}"], "no such reader folder")):
+        with pytest.raises(XqaError, match=message):
+            corpus_build(BuildConfig(out=str(tmp_path / "b"), passages=str(passages), also_reader=bad))
+
+
+def test_build_refuses_an_other_reader_named_like_the_builds_reader(tiny_pipeline, tmp_path):
+    fid = Path(tiny_pipeline).parent / "reader" / "best"
+    build = _build_with_a_reader(tmp_path, fid, {"fid": fid})
+    stage = {s.name: s for s in build.stages()}
+    with pytest.raises(XqaError, match="'fid' is the name of the build's reader"):
+        stage["reader fid (--also-reader)"].run()
+    assert not (build.out / "readers" / "fid").exists()
