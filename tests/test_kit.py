@@ -294,7 +294,8 @@ def test_fid_rows_cut_from_the_kit_are_the_rows_the_fid_reader_reads(kit, conver
         assert task.target("train", i)[-1] == k.sep_id
 
 
-def test_a_fid_kit_run_stops_on_time_resumes_and_becomes_the_reader_it_trained(kit, converted_e5, tmp_path):
+def test_a_fid_kit_run_stops_on_time_resumes_and_becomes_the_reader_it_trained(kit, converted_e5, tmp_path,
+                                                                                monkeypatch):
     import contextlib
     import io
 
@@ -375,3 +376,14 @@ def test_a_fid_kit_run_stops_on_time_resumes_and_becomes_the_reader_it_trained(k
     assert torch.equal(emb, base["embeddings.word_embeddings.weight"])
     assert unpacked.model.t5.decoder.cls.predictions.decoder.weight.data_ptr() == emb.data_ptr()
     assert unpacked.read([question], [[ctx]], beams=2, n_best=2)[0].candidates
+    # a build takes the packed FiD, and the real-text default offers a shipped one as "fid"
+    from xqa.data import corpus as shipped
+    from xqa.recipes.corpus import place_reader, shipped_readers
+
+    place_reader(tmp_path / "packed", converted_e5, tmp_path / "build" / "readers" / "fid")
+    placed = FiDReader.load(tmp_path / "build" / "readers" / "fid")
+    assert torch.equal(placed.model.t5.decoder.cls.predictions.bias, unpacked.model.t5.decoder.cls.predictions.bias)
+    monkeypatch.setattr(shipped, "SHIPPED_FID", tmp_path / "packed")
+    assert shipped_readers({"other": "x"}) == {"other": "x", "fid": str(tmp_path / "packed")}
+    monkeypatch.setattr(shipped, "SHIPPED_FID", tmp_path / "none")
+    assert shipped_readers() == {}

@@ -44,6 +44,10 @@ PER_LANGUAGE = 200
 OTHER_SETS = {"id": "tydi-id-valid", "ja": "jaquad-dev", "ko": "tydi-ko", "sw": "tydi-sw", "th": "iapp-test"}
 CORPUS_DIR = Path(__file__).resolve().parents[1] / "corpus"
 SHIPPED_READER = Path(__file__).resolve().parents[1] / "models" / "span-reader"
+# The warm-started FiD (``xqa reader pack`` of a GPU run, scripts/train_fid_gpu.sh), where the
+# repository ships one: the real-text default then offers it as the reader named "fid".
+SHIPPED_FID = Path(__file__).resolve().parents[1] / "models" / "fid-reader"
+SHIPPED_FID_NAME = "fid"
 # The answerability calibrator fitted with the shipped reader on the shipped corpus's tuning questions.
 SHIPPED_ANSWERABILITY = Path(__file__).resolve().parents[1] / "models" / "answerability"
 

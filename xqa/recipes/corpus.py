@@ -411,23 +411,7 @@ class CorpusBuild(Build):
         self._copy_reader(self.other_readers[name], self.out / "readers" / name)
 
     def _copy_reader(self, src: Path, dest: Path) -> None:
-        """A packed span reader unpacked onto the build's encoder, or a reader folder (a training
-        run folder: its best reader) copied, into ``dest``."""
-        if (src / "delta.safetensors").is_file():
-            from reader.span.delta import unpack
-
-            _say(f"wrote {unpack(src, self.out / 'encoder', dest)}")
-            return
-
-        from xqa.artifacts import atomic_dir
-
-        if not (src / "encoder").is_dir() and is_complete(src / "best"):
-            src = src / "best"   # a training run folder: its best reader
-        if not is_complete(src):
-            raise XqaError(f"{src}: not a reader folder (a span reader, a packed one, or a FiD reader)")
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_dir(dest, overwrite=True) as tmp:
-            shutil.copytree(src, tmp, dirs_exist_ok=True)
+        place_reader(src, self.out / "encoder", dest)
 
     def write_config(self) -> None:
         """pipeline.json from the recipe: its weights are the RetrievalConfig and ReaderConfig
@@ -558,14 +542,27 @@ def _say(text: str) -> None:
 def shipped_sample(out: str | Path, threads: int = 0) -> CorpusBuild:
     """The real-text default (``make demo``, ``xqa embedded build``): the corpus recipe over the
     shipped multilingual Wikipedia sample (``xqa/corpus``) with the shipped span reader, the
-    demo's examples and the default recipe (weights tuned once on the sample's tuning questions)."""
+    demo's examples and the default recipe (weights tuned once on the sample's tuning questions);
+    with the shipped FiD beside it where the repository holds one (:func:`shipped_readers`)."""
     from xqa.data.corpus import CORPUS_DIR, load_examples, shipped_passages
 
     about = {"sources": (CORPUS_DIR / "NOTICE").read_text(encoding="utf-8").split("\n\n", 1)[-1].strip(),
              "description": "a sample of real Wikipedia paragraphs from public QA sets (MLQA, TyDi QA, "
                             "JaQuAD, iApp Wiki QA); at full scale xqa searches all of Wikipedia "
                             "(the MIA 2022 collection: 46M passages, 16 languages)"}
-    return CorpusBuild(shipped_passages(), out, examples=load_examples(), about=about, threads=threads)
+    return CorpusBuild(shipped_passages(), out, examples=load_examples(), about=about, threads=threads,
+                       readers=shipped_readers())
+
+
+def shipped_readers(given: dict[str, str] | None = None) -> dict[str, str]:
+    """``given`` (other readers by name), with the shipped FiD (``xqa/models/fid-reader``) as
+    ``fid`` where the repository holds it and no other reader has that name."""
+    from xqa.data.corpus import SHIPPED_FID, SHIPPED_FID_NAME
+
+    readers = dict(given or {})
+    if (SHIPPED_FID / "config.json").is_file():
+        readers.setdefault(SHIPPED_FID_NAME, str(SHIPPED_FID))
+    return readers
 
 
 # The fields' metadata are the options of ``xqa build`` (:mod:`xqa.cli_config`); the recipe's
@@ -621,6 +618,33 @@ class BuildConfig:
     strict: bool = strict_field()
 
 
+def place_reader(src: Path, encoder: Path, dest: Path) -> None:
+    """The reader ``src`` into ``dest``: a packed reader unpacked onto the converted ``encoder``, a
+    kit run's reader made over it (its family's, :mod:`reader.registry`), or a reader folder (a
+    training run folder: its best reader) copied."""
+    from reader.registry import artifact
+    from xqa.artifacts import atomic_dir
+
+    src = Path(src)
+    try:
+        family, role, folder = artifact(src)
+    except XqaError:
+        role = "reader"
+    if role == "packed":
+        _say(f"wrote {family.unpack(folder, encoder, dest)}")
+        return
+    if role == "kit":
+        _say(f"wrote {family.from_kit(folder, encoder, dest)}")
+        return
+    if not (src / "encoder").is_dir() and not (src / "model").is_dir() and is_complete(src / "best"):
+        src = src / "best"   # a training run folder: its best reader
+    if not is_complete(src):
+        raise XqaError(f"{src}: not a reader folder (a span or FiD reader, a packed one, or a kit run)")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_dir(dest, overwrite=True) as tmp:
+        shutil.copytree(src, tmp, dirs_exist_ok=True)
+
+
 def other_readers(specs: list[str]) -> dict[str, str]:
     """``--also-reader NAME=FOLDER`` values as ``{name: absolute folder}``, checked."""
     import os
@@ -668,7 +692,8 @@ def corpus_build(config: BuildConfig) -> CorpusBuild:
                     pieces=c.pieces, bm25_aug=os.path.abspath(c.bm25_aug) if c.bm25_aug else "",
                     answerability=shipped_answerability() if c.reader is None else {})
     build = CorpusBuild(c.passages or c.documents, c.out, lang=c.lang, dev=c.dev, reader=c.reader, recipe=recipe,
-                        threads=c.threads, documents=split, readers=other_readers(c.also_reader))
+                        threads=c.threads, documents=split, readers=shipped_readers(other_readers(c.also_reader)) if c.reader is None
+                         else other_readers(c.also_reader))
     missing = [kind for kind in map(index_kind, needs(c.method)) if kind.built_value(build) is None]
     if missing:
         hints = " and ".join(k.build_hint for k in missing if k.build_hint)
