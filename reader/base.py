@@ -119,8 +119,9 @@ class ReaderFamily:
     ``training``: the module that trains it for ``xqa train reader --family NAME`` (it has
     ``CONFIG``, the training config dataclass, ``train(config)`` and ``summary(result, config)``);
     named, not imported, so that the reader never imports the layer above it. None: not trainable there.
-    ``cpu_runtime``: ``xqa build`` builds, checks and times an int8 CPU runtime of its folders
-    (``xqa reader runtime``).
+    ``runtime(folder, threads, log)``: builds, checks against fp32 and times its CPU precisions
+    for the reader in ``folder`` and records the choice there (``xqa build``, ``xqa reader
+    unpack``, ``xqa reader runtime``), for the folders ``runtime_wanted(folder)`` says.
     ``packed_kind``, ``pack(reader, base, out)``, ``unpack(packed, base, out)``: its small shipped
     form over the converted encoder ``base`` (``xqa reader pack|unpack``, ``xqa build``).
     ``kit_kind``, ``from_kit(run, base, out)``: what a run trained from a kit (``xqa reader kit``)
@@ -133,7 +134,8 @@ class ReaderFamily:
     description: str
     fallback: bool = False
     training: str | None = None
-    cpu_runtime: bool = False
+    runtime: Callable[[Path, int, Callable[[str], None]], Any] | None = None
+    runtime_wanted: Callable[[Path], bool] = lambda folder: True
     packed_kind: str | None = None
     pack: Callable[[Path, Path, Path], Path] | None = None
     unpack: Callable[[Path, Path, Path], Path] | None = None

@@ -27,7 +27,7 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
     ("reader", "pack"): ("xqa.commands.reader_pack", "store a trained span reader as its int8 difference to the base encoder"),
     ("reader", "unpack"): ("xqa.commands.reader_unpack", "add a packed span reader back onto its base encoder"),
     ("reader", "kit"): ("xqa.commands.reader_kit", "pack the span reader's training data and encoder into one small folder that travels"),
-    ("reader", "runtime"): ("xqa.commands.reader_runtime", "build, check and time a span reader's int8 CPU runtime"),
+    ("reader", "runtime"): ("xqa.commands.reader_runtime", "build, check and time a reader's CPU runtime (span reader int8, FiD int8/bf16)"),
     ("train", "tokenizer"): ("xqa.commands.train_tokenizer", "train a SentencePiece tokenizer on passages and questions"),
     ("train", "retriever"): ("xqa.commands.train_retriever", "train a dense bi-encoder (DPR loss, in-batch + hard negatives)"),
     ("train", "lexical"): ("xqa.commands.train_lexical", "train the SPAR lexical model Λ to imitate BM25"),

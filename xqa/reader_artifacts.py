@@ -111,29 +111,26 @@ def unpack_reader(cfg: UnpackConfig, log: Log = print) -> Path:
         raise XqaError(f"{cfg.delta}: not a packed reader (xqa reader pack writes one)")
     out = family.unpack(folder, Path(cfg.base), Path(cfg.out))
     log(f"wrote {out}")
-    if cfg.int8 and family.cpu_runtime:
-        from reader.span.runtime import build_and_report
-
-        build_and_report(out, threads=cfg.threads, log=log)
+    if cfg.int8 and family.runtime is not None and family.runtime_wanted(Path(out)):
+        family.runtime(Path(out), threads=cfg.threads, log=log)
     return Path(out)
 
 
 @dataclass
 class RuntimeConfig:
-    reader: str = field(metadata={"help": "span reader folder (or a training run: its best/)"})
+    reader: str = field(metadata={"help": "reader folder (or a training run: its best/): a span reader or a "
+                                          "warm-started FiD"})
     threads: int = field(default=0, metadata={"help": "CPU threads the check times with (0: torch's default)"})
 
 
 def build_runtime(cfg: RuntimeConfig, log: Log = print) -> Path:
-    """The int8 runtime of the span reader folder ``cfg.reader`` (or of its ``best/``), built,
-    checked against fp32 and timed (:func:`reader.span.runtime.build_and_report`); the folder."""
-    from reader.span.runtime import build_and_report
+    """The CPU runtime of the reader folder ``cfg.reader`` (or of its ``best/``), built, checked
+    against fp32 and timed by its family (``ReaderFamily.runtime``); the folder."""
+    from reader.registry import artifact
     from xqa.errors import XqaError
 
-    folder = Path(cfg.reader)
-    if not (folder / "encoder").is_dir() and (folder / "best" / "encoder").is_dir():
-        folder = folder / "best"
-    if not (folder / "encoder").is_dir():
-        raise XqaError(f"{folder}: not a span reader folder (no encoder/)")
-    build_and_report(folder, threads=cfg.threads, log=log)
+    family, role, folder = artifact(cfg.reader)
+    if role != "reader" or family.runtime is None or not family.runtime_wanted(folder):
+        raise XqaError(f"{cfg.reader}: no CPU runtime to build (a span reader or a warm-started FiD has one)")
+    family.runtime(folder, threads=cfg.threads, log=log)
     return folder

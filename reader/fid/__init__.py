@@ -46,6 +46,23 @@ def _from_kit(run: Path, base: Path, out: Path) -> Path:
     return to_reader(run, base, out)
 
 
+def _runtime(folder: Path, threads: int = 0, log=print):
+    from reader.fid.runtime import build_and_report
+
+    return build_and_report(folder, threads=threads, log=log)
+
+
+def _warm_started(folder: Path) -> bool:
+    """A FiD warm-started from an encoder (the real-text one): its CPU precisions are checked; a
+    generated world's tiny mT5 reads in fp32 as trained."""
+    import json
+
+    try:
+        return bool(json.loads((Path(folder) / "config.json").read_text(encoding="utf-8")).get("warm_start"))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
 FAMILY = ReaderFamily(
     name="fid",
     kinds=("fid_reader",),
@@ -58,4 +75,6 @@ FAMILY = ReaderFamily(
     unpack=_unpack,
     kit_kind="fid_kit_reader",
     from_kit=_from_kit,
+    runtime=_runtime,
+    runtime_wanted=_warm_started,
 )

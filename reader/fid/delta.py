@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 
 from xqa.artifacts import CONFIG_NAME, atomic_dir, load_config, save_config
-from xqa.encoders import delta
+import xqa.encoders.delta as delta
 from xqa.errors import XqaError
 
 KIND = "fid_reader_delta"

@@ -62,8 +62,13 @@ class FiDReader:
 
     def __init__(self, model: FiD, tokenizer, max_length: int = 192, max_answer_len: int = 24,
                  n_context: int = 20, base: str = "", device: str | torch.device | None = "cpu",
-                 decoder_prompt: bool = False):
+                 decoder_prompt: bool = False, precision: str = "fp32"):
         self.model, self.tokenizer = model, tokenizer
+        # CPU reading: fp32 | bf16 | int8 | auto (reader.fid.runtime: the fastest that passed its check
+        # here). A reader saved without one reads in fp32.
+        self.precision = precision
+        self.runtime_dir: Path | None = None   # the loaded folder, whose runtime.json records the check
+        self._quantized = False
         # The decoder reads "question: {q} lang: {lang} answer:" before the answer
         # (reader.fid.data.format_decoder_prompt): a property of how the model was trained.
         self.decoder_prompt = bool(decoder_prompt)
@@ -89,6 +94,7 @@ class FiDReader:
         span reader's) and whose decoder is warm-started from it (:mod:`reader.fid.warm`)."""
         model = warm.build(encoder, spec, start=tokenizer.cls_token_id, eos=tokenizer.sep_token_id,
                            pad=tokenizer.pad_token_id, seed=seed)
+        settings.setdefault("precision", "auto")   # checked on the CPU it reads on (reader.fid.runtime)
         reader = cls(FiD(model), tokenizer, base=base or "warm-start", **settings)
         reader.warm_start_spec = spec
         return reader
@@ -127,13 +133,16 @@ class FiDReader:
             spec = WarmStart.from_dict(cfg["warm_start"]) if cfg.get("warm_start") else None
             t5 = _load_warm(folder / "model", spec) if spec else load_t5(str(folder / "model"))
             tok = AutoTokenizer.from_pretrained(str(folder / "tokenizer"))
-            settings = {k: cfg[k] for k in ("max_length", "max_answer_len", "n_context", "decoder_prompt")
-                        if k in cfg}
+            settings = {k: cfg[k] for k in ("max_length", "max_answer_len", "n_context", "decoder_prompt",
+                                            "precision") if k in cfg}
             settings.update(overrides)
             fid = FiD(t5, copy_head=cfg.get("copy_head"), copy_weight=cfg.get("copy_weight", 1.0),
                       generator_share=cfg.get("generator_share") if share is ... else share)
             reader = cls(fid, tok, base=cfg.get("base", ""), device=device, **settings)
             reader.warm_start_spec = spec
+            reader.runtime_dir = folder
+            if reader.device.type == "cpu" and reader.cpu_precision() == "int8":
+                reader._quantize()
             return reader
         if folder.exists() and not (folder / CONFIG_NAME).is_file():
             raise FileNotFoundError(f"{folder}: neither an xqa reader nor a Hugging Face model folder")
@@ -148,6 +157,8 @@ class FiDReader:
     def write_to(self, folder: str | Path) -> None:
         """Write the artifact into an existing (empty) ``folder``; see :meth:`save` for the atomic form."""
         folder = Path(folder)
+        if self._quantized:
+            raise XqaError("an int8 (quantised) reader is not saved: save the one it was made from")
         spec = self.warm_start_spec
         if spec is None:
             self.model.t5.save_pretrained(str(folder / "model"))
@@ -167,7 +178,36 @@ class FiDReader:
                                    "copy_head": list(self.model.copy_head) if self.model.copy_head else None,
                                    "copy_weight": self.model.copy_weight,
                                    "generator_share": self.model.generator_share,
+                                   "precision": self.precision,
                                    "warm_start": spec.to_dict() if spec else None})
+
+    # ------------------------------------------------------------------ CPU precision
+
+    def cpu_precision(self) -> str:
+        """What reading on a CPU runs in: ``fp32``, ``bf16`` (autocast) or ``int8`` (dynamically
+        quantised linear layers), as ``precision`` resolves here (:func:`reader.fid.precision.resolve`)."""
+        from reader.fid.precision import resolve
+
+        return "int8" if self._quantized else resolve(self.runtime_dir, self.precision)
+
+    def _quantize(self) -> None:
+        from reader.fid.precision import quantized
+
+        quantized(self.model, inplace=True)
+        self._quantized = True
+
+    def with_precision(self, precision: str) -> FiDReader:
+        """This reader reading in ``precision`` on the CPU (int8: a quantised copy of the model)."""
+        import copy
+
+        from reader.fid.precision import quantized
+
+        other = copy.copy(self)
+        other.precision = precision
+        if precision == "int8" and not self._quantized:
+            other.model = quantized(self.model)
+            other._quantized = True
+        return other
 
     def save(self, folder: str | Path, overwrite: bool = True) -> Path:
         """Write the artifact to ``folder`` atomically (temporary folder, then rename)."""
@@ -238,6 +278,10 @@ class FiDReader:
         if span_beams > 0 and self._twins is None:
             self._twins = piece_twins(self.tokenizer)  # a pass over the vocabulary: once per reader
         self.model.eval()
+        import contextlib
+
+        cast = (torch.autocast("cpu", dtype=torch.bfloat16)
+                if self.device.type == "cpu" and self.cpu_precision() == "bf16" else contextlib.nullcontext())
         for start in _batches(len(examples), batch_size, progress):
             chunk = examples[start:start + batch_size]
             # Never pad beyond the largest passage list in the chunk: padding rows cost encoder time.
@@ -262,8 +306,9 @@ class FiDReader:
                     spans_at = partial(_pointer_spans, ids, ranges, span_beams, self.tokenizer,
                                        self.model.config.decoder_start_token_id)
                 hooks = SpanHooks(allowed, point_first, partial(_copy_targets, self.tokenizer, ids), spans_at)
-            gen = self.model.generate(batch["input_ids"], batch["attention_mask"], batch["passage_mask"],
-                                      Search(beams, n_best, max_answer_len, span_beams), hooks, prompt)
+            with cast:
+                gen = self.model.generate(batch["input_ids"], batch["attention_mask"], batch["passage_mask"],
+                                          Search(beams, n_best, max_answer_len, span_beams), hooks, prompt)
             outputs.extend(self._outputs(chunk, gen, n_context))
         return outputs
 

@@ -56,7 +56,7 @@ def kit_encoder(kit, encoder_init: str | Path | None = None):
 def _span_reader_state(folder: Path, base: dict[str, torch.Tensor], sha: str) -> dict[str, torch.Tensor]:
     """The packed span reader's encoder over the kit's base tensors (same values as the converted
     encoder's, on the kit's tokens)."""
-    from xqa.encoders import delta
+    import xqa.encoders.delta as delta
 
     cfg, packed = delta.read(folder, "span_reader_delta", folder)   # the base is checked here:
     if cfg.get("base_sha256") and cfg["base_sha256"] != sha:

@@ -40,6 +40,12 @@ def _from_kit(run: Path, base: Path, out: Path) -> Path:
     return to_reader(run, base, out)
 
 
+def _runtime(folder: Path, threads: int = 0, log=print):
+    from reader.span.runtime import build_and_report
+
+    return build_and_report(folder, threads=threads, log=log)
+
+
 FAMILY = ReaderFamily(
     name="span",
     kinds=("span_reader",),
@@ -49,7 +55,7 @@ FAMILY = ReaderFamily(
                 "taken from a passage in another language is shown as written there, marked with that "
                 "language.",
     training="xqa.training.span",
-    cpu_runtime=True,
+    runtime=_runtime,
     packed_kind="span_reader_delta",
     pack=_pack,
     unpack=_unpack,

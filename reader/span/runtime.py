@@ -11,8 +11,6 @@ reader's ``config.json``; ``precision: auto`` uses int8 where it passed and is t
 """
 from __future__ import annotations
 
-import gzip
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -25,34 +23,10 @@ from reader.span.inference import SpanReader, best_spans
 from xqa.artifacts import write_json_atomic
 import xqa.encoders.runtime as rt
 from xqa.encoders.info import bf16_supported
-from xqa.records import Context, Question
 
 MIN_SPAN_AGREEMENT = 0.8   # a guard against a broken file; the F1 on real questions decides (docs/reader.md)
 CALIBRATION_QUESTIONS = 24
 CHECK_QUESTIONS = 48
-
-
-def shipped_pairs(n: int, skip: int = 0) -> list[tuple[Question, Context]]:
-    """``n`` shipped tuning questions with their gold paragraph, round-robin over languages,
-    after the first ``skip`` of that order."""
-    with gzip.open(rt.CORPUS / "passages.jsonl.gz", "rt", encoding="utf-8") as f:
-        passages = {r["id"]: r for r in map(json.loads, f)}
-    by_lang: dict[str, list[dict]] = {}
-    with gzip.open(rt.CORPUS / "questions.jsonl.gz", "rt", encoding="utf-8") as f:
-        for r in map(json.loads, f):
-            if r.get("split") == "tune" and r.get("positive_ids") and r["positive_ids"][0] in passages:
-                by_lang.setdefault(r["lang"], []).append(r)
-    order: list[dict] = []
-    i = 0
-    while len(order) < skip + n and any(i < len(v) for v in by_lang.values()):
-        order += [by_lang[la][i] for la in sorted(by_lang) if i < len(by_lang[la])]
-        i += 1
-    out = []
-    for r in order[skip: skip + n]:
-        p = passages[r["positive_ids"][0]]
-        out.append((Question(r["id"], r["question"], r["lang"], tuple(r.get("answers", ()))),
-                    Context(p["id"], p.get("title", ""), p["text"], p["lang"], 1.0, "gold")))
-    return out
 
 
 def _rows(reader, pairs) -> list:
@@ -87,10 +61,10 @@ def build(folder: str | Path, threads: int = 0, progress=print) -> dict[str, Any
         torch.set_num_threads(threads)
     reader = SpanReader.load(folder, runtime=False)
     progress("  exporting the reader's int8 runtime (ONNX, fused kernels, int8 matrix products) ...")
-    calib = [f for _, f in _feeds(reader, _rows(reader, shipped_pairs(CALIBRATION_QUESTIONS)))]
+    calib = [f for _, f in _feeds(reader, _rows(reader, rt.shipped_pairs(CALIBRATION_QUESTIONS)))]
     built = rt.export_int8(folder / "encoder", out=folder / rt.INT8_FILE, calibration=calib)
     progress(f"  checking it against fp32 on {CHECK_QUESTIONS} shipped tuning questions and their paragraphs ...")
-    rows = _rows(reader, shipped_pairs(CHECK_QUESTIONS, skip=CALIBRATION_QUESTIONS))
+    rows = _rows(reader, rt.shipped_pairs(CHECK_QUESTIONS, skip=CALIBRATION_QUESTIONS))
     feeds = _feeds(reader, rows)
     session = rt.Int8Encoder(folder / rt.INT8_FILE, threads)
     A = reader.settings.max_answer_len

@@ -1,5 +1,6 @@
-"""``xqa reader runtime``: a span reader's int8 CPU runtime (``model.int8.onnx``), checked against
-fp32 on shipped tuning questions and timed on this CPU (``reader.span.runtime``).
+"""``xqa reader runtime``: a reader's CPU runtime, checked against fp32 on shipped tuning questions
+and timed on this CPU: the span reader's ``model.int8.onnx`` (``reader.span.runtime``), a
+warm-started FiD's int8 and bf16 reading (``reader.fid.runtime``).
 
 ``xqa reader unpack`` runs it for the reader it writes; this command does it for any span reader
 folder, e.g. one trained with ``xqa train reader --family span``.

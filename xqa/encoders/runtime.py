@@ -353,6 +353,35 @@ def resolve_precision(folder: str | Path | None, precision: str, info: EncoderIn
 
 # --------------------------------------------------------------------------- the check
 
+def shipped_pairs(n: int, skip: int = 0) -> list[tuple[Question, Context]]:
+    """``n`` shipped tuning questions with their gold paragraph, round-robin over languages,
+    after the first ``skip`` of that order (the readers' runtime checks read them)."""
+    import gzip
+    import json
+
+    from xqa.records import Context, Question
+
+    with gzip.open(CORPUS / "passages.jsonl.gz", "rt", encoding="utf-8") as f:
+        passages = {r["id"]: r for r in map(json.loads, f)}
+    by_lang: dict[str, list[dict]] = {}
+    with gzip.open(CORPUS / "questions.jsonl.gz", "rt", encoding="utf-8") as f:
+        for r in map(json.loads, f):
+            if r.get("split") == "tune" and r.get("positive_ids") and r["positive_ids"][0] in passages:
+                by_lang.setdefault(r["lang"], []).append(r)
+    order: list[dict] = []
+    i = 0
+    while len(order) < skip + n and any(i < len(v) for v in by_lang.values()):
+        order += [by_lang[la][i] for la in sorted(by_lang) if i < len(by_lang[la])]
+        i += 1
+    out = []
+    for r in order[skip: skip + n]:
+        p = passages[r["positive_ids"][0]]
+        out.append((Question(r["id"], r["question"], r["lang"], tuple(r.get("answers", ()))),
+                    Context(p["id"], p.get("title", ""), p["text"], p["lang"], 1.0, "gold")))
+    return out
+
+
+
 def sample_texts(n_passages: int = SAMPLE_PASSAGES, n_questions: int = SAMPLE_QUESTIONS) -> tuple[list[str], list[str]]:
     """A fixed sample of the shipped corpus: passages and test questions, round-robin over
     its languages (the same texts on every machine)."""

@@ -220,9 +220,9 @@ class CorpusBuild(Build):
         convert_e5(E5ConvertConfig(out=self.out / "encoder", int8=False), log=_say)
 
     def _runtime_jobs(self, encoder_threads: int = 0, reader_threads: int = 0) -> list[tuple[Any, dict[str, Any]]]:
-        """The int8 runtimes still to build, ``(function, arguments)`` each: the encoder's, and a
-        span reader's, each checked and timed with the threads given (0: torch's default)."""
-        from reader.span.runtime import build_and_report
+        """The int8 runtimes still to build, ``(function, arguments)`` each: the encoder's, and each
+        reader's whose family has one (:mod:`reader.registry`), each checked and timed with the
+        threads given (0: torch's default)."""
         from xqa.encoders.convert import E5ConvertConfig, convert_e5
         from xqa.encoders.info import read_info
         from reader.registry import family_of
@@ -235,8 +235,10 @@ class CorpusBuild(Build):
         if info is None or not info.runtime:
             jobs.append((convert_e5, {"cfg": E5ConvertConfig(out=o / "encoder", threads=encoder_threads)}))
         for reader in (o / "reader", *(o / "readers" / name for name in self.other_readers)):
-            if is_complete(reader) and family_of(reader).cpu_runtime and not (reader / READER_RECORD).is_file():
-                jobs.append((build_and_report, {"folder": reader, "threads": reader_threads}))
+            family = family_of(reader) if is_complete(reader) else None
+            if (family is not None and family.runtime is not None and family.runtime_wanted(reader)
+                    and not (reader / READER_RECORD).is_file()):
+                jobs.append((family.runtime, {"folder": reader, "threads": reader_threads}))
         return jobs
 
     def _runtimes_done(self) -> bool:
