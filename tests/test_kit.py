@@ -387,3 +387,40 @@ def test_a_fid_kit_run_stops_on_time_resumes_and_becomes_the_reader_it_trained(k
     assert shipped_readers({"other": "x"}) == {"other": "x", "fid": str(tmp_path / "packed")}
     monkeypatch.setattr(shipped, "SHIPPED_FID", tmp_path / "none")
     assert shipped_readers() == {}
+
+
+def test_fid_kit_copy_targets_point_at_the_answer_in_the_gold_row(kit, converted_e5):
+    """With guided cross-attention, each answer token's target is its own position in the gold
+    paragraph's row: the token there is the target token."""
+    import random
+
+    from reader.fid.kit import KitFiDTask
+
+    k, _, _, _ = kit
+    task = KitFiDTask(k, n_context=3, max_length=64, copy_attention=2.0, generator_share=0.1)
+    assert task.model.copy_head == (task.model.decoder_layers - 1, 0) and task.model.generator_share == 0.1
+    task._rng = random.Random(3)
+    batch = task.collate(list(range(len(k))))
+    B, N, L = batch["input_ids"].shape
+    flat = batch["input_ids"].reshape(B, N * L)
+    pointed = 0
+    for b in range(B):
+        for t in range(batch["labels"].shape[1]):
+            where = batch["copy_mask"][b, t].nonzero().flatten().tolist()
+            label = int(batch["labels"][b, t])
+            if label in (-100, k.sep_id):
+                assert not where
+                continue
+            assert len(where) <= 1
+            if where:
+                pointed += 1
+                assert int(flat[b, where[0]]) == label
+    assert pointed >= len(k)             # every question points at least at its first answer token
+    loss = task.loss(task.model, batch)
+    assert torch_is_finite(loss)
+
+
+def torch_is_finite(x) -> bool:
+    import torch
+
+    return bool(torch.isfinite(x).all())

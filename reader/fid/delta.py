@@ -65,6 +65,8 @@ def pack(reader_dir: str | Path, base: str | Path, out: str | Path) -> Path:
         save_config(tmp, KIND, {
             "reader": {k: getattr(reader, k) for k in ("max_length", "max_answer_len", "n_context")},
             "warm_start": spec.to_dict(), "model_config": reader.model.t5.config.to_dict(),
+            "pointer": {"copy_head": list(reader.model.copy_head) if reader.model.copy_head else None,
+                        "copy_weight": reader.model.copy_weight, "generator_share": reader.model.generator_share},
             "base_sha256": delta.base_sha(base), "unchanged": [f"encoder.{n}" for n in unchanged],
             "quantization": f"encoder: {delta.QUANTIZATION} of its difference to the base; decoder: "
                             f"int8 per row (fp16 scales)"})
@@ -97,6 +99,11 @@ def unpack(delta_dir: str | Path, base: str | Path, out: str | Path) -> Path:
     encoder.load_state_dict(state, strict=False)
     tok = AutoTokenizer.from_pretrained(str(base))
     reader = FiDReader.warm_start(encoder, tok, spec, base=f"{delta_dir} over {base}", **cfg["reader"])
+    pointer = cfg.get("pointer") or {}
+    if pointer.get("copy_head"):
+        reader.model.copy_head = tuple(pointer["copy_head"])
+        reader.model.copy_weight = float(pointer.get("copy_weight", 1.0))
+        reader.model.generator_share = pointer.get("generator_share")
     model = reader.model.t5
     own = model.state_dict()
     dec = {}

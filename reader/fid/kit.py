@@ -75,7 +75,7 @@ class KitFiDTask:
 
     def __init__(self, kit, spec: WarmStart = WarmStart(), n_context: int = 10, encoder_init: str | None = None,
                  max_length: int | None = None, max_answer_len: int | None = None, dev_questions: int = 300,
-                 seed: int = 0):
+                 seed: int = 0, copy_attention: float = 0.0, generator_share: float | None = None):
         cfg = kit.config
         if not cfg.get("markers"):
             raise XqaError(f"{kit.folder} keeps no FiD marker tokens: make it again with 'xqa reader kit'")
@@ -90,6 +90,14 @@ class KitFiDTask:
 
         self.model = FiD(warm.build(encoder, spec, start=kit.cls_id, eos=kit.sep_id, pad=kit.pad_id, seed=seed))
         self.model.t5.encoder.embeddings.word_embeddings.weight.requires_grad_(False)
+        # Guided cross-attention (reader.fid.task.copy_attention_loss): one head of the last decoder
+        # layer is taught where each answer token is in the gold passage, which the kit knows exactly;
+        # the reader then scores candidates with that pointer too (pointer-generator, generator_share).
+        self.copy_attention = float(copy_attention)
+        if self.copy_attention:
+            self.model.copy_head = (self.model.decoder_layers - 1, 0)
+            self.model.copy_weight = self.copy_attention
+            self.model.generator_share = generator_share
         self.dev_questions = min(dev_questions, len(kit.arrays.get("dev.passage", [])))
         by_lang: dict[int, list[int]] = {}
         for p, lang in enumerate(kit.arrays["passages.lang"].tolist()):
@@ -127,20 +135,37 @@ class KitFiDTask:
 
     def target(self, split: str, i: int, rng: random.Random | None = None) -> list[int]:
         """The answer's tokens in its paragraph (the first occurrence, or one drawn by ``rng``), ``</s>``."""
+        return self._target(split, i, rng)[0]
+
+    def _target(self, split: str, i: int, rng: random.Random | None = None) -> tuple[list[int], int]:
+        """:meth:`target` and where the answer starts among the paragraph's text tokens."""
         _, p, spans = self.kit.question(split, i)
         s, e = rng.choice(spans) if rng is not None else spans[0]
         _, text = self.kit.passage(p)
-        return [int(t) for t in text[s: e + 1][: self.max_answer_len - 1]] + [self.kit.sep_id]
+        return [int(t) for t in text[s: e + 1][: self.max_answer_len - 1]] + [self.kit.sep_id], s
+
+    def text_start(self, split: str, i: int, p: int) -> int:
+        """Where passage ``p``'s text starts in question ``i``'s row (:func:`reader.fid.data.row_from_ids`)."""
+        q, _, _ = self.kit.question(split, i)
+        lang = self.lang_tokens[int(self.kit.arrays[f"{split}.lang"][i])]
+        title, _ = self.kit.passage(p)
+        m = self.markers
+        return 1 + len(m["question"]) + len(q) + len(m["lang"]) + len(lang) + len(m["title"]) + len(title) \
+            + len(m["context"])
 
     def _batch(self, split: str, indices, rng: random.Random) -> dict[str, torch.Tensor]:
-        rows, masks, labels = [], [], []
+        rows, masks, labels, copies = [], [], [], []
         for i in indices:
-            passages, _ = self.passages_for(split, int(i), rng)
+            passages, at = self.passages_for(split, int(i), rng)
             r = self.rows(split, int(i), passages)
             r += [r[0]] * (self.n_context - len(r))      # a kit with too few paragraphs: repeat, masked
             masks.append([1] * len(passages) + [0] * (self.n_context - len(passages)))
             rows.append(r)
-            labels.append(self.target(split, int(i), rng if split == "train" else None))
+            target, s = self._target(split, int(i), rng if split == "train" else None)
+            labels.append(target)
+            start = self.text_start(split, int(i), passages[at]) + s
+            # the gold row's positions of the answer's tokens, one per target token (</s> has none)
+            copies.append([(at, start + t) for t in range(len(target) - 1) if start + t < len(r[at]) - 1])
         L = max(len(x) for r in rows for x in r)
         B, N = len(rows), self.n_context
         ids = torch.full((B, N, L), self.kit.pad_id, dtype=torch.long)
@@ -153,7 +178,14 @@ class KitFiDTask:
         lab = torch.full((B, T), -100, dtype=torch.long)
         for b, x in enumerate(labels):
             lab[b, : len(x)] = torch.tensor(x)
-        return {"input_ids": ids, "attention_mask": att, "passage_mask": torch.tensor(masks), "labels": lab}
+        batch = {"input_ids": ids, "attention_mask": att, "passage_mask": torch.tensor(masks), "labels": lab}
+        if self.copy_attention:
+            copy = torch.zeros((B, T, N * L))
+            for b, steps in enumerate(copies):
+                for t, (n, pos) in enumerate(steps):
+                    copy[b, t, n * L + pos] = 1.0
+            batch["copy_mask"] = copy
+        return batch
 
     # ------------------------------------------------------------------ the task
 
@@ -161,8 +193,17 @@ class KitFiDTask:
         return self._batch("train", indices, self._rng)
 
     def loss(self, model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        return model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                     passage_mask=batch["passage_mask"], labels=batch["labels"]).loss
+        """Token cross-entropy (+ ``copy_attention`` x the guided cross-attention term)."""
+        from reader.fid.task import copy_attention_loss
+
+        guided = "copy_mask" in batch
+        out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                    passage_mask=batch["passage_mask"], labels=batch["labels"], output_attentions=guided)
+        if not guided:
+            return out.loss
+        layer, head = self.model.copy_head
+        return out.loss + self.copy_attention * copy_attention_loss(out.cross_attentions[layer], batch["copy_mask"],
+                                                                    head)
 
     @torch.no_grad()
     def evaluate(self, model: torch.nn.Module) -> dict[str, float]:
@@ -270,6 +311,8 @@ def save_kit_reader(model: FiD, task: KitFiDTask, folder: str | Path) -> None:
     cfg = kit.config
     save_config(folder, READER_KIND, {
         "warm_start": task.spec.to_dict(), "encoder_init": task.encoder_init, "base_sha256": cfg["base_sha256"],
+        "copy_head": list(model.copy_head) if model.copy_head else None, "copy_weight": model.copy_weight,
+        "generator_share": model.generator_share,
         "settings": {"max_length": task.max_length, "max_answer_len": task.max_answer_len,
                      "n_context": task.n_context},
         "encoder_config": {**cfg["encoder_config"], "vocab_size": cfg["base_vocab_size"], "pad_token_id": 1},
@@ -323,6 +366,10 @@ def to_reader(folder: str | Path, base: str | Path, out: str | Path, n_context: 
     reader = FiDReader.warm_start(encoder, tok, WarmStart.from_dict(cfg["warm_start"]), base=str(base),
                                   max_length=s["max_length"], max_answer_len=s["max_answer_len"],
                                   n_context=n_context or s["n_context"])
+    if cfg.get("copy_head"):
+        reader.model.copy_head = tuple(cfg["copy_head"])
+        reader.model.copy_weight = float(cfg.get("copy_weight", 1.0))
+        reader.model.generator_share = cfg.get("generator_share")
     model = reader.model.t5
     own = model.state_dict()
     new: dict[str, torch.Tensor] = {}

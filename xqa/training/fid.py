@@ -207,6 +207,7 @@ def _train_kit(c: FidTrainConfig) -> dict:
     import torch
 
     from reader.fid.kit import KitFiDTask
+    from reader.fid.model import check_generator_share
     from reader.fid.warm import WarmStart
     from reader.span.kit import MIX_ALPHA, Kit, mix_table, mixed_order
     from xqa.errors import XqaError
@@ -217,15 +218,15 @@ def _train_kit(c: FidTrainConfig) -> dict:
     if c.threads:
         torch.set_num_threads(c.threads)
     for flag, given in (("--init", c.init), ("--train", c.train), ("--size", c.size), ("--tokenizer", c.tokenizer),
-                        ("--copy-attention", c.copy_attention), ("--decoder-prompt", c.decoder_prompt),
-                        ("--labels", c.labels)):
+                        ("--decoder-prompt", c.decoder_prompt), ("--labels", c.labels)):
         if given:
             raise XqaError(f"--kit holds the questions, paragraphs and encoder; {flag} does not go with it")
     info = init_distributed()
     kit = Kit(c.kit)
     task = KitFiDTask(kit, WarmStart(c.decoder_layers, c.share_layers), n_context=c.n_context,
                       encoder_init=c.encoder_init, max_length=c.max_length, max_answer_len=c.max_answer_len,
-                      dev_questions=c.dev_limit or 10 ** 9, seed=c.seed)
+                      dev_questions=c.dev_limit or 10 ** 9, seed=c.seed, copy_attention=c.copy_attention,
+                      generator_share=check_generator_share(c.generator_share))
     alpha = MIX_ALPHA if c.mix is None else c.mix
     sets = kit.arrays["train.set"]
     order = mixed_order(sets, alpha, _draws(c, len(sets), info.processes), c.seed)
