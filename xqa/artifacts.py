@@ -101,6 +101,28 @@ def write_file_atomic(path: str | Path, write: Callable[[BinaryIO], Any]) -> Non
         raise
 
 
+def save_shards(tensors: dict[str, Any], folder: str | Path, stem: str, max_bytes: int) -> list[str]:
+    """``tensors`` (name -> torch tensor) in safetensors files ``{stem}-00001.safetensors``, ...
+    of at most ``max_bytes`` each (a larger tensor alone in its file), names in sorted order;
+    the file names."""
+    from safetensors.torch import save_file
+
+    shards: list[dict[str, Any]] = [{}]
+    size = 0
+    for name in sorted(tensors):
+        n = tensors[name].numel() * tensors[name].element_size()
+        if shards[-1] and size + n > max_bytes:
+            shards.append({})
+            size = 0
+        shards[-1][name] = tensors[name]
+        size += n
+    files = []
+    for k, shard in enumerate(shards, 1):
+        files.append(f"{stem}-{k:05d}.safetensors")
+        save_file(shard, str(Path(folder) / files[-1]))
+    return files
+
+
 def save_config(folder: str | Path, kind: str, config: dict[str, Any]) -> Path:
     """Write ``folder/config.json`` with ``kind`` and library versions added."""
     folder = Path(folder)

@@ -27,7 +27,7 @@ import torch
 
 from reader.fid.model import FiD, Search
 from reader.fid.warm import WarmStart
-from xqa.artifacts import load_config, save_config
+from xqa.artifacts import load_config, save_config, save_shards
 from xqa.errors import XqaError
 
 READER_KIND = "fid_kit_reader"
@@ -276,8 +276,6 @@ def _bag_f1(got: list[int], gold: list[int]) -> float:
 def save_kit_reader(model: FiD, task: KitFiDTask, folder: str | Path) -> None:
     """The encoder's tensors as fp16 differences to the kit's base, the decoder's in fp16 (its
     output bias in fp32), in shards of at most 15 MiB; ``vocab.npy`` maps the kit's tokens."""
-    from safetensors.torch import save_file
-
     from reader.fid import warm
 
     folder = Path(folder)
@@ -294,19 +292,7 @@ def save_kit_reader(model: FiD, task: KitFiDTask, folder: str | Path) -> None:
             tensors[f"vocab.{name}"] = w.contiguous()       # over the kit's tokens: widened by to_reader
         else:
             tensors[name] = w.half().contiguous()
-    shards: list[dict[str, torch.Tensor]] = [{}]
-    size = 0
-    for name in sorted(tensors):
-        n = tensors[name].numel() * tensors[name].element_size()
-        if shards[-1] and size + n > SHARD_BYTES:
-            shards.append({})
-            size = 0
-        shards[-1][name] = tensors[name]
-        size += n
-    files = []
-    for k, shard in enumerate(shards, 1):
-        files.append(f"fid-{k:05d}.safetensors")
-        save_file(shard, str(folder / files[-1]))
+    files = save_shards(tensors, folder, "fid", SHARD_BYTES)
     np.save(folder / "vocab.npy", kit.arrays["vocab"])
     cfg = kit.config
     save_config(folder, READER_KIND, {

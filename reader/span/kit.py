@@ -40,7 +40,7 @@ import numpy as np
 import torch
 
 from reader.span.data import RowLayout, answer_token_spans, encode, pad_rows, row_head, window_positions
-from xqa.artifacts import atomic_dir, load_config, save_config
+from xqa.artifacts import atomic_dir, load_config, save_config, save_shards
 from xqa.errors import XqaError
 from xqa.records import Passage
 
@@ -404,8 +404,6 @@ def _token_f1(ps: int, pe: int, gs: int, ge: int) -> float:
 
 def save_kit_reader(model, kit: Kit, folder: str | Path) -> None:
     """What training changed over the base, in fp16 shards of at most 15 MiB, and the heads."""
-    from safetensors.torch import save_file
-
     folder = Path(folder)
     base = kit.base_state()
     tensors: dict[str, torch.Tensor] = {}
@@ -416,19 +414,7 @@ def save_kit_reader(model, kit: Kit, folder: str | Path) -> None:
     for head in ("span_head", "rank_head"):
         for name, w in getattr(model, head).state_dict().items():
             tensors[f"heads.{head}.{name}"] = w.detach().float().cpu().contiguous()
-    shards: list[dict[str, torch.Tensor]] = [{}]
-    size = 0
-    for name in sorted(tensors):
-        n = tensors[name].numel() * tensors[name].element_size()
-        if shards[-1] and size + n > SHARD_BYTES:
-            shards.append({})
-            size = 0
-        shards[-1][name] = tensors[name]
-        size += n
-    files = []
-    for k, shard in enumerate(shards, 1):
-        files.append(f"delta-{k:05d}.safetensors")
-        save_file(shard, str(folder / files[-1]))
+    files = save_shards(tensors, folder, "delta", SHARD_BYTES)
     cfg = kit.config
     save_config(folder, READER_KIND, {"settings": cfg["settings"], "base_sha256": cfg["base_sha256"],
                                       "layers": cfg["encoder_config"]["num_hidden_layers"], "files": files,

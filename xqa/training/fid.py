@@ -82,17 +82,6 @@ class FidTrainConfig(ReaderTrainConfig):
         "metavar": "DIR",
         "help": "with --kit: start the encoder from this packed span reader (xqa/models/span-reader) "
                 "instead of the kit's encoder"})
-    kit: str | None = field(default=None, metadata={
-        "metavar": "KIT",
-        "help": "train from a kit ('xqa reader kit': the questions, paragraphs and encoder in one small "
-                "folder) instead of --train/--passages/--init; OUT/best then holds what training changed, "
-                "which 'xqa reader pack --reader OUT' turns into the shipped reader"})
-    mix: float | None = field(default=None, metadata={
-        "metavar": "ALPHA",
-        "help": "draw training questions over the source sets with probability proportional to "
-                "n_set^ALPHA (temperature sampling: 1 as the data holds them, 0 every set alike); "
-                "--epochs counts draws of the whole training set's size (default with --kit: 0.7; "
-                "else off)"})
     eval_span_beams: int = field(default=-1, metadata={
         "metavar": "K",
         "help": "validate with 4 beams plus K passage-span candidates, as the pipeline reads "

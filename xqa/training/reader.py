@@ -56,6 +56,18 @@ class ReaderTrainConfig:
     bf16: bool = field(default=True, metadata={"help": "disable bf16 autocast on CUDA"})
     gradient_checkpointing: bool = field(default=False, metadata={"help": "trade compute for memory (CUDA only)"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch default)"})
+    kit: str | None = field(default=None, metadata={
+        "metavar": "KIT",
+        "help": "train from a kit ('xqa reader kit': the questions, paragraphs and encoder in one small "
+                "folder) instead of --train/--passages/--init; OUT/best then holds what training changed, "
+                "which 'xqa reader pack --reader OUT' turns into the reader"})
+    # None: off (with a kit: reader.span.kit.MIX_ALPHA)
+    mix: float | None = field(default=None, metadata={
+        "metavar": "ALPHA",
+        "help": "draw training questions over the source sets with probability proportional to "
+                "n_set^ALPHA (temperature sampling: 1 as the data holds them, 0 every set alike); "
+                "--epochs counts draws of the whole training set's size (default with --kit: 0.7; "
+                "else off)"})
 
 
 FAMILY_HELP = ("the reader family to train (each registered family with a training entry, reader.registry; "

@@ -33,18 +33,6 @@ class SpanTrainConfig(ReaderTrainConfig):
         "metavar": "N", "help": "at most N training questions from one source set (0: all), sampled with --seed"})
     # None: the encoder's
     dropout: float | None = field(default=None, metadata={"help": "hidden dropout (default: the encoder's)"})
-    kit: str | None = field(default=None, metadata={
-        "metavar": "KIT",
-        "help": "train from a kit ('xqa reader kit': the questions, paragraphs and encoder in one small "
-                "folder) instead of --train/--passages/--init; OUT/best then holds what training changed, "
-                "which 'xqa reader pack --reader OUT' adds to the converted encoder"})
-    # None: off (with a kit: reader.span.kit.MIX_ALPHA)
-    mix: float | None = field(default=None, metadata={
-        "metavar": "ALPHA",
-        "help": "draw training questions over the source sets with probability proportional to "
-                "n_set^ALPHA (temperature sampling: 1 as the data holds them, 0 every set alike); "
-                "--epochs counts draws of the whole training set's size (default with --kit: 0.7; "
-                "else off)"})
 
 
 CONFIG = SpanTrainConfig   # the training entry of the span family (reader.span.FAMILY.training)
