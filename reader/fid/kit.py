@@ -208,7 +208,8 @@ class KitFiDTask:
     @torch.no_grad()
     def evaluate(self, model: torch.nn.Module) -> dict[str, float]:
         """Token EM/F1 of greedy answers to the first dev questions, each reading its paragraph among
-        ``n_context`` (the same draw every time), against the answer's tokens."""
+        ``n_context`` (the same draw every time), against the answer's tokens; ``token_loss``: the
+        answers' mean token cross-entropy there (comparable with and without guided attention)."""
         if not self.dev_questions:
             return {}
         fid = getattr(model, "module", model)
@@ -216,11 +217,13 @@ class KitFiDTask:
         was_training = fid.training
         fid.eval()
         rng = random.Random(12345)
-        em = f1 = 0.0
+        em = f1 = loss = 0.0
         for start in range(0, self.dev_questions, 16):
             idx = list(range(start, min(start + 16, self.dev_questions)))
             batch = {k: v.to(device) for k, v in self._batch("dev", idx, rng).items()}
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+                loss += float(fid(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                                  passage_mask=batch["passage_mask"], labels=batch["labels"]).loss) * len(idx)
                 out = fid.generate(batch["input_ids"], batch["attention_mask"], batch["passage_mask"],
                                    Search(beams=1, n_best=1, max_new_tokens=self.max_answer_len))
             for b, i in enumerate(idx):
@@ -233,7 +236,8 @@ class KitFiDTask:
                 f1 += max(_bag_f1(got, g) for g in gold)
         if was_training:
             fid.train()
-        return {"f1": f1 / self.dev_questions, "em": em / self.dev_questions}
+        return {"f1": f1 / self.dev_questions, "em": em / self.dev_questions,
+                "token_loss": loss / self.dev_questions}
 
     def save(self, model: torch.nn.Module, folder) -> None:
         save_kit_reader(getattr(model, "module", model), self, folder)
@@ -303,6 +307,31 @@ def save_kit_reader(model: FiD, task: KitFiDTask, folder: str | Path) -> None:
                      "n_context": task.n_context},
         "encoder_config": {**cfg["encoder_config"], "vocab_size": cfg["base_vocab_size"], "pad_token_id": 1},
         "files": files})
+
+
+def load_kit_reader(task: KitFiDTask, folder: str | Path) -> None:
+    """Put a kit run's weights (``OUT`` or ``OUT/best``) into ``task.model`` (the kit's vocabulary), e.g.
+    to validate two runs on the same dev draw."""
+    from safetensors.torch import load_file
+
+    folder = Path(folder)
+    if not is_kit_reader(folder) and is_kit_reader(folder / "best"):
+        folder = folder / "best"
+    cfg = load_config(folder, READER_KIND)
+    tensors: dict[str, torch.Tensor] = {}
+    for f in cfg["files"]:
+        tensors.update(load_file(str(folder / f)))
+    base = task.kit.base_state()
+    state = {}
+    for name, w in tensors.items():
+        if name.startswith("delta.encoder."):
+            key = name[len("delta."):]
+            state[key] = base[key[len("encoder."):]] + w.float()
+        else:
+            state[name.removeprefix("vocab.")] = w.float()
+    missing, unexpected = task.model.t5.load_state_dict(state, strict=False)
+    if unexpected:
+        raise XqaError(f"{folder}: {unexpected[0]} is not a tensor of this task's model")
 
 
 def is_kit_reader(folder: str | Path) -> bool:

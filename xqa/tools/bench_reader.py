@@ -41,7 +41,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(--passages counts, --questions of them) instead of random-weight FiD configs")
     p.add_argument("--questions", type=int, default=20, help="--span: questions timed per passage count")
     p.add_argument("--precisions", default="fp32,int8",
-                   help="--span: CPU precisions timed in turn (int8: the reader's int8 runtime, where it has one)")
+                   help="--span: CPU precisions timed in turn (fp32, bf16, int8: a span reader's int8 runtime "
+                        "where it has one, a FiD's quantised linear layers)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -120,14 +121,19 @@ def _bench_span(args: argparse.Namespace) -> int:
         questions = [json.loads(line) for line in f][::97][: args.questions]
     counts = [int(x) for x in args.passages.split(",") if x.strip()]
     precisions = [x.strip() for x in args.precisions.split(",") if x.strip()]
-    if not hasattr(reader, "settings"):          # a reader with one precision: timed as it loads
+    converts = hasattr(reader, "with_precision")   # a FiD: a copy of it in each precision
+    if not converts and not hasattr(reader, "settings"):    # a reader with one precision: timed as it loads
         precisions = ["as loaded"]
-    if "int8" in precisions and not (Path(args.span) / INT8_FILE).is_file() and hasattr(reader, "cpu_precision"):
+    if (not converts and "int8" in precisions and not (Path(args.span) / INT8_FILE).is_file()
+            and hasattr(reader, "cpu_precision")):
         print(f"{args.span} has no {INT8_FILE} (xqa reader unpack writes it): int8 not timed")
         precisions.remove("int8")
     rows = []
+    base_reader = reader
     for precision in precisions:
-        if hasattr(reader, "settings"):
+        if converts:
+            reader = base_reader.with_precision(precision)
+        elif hasattr(reader, "settings"):
             reader.settings.precision = precision
         warm = questions[0]       # loads what the precision needs (the int8 session) before timing
         reader.read([Question(id=warm["id"], question=warm["question"], lang=warm["lang"])],
