@@ -11,8 +11,8 @@
 # Python with torch, transformers, safetensors, numpy and tqdm, and nothing from the network.
 # Settings (environment): N_CONTEXT (passages a question reads, 10), DECODER_LAYERS (4), SHARE=1
 # (the decoder shares the encoder's layers), ENCODER_INIT (a packed span reader to start the
-# encoder from, e.g. xqa/models/span-reader; empty: the kit's e5), BATCH (32), LR (1e-4),
-# SCALE=0 (skip the mt5-base-shape timing).
+# encoder from, e.g. xqa/models/span-reader; empty: the kit's e5), COPY (guided cross-attention
+# weight; empty: none), BATCH (32), LR (1e-4), SCALE=0 (skip the mt5-base-shape timing).
 # First 30 steps measure the speed; the run is then sized to MINUTES (default 6) of training.
 # Back on the CPU: xqa reader pack --reader OUT --base ENCODER --out xqa/models/fid-reader
 set -euo pipefail
@@ -42,6 +42,7 @@ common=(--family fid --kit "$KIT" --batch-size "$BATCH" --lr "$LR" --n-context "
         --decoder-layers "$DECODER_LAYERS" --log-every 10)
 [ "${SHARE:-0}" = 1 ] && common+=(--share-layers --decoder-layers 0)
 [ -n "${ENCODER_INIT:-}" ] && common+=(--encoder-init "$ENCODER_INIT")
+[ -n "${COPY:-}" ] && common+=(--copy-attention "$COPY")
 $PY -m xqa.cli train reader "${common[@]}" --out "$WORK/speed" --max-steps 30 --dev-limit 1 --save-every 100000
 steps=$($PY - "$WORK/speed/metrics.jsonl" "$MINUTES" "$BATCH" <<'PY'
 import json, sys
