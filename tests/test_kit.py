@@ -294,6 +294,7 @@ def test_fid_rows_cut_from_the_kit_are_the_rows_the_fid_reader_reads(kit, conver
         assert task.target("train", i)[-1] == k.sep_id
 
 
+@pytest.mark.slow
 def test_a_fid_kit_run_stops_on_time_resumes_and_becomes_the_reader_it_trained(kit, converted_e5, tmp_path,
                                                                                 monkeypatch):
     import contextlib
