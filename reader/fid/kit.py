@@ -25,9 +25,10 @@ from typing import Any
 import numpy as np
 import torch
 
+import xqa.encoders.delta as delta
 from reader.fid.model import FiD, Search
 from reader.fid.warm import WarmStart
-from xqa.artifacts import load_config, save_config, save_shards
+from xqa.artifacts import save_config, save_shards
 from xqa.errors import XqaError
 
 READER_KIND = "fid_kit_reader"
@@ -56,8 +57,6 @@ def kit_encoder(kit, encoder_init: str | Path | None = None):
 def _span_reader_state(folder: Path, base: dict[str, torch.Tensor], sha: str) -> dict[str, torch.Tensor]:
     """The packed span reader's encoder over the kit's base tensors (same values as the converted
     encoder's, on the kit's tokens)."""
-    import xqa.encoders.delta as delta
-
     cfg, packed = delta.read(folder, "span_reader_delta", folder)   # the base is checked here:
     if cfg.get("base_sha256") and cfg["base_sha256"] != sha:
         raise XqaError(f"{folder} was trained over another encoder file than the kit's")
@@ -312,15 +311,7 @@ def save_kit_reader(model: FiD, task: KitFiDTask, folder: str | Path) -> None:
 def load_kit_reader(task: KitFiDTask, folder: str | Path) -> None:
     """Put a kit run's weights (``OUT`` or ``OUT/best``) into ``task.model`` (the kit's vocabulary), e.g.
     to validate two runs on the same dev draw."""
-    from safetensors.torch import load_file
-
-    folder = Path(folder)
-    if not is_kit_reader(folder) and is_kit_reader(folder / "best"):
-        folder = folder / "best"
-    cfg = load_config(folder, READER_KIND)
-    tensors: dict[str, torch.Tensor] = {}
-    for f in cfg["files"]:
-        tensors.update(load_file(str(folder / f)))
+    folder, _, tensors = delta.read_run(folder, READER_KIND)
     base = task.kit.base_state()
     state = {}
     for name, w in tensors.items():
@@ -346,28 +337,16 @@ def to_reader(folder: str | Path, base: str | Path, out: str | Path, n_context: 
     encoder's differences added to the base, the decoder loaded, its output bias widened to the full
     vocabulary (a token the kit never held gets the lowest bias any of its tokens has, less
     :data:`UNSEEN_MARGIN`: it was never a target, so nothing taught the decoder when to write it)."""
-    from safetensors.torch import load_file
     from transformers import AutoTokenizer, BertConfig, BertModel
 
     from reader.fid.inference import FiDReader
-    from xqa.encoders.delta import base_sha, base_state
 
-    folder = Path(folder)
-    if not is_kit_reader(folder) and is_kit_reader(folder / "best"):
-        folder = folder / "best"
-    cfg = load_config(folder, READER_KIND)
-    have = base_sha(base)
-    if have and cfg.get("base_sha256") and have != cfg["base_sha256"]:
-        raise XqaError(f"{folder} was trained over the encoder file with SHA-256 {cfg['base_sha256'][:12]}..., "
-                       f"but {base} was converted from {have[:12]}...")
-    tensors: dict[str, torch.Tensor] = {}
-    for f in cfg["files"]:
-        tensors.update(load_file(str(folder / f)))
+    folder, cfg, tensors = delta.read_run(folder, READER_KIND, base)
     vocab = torch.from_numpy(np.load(folder / "vocab.npy").astype(np.int64))
     layers = int(cfg["encoder_config"]["num_hidden_layers"])
     encoder = BertModel(BertConfig.from_pretrained(str(base), num_hidden_layers=layers,
                                                    attention_probs_dropout_prob=0.0), add_pooling_layer=False)
-    base_tensors = base_state(base)
+    base_tensors = delta.base_state(base)
     state = {}
     for name in encoder.state_dict():
         if name in base_tensors:

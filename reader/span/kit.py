@@ -433,25 +433,14 @@ def is_kit_reader(folder: str | Path) -> bool:
 
 def to_reader(folder: str | Path, base: str | Path, out: str | Path) -> Path:
     """The span reader of a kit run (``OUT`` or ``OUT/best``) over the encoder folder ``base``."""
-    from safetensors.torch import load_file
     from transformers import AutoTokenizer
 
     from reader.span.inference import SpanReader, SpanSettings
     from reader.span.model import SpanModel, build_encoder
-    from xqa.encoders.delta import base_sha, base_state
+    from xqa.encoders.delta import base_state, read_run
 
-    folder = Path(folder)
-    if not is_kit_reader(folder) and is_kit_reader(folder / "best"):
-        folder = folder / "best"
-    cfg = load_config(folder, READER_KIND)
-    have = base_sha(base)
-    if have and cfg.get("base_sha256") and have != cfg["base_sha256"]:
-        raise XqaError(f"{folder} was trained over the encoder file with SHA-256 {cfg['base_sha256'][:12]}..., "
-                       f"but {base} was converted from {have[:12]}...")
+    folder, cfg, tensors = read_run(folder, READER_KIND, base)
     state = base_state(base)
-    tensors: dict[str, torch.Tensor] = {}
-    for f in cfg["files"]:
-        tensors.update(load_file(str(folder / f)))
     enc_cfg = dict(cfg["encoder_config"])
     model = SpanModel(build_encoder(enc_cfg))
     own = model.encoder.state_dict()

@@ -55,6 +55,41 @@ def read(delta_dir: str | Path, kind: str, base: str | Path) -> tuple[dict, dict
     return cfg, load_file(str(Path(delta_dir) / "delta.safetensors"))
 
 
+def read_run(folder: str | Path, kind: str, base: str | Path | None = None) -> tuple[Path, dict, dict]:
+    """``(folder, config, tensors)`` of what a kit run keeps (``kind`` in ``config.json``, in
+    ``folder`` or its ``best/``; its ``files`` are safetensors shards), after checking, where
+    ``base`` is given, that it was trained over the encoder ``base`` was converted from."""
+    import json
+
+    from safetensors.torch import load_file
+
+    from xqa.artifacts import load_config
+
+    folder = Path(folder)
+
+    def kind_of(f: Path) -> str | None:
+        try:
+            return json.loads((f / "config.json").read_text(encoding="utf-8")).get("kind")
+        except (OSError, ValueError, AttributeError):
+            return None
+
+    if kind_of(folder) != kind and kind_of(folder / "best") == kind:
+        folder = folder / "best"
+    try:
+        cfg = load_config(folder, kind)
+    except ValueError as e:
+        raise XqaError(str(e)) from None
+    if base is not None:
+        have = base_sha(base)
+        if have and cfg.get("base_sha256") and have != cfg["base_sha256"]:
+            raise XqaError(f"{folder} was trained over the encoder file with SHA-256 {cfg['base_sha256'][:12]}..., "
+                           f"but {base} was converted from {have[:12]}...")
+    tensors: dict = {}
+    for f in cfg["files"]:
+        tensors.update(load_file(str(folder / f)))
+    return folder, cfg, tensors
+
+
 def diff(trained: dict, base: dict, base_name: str | Path = "base") -> tuple[dict, list[str]]:
     """``(tensors, unchanged names)``: int8 row deltas of changed matrices, changed vectors as
     they are. Every trained tensor must exist in the base with the same shape."""

@@ -198,11 +198,11 @@ def _train_kit(c: FidTrainConfig) -> dict:
     from reader.fid.kit import KitFiDTask
     from reader.fid.model import check_generator_share
     from reader.fid.warm import WarmStart
-    from reader.span.kit import MIX_ALPHA, Kit, mix_table, mixed_order
+    from reader.span.kit import Kit, mix_table
     from xqa.errors import XqaError
     from xqa.training.loop import init_distributed
     from xqa.training.loop import train as run_loop
-    from xqa.training.span import _draws, _loop
+    from xqa.training.span import _loop, kit_order
 
     if c.threads:
         torch.set_num_threads(c.threads)
@@ -216,11 +216,7 @@ def _train_kit(c: FidTrainConfig) -> dict:
                       encoder_init=c.encoder_init, max_length=c.max_length, max_answer_len=c.max_answer_len,
                       dev_questions=c.dev_limit or 10 ** 9, seed=c.seed, copy_attention=c.copy_attention,
                       generator_share=check_generator_share(c.generator_share))
-    alpha = MIX_ALPHA if c.mix is None else c.mix
-    sets = kit.arrays["train.set"]
-    order = mixed_order(sets, alpha, _draws(c, len(sets), info.processes), c.seed)
-    if c.train_limit:
-        order = order[: c.train_limit]
+    order, alpha = kit_order(c, kit, info.processes)
     if info.main:
         n_train = sum(p.numel() for p in task.model.parameters() if p.requires_grad)
         print(f"kit {c.kit}: {len(kit)} training questions, {task.dev_questions} dev questions, "
@@ -228,7 +224,7 @@ def _train_kit(c: FidTrainConfig) -> dict:
               f"encoder and {task.model.decoder_layers} decoder layers{' (shared)' if c.share_layers else ''}, "
               f"{n_train / 1e6:.1f}M trained parameters, {c.n_context} passages x {task.max_length} tokens; "
               f"{len(order)} draws (mix alpha {alpha}) on {info.device}")
-        for row in mix_table(sets, kit.config["sets"], alpha):
+        for row in mix_table(kit.arrays["train.set"], kit.config["sets"], alpha):
             print(f"  {row['set']:<10} {row['questions']:>6} questions  {row['share']:6.1%} of draws")
     loop = _loop(replace(c, epochs=1.0, lr=FID_KIT_LR if c.lr is None else c.lr))
     return run_loop(task, [int(i) for i in order], loop, progress=True)

@@ -140,12 +140,24 @@ def _draws(c: SpanTrainConfig, n: int, processes: int) -> float:
     return max(c.epochs, c.max_steps * per_step / max(1, n))
 
 
+def kit_order(c, kit, processes: int):
+    """``(question indices, alpha)``: the kit's training questions drawn over its sets by the
+    mix (``c.mix``, default :data:`reader.span.kit.MIX_ALPHA`), as many draws as ``c`` trains on,
+    cut to ``c.train_limit``."""
+    from reader.span.kit import MIX_ALPHA, mixed_order
+
+    alpha = MIX_ALPHA if c.mix is None else c.mix
+    sets = kit.arrays["train.set"]
+    order = mixed_order(sets, alpha, _draws(c, len(sets), processes), c.seed)
+    return (order[: c.train_limit] if c.train_limit else order), alpha
+
+
 def _train_kit(c: SpanTrainConfig) -> dict:
     """Train from a kit (:mod:`reader.span.kit`); ``epochs`` draws of the training set's size,
     mixed over the sets by ``mix``."""
     import torch
 
-    from reader.span.kit import MIX_ALPHA, Kit, KitSpanTask, mix_table, mixed_order
+    from reader.span.kit import Kit, KitSpanTask, mix_table
     from xqa.errors import XqaError
     from xqa.training.loop import init_distributed
     from xqa.training.loop import train as run_loop
@@ -166,18 +178,14 @@ def _train_kit(c: SpanTrainConfig) -> dict:
             if isinstance(m, torch.nn.Dropout) and m.p > 0:
                 m.p = c.dropout
     task.model.freeze_embeddings()
-    alpha = MIX_ALPHA if c.mix is None else c.mix
-    sets = kit.arrays["train.set"]
-    order = mixed_order(sets, alpha, _draws(c, len(sets), info.processes), c.seed)
-    if c.train_limit:
-        order = order[: c.train_limit]
+    order, alpha = kit_order(c, kit, info.processes)
     if info.main:
         n_train = sum(p.numel() for p in task.model.parameters() if p.requires_grad)
         print(f"kit {c.kit}: {len(kit)} training questions, {task.dev_questions} dev questions, "
               f"{len(kit.arrays['passages.lang'])} paragraphs; {kit.config['encoder_config']['num_hidden_layers']} "
               f"layers, {n_train / 1e6:.1f}M trained parameters; {len(order)} draws (mix alpha {alpha}) on "
               f"{info.device}")
-        for row in mix_table(sets, kit.config["sets"], alpha):
+        for row in mix_table(kit.arrays["train.set"], kit.config["sets"], alpha):
             print(f"  {row['set']:<10} {row['questions']:>6} questions  {row['share']:6.1%} of draws  "
                   f"{row['passes_per_epoch'] * len(order) / len(kit):5.2f} passes")
     return run_loop(task, [int(i) for i in order], _loop(replace(c, epochs=1.0)), progress=True)
