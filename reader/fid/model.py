@@ -1,7 +1,9 @@
-"""Fusion-in-Decoder on (m)T5, built from the stock Hugging Face model.
+"""Fusion-in-Decoder on (m)T5, or on an encoder-decoder warm-started from an encoder-only
+checkpoint (``EncoderDecoderModel``, :mod:`reader.fid.warm`), built from the stock Hugging Face model.
 
 Nothing inside transformers is replaced. The encoder of a
-``MT5ForConditionalGeneration`` (or ``T5ForConditionalGeneration``) runs on
+``MT5ForConditionalGeneration`` (or ``T5ForConditionalGeneration``, or the ``BertModel``
+of a warm-started one) runs on
 [B*N, L] passage rows; its ``last_hidden_state`` is reshaped to [B, N*L] and
 handed to the same model as ``encoder_outputs`` (with the attention mask
 reshaped alike), for training, for ``generate`` and for re-scoring. The
