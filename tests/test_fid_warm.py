@@ -198,3 +198,27 @@ def test_a_generated_worlds_mt5_reader_has_no_cpu_check(tiny_pipeline):
     cfg = PipelineConfig.load(tiny_pipeline)
     folder = cfg.path(cfg.reader.model)
     assert family_of(folder) is get("fid") and not get("fid").runtime_wanted(folder)
+
+
+def test_bench_reader_times_a_fid_reading_every_passage_it_is_given(tokenizer, tmp_path, monkeypatch, capsys):
+    from reader.fid.inference import FiDReader
+    from xqa.cli import main
+
+    reader = FiDReader.warm_start(_bert(len(tokenizer)), tokenizer, WarmStart(decoder_layers=1), n_context=2,
+                                  max_length=32, max_answer_len=2, precision="fp32")
+    reader.save(tmp_path / "fid")
+    read, passages_read = FiDReader.read, []
+
+    def spy(self, *args, **kwargs):
+        out = read(self, *args, **kwargs)
+        passages_read.append(len(out[0].relevance))
+        return out
+
+    monkeypatch.setattr(FiDReader, "read", spy)
+    assert main(["bench", "reader", "--reader", str(tmp_path / "fid"), "--passages", "1,4", "--questions", "2",
+                 "--precisions", "fp32", "--threads", "1", "--json", str(tmp_path / "bench.json")]) == 0
+    # one warm-up read, then 2 questions with 1 passage and 2 with 4: more than the reader's n_context of 2
+    assert passages_read == [1, 1, 1, 4, 4]
+    rows = json.loads((tmp_path / "bench.json").read_text())["rows"]
+    assert [(r["precision"], r["passages"], r["questions"]) for r in rows] == [("fp32", 1, 2), ("fp32", 4, 2)]
+    assert "| fp32 | 4 |" in capsys.readouterr().out

@@ -153,6 +153,10 @@ def test_a_kit_run_stops_on_time_resumes_and_packs_into_the_reader_it_trained(ki
     assert second.returncode == 0, second.stderr[-2000:]
     assert "resuming from" in second.stdout
     assert json.loads((out / "checkpoint" / "trainer_state.json").read_text())["step"] == 4
+    # the kept checkpoint is the one of best F1, ties broken by the lower dev token loss
+    evals = [r["eval"] for r in map(json.loads, (out / "metrics.jsonl").read_text().splitlines()) if "eval" in r]
+    assert evals and all(abs(e["select"] - (e["f1"] - 1e-4 * e["token_loss"])) < 1e-9 for e in evals)
+    assert f"F1 less 0.0001 x token loss {max(e['select'] for e in evals):.4f}" in said.getvalue()
     best = out / "best"
     cfg = json.loads((best / "config.json").read_text())
     assert cfg["kind"] == "span_kit_reader"
@@ -323,6 +327,10 @@ def test_a_fid_kit_run_stops_on_time_resumes_and_becomes_the_reader_it_trained(k
         assert main(args) == 0
     assert "resuming from" in said.getvalue()
     assert json.loads((out / "checkpoint" / "trainer_state.json").read_text())["step"] == 4
+    # the kept checkpoint is the one of best F1, ties broken by the lower dev token loss
+    evals = [r["eval"] for r in map(json.loads, (out / "metrics.jsonl").read_text().splitlines()) if "eval" in r]
+    assert evals and all(abs(e["select"] - (e["f1"] - 1e-4 * e["token_loss"])) < 1e-9 for e in evals)
+    assert f"F1 less 0.0001 x token loss {max(e['select'] for e in evals):.4f}" in said.getvalue()
     best = out / "best"
     cfg = json.loads((best / "config.json").read_text())
     assert cfg["kind"] == "fid_kit_reader" and cfg["warm_start"] == {"decoder_layers": 1, "share": False}
@@ -366,7 +374,9 @@ def test_a_fid_kit_run_stops_on_time_resumes_and_becomes_the_reader_it_trained(k
     assert all(t.dtype == torch.int8 for name, t in packed.items() if t.ndim == 2)   # every matrix in int8
     assert (tmp_path / "packed" / "delta.safetensors").stat().st_size < sum((best / f).stat().st_size
                                                                            for f in cfg["files"])
-    unpacked = FiDReader.load(tmp_path / "unpacked")
+    # the weights are compared in fp32 (unpack's runtime check may have chosen int8 for reading)
+    unpacked = FiDReader.load(tmp_path / "unpacked", precision="fp32")
+    assert unpacked.cpu_precision() == "fp32"
     mine, theirs = reader.model.t5.state_dict(), unpacked.model.t5.state_dict()
     for name, w in mine.items():
         if name.endswith("position_ids"):

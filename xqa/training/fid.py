@@ -91,12 +91,18 @@ class FidTrainConfig(ReaderTrainConfig):
 CONFIG = FidTrainConfig   # the training entry of the FiD family (reader.fid.FAMILY.training)
 
 
+def _fmt(value) -> str:
+    return "none" if value is None else f"{value:.4f}"
+
+
 def summary(result: dict, config: FidTrainConfig) -> str:
     """What ``xqa train reader`` says when done."""
     if config.kit:
+        from reader.fid.kit import LOSS_TIE_BREAK
         state = "stopped at the time limit, " if result.get("stopped") else ""
         return (f"what training changed (xqa reader pack --reader OUT makes the reader of it) written to "
-                f"{config.out}/best ({state}step {result['step']}, best f1 {result.get('best')})")
+                f"{config.out}/best ({state}step {result['step']}; kept: step {result.get('best_step')}, "
+                f"F1 less {LOSS_TIE_BREAK:g} x token loss {_fmt(result.get('best'))})")
     return f"reader written to {config.out}/best: " + ", ".join(f"{k}={v}" for k, v in result.items())
 
 
