@@ -3,7 +3,9 @@
 # training with 100 passages x 250 tokens a question, then train the warm-started FiD (multilingual-
 # e5-small's encoder, a decoder warm-started from it) from a kit for a fixed time, and copy what
 # training changed (fp16 shards of at most 15 MiB, vocab.npy, config.json), its metrics and the
-# mt5-base-shape table into OUT.
+# mt5-base-shape table into OUT: the shards, config.json and vocab.npy as they are, and the log, the
+# metrics, the machine and the mt5-base-shape table in report.tar (at most 8 files of at most 16 MiB
+# come back from a lent machine; 4 decoder layers make 5 shards, 63 MB in all).
 #
 #   scripts/train_fid_gpu.sh KIT.tar.xz OUT [MINUTES]
 #
@@ -12,7 +14,8 @@
 # Settings (environment): N_CONTEXT (passages a question reads, 10), DECODER_LAYERS (4), SHARE=1
 # (the decoder shares the encoder's layers), ENCODER_INIT (a packed span reader to start the
 # encoder from, e.g. xqa/models/span-reader; empty: the kit's e5), COPY (guided cross-attention
-# weight; empty: none), BATCH (32), LR (1e-4), SCALE=0 (skip the mt5-base-shape timing).
+# weight; empty: none), BATCH (32), LR (1e-4), DEV_LIMIT (dev questions validated, 300), SCALE=0
+# (skip the mt5-base-shape timing).
 # First 30 steps measure the speed; the run is then sized to MINUTES (default 6) of training.
 # Back on the CPU: xqa reader pack --reader OUT --base ENCODER --out xqa/models/fid-reader
 set -euo pipefail
@@ -25,17 +28,20 @@ BATCH=${BATCH:-32}
 LR=${LR:-1e-4}
 N_CONTEXT=${N_CONTEXT:-10}
 DECODER_LAYERS=${DECODER_LAYERS:-4}
+DEV_LIMIT=${DEV_LIMIT:-300}
 export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1
-rm -rf "$WORK/kit"; mkdir -p "$WORK/kit" "$OUT"
+REPORT=$WORK/report
+rm -rf "$WORK/kit" "$REPORT"; mkdir -p "$WORK/kit" "$REPORT" "$OUT"
+exec > >(tee -a "$REPORT/log.txt") 2>&1
 tar -xJf "$KIT_TAR" -C "$WORK/kit"
 KIT=$(echo "$WORK"/kit/*)
 $PY -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__, \
-'device', torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'cpu')" | tee "$OUT/machine.txt"
+'device', torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'cpu')" | tee "$REPORT/machine.txt"
 start=$(date +%s)
 if [ "${SCALE:-1}" != 0 ]; then
   $PY -m xqa.cli bench reader --sizes base --train-only --train-passages 100 --length 250 --train-batch 1 \
       --train-steps 3 --answer-len 8 --device cuda --bf16 --gradient-checkpointing \
-      --json "$OUT/mt5-base-shape.json" | tee "$OUT/mt5-base-shape.txt"
+      --json "$REPORT/mt5-base-shape.json" | tee "$REPORT/mt5-base-shape.txt"
   echo "mt5-base shape: $(( $(date +%s) - start )) s"
 fi
 common=(--family fid --kit "$KIT" --batch-size "$BATCH" --lr "$LR" --n-context "$N_CONTEXT"
@@ -54,6 +60,12 @@ PY
 echo "speed run done at $(( $(date +%s) - start )) s; main run: $steps steps of $BATCH questions"
 $PY -m xqa.cli train reader "${common[@]}" --out "$WORK/run" --max-steps "$steps" \
     --warmup-steps $(( steps / 20 )) --eval-every $(( steps / 5 )) --save-every $(( steps / 3 )) \
-    --dev-limit 300 --max-minutes "$(awk "BEGIN {print $MINUTES * 1.2}")"
-cp "$WORK"/run/best/* "$WORK/run/metrics.jsonl" "$OUT/"
-echo "total $(( $(date +%s) - start )) s"; ls -la "$OUT"
+    --dev-limit "$DEV_LIMIT" --max-minutes "$(awk "BEGIN {print $MINUTES * 1.2}")"
+cp "$WORK"/run/best/* "$OUT/"
+cp "$WORK/run/metrics.jsonl" "$REPORT/"
+echo "total $(( $(date +%s) - start )) s"
+tar -cf "$OUT/report.tar" -C "$REPORT" .
+ls -la "$OUT"
+files=$(find "$OUT" -type f | wc -l); big=$(find "$OUT" -type f -size +16M | wc -l)
+[ "$files" -le 8 ] && [ "$big" = 0 ] || echo "WARNING: $files files, $big over 16 MiB: not all of OUT comes back"
+
