@@ -435,3 +435,28 @@ def torch_is_finite(x) -> bool:
     import torch
 
     return bool(torch.isfinite(x).all())
+
+
+@pytest.mark.slow
+def test_a_fid_overfit_run_trains_on_a_few_questions_and_validates_on_them(kit, tmp_path):
+    """``--overfit N``: the check that a FiD, its data and settings can learn at all. The same few
+    training questions come over and over, validation reads them, and a small FiD learns them."""
+    import contextlib
+    import io
+
+    from xqa.cli import main
+
+    _, _, _, folder = kit
+    out = tmp_path / "run"
+    said = io.StringIO()
+    with contextlib.redirect_stdout(said):
+        assert main(["train", "reader", "--family", "fid", "--kit", str(folder / "kit"), "--out", str(out),
+                     "--overfit", "2", "--n-context", "2", "--decoder-layers", "1", "--batch-size", "2",
+                     "--lr", "1e-3", "--warmup-steps", "5", "--max-steps", "60", "--eval-every", "30",
+                     "--log-every", "100", "--save-every", "1000", "--threads", "1"]) == 0
+    text = said.getvalue()
+    assert "2 train questions validated" in text and "overfit check: 2 training questions" in text
+    assert "of draws" not in text                                         # no mix table: the mix is not drawn
+    evals = [r["eval"] for r in map(json.loads, (out / "metrics.jsonl").read_text().splitlines()) if "eval" in r]
+    assert len(evals) == 2 and evals[-1]["token_loss"] < evals[0]["token_loss"]
+    assert evals[-1]["f1"] >= 0.5, evals                                  # learned what it was shown

@@ -108,6 +108,12 @@ class KitFiDTask:
             by_lang.setdefault(lang, []).append(p)
         self._by_lang = by_lang
         self._rng = random.Random(seed)
+        self.eval_split, self.eval_indices = "dev", list(range(self.dev_questions))
+
+    def validate_on(self, split: str, indices: list[int]) -> None:
+        """Validate on these questions of ``split`` instead of the first dev questions (``--overfit``
+        validates on the questions it trains on)."""
+        self.eval_split, self.eval_indices = split, [int(i) for i in indices]
 
     # ------------------------------------------------------------------ rows
 
@@ -157,7 +163,11 @@ class KitFiDTask:
         return 1 + len(m["question"]) + len(q) + len(m["lang"]) + len(lang) + len(m["title"]) + len(title) \
             + len(m["context"])
 
-    def _batch(self, split: str, indices, rng: random.Random) -> dict[str, torch.Tensor]:
+    def _batch(self, split: str, indices, rng: random.Random,
+               draw_target: bool | None = None) -> dict[str, torch.Tensor]:
+        """Rows, masks and labels of these questions; the target is one of the answer's spans drawn
+        by ``rng`` (training) or its first (``draw_target`` False; default: training split only)."""
+        draw_target = split == "train" if draw_target is None else draw_target
         rows, masks, labels, copies = [], [], [], []
         for i in indices:
             passages, at = self.passages_for(split, int(i), rng)
@@ -165,7 +175,7 @@ class KitFiDTask:
             r += [r[0]] * (self.n_context - len(r))      # a kit with too few paragraphs: repeat, masked
             masks.append([1] * len(passages) + [0] * (self.n_context - len(passages)))
             rows.append(r)
-            target, s = self._target(split, int(i), rng if split == "train" else None)
+            target, s = self._target(split, int(i), rng if draw_target else None)
             labels.append(target)
             start = self.text_start(split, int(i), passages[at]) + s
             # the gold row's positions of the answer's tokens, one per target token (</s> has none)
@@ -211,10 +221,12 @@ class KitFiDTask:
 
     @torch.no_grad()
     def evaluate(self, model: torch.nn.Module) -> dict[str, float]:
-        """Token EM/F1 of greedy answers to the first dev questions, each reading its paragraph among
+        """Token EM/F1 of greedy answers to the validation questions (the first dev questions, or
+        those of :meth:`validate_on`), each reading its paragraph among
         ``n_context`` (the same draw every time), against the answer's tokens; ``token_loss``: the
         answers' mean token cross-entropy there (comparable with and without guided attention)."""
-        if not self.dev_questions:
+        split, questions = self.eval_split, self.eval_indices
+        if not questions:
             return {}
         fid = getattr(model, "module", model)
         device = next(fid.parameters()).device
@@ -222,9 +234,9 @@ class KitFiDTask:
         fid.eval()
         rng = random.Random(12345)
         em = f1 = loss = 0.0
-        for start in range(0, self.dev_questions, 16):
-            idx = list(range(start, min(start + 16, self.dev_questions)))
-            batch = {k: v.to(device) for k, v in self._batch("dev", idx, rng).items()}
+        for start in range(0, len(questions), 16):
+            idx = questions[start: start + 16]
+            batch = {k: v.to(device) for k, v in self._batch(split, idx, rng, draw_target=False).items()}
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
                 loss += float(fid(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
                                   passage_mask=batch["passage_mask"], labels=batch["labels"]).loss) * len(idx)
@@ -232,16 +244,16 @@ class KitFiDTask:
                                    Search(beams=1, n_best=1, max_new_tokens=self.max_answer_len))
             for b, i in enumerate(idx):
                 got = _answer_tokens(out["sequences"][b, 0].tolist(), self.kit)
-                gold = [self.target("dev", i)[:-1]]
-                _, p, spans = self.kit.question("dev", i)
+                gold = [self.target(split, i)[:-1]]
+                _, p, spans = self.kit.question(split, i)
                 _, text = self.kit.passage(p)
                 gold += [[int(t) for t in text[s: e + 1]] for s, e in spans[1:]]
                 em += float(any(got == g for g in gold))
                 f1 += max(_bag_f1(got, g) for g in gold)
         if was_training:
             fid.train()
-        f1, loss = f1 / self.dev_questions, loss / self.dev_questions
-        return {"f1": f1, "em": em / self.dev_questions, "token_loss": loss,
+        f1, loss = f1 / len(questions), loss / len(questions)
+        return {"f1": f1, "em": em / len(questions), "token_loss": loss,
                 "select": f1 - LOSS_TIE_BREAK * loss}
 
     def save(self, model: torch.nn.Module, folder) -> None:

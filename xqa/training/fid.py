@@ -82,6 +82,11 @@ class FidTrainConfig(ReaderTrainConfig):
         "metavar": "DIR",
         "help": "with --kit: start the encoder from this packed span reader (xqa/models/span-reader) "
                 "instead of the kit's encoder"})
+    overfit: int = field(default=0, metadata={
+        "metavar": "N",
+        "help": "with --kit: train on N training questions drawn at random, over and over, and validate on "
+                "them: a check that the model, data and settings can learn at all (greedy F1 near 1 within "
+                "a few hundred steps); 0: the whole kit"})
     eval_span_beams: int = field(default=-1, metadata={
         "metavar": "K",
         "help": "validate with 4 beams plus K passage-span candidates, as the pipeline reads "
@@ -201,6 +206,8 @@ def _train_kit(c: FidTrainConfig) -> dict:
 
     import torch
 
+    import random
+
     from reader.fid.kit import KitFiDTask
     from reader.fid.model import check_generator_share
     from reader.fid.warm import WarmStart
@@ -223,14 +230,22 @@ def _train_kit(c: FidTrainConfig) -> dict:
                       dev_questions=c.dev_limit or 10 ** 9, seed=c.seed, copy_attention=c.copy_attention,
                       generator_share=check_generator_share(c.generator_share))
     order, alpha = kit_order(c, kit, info.processes)
+    if c.overfit:
+        picked = random.Random(c.seed).sample(range(len(kit)), min(c.overfit, len(kit)))
+        task.validate_on("train", picked)
+        draws = c.max_steps * c.batch_size * c.grad_accum * info.processes if c.max_steps else len(order)
+        order = (picked * (draws // len(picked) + 1))[: max(draws, len(picked))]
     if info.main:
         n_train = sum(p.numel() for p in task.model.parameters() if p.requires_grad)
-        print(f"kit {c.kit}: {len(kit)} training questions, {task.dev_questions} dev questions, "
+        print(f"kit {c.kit}: {len(kit)} training questions, {len(task.eval_indices)} {task.eval_split} questions "
+              f"validated, "
               f"{len(kit.arrays['passages.lang'])} paragraphs; FiD of {task.model.t5.config.encoder.num_hidden_layers} "
               f"encoder and {task.model.decoder_layers} decoder layers{' (shared)' if c.share_layers else ''}, "
               f"{n_train / 1e6:.1f}M trained parameters, {c.n_context} passages x {task.max_length} tokens; "
               f"{len(order)} draws (mix alpha {alpha}) on {info.device}")
-        for row in mix_table(kit.arrays["train.set"], kit.config["sets"], alpha):
+        if c.overfit:
+            print(f"  overfit check: {len(set(order))} training questions, over and over, validated on themselves")
+        for row in [] if c.overfit else mix_table(kit.arrays["train.set"], kit.config["sets"], alpha):
             print(f"  {row['set']:<10} {row['questions']:>6} questions  {row['share']:6.1%} of draws")
     loop = _loop(replace(c, epochs=1.0, lr=FID_KIT_LR if c.lr is None else c.lr))
     return run_loop(task, [int(i) for i in order], loop, progress=True)
