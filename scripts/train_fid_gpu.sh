@@ -15,8 +15,9 @@
 # (the decoder shares the encoder's layers), ENCODER_INIT (a packed span reader to start the
 # encoder from, e.g. xqa/models/span-reader; empty: the kit's e5), COPY (guided cross-attention
 # weight; empty: none), BATCH (32), LR (1e-4), DEV_LIMIT (dev questions validated, 300), SCALE=0
-# (skip the mt5-base-shape timing).
-# First 30 steps measure the speed; the run is then sized to MINUTES (default 6) of training.
+# (skip the mt5-base-shape timing), BUDGET_S (seconds the whole script may take, 540).
+# First 30 steps measure the speed; the run is then sized to MINUTES (default 6) of training, or
+# to what BUDGET_S leaves, whichever is less, and stops (resumable) at that time whatever its step.
 # Back on the CPU: xqa reader pack --reader OUT --base ENCODER --out xqa/models/fid-reader
 set -euo pipefail
 KIT_TAR=${1:?kit tarball (tar -cJf KIT.tar.xz KIT)}
@@ -29,6 +30,8 @@ LR=${LR:-1e-4}
 N_CONTEXT=${N_CONTEXT:-10}
 DECODER_LAYERS=${DECODER_LAYERS:-4}
 DEV_LIMIT=${DEV_LIMIT:-300}
+BUDGET_S=${BUDGET_S:-540}     # the whole script, under the 600 s a lent machine gives one command
+start=$(date +%s)
 export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1
 REPORT=$WORK/report
 rm -rf "$WORK/kit" "$REPORT"; mkdir -p "$WORK/kit" "$REPORT" "$OUT"
@@ -37,7 +40,6 @@ tar -xJf "$KIT_TAR" -C "$WORK/kit"
 KIT=$(echo "$WORK"/kit/*)
 $PY -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__, \
 'device', torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'cpu')" | tee "$REPORT/machine.txt"
-start=$(date +%s)
 if [ "${SCALE:-1}" != 0 ]; then
   $PY -m xqa.cli bench reader --sizes base --train-only --train-passages 100 --length 250 --train-batch 1 \
       --train-steps 3 --answer-len 8 --device cuda --bf16 --gradient-checkpointing \
@@ -50,17 +52,21 @@ common=(--family fid --kit "$KIT" --batch-size "$BATCH" --lr "$LR" --n-context "
 [ -n "${ENCODER_INIT:-}" ] && common+=(--encoder-init "$ENCODER_INIT")
 [ -n "${COPY:-}" ] && common+=(--copy-attention "$COPY")
 $PY -m xqa.cli train reader "${common[@]}" --out "$WORK/speed" --max-steps 30 --dev-limit 1 --save-every 100000
-steps=$($PY - "$WORK/speed/metrics.jsonl" "$MINUTES" "$BATCH" <<'PY'
+# what is left of BUDGET_S, less 75 s for the model's start, the last validation, saving and copying
+left=$(( BUDGET_S - ($(date +%s) - start) - 75 ))
+[ "$left" -ge 60 ] || { echo "only $left s left of BUDGET_S=$BUDGET_S for training: stopping"; exit 1; }
+minutes=$(awk "BEGIN {m = $MINUTES; l = $left / 60; print (l < m ? l : m)}")
+steps=$($PY - "$WORK/speed/metrics.jsonl" "$minutes" "$BATCH" <<'PY'
 import json, sys
 rates = [r["examples_per_s"] for r in map(json.loads, open(sys.argv[1])) if "examples_per_s" in r]
 rate = max(rates[1:] or rates)          # the first window holds the warm-up
-print(int(rate * float(sys.argv[2]) * 60 / int(sys.argv[3])))
+print(max(10, int(0.9 * rate * float(sys.argv[2]) * 60 / int(sys.argv[3]))))   # 10 %: validations
 PY
 )
-echo "speed run done at $(( $(date +%s) - start )) s; main run: $steps steps of $BATCH questions"
+echo "speed run done at $(( $(date +%s) - start )) s; main run: $steps steps of $BATCH questions, at most $minutes min"
 $PY -m xqa.cli train reader "${common[@]}" --out "$WORK/run" --max-steps "$steps" \
     --warmup-steps $(( steps / 20 )) --eval-every $(( steps / 5 )) --save-every $(( steps / 3 )) \
-    --dev-limit "$DEV_LIMIT" --max-minutes "$(awk "BEGIN {print $MINUTES * 1.2}")"
+    --dev-limit "$DEV_LIMIT" --max-minutes "$minutes"
 cp "$WORK"/run/best/* "$OUT/"
 cp "$WORK/run/metrics.jsonl" "$REPORT/"
 echo "total $(( $(date +%s) - start )) s"
