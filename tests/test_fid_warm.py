@@ -222,3 +222,24 @@ def test_bench_reader_times_a_fid_reading_every_passage_it_is_given(tokenizer, t
     rows = json.loads((tmp_path / "bench.json").read_text())["rows"]
     assert [(r["precision"], r["passages"], r["questions"]) for r in rows] == [("fp32", 1, 2), ("fp32", 4, 2)]
     assert "| fp32 | 4 |" in capsys.readouterr().out
+
+
+def test_a_warm_fid_returns_cross_attention_in_training_and_in_scoring():
+    """Relevance and guided attention read the decoder's cross-attention weights: every model inside
+    the decoder reads with eager attention, and both the training pass and candidate scoring return
+    one weight tensor per decoder layer."""
+    from transformers import PreTrainedModel
+
+    from reader.fid import warm
+    from reader.fid.model import FiD
+
+    fid = FiD(warm.build(_bert(100), WarmStart(decoder_layers=2), start=0, eos=2, pad=1))
+    kinds = {m.config._attn_implementation for m in fid.t5.decoder.modules() if isinstance(m, PreTrainedModel)}
+    assert kinds == {"eager"}
+    ids = torch.randint(3, 100, (2, 3, 6))
+    att, pmask = torch.ones_like(ids), torch.ones(2, 3)
+    out = fid(ids, att, pmask, labels=torch.tensor([[5, 2], [6, 2]]), output_attentions=True)
+    assert len(out.cross_attentions) == 2 and out.cross_attentions[0].shape[-1] == 3 * 6
+    enc, mask = fid.encode(ids, att, pmask)
+    logprobs, relevance = fid.score(enc.last_hidden_state, mask, torch.tensor([[0, 5, 2], [0, 6, 2]]), 3)
+    assert logprobs.shape == (2,) and torch.allclose(relevance.sum(1), torch.ones(2))

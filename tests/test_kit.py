@@ -153,10 +153,6 @@ def test_a_kit_run_stops_on_time_resumes_and_packs_into_the_reader_it_trained(ki
     assert second.returncode == 0, second.stderr[-2000:]
     assert "resuming from" in second.stdout
     assert json.loads((out / "checkpoint" / "trainer_state.json").read_text())["step"] == 4
-    # the kept checkpoint is the one of best F1, ties broken by the lower dev token loss
-    evals = [r["eval"] for r in map(json.loads, (out / "metrics.jsonl").read_text().splitlines()) if "eval" in r]
-    assert evals and all(abs(e["select"] - (e["f1"] - 1e-4 * e["token_loss"])) < 1e-9 for e in evals)
-    assert f"F1 less 0.0001 x token loss {max(e['select'] for e in evals):.4f}" in said.getvalue()
     best = out / "best"
     cfg = json.loads((best / "config.json").read_text())
     assert cfg["kind"] == "span_kit_reader"

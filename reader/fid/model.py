@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from transformers import PreTrainedModel
 from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput
 
 # Architectures of the sizes ``xqa train reader --size`` can build (random weights).
@@ -187,7 +188,11 @@ class FiD(torch.nn.Module):
                  copy_weight: float = 1.0, generator_share: float | None = None):
         super().__init__()
         self.t5 = t5
-        self.t5.decoder.set_attn_implementation("eager")  # cross-attention weights for relevance
+        # cross-attention weights for relevance: every model inside the decoder (a warm-started
+        # one's BertModel too: some transformers releases, 5.17, leave it on SDPA otherwise)
+        for module in self.t5.decoder.modules():
+            if isinstance(module, PreTrainedModel):
+                module.set_attn_implementation("eager")
         # (decoder layer, head) trained by guided cross-attention to point at the answer in the
         # passages (``xqa train reader --copy-attention``), or None. When set, candidates are
         # scored with the pointer too (see ``score``) and the span search starts where it points.
@@ -210,10 +215,26 @@ class FiD(torch.nn.Module):
             ids = torch.full((hidden.shape[0], 1), self.config.decoder_start_token_id,
                              dtype=torch.long, device=hidden.device)
             prompt = DecoderPrompt(ids, torch.ones_like(ids))
-        out = self.t5(encoder_outputs=BaseModelOutput(last_hidden_state=hidden), attention_mask=mask,
-                      decoder_input_ids=prompt.ids, decoder_attention_mask=prompt.mask,
-                      output_attentions=True, use_cache=False)
+        out = self._decode(hidden, mask, prompt.ids, prompt.mask, output_attentions=True)
         return out.cross_attentions[layer][:, head, -1].float()
+
+    def _decode(self, hidden: torch.Tensor, mask: torch.Tensor, input_ids: torch.Tensor,
+                attention_mask: torch.Tensor | None = None, past_key_values=None, use_cache: bool = False,
+                output_attentions: bool = False):
+        """One decoder pass over encoder states ``hidden`` [B, N*L, d] (``mask`` [B, N*L]): an
+        output with ``logits``, ``cross_attentions`` and ``past_key_values``. A warm-started
+        model's decoder is called directly, as its ``EncoderDecoderModel`` would call it: through
+        the wrapper, some transformers releases (5.17) return no cross-attention weights."""
+        if not self.warm:
+            return self.t5(encoder_outputs=BaseModelOutput(last_hidden_state=hidden), attention_mask=mask,
+                           decoder_input_ids=input_ids, decoder_attention_mask=attention_mask,
+                           past_key_values=past_key_values, output_attentions=output_attentions,
+                           use_cache=use_cache)
+        proj = getattr(self.t5, "enc_to_dec_proj", None)     # only where the two widths differ
+        return self.t5.decoder(input_ids=input_ids, attention_mask=attention_mask,
+                               encoder_hidden_states=hidden if proj is None else proj(hidden),
+                               encoder_attention_mask=mask, past_key_values=past_key_values,
+                               output_attentions=output_attentions, use_cache=use_cache, return_dict=True)
 
     @property
     def config(self):
@@ -256,8 +277,10 @@ class FiD(torch.nn.Module):
         reader's training step; far more with mT5's 250k vocabulary)."""
         enc, mask = self.encode(input_ids, attention_mask, passage_mask)
         if labels is None:
-            return self.t5(encoder_outputs=enc, attention_mask=mask, decoder_input_ids=decoder_input_ids,
-                           output_attentions=output_attentions, use_cache=False)
+            out = self._decode(enc.last_hidden_state, mask, decoder_input_ids, output_attentions=output_attentions)
+            return Seq2SeqLMOutput(logits=out.logits, decoder_attentions=out.decoder_attentions if not self.warm
+                                   else out.attentions, cross_attentions=out.cross_attentions,
+                                   encoder_last_hidden_state=enc.last_hidden_state)
         if decoder_input_ids is None:   # as the stock model does: the labels shifted right
             decoder_input_ids = self.t5.prepare_decoder_input_ids_from_labels(labels=labels)
         decoder = self.t5.decoder.bert if self.warm else self.t5.decoder   # the stack without its LM head
@@ -358,9 +381,8 @@ class FiD(torch.nn.Module):
             if prompt is not None:
                 # Read the prompt but its last token once per question; every beam continues from
                 # that cache (generate() would otherwise read the whole prompt for each beam).
-                self.t5(encoder_outputs=BaseModelOutput(last_hidden_state=hidden), attention_mask=mask,
-                        decoder_input_ids=prompt.ids[:, :-1], decoder_attention_mask=prompt.mask[:, :-1],
-                        past_key_values=cache, use_cache=True)
+                self._decode(hidden, mask, prompt.ids[:, :-1], prompt.mask[:, :-1], past_key_values=cache,
+                             use_cache=True)
                 if beams > 1:
                     cache.batch_repeat_interleave(beams)
             seqs = self.t5.generate(encoder_outputs=BaseModelOutput(last_hidden_state=hidden),
@@ -412,8 +434,7 @@ class FiD(torch.nn.Module):
         is_eos = (target == eos).long()
         token_mask = ((is_eos.cumsum(1) - is_eos) == 0).float()                    # up to the first </s>
         if prompt is None:
-            out = self.t5(encoder_outputs=BaseModelOutput(last_hidden_state=hidden), attention_mask=mask,
-                          decoder_input_ids=dec_in, output_attentions=True, use_cache=False)
+            out = self._decode(hidden, mask, dec_in, output_attentions=True)
             logits, cross = out.logits, list(out.cross_attentions)               # [S, T-1, V]; [S, H, T-1, N*L]
         else:
             logits, cross = self._score_prompted(hidden, mask, sequences, prompt, repeats)
@@ -447,9 +468,8 @@ class FiD(torch.nn.Module):
         r = repeats
         with _cache_argument():
             first = prompt.every(r)
-            pre = self.t5(encoder_outputs=BaseModelOutput(last_hidden_state=hidden[::r]), attention_mask=mask[::r],
-                          decoder_input_ids=first.ids, decoder_attention_mask=first.mask,
-                          past_key_values=_decoder_cache(), output_attentions=True, use_cache=True)
+            pre = self._decode(hidden[::r], mask[::r], first.ids, first.mask, past_key_values=_decoder_cache(),
+                               output_attentions=True, use_cache=True)
             logits = [pre.logits[:, -1:].repeat_interleave(r, dim=0)]                 # [S, 1, V]
             cross = [[a[:, :, -1:].repeat_interleave(r, dim=0)] for a in pre.cross_attentions]
             rest = sequences[:, 1:-1]                                                  # [S, T-2]
@@ -458,9 +478,8 @@ class FiD(torch.nn.Module):
                 if r > 1:
                     cache.batch_repeat_interleave(r)
                 dec_mask = torch.cat([prompt.mask, prompt.mask.new_ones(rest.shape)], dim=1)
-                out = self.t5(encoder_outputs=BaseModelOutput(last_hidden_state=hidden), attention_mask=mask,
-                              decoder_input_ids=rest, decoder_attention_mask=dec_mask, past_key_values=cache,
-                              output_attentions=True, use_cache=True)
+                out = self._decode(hidden, mask, rest, dec_mask, past_key_values=cache, output_attentions=True,
+                                   use_cache=True)
                 logits.append(out.logits)
                 for c, a in zip(cross, out.cross_attentions):
                     c.append(a)
