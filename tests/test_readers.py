@@ -283,3 +283,29 @@ def test_build_refuses_an_other_reader_named_like_the_builds_reader(tiny_pipelin
     with pytest.raises(XqaError, match="'fid' is the name of the build's reader"):
         stage["reader fid (--also-reader)"].run()
     assert not (build.out / "readers" / "fid").exists()
+
+
+def test_an_other_readers_fusion_json_sets_how_the_build_reads_it(tiny_pipeline, tmp_path):
+    """``xqa tune fusion --out READER/fusion.json``: a build that takes that reader (``--also-reader``,
+    or the shipped FiD) reads it with the passages, beams and weights it was tuned with."""
+    from xqa.recipes.corpus import FUSION_FILE, tuned_reader_settings
+
+    fid = tmp_path / "fid-tuned"
+    shutil.copytree(Path(tiny_pipeline).parent / "reader" / "best", fid)
+    (fid / FUSION_FILE).write_text(json.dumps({
+        "beta": 0.4, "gamma": 0.7, "miss": 0.05, "dev_f1": 0.5, "n_context": 3, "beams": 2, "n_best": 3,
+        "span_beams": 1, "reader": "fid", "tuned": ["beta", "gamma", "miss"]}))
+    build = _build_with_a_reader(tmp_path, Path(tiny_pipeline).parent / "reader" / "best", {"fid-2": fid})
+    {s.name: s for s in build.stages()}["reader fid-2 (--also-reader)"].run()
+    assert (build.out / "readers" / "fid-2" / FUSION_FILE).is_file()       # it went along with the reader
+    build.write_config()
+    cfg = PipelineConfig.load(build.config_path)
+    got = cfg.readers["fid-2"]
+    assert (got.n_passages, got.beams, got.n_best, got.span_beams) == (3, 2, 3, 1)
+    assert (got.beta, got.gamma, got.miss) == (0.4, 0.7, 0.05)
+    assert cfg.reader.beta != 0.4 or cfg.reader.n_passages != 3            # the default reader keeps the recipe's
+    # a broken file is named with its line
+    (fid / FUSION_FILE).write_text('{"beta": 0.4,\n "tuned": [}\n')
+    with pytest.raises(XqaError, match=r"fusion.json:2: not JSON"):
+        tuned_reader_settings(fid)
+    assert tuned_reader_settings(tmp_path) == {}

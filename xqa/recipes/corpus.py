@@ -21,7 +21,7 @@ continues where it stopped):
 | DHR index (optional, ``--dhr-slices``) | ``dhr/`` | ``xqa index dhr`` |
 | BM25 over e5 pieces (optional, ``--pieces`` or ``--bm25-aug``) | ``pieces/`` | ``xqa index pieces`` |
 | pipeline config | ``pipeline.json`` | (with the shipped answerability calibrator when the reader is the shipped one) |
-| the other readers in the pipeline config (with ``--also-reader``) | ``pipeline.json``'s ``readers`` | (the recipe's reader settings, no calibrator) |
+| the other readers in the pipeline config (with ``--also-reader``) | ``pipeline.json``'s ``readers`` | (the recipe's reader settings, or a reader's own ``fusion.json`` from ``xqa tune fusion``; no calibrator) |
 | weights tuned on ``--dev`` | ``tuned/`` | each tunable weight of the methods the indexes serve (``xqa.evaluation.tuning.tune_setting``: α, μ, w, λ, as ``xqa tune alpha``, ``tune mu``, ``tune lambda``), ``tune fusion`` |
 
 The index stages (BM25 … BM25 over e5 pieces) are the build steps the index kinds of
@@ -38,7 +38,8 @@ computes its own.
 
 Without ``--dev`` the weights are the recipe's defaults (tuned once on the shipped corpus's
 tuning questions, see :data:`DEFAULT_WEIGHTS`). ``--dev`` tunes the default reader's evidence
-fusion; the other readers keep the recipe's weights.
+fusion; the other readers keep the recipe's weights, unless a reader's folder holds a
+``fusion.json`` (``xqa tune fusion --out``, :func:`tuned_reader_settings`).
 """
 from __future__ import annotations
 
@@ -450,11 +451,13 @@ class CorpusBuild(Build):
         from xqa.config import ReaderConfig
 
         r = self.recipe
-        return ReaderConfig(model=model, n_passages=r.n_passages, n_best=r.n_best,
-                            **_fields_of(ReaderConfig, r.weights), **settings)
+        return ReaderConfig(model=model, **{"n_passages": r.n_passages, "n_best": r.n_best,
+                                            **_fields_of(ReaderConfig, r.weights), **settings})
 
     def _other_reader_configs(self) -> dict[str, Any]:
-        return {name: self._reader_config(f"readers/{name}") for name in self.other_readers}
+        """Each other reader's config: the recipe's settings, and what its ``fusion.json`` says."""
+        return {name: self._reader_config(f"readers/{name}", **tuned_reader_settings(self.out / "readers" / name))
+                for name in self.other_readers}
 
     def _configured_readers(self) -> list[str]:
         """The names of pipeline.json's ``readers``, if it is written."""
@@ -620,23 +623,51 @@ class BuildConfig:
     strict: bool = strict_field()
 
 
+# ``xqa tune fusion --out`` kept beside a reader's files: the settings a build reads that reader with
+FUSION_FILE = "fusion.json"
+
+
+def tuned_reader_settings(folder: Path) -> dict[str, Any]:
+    """``ReaderConfig`` settings from ``folder/fusion.json`` (``xqa tune fusion --out`` for this
+    reader): the passages, beams, n-best and span beams it was tuned with, and the weights it tuned
+    (``tuned``: beta, gamma, miss, ...); {} where the folder holds none."""
+    from dataclasses import fields
+
+    from xqa.config import ReaderConfig
+
+    path = Path(folder) / FUSION_FILE
+    if not path.is_file():
+        return {}
+    try:
+        tuned = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise InputError(path, e.lineno, f"not JSON ({e.msg})") from None
+    if not isinstance(tuned, dict) or not isinstance(tuned.get("tuned", []), list):
+        raise InputError(path, 1, "expected xqa tune fusion's JSON object, with 'tuned' a list of settings")
+    known = {f.name for f in fields(ReaderConfig)}
+    out = {to: int(tuned[key]) for key, to in (("n_context", "n_passages"), ("beams", "beams"),
+                                                ("n_best", "n_best"), ("span_beams", "span_beams"))
+           if tuned.get(key) is not None}
+    out.update({key: tuned[key] for key in tuned.get("tuned", []) if key in known and tuned.get(key) is not None})
+    return out
+
+
 def place_reader(src: Path, encoder: Path, dest: Path) -> None:
     """The reader ``src`` into ``dest``: a packed reader unpacked onto the converted ``encoder``, a
     kit run's reader made over it (its family's, :mod:`reader.registry`), or a reader folder (a
-    training run folder: its best reader) copied."""
+    training run folder: its best reader) copied; a ``fusion.json`` beside its files goes along."""
     from reader.registry import artifact
     from xqa.artifacts import atomic_dir
 
-    src = Path(src)
+    src = given = Path(src)
     try:
         family, role, folder = artifact(src)
     except XqaError:
         role = "reader"
-    if role == "packed":
-        _say(f"wrote {family.unpack(folder, encoder, dest)}")
-        return
-    if role == "kit":
-        _say(f"wrote {family.from_kit(folder, encoder, dest)}")
+    if role in ("packed", "kit"):
+        made = family.unpack(folder, encoder, dest) if role == "packed" else family.from_kit(folder, encoder, dest)
+        _keep_fusion(src, folder, Path(made))
+        _say(f"wrote {made}")
         return
     if not (src / "encoder").is_dir() and not (src / "model").is_dir() and is_complete(src / "best"):
         src = src / "best"   # a training run folder: its best reader
@@ -645,6 +676,18 @@ def place_reader(src: Path, encoder: Path, dest: Path) -> None:
     dest.parent.mkdir(parents=True, exist_ok=True)
     with atomic_dir(dest, overwrite=True) as tmp:
         shutil.copytree(src, tmp, dirs_exist_ok=True)
+        _keep_fusion(given, src, tmp)
+
+
+def _keep_fusion(*folders: Path) -> None:
+    """The first of ``folders[:-1]`` that holds a ``fusion.json``: a copy of it into ``folders[-1]``
+    (a reader's tuned settings travel with it)."""
+    *sources, dest = folders
+    for folder in sources:
+        if (Path(folder) / FUSION_FILE).is_file():
+            if Path(folder) / FUSION_FILE != Path(dest) / FUSION_FILE:
+                shutil.copy(Path(folder) / FUSION_FILE, Path(dest) / FUSION_FILE)
+            return
 
 
 def other_readers(specs: list[str]) -> dict[str, str]:
