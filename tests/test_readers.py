@@ -296,14 +296,31 @@ def test_an_other_readers_fusion_json_sets_how_the_build_reads_it(tiny_pipeline,
         "beta": 0.4, "gamma": 0.7, "miss": 0.05, "dev_f1": 0.5, "n_context": 3, "beams": 2, "n_best": 3,
         "span_beams": 1, "reader": "fid", "tuned": ["beta", "gamma", "miss"]}))
     build = _build_with_a_reader(tmp_path, Path(tiny_pipeline).parent / "reader" / "best", {"fid-2": fid})
-    {s.name: s for s in build.stages()}["reader fid-2 (--also-reader)"].run()
-    assert (build.out / "readers" / "fid-2" / FUSION_FILE).is_file()       # it went along with the reader
+    place = {s.name: s for s in build.stages()}["reader fid-2 (--also-reader)"]
+    place.run()
+    placed = build.out / "readers" / "fid-2" / FUSION_FILE
+    assert placed.is_file() and place.done()                               # it went along with the reader
+    placed.unlink()                    # a place cut short after the reader, before its fusion.json
+    assert not place.done()
+    place.run()
+    assert placed.read_bytes() == (fid / FUSION_FILE).read_bytes() and place.done()
     build.write_config()
     cfg = PipelineConfig.load(build.config_path)
     got = cfg.readers["fid-2"]
     assert (got.n_passages, got.beams, got.n_best, got.span_beams) == (3, 2, 3, 1)
     assert (got.beta, got.gamma, got.miss) == (0.4, 0.7, 0.05)
     assert cfg.reader.beta != 0.4 or cfg.reader.n_passages != 3            # the default reader keeps the recipe's
+    # the reader re-tuned: a rebuild places it again and reads it with the new settings
+    tuned = json.loads((fid / FUSION_FILE).read_text())
+    (fid / FUSION_FILE).write_text(json.dumps({**tuned, "n_context": 5}))
+    stages = {s.name: s for s in build.stages()}
+    assert stages["the other readers in the pipeline config"].done()
+    assert not place.done()
+    place.run()
+    assert not stages["the other readers in the pipeline config"].done()
+    stages["the other readers in the pipeline config"].run()
+    assert stages["the other readers in the pipeline config"].done()
+    assert PipelineConfig.load(build.config_path).readers["fid-2"].n_passages == 5
     # a broken file is named with its line
     (fid / FUSION_FILE).write_text('{"beta": 0.4,\n "tuned": [}\n')
     with pytest.raises(XqaError, match=r"fusion.json:2: not JSON"):

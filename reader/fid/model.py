@@ -225,16 +225,17 @@ class FiD(torch.nn.Module):
         output with ``logits``, ``cross_attentions`` and ``past_key_values``. A warm-started
         model's decoder is called directly, as its ``EncoderDecoderModel`` would call it: through
         the wrapper, some transformers releases (5.17) return no cross-attention weights."""
-        if not self.warm:
-            return self.t5(encoder_outputs=BaseModelOutput(last_hidden_state=hidden), attention_mask=mask,
-                           decoder_input_ids=input_ids, decoder_attention_mask=attention_mask,
-                           past_key_values=past_key_values, output_attentions=output_attentions,
-                           use_cache=use_cache)
-        proj = getattr(self.t5, "enc_to_dec_proj", None)     # only where the two widths differ
-        return self.t5.decoder(input_ids=input_ids, attention_mask=attention_mask,
-                               encoder_hidden_states=hidden if proj is None else proj(hidden),
-                               encoder_attention_mask=mask, past_key_values=past_key_values,
-                               output_attentions=output_attentions, use_cache=use_cache, return_dict=True)
+        with _cache_argument():
+            if not self.warm:
+                return self.t5(encoder_outputs=BaseModelOutput(last_hidden_state=hidden), attention_mask=mask,
+                               decoder_input_ids=input_ids, decoder_attention_mask=attention_mask,
+                               past_key_values=past_key_values, output_attentions=output_attentions,
+                               use_cache=use_cache)
+            proj = getattr(self.t5, "enc_to_dec_proj", None)     # only where the two widths differ
+            return self.t5.decoder(input_ids=input_ids, attention_mask=attention_mask,
+                                   encoder_hidden_states=hidden if proj is None else proj(hidden),
+                                   encoder_attention_mask=mask, past_key_values=past_key_values,
+                                   output_attentions=output_attentions, use_cache=use_cache, return_dict=True)
 
     @property
     def config(self):

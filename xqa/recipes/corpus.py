@@ -185,7 +185,8 @@ class CorpusBuild(Build):
         return [
             *first,
             Stage("reader", lambda: is_complete(o / "reader"), self.make_reader),
-            *[Stage(f"reader {name} (--also-reader)", lambda name=name: is_complete(o / "readers" / name),
+            *[Stage(f"reader {name} (--also-reader)",
+                    lambda name=name: reader_placed(self.other_readers[name], o / "readers" / name),
                     lambda name=name: self.make_other_reader(name)) for name in self.other_readers],
             Stage("int8 runtimes of the encoder and the reader, checked and timed", self._runtimes_done,
                   self.build_runtimes),
@@ -466,7 +467,15 @@ class CorpusBuild(Build):
         return list(json.loads(self.config_path.read_text(encoding="utf-8")).get("readers") or {})
 
     def _readers_current(self) -> bool:
-        return self._configured_readers() == list(self.other_readers)
+        """pipeline.json names the other readers, each with the settings it is built with now (a
+        reader re-tuned since, its ``fusion.json`` changed, is written again)."""
+        if self._configured_readers() != list(self.other_readers):
+            return False
+        if not self.other_readers:
+            return True
+        from xqa.config import PipelineConfig
+
+        return PipelineConfig.load(self.config_path).readers == self._other_reader_configs()
 
     def write_readers(self) -> None:
         """pipeline.json's ``readers``: the ``--also-reader`` ones (the config is otherwise kept,
@@ -659,14 +668,17 @@ def place_reader(src: Path, encoder: Path, dest: Path) -> None:
     from reader.registry import artifact
     from xqa.artifacts import atomic_dir
 
-    src = given = Path(src)
+    src = Path(src)
+    fusion = reader_fusion_file(src)
     try:
         family, role, folder = artifact(src)
     except XqaError:
         role = "reader"
     if role in ("packed", "kit"):
-        made = family.unpack(folder, encoder, dest) if role == "packed" else family.from_kit(folder, encoder, dest)
-        _keep_fusion(src, folder, Path(made))
+        made = Path(family.unpack(folder, encoder, dest) if role == "packed"
+                    else family.from_kit(folder, encoder, dest))
+        if fusion is not None:
+            _copy_atomic(fusion, made / FUSION_FILE)
         _say(f"wrote {made}")
         return
     if not (src / "encoder").is_dir() and not (src / "model").is_dir() and is_complete(src / "best"):
@@ -676,18 +688,42 @@ def place_reader(src: Path, encoder: Path, dest: Path) -> None:
     dest.parent.mkdir(parents=True, exist_ok=True)
     with atomic_dir(dest, overwrite=True) as tmp:
         shutil.copytree(src, tmp, dirs_exist_ok=True)
-        _keep_fusion(given, src, tmp)
+        if fusion is not None:
+            shutil.copy(fusion, Path(tmp) / FUSION_FILE)
 
 
-def _keep_fusion(*folders: Path) -> None:
-    """The first of ``folders[:-1]`` that holds a ``fusion.json``: a copy of it into ``folders[-1]``
-    (a reader's tuned settings travel with it)."""
-    *sources, dest = folders
-    for folder in sources:
-        if (Path(folder) / FUSION_FILE).is_file():
-            if Path(folder) / FUSION_FILE != Path(dest) / FUSION_FILE:
-                shutil.copy(Path(folder) / FUSION_FILE, Path(dest) / FUSION_FILE)
-            return
+def reader_fusion_file(src: Path) -> Path | None:
+    """The ``fusion.json`` the reader ``src`` carries: in its folder, in the folder its packed
+    form or kit run is found in, or in a training run's ``best``; None where it has none."""
+    from reader.registry import artifact
+
+    src = Path(src)
+    folders = [src]
+    try:
+        folders.append(Path(artifact(src)[2]))
+    except XqaError:
+        pass
+    folders.append(src / "best")
+    return next((f / FUSION_FILE for f in folders if (f / FUSION_FILE).is_file()), None)
+
+
+def reader_placed(src: Path, dest: Path) -> bool:
+    """Whether ``dest`` holds the reader ``src`` placed whole: complete, and with the same
+    ``fusion.json`` as ``src`` carries (a place cut short before it, or a reader re-tuned since,
+    is placed again)."""
+    if not is_complete(dest):
+        return False
+    fusion = reader_fusion_file(src)
+    if fusion is None:
+        return True
+    placed = Path(dest) / FUSION_FILE
+    return placed.is_file() and placed.read_bytes() == fusion.read_bytes()
+
+
+def _copy_atomic(src: Path, dest: Path) -> None:
+    tmp = dest.with_name(dest.name + ".tmp")
+    shutil.copy(src, tmp)
+    tmp.replace(dest)
 
 
 def other_readers(specs: list[str]) -> dict[str, str]:
