@@ -435,3 +435,21 @@ def test_a_hide_gold_run_resumes_only_with_the_flag(tiny_pipeline, tmp_path, tes
     capsys.readouterr()
     assert main(args) == 1
     assert "holds answers with --hide-gold" in capsys.readouterr().err
+
+
+def test_loading_models_draws_no_per_model_weight_bar_and_restores_the_setting(tiny_pipeline, capfd):
+    from transformers.utils import logging as hf_logging
+
+    said = []
+    pipe = Pipeline(PipelineConfig.load(tiny_pipeline), say=said.append)
+    assert hf_logging.is_progress_bar_enabled()
+    pipe.reader                                          # loads the reader's model
+    assert "Loading weights" not in capfd.readouterr().err
+    assert any(s.startswith("loaded reader") for s in said)
+    assert hf_logging.is_progress_bar_enabled()          # as it was before
+    hf_logging.disable_progress_bar()
+    try:
+        Pipeline(PipelineConfig.load(tiny_pipeline), say=said.append).reader
+        assert not hf_logging.is_progress_bar_enabled()  # a user's "off" stays off
+    finally:
+        hf_logging.enable_progress_bar()

@@ -14,6 +14,7 @@ reader's answers with their evidence.
 from __future__ import annotations
 
 import threading
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Collection, Sequence
@@ -173,15 +174,20 @@ class Pipeline:
         if not rc.model:
             raise XqaError("the pipeline config names no reader model")
 
-    def _loading(self, what: str, load):
-        """``load()``, announced through ``say`` with the seconds it took."""
+    def _loading(self, what: str, load, models: bool = True):
+        """``load()``, announced through ``say`` with the seconds it took. ``models``: it loads
+        transformers models, whose per-model "Loading weights" bar is left out (the announcement
+        says what is loading)."""
+        quiet = _no_weight_bars() if models else nullcontext()
         if self._say is None:
-            return load()
+            with quiet:
+                return load()
         import time
 
         self._say(f"loading {what} ...")
         t0 = time.perf_counter()
-        obj = load()
+        with quiet:
+            obj = load()
         self._say(f"loaded {what} in {time.perf_counter() - t0:.1f} s")
         return obj
 
@@ -192,7 +198,8 @@ class Pipeline:
                 if not self.config.passages:
                     raise XqaError("the pipeline config names no passages file")
                 path = self.config.path(self.config.passages)
-                self._store = self._loading(f"passages ({self.config.passages})", lambda: PassageStore.open(path))
+                self._store = self._loading(f"passages ({self.config.passages})", lambda: PassageStore.open(path),
+                                           models=False)
             return self._store
 
     def component(self, name: str):
@@ -409,3 +416,19 @@ class Pipeline:
         else:
             found = answered or (a if a is not None else p) >= rc.not_found_threshold
         return replace(ans, features=features, confidence=p, answered=answered, found=found, answerable=a)
+
+
+@contextmanager
+def _no_weight_bars():
+    """transformers' progress bars off while models load, then as they were (a user who turned
+    them off keeps them off)."""
+    from transformers.utils import logging as hf_logging
+
+    was = hf_logging.is_progress_bar_enabled()
+    if was:
+        hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was:
+            hf_logging.enable_progress_bar()
