@@ -100,4 +100,4 @@ done_file "$OUT/bench-$FID.json" || \
       --questions "$BENCH_QUESTIONS" --json "$OUT/bench-$FID.json"
 
 step "6. $OUT/report.md"
-"${PY:-.venv/bin/python}" -m xqa.tools.fid_report "$OUT" --fid "$FID" --passages $PASSAGES | tee "$OUT/report.md"
+"$XQA" report fid "$OUT" --fid "$FID" --passages $PASSAGES --out "$OUT/report.md"

@@ -1,10 +1,11 @@
-"""xqa.tools.fid_report: the FiD-against-span tables from the files scripts/fid_report.sh writes."""
+"""xqa report fid: the FiD-against-span tables from the files scripts/fid_report.sh writes."""
 import json
 
 import pytest
 
 from xqa.errors import XqaError
-from xqa.tools.fid_report import main, report
+from xqa.cli import main
+from xqa.tools.lib.fid_report import report
 
 
 def _gold(f1s, n=3):
@@ -54,5 +55,15 @@ def test_gold_runs_of_different_questions_are_refused(tmp_path):
 
 def test_a_broken_file_is_named_with_its_line(tmp_path, capsys):
     (tmp_path / "fusion.json").write_text('{"beta": 1,\n "gamma": }\n')
-    assert main([str(tmp_path)]) == 2
-    assert "fusion.json:2: not JSON" in capsys.readouterr().out
+    assert main(["report", "fid", str(tmp_path)]) == 1
+    assert "fusion.json:2: not JSON" in capsys.readouterr().err
+
+
+def test_the_command_writes_the_tables_it_prints(tmp_path, capsys):
+    _write(tmp_path, "bench-fid.json", {"threads": 2, "rows": [
+        {"precision": "fp32", "passages": 5, "questions": 4, "p50_s": 0.5, "p95_s": 0.75}]})
+    out = tmp_path / "report.md"
+    assert main(["report", "fid", str(tmp_path), "--passages", "5", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "| fp32 | 5 | 4 | 0.500 | 0.750 |" in printed
+    assert out.read_text(encoding="utf-8") == printed

