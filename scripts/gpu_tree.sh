@@ -15,7 +15,7 @@ LIMIT=$((64 * 1024 * 1024))
 PATHS=(xqa/corpus/prebuilt xqa/corpus/passages.jsonl.gz xqa/corpus/questions.jsonl.gz
        docs/demo.png docs/fusion-recall.png docs/selective-test.png)
 
-[ -d .git ] && [ -f pyproject.toml ] || { echo "run from the repository's root" >&2; exit 2; }
+[ -e .git ] && [ -f pyproject.toml ] || { echo "run from the repository's root" >&2; exit 2; }
 
 size() {   # bytes of the tree that travels and of each carried path
   local tree carry=0

@@ -73,3 +73,11 @@ def test_over_the_limit_is_refused(repo):
         f.truncate(70 * 1024 * 1024)
     out = run(repo, "size", "runs/big", check=False)
     assert out.returncode == 1 and "over the limit" in out.stderr
+
+
+def test_it_runs_in_a_git_worktree_whose_git_is_a_file(repo, tmp_path_factory):
+    other = tmp_path_factory.mktemp("wt") / "checkout"
+    subprocess.run(["git", "worktree", "add", "-q", str(other)], cwd=repo, check=True)
+    assert (other / ".git").is_file()
+    out = run(other, "size")
+    assert "tree 4.50 MB" in out.stdout
