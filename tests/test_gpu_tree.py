@@ -1,4 +1,5 @@
 """scripts/gpu_tree.sh: what a lent GPU machine's call leaves behind, and putting it back."""
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -81,3 +82,43 @@ def test_it_runs_in_a_git_worktree_whose_git_is_a_file(repo, tmp_path_factory):
     assert (other / ".git").is_file()
     out = run(other, "size")
     assert "tree 4.50 MB" in out.stdout
+
+
+PREPARE = SCRIPT.with_name("prepare_fid_gpu.sh")
+
+FAKE_XQA = """#!/usr/bin/env bash
+# stands in for xqa: logs each call and writes what the real command would
+echo "$*" >> calls.log
+case "$1 $2" in
+  "data train") mkdir -p "$4"; echo '{"train": 2}' > "$4/summary.jsonl" ;;
+  "reader kit") out="${@: -1}"; mkdir -p "$out"; echo '{"kind": "kit"}' > "$out/config.json"; head -c 5000 /dev/urandom > "$out/rows.npy" ;;
+  *) exit 9 ;;
+esac
+"""
+
+
+def test_prepare_makes_the_kit_tarball_once_and_skips_what_is_there(repo):
+    import tarfile
+
+    xqa = repo / "fake-xqa"
+    xqa.write_text(FAKE_XQA)
+    xqa.chmod(0o755)
+    (repo / "build/embedded/encoder").mkdir(parents=True)
+    (repo / "build/embedded/encoder/config.json").write_text("{}")      # make embedded is not run
+    env = {"PATH": "/usr/bin:/bin", "XQA": str(xqa)}
+
+    def prepare():
+        out = subprocess.run(["bash", str(PREPARE), "runs/carry"], cwd=repo, capture_output=True, text=True, env=env)
+        assert out.returncode == 0, out.stderr + out.stdout
+        return out.stdout
+
+    first = prepare()
+    assert (repo / "calls.log").read_text().splitlines() == [
+        "data train --out runs/real", "reader kit --data runs/real --base build/embedded/encoder --out runs/kit"]
+    with tarfile.open(repo / "runs/carry/kit.tar.xz") as tar:
+        assert sorted(tar.getnames()) == ["kit", "kit/config.json", "kit/rows.npy"]
+    assert not (repo / "runs/carry/kit.tar.xz.tmp").exists()
+    assert re.search(r"carry 0\.0\d MB = [\d.]+ MB of 67\.11 MB", first)  # gpu_tree.sh size on the carry
+    second = prepare()
+    assert len((repo / "calls.log").read_text().splitlines()) == 2      # nothing made again
+    assert second.count("there: skipped") == 4
