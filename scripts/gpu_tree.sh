@@ -7,6 +7,7 @@
 #   scripts/gpu_tree.sh aside [CARRY ...]   move them into runs/aside/, print what would travel
 #   scripts/gpu_tree.sh back                move them back and check the tree is whole again
 #   scripts/gpu_tree.sh size [CARRY ...]    print what would travel, moving nothing
+#   scripts/gpu_tree.sh size --aside [CARRY ...]   the same as if they were set aside
 #
 # CARRY: the paths the call will carry (counted with the tree). Run from the repository's root.
 set -euo pipefail
@@ -17,10 +18,19 @@ PATHS=(xqa/corpus/prebuilt xqa/corpus/passages.jsonl.gz xqa/corpus/questions.jso
 
 [ -e .git ] && [ -f pyproject.toml ] || { echo "run from the repository's root" >&2; exit 2; }
 
+SKIP=()    # paths counted as set aside (size --aside)
+
+aside_path() {   # is $1 one of PATHS or inside one?
+  local p
+  for p in "${SKIP[@]}"; do [ "$1" = "$p" ] || [ "${1#"$p"/}" != "$1" ] && return 0; done
+  return 1
+}
+
 size() {   # bytes of the tree that travels and of each carried path
   local tree carry=0
   tree=$(git ls-files -z --cached --others --exclude-standard \
-         | while IFS= read -r -d '' f; do if [ -f "$f" ] && [ ! -L "$f" ]; then stat -c %s "$f"; fi; done \
+         | while IFS= read -r -d '' f; do
+             if [ -f "$f" ] && [ ! -L "$f" ] && ! aside_path "$f"; then stat -c %s "$f"; fi; done \
          | awk '{s += $1} END {print s + 0}')
   for p in "$@"; do
     [ -e "$p" ] || { echo "carry path $p does not exist" >&2; exit 2; }
@@ -59,6 +69,7 @@ case "${1:-}" in
     ;;
   size)
     shift
+    if [ "${1:-}" = --aside ]; then shift; SKIP=("${PATHS[@]}"); fi
     size "$@"
     ;;
   *)

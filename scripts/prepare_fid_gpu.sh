@@ -8,9 +8,9 @@
 # 2. runs/real: xqa data train (every real train split, BM25 negatives);
 # 3. runs/kit: xqa reader kit over the converted encoder;
 # 4. CARRY/kit.tar.xz: the kit, compressed (39.0 MB), written under a temporary name, then renamed;
-# 5. the sizes one device call would carry with the corpus and the docs' pictures set aside
-#    (scripts/gpu_tree.sh size), and the calls to make.
-# About 15 min on 2 cores from a fresh clone with `make env` done. Settings (environment): XQA (the
+# 5. what one device call would carry with the corpus and the docs' pictures set aside
+#    (scripts/gpu_tree.sh size --aside), and the calls to make.
+# 8 min on 2 cores from a fresh clone with `make env` done. Settings (environment): XQA (the
 # command, default .venv/bin/xqa), BUILD (build/embedded), DATA (runs/real), KIT (runs/kit).
 set -euo pipefail
 CARRY=${1:-runs/gpu}
@@ -46,7 +46,7 @@ fi
 ls -l "$CARRY/kit.tar.xz"
 
 step "5. one device call"
-bash "$(dirname "$0")/gpu_tree.sh" size "$CARRY"
+bash "$(dirname "$0")/gpu_tree.sh" size --aside "$CARRY"
 cat <<MSG
 
 next (docs/reader.md):

@@ -46,6 +46,8 @@ def repo(tmp_path):
 def test_aside_counts_the_tree_without_the_corpus_and_back_restores_it(repo):
     before = run(repo, "size", "runs/gpu").stdout
     assert "tree 4.50 MB + carry 2.00 MB = 6.50 MB" in before
+    assert "tree 0.00 MB + carry 2.00 MB = 2.00 MB" in run(repo, "size", "--aside", "runs/gpu").stdout
+    assert (repo / "xqa/corpus/prebuilt/dense.npy").exists()          # counted as aside, not moved
     out = run(repo, "aside", "runs/gpu").stdout
     assert "tree 0.00 MB + carry 2.00 MB = 2.00 MB" in out
     assert not (repo / "xqa/corpus/prebuilt").exists()
@@ -118,7 +120,7 @@ def test_prepare_makes_the_kit_tarball_once_and_skips_what_is_there(repo):
     with tarfile.open(repo / "runs/carry/kit.tar.xz") as tar:
         assert sorted(tar.getnames()) == ["kit", "kit/config.json", "kit/rows.npy"]
     assert not (repo / "runs/carry/kit.tar.xz.tmp").exists()
-    assert re.search(r"carry 0\.0\d MB = [\d.]+ MB of 67\.11 MB", first)  # gpu_tree.sh size on the carry
+    assert re.search(r"tree 0\.0\d MB \+ carry 0\.0\d MB", first)   # counted with the corpus aside
     second = prepare()
     assert len((repo / "calls.log").read_text().splitlines()) == 2      # nothing made again
     assert second.count("there: skipped") == 4
