@@ -112,6 +112,30 @@ def test_the_distributed_launcher_runs_one_thread_processes_on_the_loopback(monk
         runner.call_distributed(2, tune_fusion, {"config": config})
 
 
+def test_a_stage_that_saves_and_loads_a_model_draws_no_transformers_bar_and_the_setting_returns(tmp_path, capfd):
+    from transformers import BertConfig, BertModel
+    from transformers.utils import logging as hf_logging
+
+    from xqa.recipes.runner import Stage, run_stages
+
+    folder = tmp_path / "model"
+    cfg = BertConfig(vocab_size=32, hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=16)
+
+    def save_and_load():
+        BertModel(cfg).save_pretrained(folder)
+        BertModel.from_pretrained(folder)
+
+    assert hf_logging.is_progress_bar_enabled()
+    times = run_stages([Stage("model", lambda: (folder / "config.json").is_file(), save_and_load)])
+    out = capfd.readouterr()
+    assert "[1/1] model ..." in out.out and set(times) == {"model"}
+    assert "Loading weights" not in out.err and "Writing model shards" not in out.err
+    assert hf_logging.is_progress_bar_enabled()
+    # outside a stage, transformers draws its bar as usual: the check above can see one
+    BertModel.from_pretrained(folder)
+    assert "Loading weights" in capfd.readouterr().err
+
+
 def test_a_config_of_an_older_build_is_written_again_with_the_cross_script_index(tmp_path):
     from xqa.recipes.world import RETRIEVAL_METHOD
 

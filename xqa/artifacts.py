@@ -211,3 +211,23 @@ def atomic_dir(target: str | Path, overwrite: bool = False) -> Iterator[Path]:
         if isinstance(e, OSError) and e.filename is None:  # a failed write names no file: name the artifact
             raise OSError(e.errno, e.strerror, str(target)) from e
         raise
+
+
+@contextlib.contextmanager
+def quiet_model_bars() -> Iterator[None]:
+    """transformers' own progress bars ("Loading weights", "Writing model shards") off, then as
+    they were: a caller that announces what it loads or writes draws no per-model bar beside
+    its line, and a user who turned the bars off keeps them off. xqa's own bars (tqdm) stay."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # nothing of transformers' to quiet
+        yield
+        return
+    was = hf_logging.is_progress_bar_enabled()
+    if was:
+        hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was:
+            hf_logging.enable_progress_bar()

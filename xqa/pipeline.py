@@ -14,12 +14,13 @@ reader's answers with their evidence.
 from __future__ import annotations
 
 import threading
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Collection, Sequence
 
 from xqa import methods as _registry  # the methods and the index kinds they need
+from xqa.artifacts import quiet_model_bars
 from xqa.config import NO_FALLBACK, PipelineConfig
 from xqa.errors import XqaError
 from xqa.records import Answer, Context, Hit, Passage, Question
@@ -178,7 +179,7 @@ class Pipeline:
         """``load()``, announced through ``say`` with the seconds it took. ``models``: it loads
         transformers models, whose per-model "Loading weights" bar is left out (the announcement
         says what is loading)."""
-        quiet = _no_weight_bars() if models else nullcontext()
+        quiet = quiet_model_bars() if models else nullcontext()
         if self._say is None:
             with quiet:
                 return load()
@@ -416,19 +417,3 @@ class Pipeline:
         else:
             found = answered or (a if a is not None else p) >= rc.not_found_threshold
         return replace(ans, features=features, confidence=p, answered=answered, found=found, answerable=a)
-
-
-@contextmanager
-def _no_weight_bars():
-    """transformers' progress bars off while models load, then as they were (a user who turned
-    them off keeps them off)."""
-    from transformers.utils import logging as hf_logging
-
-    was = hf_logging.is_progress_bar_enabled()
-    if was:
-        hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if was:
-            hf_logging.enable_progress_bar()

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
+from xqa.artifacts import quiet_model_bars
 from xqa.errors import XqaError
 
 
@@ -28,7 +29,9 @@ class Stage(NamedTuple):
 
 
 def run_stages(stages: list[Stage]) -> dict[str, float]:
-    """Run each stage that is not done, in order; the seconds each one that ran took."""
+    """Run each stage that is not done, in order; the seconds each one that ran took. Each stage
+    is announced with its number, and transformers' per-model loading and saving bars are left
+    out of it (:func:`~xqa.artifacts.quiet_model_bars`)."""
     times = {}
     for i, (name, done, run) in enumerate(stages, 1):
         if done():
@@ -36,7 +39,8 @@ def run_stages(stages: list[Stage]) -> dict[str, float]:
             continue
         print(f"[{i}/{len(stages)}] {name} ...", flush=True)
         t0 = time.perf_counter()
-        run()
+        with quiet_model_bars():
+            run()
         if not done():
             raise XqaError(f"stage {name!r} ran but its artifact is not complete")
         times[name] = round(time.perf_counter() - t0, 1)
