@@ -22,8 +22,7 @@ transformers only then), so importing ``reader`` costs nothing.
 """
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from xqa.lazy import exports
 
 _EXPORTS = {
     "Reader": "reader.base",
@@ -48,7 +47,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'reader' has no attribute {name!r}")
+__getattr__ = exports(__name__, _EXPORTS)  # each name from its module, on first use

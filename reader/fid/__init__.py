@@ -20,36 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from reader.base import ReaderFamily
-
-
-def _load(folder: Path | str):
-    from reader.fid.inference import FiDReader
-
-    return FiDReader.load(folder)
-
-
-def _pack(reader: Path, base: Path, out: Path) -> Path:
-    from reader.fid.delta import pack
-
-    return pack(reader, base, out)
-
-
-def _unpack(packed: Path, base: Path, out: Path) -> Path:
-    from reader.fid.delta import unpack
-
-    return unpack(packed, base, out)
-
-
-def _from_kit(run: Path, base: Path, out: Path) -> Path:
-    from reader.fid.kit import to_reader
-
-    return to_reader(run, base, out)
-
-
-def _runtime(folder: Path, threads: int = 0, log=print):
-    from reader.fid.runtime import build_and_report
-
-    return build_and_report(folder, threads=threads, log=log)
+from xqa.lazy import function
 
 
 def _warm_started(folder: Path) -> bool:
@@ -66,15 +37,15 @@ def _warm_started(folder: Path) -> bool:
 FAMILY = ReaderFamily(
     name="fid",
     kinds=("fid_reader",),
-    load=_load,
+    load=function("reader.fid.inference:FiDReader.load"),
     description="A Fusion-in-Decoder reader writes the answer from the passages it reads.",
     fallback=True,
     training="xqa.training.fid",
     packed_kind="fid_reader_delta",
-    pack=_pack,
-    unpack=_unpack,
+    pack=function("reader.fid.delta:pack"),
+    unpack=function("reader.fid.delta:unpack"),
     kit_kind="fid_kit_reader",
-    from_kit=_from_kit,
-    runtime=_runtime,
+    from_kit=function("reader.fid.kit:to_reader"),
+    runtime=function("reader.fid.runtime:build_and_report"),
     runtime_wanted=_warm_started,
 )

@@ -11,54 +11,22 @@ Evidence fusion over spans is :func:`reader.evidence.fuse_spans`, shared with Fi
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 from reader.base import ReaderFamily
-
-
-def _load(folder: Path | str):
-    from reader.span.inference import SpanReader
-
-    return SpanReader.load(folder)
-
-
-def _pack(reader: Path, base: Path, out: Path) -> Path:
-    from reader.span.delta import pack
-
-    return pack(reader, base, out)
-
-
-def _unpack(packed: Path, base: Path, out: Path) -> Path:
-    from reader.span.delta import unpack
-
-    return unpack(packed, base, out)
-
-
-def _from_kit(run: Path, base: Path, out: Path) -> Path:
-    from reader.span.kit import to_reader
-
-    return to_reader(run, base, out)
-
-
-def _runtime(folder: Path, threads: int = 0, log=print):
-    from reader.span.runtime import build_and_report
-
-    return build_and_report(folder, threads=threads, log=log)
-
+from xqa.lazy import function
 
 FAMILY = ReaderFamily(
     name="span",
     kinds=("span_reader",),
-    load=_load,
+    load=function("reader.span.inference:SpanReader.load"),
     description="An extractive reader on multilingual-e5-small scores answer spans in the passages it "
                 "reads, and evidence fusion sums each answer's evidence over those passages. An answer "
                 "taken from a passage in another language is shown as written there, marked with that "
                 "language.",
     training="xqa.training.span",
-    runtime=_runtime,
+    runtime=function("reader.span.runtime:build_and_report"),
     packed_kind="span_reader_delta",
-    pack=_pack,
-    unpack=_unpack,
+    pack=function("reader.span.delta:pack"),
+    unpack=function("reader.span.delta:unpack"),
     kit_kind="span_kit_reader",
-    from_kit=_from_kit,
+    from_kit=function("reader.span.kit:to_reader"),
 )

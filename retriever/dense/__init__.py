@@ -14,26 +14,20 @@ FAISS; the first attribute access loads the module that defines it.
 """
 from __future__ import annotations
 
-import importlib
+from xqa.lazy import exports
 
 _EXPORTS = {
-    "BiEncoder": "model", "BiEncoderConfig": "model", "SIZES": "model",
-    "contrastive_loss": "loss", "distributed_contrastive_loss": "loss", "gather_with_grad": "loss",
-    "encode_shard": "encode", "build_indexes": "encode", "shard_done": "encode",
-    "LanguageIndexes": "index", "IndexParams": "index", "INDEX_TYPES": "index",
-    "DenseRetriever": "retriever",
-    "RetrieverTask": "task", "TaskConfig": "task",
-    "build_examples": "data", "Example": "data",
-    "retriever_accuracy_table": "accuracy", "format_accuracy_table": "accuracy",
+    "BiEncoder": ".model", "BiEncoderConfig": ".model", "SIZES": ".model",
+    "contrastive_loss": ".loss", "distributed_contrastive_loss": ".loss", "gather_with_grad": ".loss",
+    "encode_shard": ".encode", "build_indexes": ".encode", "shard_done": ".encode",
+    "LanguageIndexes": ".index", "IndexParams": ".index", "INDEX_TYPES": ".index",
+    "DenseRetriever": ".retriever",
+    "RetrieverTask": ".task", "TaskConfig": ".task",
+    "build_examples": ".data", "Example": ".data",
+    "retriever_accuracy_table": ".accuracy", "format_accuracy_table": ".accuracy",
 }
 
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
-    mod = _EXPORTS.get(name)
-    if mod is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{mod}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = exports(__name__, _EXPORTS)  # each name from its module, on first use

@@ -10,23 +10,17 @@ Names are imported lazily: ``import retriever.dhr`` loads neither torch nor tran
 """
 from __future__ import annotations
 
-import importlib
+from xqa.lazy import exports
 
 _EXPORTS = {
-    "Csr": "densify", "bm25_idf": "densify", "bm25_weights": "densify", "densify": "densify",
-    "densify_queries": "densify", "document_frequencies": "densify", "gip": "densify",
-    "gip_reference": "densify", "gip_slice_major": "densify", "slice_shape": "densify",
-    "term_counts": "densify",
-    "DEFAULT_LAMBDA": "index", "DEFAULT_SLICES": "index", "DhrRetriever": "index", "build_dhr_index": "index",
+    "Csr": ".densify", "bm25_idf": ".densify", "bm25_weights": ".densify", "densify": ".densify",
+    "densify_queries": ".densify", "document_frequencies": ".densify", "gip": ".densify",
+    "gip_reference": ".densify", "gip_slice_major": ".densify", "slice_shape": ".densify",
+    "term_counts": ".densify",
+    "DEFAULT_LAMBDA": ".index", "DEFAULT_SLICES": ".index", "DhrRetriever": ".index", "build_dhr_index": ".index",
 }
 
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
-    mod = _EXPORTS.get(name)
-    if mod is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{mod}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = exports(__name__, _EXPORTS)  # each name from its module, on first use

@@ -12,17 +12,17 @@ Names are imported lazily: ``import retriever.spar`` loads neither torch nor FAI
 """
 from __future__ import annotations
 
-import importlib
+from xqa.lazy import exports
 
 _EXPORTS = {
-    "RBO_P": "diagnostics", "rbo": "diagnostics", "mean_rbo": "diagnostics",
-    "shuffle_tokens": "diagnostics",
-    "TeacherConfig": "data", "sample_sentence_queries": "data", "teacher_examples": "data",
-    "split_sentences": "data", "label": "data",
-    "teacher_data": "lexical", "lexical_task": "lexical",
-    "SparRetriever": "index", "build_spar_index": "index", "MU_GRID": "index", "MODES": "index",
-    "combine": "index",
-    "LexicalRetriever": "lexical_index", "build_lexical_index": "lexical_index",
+    "RBO_P": ".diagnostics", "rbo": ".diagnostics", "mean_rbo": ".diagnostics",
+    "shuffle_tokens": ".diagnostics",
+    "TeacherConfig": ".data", "sample_sentence_queries": ".data", "teacher_examples": ".data",
+    "split_sentences": ".data", "label": ".data",
+    "teacher_data": ".lexical", "lexical_task": ".lexical",
+    "SparRetriever": ".index", "build_spar_index": ".index", "MU_GRID": ".index", "MODES": ".index",
+    "combine": ".index",
+    "LexicalRetriever": ".lexical_index", "build_lexical_index": ".lexical_index",
 }
 
 __all__ = [
@@ -47,10 +47,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    mod = _EXPORTS.get(name)
-    if mod is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{mod}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = exports(__name__, _EXPORTS)  # each name from its module, on first use

@@ -151,13 +151,9 @@ def _name(obj: Any) -> str:
 
 
 def _find(name: str) -> Any:
-    import importlib
+    from xqa.lazy import resolve
 
-    module, _, qualname = name.partition(":")
-    obj = importlib.import_module(module)
-    for part in qualname.split("."):
-        obj = getattr(obj, part)
-    return obj
+    return resolve(name)
 
 
 def _encode(value: Any) -> Any:

@@ -14,19 +14,14 @@ Each task module has a config dataclass and ``train(config) -> dict`` (the loop'
 """
 from __future__ import annotations
 
-from typing import Any
+from xqa.lazy import exports
 
 # the loop's names, loaded on first use: a task's config dataclass imports without torch
 _LOOP = ("DistInfo", "TrainConfig", "TrainTask", "epoch_order", "init_distributed", "length_grouped_batches",
          "linear_schedule", "main_process", "map_sharded", "train")
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LOOP:
-        from xqa.training import loop
-
-        return getattr(loop, name)
-    raise AttributeError(f"module 'xqa.training' has no attribute {name!r}")
+__getattr__ = exports(__name__, {name: ".loop" for name in _LOOP})
 
 
 __all__ = list(_LOOP)
