@@ -81,6 +81,26 @@ def test_the_kit_encoder_is_the_base_exactly_on_the_tokens_it_keeps(kit, convert
         assert w.shape == want.shape and bool((w == want).all()), name
 
 
+def test_the_kit_encoder_is_read_once_and_models_made_of_it_do_not_change_it(kit, monkeypatch):
+    import safetensors.torch
+    import torch
+
+    from reader.fid.kit import kit_encoder
+
+    k, _, _, _ = kit
+    first = k.base_state()
+    first.pop("embeddings.word_embeddings.weight")             # a caller's dict is its own
+    monkeypatch.setattr(safetensors.torch, "load_file", lambda *a, **kw: pytest.fail("read again"))
+    again = k.base_state()
+    assert "embeddings.word_embeddings.weight" in again
+    before = {name: w.clone() for name, w in again.items()}
+    for model in (k.model().encoder, kit_encoder(k)):       # the span reader's and the FiD's encoder
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(1.0)                                  # training changes its own copies only
+    assert all(bool((k.base_state()[name] == w).all()) for name, w in before.items())
+
+
 def test_kit_rows_are_the_readers_rows_and_the_targets_are_the_answers(kit, converted_e5):
     import random
 

@@ -251,12 +251,20 @@ class Kit:
         self.layout: RowLayout = self.settings.layout
         sp = self.config["special"]
         self.cls_id, self.sep_id, self.pad_id = sp["cls"], sp["sep"], sp["pad"]
+        self._base: dict[str, torch.Tensor] | None = None
 
     def __len__(self) -> int:
         return len(self.arrays["train.passage"])
 
     def base_state(self) -> dict[str, torch.Tensor]:
-        """The encoder's tensors (fp32, the kit's vocabulary), exactly the base's values."""
+        """The encoder's tensors (fp32, the kit's vocabulary), exactly the base's values: read and
+        dequantised once (a run saves its best checkpoint against them at every validation that
+        improves), then handed out as a new dict of the same tensors, which nobody may change."""
+        if self._base is None:
+            self._base = self._read_base()
+        return dict(self._base)
+
+    def _read_base(self) -> dict[str, torch.Tensor]:
         from safetensors.torch import load_file
 
         from xqa.encoders.e5 import dequantize_q4_0
