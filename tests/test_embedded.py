@@ -134,6 +134,13 @@ def test_a_stage_that_saves_and_loads_a_model_draws_no_transformers_bar_and_the_
     # outside a stage, transformers draws its bar as usual: the check above can see one
     BertModel.from_pretrained(folder)
     assert "Loading weights" in capfd.readouterr().err
+    # a stage's part run in a process of its own is as quiet
+    from xqa.lazy import function
+    from xqa.recipes.runner import call_in_processes
+
+    call_in_processes([(function("transformers:BertModel.from_pretrained"),
+                        {"pretrained_model_name_or_path": str(folder)})])
+    assert "Loading weights" not in capfd.readouterr().err
 
 
 def test_a_config_of_an_older_build_is_written_again_with_the_cross_script_index(tmp_path):

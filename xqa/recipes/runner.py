@@ -187,7 +187,8 @@ def _main(payload: str) -> int:
 
     task = json.loads(payload)
     try:
-        _find(task["call"])(**_decode(task["arguments"]))
+        with quiet_model_bars():  # part of a stage, quiet as the stage is
+            _find(task["call"])(**_decode(task["arguments"]))
     except (XqaError, FileNotFoundError, FileExistsError) as e:
         print(f"{task['call']}: error: {e}", file=sys.stderr)
         return 1
