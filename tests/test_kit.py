@@ -130,6 +130,50 @@ def test_kit_rows_are_the_readers_rows_and_the_targets_are_the_answers(kit, conv
         assert row in [w.ids for w in wins]
 
 
+def test_validation_reads_several_questions_a_pass_and_scores_each_by_its_own_windows(kit):
+    """A model that marks each question's gold span in its own rows: validation finds every one,
+    whether a pass holds one question's windows or several questions'."""
+    import torch
+
+    from reader.span.kit import KitSpanTask
+
+    k, _, _, _ = kit
+    task = KitSpanTask(k, negatives=1, dev_questions=2)
+    marks = {}
+    for i in range(task.dev_questions):
+        q, p, gold = k.question("dev", i)
+        head, text, wins = task._rows(q, p)
+        (gs, ge), h = gold[0], len(head)
+        for first, n in wins:
+            row = tuple(head + text[first: first + n].tolist() + [k.sep_id])
+            start, end = torch.zeros(len(row)), torch.zeros(len(row))
+            if first <= gs and ge < first + n:
+                start[h + gs - first], end[h + ge - first] = 10.0, 10.0
+            assert row not in marks
+            marks[row] = (start, end)
+
+    class Marker(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.zeros(1))
+            self.passes = 0
+
+        def forward(self, input_ids, attention_mask):
+            self.passes += 1
+            start = torch.full(input_ids.shape, -10.0)
+            end = torch.full(input_ids.shape, -10.0)
+            for r in range(len(input_ids)):
+                row = tuple(input_ids[r][attention_mask[r].bool()].tolist())
+                start[r, : len(row)], end[r, : len(row)] = marks[row]
+            return start, end, None
+
+    for eval_rows, passes in ((1, task.dev_questions), (64, 1)):
+        model = Marker()
+        task.eval_rows = eval_rows
+        assert task.evaluate(model) == {"f1": 1.0, "em": 1.0}
+        assert model.passes == passes
+
+
 def test_the_mix_draws_each_set_by_its_share_and_repeats_nothing_within_a_pass():
     from reader.span.kit import mix_table, mixed_order
 

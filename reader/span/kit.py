@@ -312,6 +312,7 @@ class KitSpanTask:
 
     metric = "f1"
     cpu_bf16 = True
+    eval_rows = 64   # validation: windows a forward pass, several questions' together
 
     def __init__(self, kit: Kit, negatives: int = 1, dev_questions: int = 300):
         self.kit = kit
@@ -367,7 +368,8 @@ class KitSpanTask:
     @torch.no_grad()
     def evaluate(self, model: torch.nn.Module) -> dict[str, float]:
         """Token-span EM/F1 of the best span of the gold paragraph on the first dev questions
-        (answer tokens against the nearest gold span's; the report commands score text)."""
+        (answer tokens against the nearest gold span's; the report commands score text). The
+        windows of several questions go through the model together, up to ``eval_rows`` a pass."""
         from reader.span.inference import best_spans
 
         if not self.dev_questions:
@@ -376,23 +378,29 @@ class KitSpanTask:
         device = next(model.parameters()).device
         A = self.kit.settings.max_answer_len
         em = f1 = 0.0
-        for i in range(self.dev_questions):
-            q, p, gold = self.kit.question("dev", i)
-            head, text, wins = self._rows(q, p)
-            rows = [head + text[first: first + n].tolist() + [self.kit.sep_id] for first, n in wins]
+        i = 0
+        while i < self.dev_questions:
+            rows: list[list[int]] = []
+            asked = []   # per question: its gold spans, its head's length, its windows, its first row
+            while i < self.dev_questions and (not rows or len(rows) < self.eval_rows):
+                q, p, gold = self.kit.question("dev", i)
+                head, text, wins = self._rows(q, p)
+                asked.append((gold, len(head), wins, len(rows)))
+                rows += [head + text[first: first + n].tolist() + [self.kit.sep_id] for first, n in wins]
+                i += 1
             batch = pad_rows(rows, self.kit.pad_id)
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
                 start, end, _ = model(batch["input_ids"].to(device), batch["attention_mask"].to(device))
-            best = (-math.inf, 0, 0)
-            for r, (first, n) in enumerate(wins):
-                s = start[r, len(head): len(head) + n].float().cpu()
-                e = end[r, len(head): len(head) + n].float().cpu()
-                _, top = best_spans(s, e, A, 1)
-                if top and top[0][0] > best[0]:
-                    best = (top[0][0], first + top[0][1], first + top[0][2])
-            _, ps, pe = best
-            em += float(any((ps, pe) == g for g in gold))
-            f1 += max(_token_f1(ps, pe, gs, ge) for gs, ge in gold)
+            start, end = start.float().cpu(), end.float().cpu()
+            for gold, h, wins, row0 in asked:
+                best = (-math.inf, 0, 0)
+                for r, (first, n) in enumerate(wins):
+                    _, top = best_spans(start[row0 + r, h: h + n], end[row0 + r, h: h + n], A, 1)
+                    if top and top[0][0] > best[0]:
+                        best = (top[0][0], first + top[0][1], first + top[0][2])
+                _, ps, pe = best
+                em += float(any((ps, pe) == g for g in gold))
+                f1 += max(_token_f1(ps, pe, gs, ge) for gs, ge in gold)
         return {"f1": f1 / self.dev_questions, "em": em / self.dev_questions}
 
     def save(self, model: torch.nn.Module, folder) -> None:
