@@ -127,7 +127,7 @@ class Answerer:
         """The ``/answer`` event as Gradio's ``batch=True`` calls it: a list per input, a list per
         output. The questions that share a method, K, passages read and reader are answered by one
         :meth:`Pipeline.answer` call (the alternative to :class:`xqa.batching.Batcher`)."""
-        from xqa.pipeline import AUTO, Asked
+        from xqa.pipeline import Asked
 
         outs: list[tuple | None] = [None] * len(questions)
         groups: dict[tuple, list[tuple[int, _Request, Question]]] = {}
@@ -155,7 +155,7 @@ class Answerer:
                 continue
             seconds = time.perf_counter() - t0
             for (i, request, q), answer in zip(items, answers):
-                outs[i] = self.shown(request, Asked(q, answer, detected=request.lang == AUTO), seconds)
+                outs[i] = self.shown(request, Asked.of(q, answer, request.lang), seconds)
         return tuple(list(column) for column in zip(*outs))
 
     def prepare(self, question: str, lang: str = "auto", method: str | None = None, k: float | None = None,
@@ -203,15 +203,19 @@ class Answerer:
         rc = cfg.reader_config(request.reader)
         fused = rc.evidence_fusion
         note = ""
-        if code == UNKNOWN:
+        if code == UNKNOWN and asked.identified:
+            note = (f"The question reads as {language_name(asked.identified)} (`{asked.identified}`), which no "
+                    f"index of this pipeline covers: BM25 searches every language's index, and dense "
+                    f"retrieval searches all languages.")
+        elif code == UNKNOWN:
             note = ("The language was not identified among this pipeline's: BM25 searches every language's "
                     "index, and dense retrieval searches all languages.")
         elif cfg.languages and code not in cfg.languages:
             note = (f"No index covers {language_name(code)} (`{code}`): its BM25 list is empty and "
                     f"dense retrieval searches all languages.")
         record = answer.to_dict()
-        record.update(lang=code, detected=detected, method=method, k=k, n_passages=n, reader=request.reader,
-                      seconds=round(seconds, 4))
+        record.update(lang=code, detected=detected, identified=asked.identified or None, method=method, k=k,
+                      n_passages=n, reader=request.reader, seconds=round(seconds, 4))
         shown_reader = request.reader if len(self.readers) > 1 else ""
         return (render.status_markdown(code, detected, method, k, n, seconds, note, reader=shown_reader),
                 render.answer_html(answer, fused, code, rc.answerability_threshold, rc.not_found_threshold),

@@ -225,6 +225,23 @@ def test_answerer_language_override_maps_to_the_pipeline_codes():
     assert pipe.calls[-1]["questions"][0].lang == "zh_cn"  # detected zh, the pipeline has zh_cn
 
 
+def test_a_question_in_a_language_without_an_index_says_which_language_it_reads_as():
+    pipe = FakePipeline()                                           # en, ja, zh_cn, fi
+    answerer = Answerer(pipe)
+    french = "Quelle est la capitale de l'Australie ?"
+    status, _, _, _, record = answerer(french, "auto", "scd", 60, 20)
+    assert pipe.calls[-1]["questions"][0].lang == "und"            # searched in every language
+    assert "reads as French (`fr`), which no index of this pipeline covers" in status
+    assert record["lang"] == "und" and record["identified"] == "fr"
+    # the batched event says the same
+    columns = answerer.batch([french], ["auto"], ["scd"], [60], [20])
+    assert "reads as French (`fr`)" in columns[0][0] and columns[4][0]["identified"] == "fr"
+    # a question whose language is one of the pipeline's, or chosen, has nothing to add
+    assert answerer("Who compiled the Kalevala?", "auto", "scd", 60, 20)[4]["identified"] is None
+    status, _, _, _, record = answerer(french, "und", "scd", 60, 20)
+    assert record["identified"] is None and "not identified among this pipeline's" in status
+
+
 def test_answerer_retrieves_at_least_the_passages_it_reads():
     pipe = FakePipeline()
     Answerer(pipe)("Who?", "auto", "scd", 5, 20)

@@ -117,6 +117,15 @@ def test_ask_identifies_the_language_when_auto(pipe, test_questions):
     assert asked.answer.question_id == q.id and asked.answer.text == direct.text and asked.answer.evidence
     given = pipe.ask("  " + q.question, lang="und")
     assert not given.detected and given.question.lang == "und" and given.question.question == q.question
+    assert asked.identified == given.identified == ""
+    # a language the pipeline has no index for is searched as und, and said
+    from xqa.rendering import answer_lines
+
+    french = pipe.ask("Quelle est la capitale de l'Australie ?")
+    assert french.question.lang == "und" and french.identified == "fr" and french.answer.evidence
+    first = answer_lines(french.answer, french.question.question, "und", "dense", unknown_lang=True,
+                         identified=french.identified)[0]
+    assert first.startswith("question (und: reads as French (fr), which no BM25 index here covers; every BM25")
     with pytest.raises(XqaError, match="empty"):
         pipe.ask("   ")
 

@@ -113,11 +113,28 @@ AUTO = "auto"
 @dataclass(frozen=True)
 class Asked:
     """One question answered by :meth:`Pipeline.ask`: the question as searched (its ``lang``
-    identified or mapped onto the pipeline's languages), the answer, and whether ``lang`` was identified."""
+    identified or mapped onto the pipeline's languages), the answer, and whether ``lang`` was
+    identified. ``identified``: the language the question reads as when it is none of the
+    pipeline's (``fr`` for a French question to a collection without French, which is searched as
+    ``und``); empty when the question's ``lang`` says it all."""
 
     question: Question
     answer: Answer
     detected: bool
+    identified: str = ""
+
+    @classmethod
+    def of(cls, question: Question, answer: Answer, lang: str = AUTO) -> Asked:
+        """``question`` as searched, answered; ``lang``: the language the caller asked for."""
+        from xqa.langid import UNKNOWN
+
+        identified = ""
+        if lang == AUTO and question.lang == UNKNOWN:
+            from xqa.langid.model import identify
+
+            identified = identify(question.question)
+            identified = "" if identified == UNKNOWN else identified
+        return cls(question, answer, detected=lang == AUTO, identified=identified)
 
 
 class Pipeline:
@@ -356,7 +373,7 @@ class Pipeline:
             raise XqaError("the question is empty")
         question = Question(id=question_id, question=text, lang=self.question_language(text, lang))
         [answer] = self.answer([question], method=method, k=k, n_passages=n_passages, reader=reader, **overrides)
-        return Asked(question, answer, detected=lang == AUTO)
+        return Asked.of(question, answer, lang)
 
     def answer(self, questions: Sequence[Question], method: str | None = None, k: int | None = None,
                n_passages: int | None = None, evidence_fusion: bool | None = None,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import textwrap
 
 from xqa.documents.provenance import describe
+from xqa.langid.codes import language_name
 from xqa.records import Answer, Candidate
 
 NO_ANSWER = "no answer found in this collection"  # below the not-found threshold
@@ -39,15 +40,21 @@ def candidate_label(c: Candidate) -> str:
 
 
 def answer_lines(answer: Answer, question: str, lang: str, method: str, *, unknown_lang: bool = False,
-                 threshold: float | None = None, not_found_threshold: float | None = None,
+                 identified: str = "", threshold: float | None = None, not_found_threshold: float | None = None,
                  show: int = 5) -> list[str]:
-    """The answer to ``question`` (in ``lang``; ``unknown_lang``: it was not identified) as
+    """The answer to ``question`` (in ``lang``; ``unknown_lang``: it was searched in every
+    language, as not identified or, ``identified``, as a language the pipeline has no index for) as
     ``xqa ask`` prints it: the question, the answer line (marked :data:`UNCERTAIN` below the
     answerability ``threshold``; :data:`NO_ANSWER` and the best guess below the
     ``not_found_threshold``), the n-best line and the first ``show`` evidence passages."""
     from xqa.pipeline import FALLBACK_SUFFIX
 
-    lines = [f"question ({lang}{': not identified, every BM25 index searched' if unknown_lang else ''}): {question}"]
+    if unknown_lang and identified:
+        how = (f": reads as {language_name(identified)} ({identified}), which no BM25 index here covers; "
+               f"every BM25 index searched")
+    else:
+        how = ": not identified, every BM25 index searched" if unknown_lang else ""
+    lines = [f"question ({lang}{how}): {question}"]
     copied_text = written(answer)
     span_lang = foreign_lang(answer, lang)
     mark = f" [{span_lang}: as written in a passage in that language]" if span_lang else ""

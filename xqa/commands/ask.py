@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     lang = asked.question.lang
     rc = pipe.config.reader_config(cfg.reader)
     print("\n".join(answer_lines(asked.answer, text, lang, args.method or pipe.config.retrieval.method,
-                                 unknown_lang=lang == UNKNOWN, show=cfg.show,
+                                 unknown_lang=lang == UNKNOWN, identified=asked.identified, show=cfg.show,
                                  threshold=rc.answerability_threshold,
                                  not_found_threshold=rc.not_found_threshold)))
     return 0
