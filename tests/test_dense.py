@@ -122,6 +122,33 @@ def test_encode_is_order_independent_and_matches_embed(model, passages):
     assert model.encode_queries([]).shape == (0, model.dim)
 
 
+def test_encoding_in_eval_mode_switches_no_modes_and_a_training_model_gets_its_mode_back(model, passages):
+    """Encoding runs in eval mode; a model already there is not switched (each switch walks every
+    submodule, milliseconds per question), one in training goes back to training after."""
+    switches = []
+    original = type(model).train
+
+    def counting(self, mode=True):
+        switches.append(mode)
+        return original(self, mode)
+
+    model.eval()
+    try:
+        type(model).train = counting
+        model.encode_queries(["who?"])
+        assert switches == []
+        model.train()
+        switches.clear()
+        dropout_off = []
+        hook = model.query_encoder.register_forward_pre_hook(lambda m, a: dropout_off.append(not m.training))
+        model.encode_queries(["who?"])
+        hook.remove()
+        assert switches == [False, True] and dropout_off and all(dropout_off) and model.training
+    finally:
+        type(model).train = original
+        model.eval()
+
+
 @pytest.mark.parametrize("shared,pooling", [(False, "mean"), (True, "cls")])
 def test_save_load_round_trip(tokenizer_dir, tmp_path, passages, shared, pooling):
     m = BiEncoder.from_scratch(tokenizer_dir, "tiny", shared=shared, pooling=pooling, seed=3,

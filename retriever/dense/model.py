@@ -424,7 +424,8 @@ class BiEncoder(nn.Module):
         # Length-sorted batches waste little on padding; the output keeps input order.
         order = sorted(range(len(items)), key=lambda i: key(items[i]), reverse=True)
         was_training = self.training
-        self.eval()
+        if was_training:   # switching modes walks every submodule: milliseconds a call, so only when needed
+            self.eval()
         device = self.device
         bar = None
         if progress:
@@ -443,6 +444,7 @@ class BiEncoder(nn.Module):
         finally:
             if bar is not None:
                 bar.close()
-            self.train(was_training)
+            if was_training:
+                self.train()
         return out
 

@@ -359,7 +359,13 @@ class DhrRetriever:
         if lam:
             if q.dense is None:
                 raise XqaError("these queries were encoded without dense vectors; encode with dense=True")
-            out += np.float32(lam) * (q.dense @ self._dense_fp32(rows).T)
+            # torch's product, not numpy's: OpenBLAS's threads keep spinning after a product and
+            # slow the int8 encoder's threads on the next question (on 2 cores, encoding and
+            # searching one question took up to twice the two apart)
+            import torch
+
+            qd = torch.from_numpy(np.ascontiguousarray(q.dense, np.float32))
+            out += np.float32(lam) * (qd @ torch.from_numpy(self._dense_fp32(rows)).T).numpy()
         return out
 
     def _dense_fp32(self, rows: slice) -> np.ndarray:
@@ -368,10 +374,10 @@ class DhrRetriever:
         does not convert the whole matrix again; a larger one converts the rows it scores."""
         a = self._arrays
         if "dense_fp32" not in a and a["dense"].size * 4 <= DENSE_FP32_CACHE_BYTES:
-            a["dense_fp32"] = np.asarray(a["dense"], np.float32)
+            a["dense_fp32"] = np.array(a["dense"], np.float32)       # a copy of its own (writable)
         if "dense_fp32" in a:
             return a["dense_fp32"][rows]
-        return np.asarray(a["dense"][rows], np.float32)
+        return np.array(a["dense"][rows], np.float32)
 
     def search_encoded(self, q: QueryBatch, k: int, lam: float | None = None) -> list[list[Hit]]:
         """Global top-``k`` for encoded queries, with dense weight ``lam`` (default: this view's)."""
