@@ -205,7 +205,8 @@ class AugmentationModel(nn.Module):
                       top_terms: int | None = None) -> list[dict[str, float]]:
         """``{piece: w_i · (bow_i + a_i)}`` per text (non-zero entries only): its Lucene query."""
         was = self.training
-        self.eval()
+        if was:   # switching modes walks every submodule: only when needed
+            self.eval()
         t = self.top_terms if top_terms is None else top_terms
         out: list[dict[str, float]] = []
         device = self.bias.device
@@ -219,7 +220,8 @@ class AugmentationModel(nn.Module):
                     pieces = self.tokenizer.convert_ids_to_tokens(idx.tolist())
                     out.append(dict(zip(pieces, vals)))
         finally:
-            self.train(was)
+            if was:
+                self.train()
         return out
 
 
