@@ -99,7 +99,7 @@ def jsonl_objects(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line, object_pairs_hook=_unique_keys)
+            obj = json.loads(line.rstrip("\r\n"), object_pairs_hook=_unique_keys)  # columns of this line
         except json.JSONDecodeError as e:
             raise InputError(path, n, f"invalid JSON ({e.msg} at column {e.colno})") from None
         except _DuplicateKey as e:
