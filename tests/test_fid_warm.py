@@ -106,7 +106,7 @@ def test_a_warm_started_fid_learns_an_answer_and_loads_back_exactly(tokenizer, t
         out.loss.backward()
         opt.step()
         opt.zero_grad()
-        losses.append(float(out.loss))
+        losses.append(float(out.loss.detach()))
     assert losses[-1] < 0.2 * losses[0]
     question = Question(id="q1", question=EXAMPLE["question"], lang="en")
     read = reader.read([question], [_contexts()], beams=2, n_best=2)[0]

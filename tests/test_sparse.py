@@ -512,3 +512,31 @@ def test_report_mlqa_cross_lingual_searches_the_english_contexts(mlqa_dir, tmp_p
     assert "| hi | 2 | 3 | cross-script | 100.0 |" in table
     assert main(["report", "mlqa", "--cross-lingual", "--data", str(mlqa_dir), "--langs", "en"]) == 1
     assert "needs question languages other than 'en'" in capsys.readouterr().err
+
+
+def test_the_cli_says_an_analyzer_fallback_in_one_line(tmp_path):
+    """``xqa index sparse`` on Swahili passages (no Lucene analyzer) warns as the CLI errors do:
+    one line naming the command, not Python's file:line, category and source line."""
+    passages = tmp_path / "sw.jsonl"
+    passages.write_text('{"id": "s1", "title": "", "text": "Mji mkuu ni Dodoma.", "lang": "sw"}\n', encoding="utf-8")
+    out = subprocess.run([sys.executable, "-m", "xqa.cli", "index", "sparse", "--passages", str(passages),
+                          "--out", str(tmp_path / "idx")], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-2000:]
+    said = [line for line in out.stderr.splitlines() if "warning" in line.lower()]
+    assert said == ["xqa index sparse: warning: BM25 for language 'sw': no Lucene analyzer for this language; "
+                    "using language-neutral: Unicode (UAX #29) words, lower-cased, no stemming, no stop words"], said
+    assert "AnalyzerFallbackWarning" not in out.stderr and "warnings.warn" not in out.stderr
+
+
+def test_only_xqa_s_own_warnings_become_lines_and_python_s_format_returns_after():
+    import warnings
+
+    from xqa.errors import warnings_as_lines
+
+    python_format = warnings.formatwarning
+    own = str(ROOT / "xqa" / "indexes.py")
+    with warnings_as_lines("xqa build"):
+        assert warnings.formatwarning("no analyzer", UserWarning, own, 91) == "xqa build: warning: no analyzer\n"
+        other = warnings.formatwarning("deprecated", DeprecationWarning, warnings.__file__, 1)
+        assert other.startswith(f"{warnings.__file__}:1: DeprecationWarning: deprecated")
+    assert warnings.formatwarning is python_format

@@ -144,12 +144,13 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print(f"xqa: unknown command {argv[0]!r}\n\n{_usage()}", file=sys.stderr)
         return 2
-    from xqa.errors import XqaError
+    from xqa.errors import XqaError, warnings_as_lines
 
     module = importlib.import_module(ALL[words][0])
     args = build_parser(words).parse_args(argv[len(words):])
     try:
-        return int(module.run(args) or 0)
+        with warnings_as_lines(f"xqa {' '.join(words)}"):
+            return int(module.run(args) or 0)
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
         return 130

@@ -3,9 +3,18 @@
 A leaf module: ``retriever`` and ``reader`` may raise these. The CLI prints an
 error as one line (no traceback) and exits 1. A malformed record in a user's
 file is an :class:`InputError` naming ``file:line`` (the decoding that raises
-it is :mod:`xqa.io`'s).
+it is :mod:`xqa.io`'s). A warning raised by xqa's own code is printed as one line
+too (:func:`warnings_as_lines`).
 """
 from __future__ import annotations
+
+import contextlib
+import warnings
+from pathlib import Path
+from typing import Iterator
+
+# the project's packages: a warning raised from a file below one of them is xqa's own
+_OWN = tuple(str(Path(__file__).resolve().parents[1] / pkg) + "/" for pkg in ("xqa", "retriever", "reader", "apps"))
 
 
 class XqaError(Exception):
@@ -33,3 +42,22 @@ def os_error_message(e: OSError) -> str:
             errno.EACCES: "no permission to write there: choose another output folder",
             errno.EPERM: "no permission to write there: choose another output folder"}.get(e.errno)
     return f"{text} ({hint}; earlier artifacts there are left as they were)" if hint else text
+
+
+@contextlib.contextmanager
+def warnings_as_lines(prefix: str) -> Iterator[None]:
+    """While it lasts, a warning raised from xqa's own code is printed as ``{prefix}: warning:
+    {message}`` on one line, as errors are, not as Python's ``file:line: Category: message``
+    followed by the source line; other libraries' warnings print as Python prints them."""
+    python_format = warnings.formatwarning
+
+    def one_line(message, category, filename, lineno, line=None):
+        if str(Path(filename).resolve()).startswith(_OWN):
+            return f"{prefix}: warning: {message}\n"
+        return python_format(message, category, filename, lineno, line)
+
+    warnings.formatwarning = one_line
+    try:
+        yield
+    finally:
+        warnings.formatwarning = python_format

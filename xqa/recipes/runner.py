@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
 from xqa.artifacts import quiet_model_bars
-from xqa.errors import XqaError
+from xqa.errors import XqaError, warnings_as_lines
 
 
 class Stage(NamedTuple):
@@ -187,7 +187,7 @@ def _main(payload: str) -> int:
 
     task = json.loads(payload)
     try:
-        with quiet_model_bars():  # part of a stage, quiet as the stage is
+        with quiet_model_bars(), warnings_as_lines(task["call"]):  # part of a stage, said as the stage says it
             _find(task["call"])(**_decode(task["arguments"]))
     except (XqaError, FileNotFoundError, FileExistsError) as e:
         print(f"{task['call']}: error: {e}", file=sys.stderr)
