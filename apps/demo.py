@@ -127,10 +127,10 @@ class Answerer:
         """The ``/answer`` event as Gradio's ``batch=True`` calls it: a list per input, a list per
         output. The questions that share a method, K, passages read and reader are answered by one
         :meth:`Pipeline.answer` call (the alternative to :class:`xqa.batching.Batcher`)."""
-        from xqa.pipeline import Asked
+        from xqa.pipeline import AUTO, Asked
 
         outs: list[tuple | None] = [None] * len(questions)
-        groups: dict[tuple, list[tuple[int, _Request, Question]]] = {}
+        groups: dict[tuple, list[tuple[int, _Request, Question, str]]] = {}
         readers = readers if readers is not None else [None] * len(questions)
         for i, args in enumerate(zip(questions, langs, methods, ks, ns, readers)):
             request = self.prepare(*args)
@@ -138,24 +138,26 @@ class Answerer:
                 outs[i] = request
                 continue
             try:
-                code = self.pipeline.question_language(request.text, request.lang)
+                code, identified = self.pipeline.question_languages(request.text, request.lang)
             except Exception as e:  # noqa: BLE001
                 outs[i] = self.failed(request, e)
                 continue
             q = Question(id=request.qid, question=request.text, lang=code)
-            groups.setdefault((request.method, request.k, request.n, request.reader), []).append((i, request, q))
+            groups.setdefault((request.method, request.k, request.n, request.reader), []).append(
+                (i, request, q, identified))
         for (method, k, n, reader), items in groups.items():
             t0 = time.perf_counter()
             try:
-                answers = self.pipeline.answer([q for _, _, q in items], method=method, k=k, n_passages=n,
+                answers = self.pipeline.answer([q for _, _, q, _ in items], method=method, k=k, n_passages=n,
                                                reader=reader)
             except Exception:  # noqa: BLE001 - one at a time, so one bad question fails alone
-                for i, request, _ in items:
+                for i, request, _, _ in items:
                     outs[i] = self(request.text, request.lang, request.method, request.k, request.n, request.reader)
                 continue
             seconds = time.perf_counter() - t0
-            for (i, request, q), answer in zip(items, answers):
-                outs[i] = self.shown(request, Asked.of(q, answer, request.lang), seconds)
+            for (i, request, q, identified), answer in zip(items, answers):
+                asked = Asked(q, answer, detected=request.lang == AUTO, identified=identified)
+                outs[i] = self.shown(request, asked, seconds)
         return tuple(list(column) for column in zip(*outs))
 
     def prepare(self, question: str, lang: str = "auto", method: str | None = None, k: float | None = None,

@@ -67,8 +67,8 @@ def test_requests_with_different_settings_are_answered_apart_and_a_failure_stays
         def __init__(self):
             self.calls = []
 
-        def question_language(self, text, lang="auto"):
-            return "en" if lang == "auto" else lang
+        def question_languages(self, text, lang="auto"):
+            return ("en" if lang == "auto" else lang), ""
 
         def answer(self, questions, method=None, k=None, n_passages=None):
             self.calls.append(([q.id for q in questions], method, k, n_passages))

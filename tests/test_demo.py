@@ -39,6 +39,7 @@ class FakePipeline:
 
     ask = Pipeline.ask
     question_language = Pipeline.question_language
+    question_languages = Pipeline.question_languages
     readers = Pipeline.readers
 
     def __init__(self, methods=("sparse", "dense", "scd"), languages=("en", "ja", "zh_cn", "fi"),

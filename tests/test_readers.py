@@ -187,8 +187,8 @@ def test_the_batcher_answers_each_reader_apart():
         def __init__(self):
             self.calls = []
 
-        def question_language(self, text, lang="auto"):
-            return "en"
+        def question_languages(self, text, lang="auto"):
+            return "en", ""
 
         def answer(self, questions, method=None, k=None, n_passages=None, reader=None):
             self.calls.append(([q.id for q in questions], reader))

@@ -81,14 +81,15 @@ class Batcher:
             timeout: float | None = None):
         """:meth:`Pipeline.ask`, batched with whatever else is asked meanwhile: an
         :class:`xqa.pipeline.Asked`. The language is identified in the caller's thread."""
-        from xqa.pipeline import Asked
+        from xqa.pipeline import AUTO, Asked
 
         text = text.strip()
         if not text:
             raise XqaError("the question is empty")
-        question = Question(id=question_id, question=text, lang=self.pipeline.question_language(text, lang))
+        searched, identified = self.pipeline.question_languages(text, lang)
+        question = Question(id=question_id, question=text, lang=searched)
         answer = self.submit(question, method, k, n_passages, reader).result(timeout)
-        return Asked.of(question, answer, lang)
+        return Asked(question, answer, detected=lang == AUTO, identified=identified)
 
     def close(self) -> None:
         """Answer what is queued, then stop the worker."""

@@ -9,12 +9,13 @@ too (:func:`warnings_as_lines`).
 from __future__ import annotations
 
 import contextlib
+import os
 import warnings
 from pathlib import Path
 from typing import Iterator
 
 # the project's packages: a warning raised from a file below one of them is xqa's own
-_OWN = tuple(str(Path(__file__).resolve().parents[1] / pkg) + "/" for pkg in ("xqa", "retriever", "reader", "apps"))
+_OWN = tuple(str(Path(__file__).resolve().parents[1] / pkg) + os.sep for pkg in ("xqa", "retriever", "reader", "apps"))
 
 
 class XqaError(Exception):

@@ -123,19 +123,6 @@ class Asked:
     detected: bool
     identified: str = ""
 
-    @classmethod
-    def of(cls, question: Question, answer: Answer, lang: str = AUTO) -> Asked:
-        """``question`` as searched, answered; ``lang``: the language the caller asked for."""
-        from xqa.langid import UNKNOWN
-
-        identified = ""
-        if lang == AUTO and question.lang == UNKNOWN:
-            from xqa.langid.model import identify
-
-            identified = identify(question.question)
-            identified = "" if identified == UNKNOWN else identified
-        return cls(question, answer, detected=lang == AUTO, identified=identified)
-
 
 class Pipeline:
     """Retrieval, reading and evidence fusion behind one batch-first call."""
@@ -359,10 +346,20 @@ class Pipeline:
         """The language code to search ``text`` in: identified (:func:`xqa.langid.identify_language`,
         one of the config's languages or ``und``) when ``lang`` is ``"auto"``, else ``lang`` mapped
         onto the config's languages (``zh`` → ``zh_cn``, ``id`` ↔ ``ms``)."""
-        from xqa.langid import identify_language, resolve_language
+        return self.question_languages(text, lang)[0]
+
+    def question_languages(self, text: str, lang: str = AUTO) -> tuple[str, str]:
+        """:meth:`question_language`, and the language ``text`` reads as where that is none of
+        the config's (searched as ``und``; :attr:`Asked.identified`), else ``""``: one
+        identification for both."""
+        from xqa.langid import UNKNOWN, identify, pipeline_language, resolve_language
 
         languages = self.config.languages
-        return identify_language(text, languages) if lang == AUTO else resolve_language(lang, languages)
+        if lang != AUTO:
+            return resolve_language(lang, languages), ""
+        found = identify(text)
+        searched = pipeline_language(found, languages)
+        return searched, found if searched == UNKNOWN and found != UNKNOWN else ""
 
     def ask(self, text: str, lang: str = AUTO, *, question_id: str = "q", method: str | None = None,
             k: int | None = None, n_passages: int | None = None, reader: str | None = None, **overrides) -> Asked:
@@ -371,9 +368,10 @@ class Pipeline:
         text = text.strip()
         if not text:
             raise XqaError("the question is empty")
-        question = Question(id=question_id, question=text, lang=self.question_language(text, lang))
+        searched, identified = self.question_languages(text, lang)
+        question = Question(id=question_id, question=text, lang=searched)
         [answer] = self.answer([question], method=method, k=k, n_passages=n_passages, reader=reader, **overrides)
-        return Asked.of(question, answer, lang)
+        return Asked(question, answer, detected=lang == AUTO, identified=identified)
 
     def answer(self, questions: Sequence[Question], method: str | None = None, k: int | None = None,
                n_passages: int | None = None, evidence_fusion: bool | None = None,
