@@ -295,6 +295,48 @@ def test_swahili_is_unknown_to_a_pipeline_without_it(lingua_loaded):
     assert detect_language("Nani alikuwa rais wa kwanza wa Tanzania?") == "en"
 
 
+# ---------------------------------------------------------------- identified in a child process
+
+@pytest.fixture
+def no_detector_here(monkeypatch):
+    """As in a fresh ``xqa ask``: lingua not loaded in this process, two cores or more."""
+    from xqa.langid import model
+
+    monkeypatch.setattr(model, "_detector", None)
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    return model
+
+
+@pytest.mark.slow
+def test_a_question_identified_in_a_child_process_gets_the_code_identify_gives(no_detector_here):
+    pytest.importorskip("lingua")
+    said = []
+    texts = ["Кто написал «Войну и мир»?", "日本の首都はどこですか", "Wie schreef Max Havelaar?"]
+    pending = [no_detector_here.identify_elsewhere(t, say=said.append) for t in texts]
+    assert no_detector_here._detector is None           # nothing loaded here
+    assert [f() for f in pending] == ["ru", "ja", "nl"] == [identify(t) for t in texts]
+    assert all(line == "identifying the question's language ..." for line in said)
+
+
+def test_the_childs_warnings_reach_the_caller_and_a_failed_child_leaves_the_work_here(no_detector_here,
+                                                                                      monkeypatch):
+    model = no_detector_here
+    reply = "import json; print(json.dumps({'code': 'fr', 'warnings': ['lingua is missing']}))"
+    monkeypatch.setattr(model, "_CHILD", reply)
+    with pytest.warns(UserWarning, match="lingua is missing"):
+        assert model.identify_elsewhere("Qui a écrit Candide ?")() == "fr"
+    here = []
+    monkeypatch.setattr(model, "identify", lambda text, *a, **k: here.append(text) or "xx")
+    for child in ("import sys; sys.exit(3)", "print('not json')", "import json; print(json.dumps({'code': 7}))"):
+        monkeypatch.setattr(model, "_CHILD", child)
+        assert model.identify_elsewhere("Qui a écrit Candide ?")() == "xx"
+    assert here == ["Qui a écrit Candide ?"] * 3
+    # one core: no child at all
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0}, raising=False)
+    monkeypatch.setattr(model, "_CHILD", reply)
+    assert model.identify_elsewhere("Qui a écrit Candide ?")() == "xx"
+
+
 # ---------------------------------------------------------------- what "unknown" does downstream
 
 class _FakeIndex:

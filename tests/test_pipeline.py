@@ -130,6 +130,22 @@ def test_ask_identifies_the_language_when_auto(pipe, test_questions):
         pipe.ask("   ")
 
 
+def test_prepare_loads_everything_answering_reads(tiny_pipeline, test_questions):
+    """After ``prepare`` (what ``xqa ask`` does while the question's language is identified
+    elsewhere), answering loads nothing more: the method's parts, the passages and the reader
+    are in."""
+    said = []
+    pipe = Pipeline(PipelineConfig.load(tiny_pipeline), say=said.append)
+    pipe.prepare(method="scd")
+    loaded = [line for line in said if line.startswith("loaded ")]
+    assert any("dense index" in x for x in loaded) and any("sparse index" in x for x in loaded)
+    assert any("passages" in x for x in loaded) and any(x.startswith("loaded reader") for x in loaded)
+    before = len(said)
+    q = test_questions[0]
+    pipe.ask(q.question, q.lang, method="scd")
+    assert len(said) == before, said[before:]
+
+
 def _cli(*argv) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "xqa.cli", *map(str, argv)], capture_output=True, text=True)
 

@@ -87,6 +87,43 @@ def test_a_loaded_encoder_runs_in_int8_until_it_is_trained(converted_e5):
         model.cpu_precision()
 
 
+@pytest.mark.slow
+def test_an_encoder_loaded_to_run_in_int8_builds_its_torch_tower_only_when_something_needs_it(converted_e5,
+                                                                                                monkeypatch):
+    """Loading skips the torch tower the int8 runtime does not use; it is built, the same as a
+    full load's, the first time anything needs it (its weights, another precision, training)."""
+    import torch
+
+    import retriever.dense.model as dense_model
+    from retriever.dense.model import BiEncoder
+    from xqa.records import Passage
+
+    monkeypatch.setattr(dense_model, "resolve_precision", lambda *a, **k: "int8")   # on any CPU
+    texts = ["Wer schrieb den Faust?", "東京タワーの高さは？"]
+    passages = [Passage(id="p", title="Faust", text="Faust ist eine Tragödie von Goethe.", lang="de")]
+    lazy = BiEncoder.load(converted_e5)
+    q, p = lazy.encode_queries(texts), lazy.encode_passages(passages)
+    assert not lazy.towers_loaded and lazy.dim == 384 and lazy.device == torch.device("cpu")
+    full = BiEncoder.from_pretrained(str(converted_e5))
+    full.runtime_dir = Path(converted_e5)
+    assert full.config == lazy.config
+    assert np.array_equal(full.encode_queries(texts), q) and np.array_equal(full.encode_passages(passages), p)
+    # the weights: the tower is built now, as the full load built it
+    assert sum(t.numel() for t in lazy.parameters()) == sum(t.numel() for t in full.parameters())
+    assert lazy.towers_loaded and not lazy.query_encoder.training
+    ours, theirs = lazy.state_dict(), full.state_dict()
+    assert ours.keys() == theirs.keys() and all(torch.equal(ours[k], theirs[k]) for k in ours)
+    # training builds it too, and leaves the int8 runtime (which holds the weights as loaded)
+    again = BiEncoder.load(converted_e5)
+    again.train()
+    assert again.towers_loaded and again.query_encoder.training and again.runtime_dir is None
+    assert [t.requires_grad for t in again.parameters()] == [t.requires_grad for t in full.parameters()]
+    # another precision reads through the tower
+    fp32 = BiEncoder.load(converted_e5)
+    monkeypatch.setattr(dense_model, "resolve_precision", lambda *a, **k: "fp32")
+    assert np.allclose(fp32.encode_queries(texts), full.encode_queries(texts), atol=1e-5) and fp32.towers_loaded
+
+
 def test_auto_takes_the_measured_choice_only_on_a_cpu_like_the_one_it_was_measured_on(tmp_path, monkeypatch):
     from xqa.encoders.info import EncoderInfo
 

@@ -179,6 +179,14 @@ class Pipeline:
         if not rc.model:
             raise XqaError("the pipeline config names no reader model")
 
+    def prepare(self, method: str | None = None, reader: str | None = None, **overrides) -> None:
+        """Load now what answering with ``method`` and ``reader`` (defaults: the config's) reads:
+        the method's retriever, the passages, the reader. The fallback's retriever (:meth:`fallback_for`)
+        still loads only for a question the method finds nothing for."""
+        self.retriever(method, **overrides)
+        self.store  # noqa: B018 - opened now
+        self.reader_of(reader)
+
     def _loading(self, what: str, load, models: bool = True):
         """``load()``, announced through ``say`` with the seconds it took. ``models``: it loads
         transformers models, whose per-model "Loading weights" bar is left out (the announcement
@@ -348,27 +356,30 @@ class Pipeline:
         onto the config's languages (``zh`` → ``zh_cn``, ``id`` ↔ ``ms``)."""
         return self.question_languages(text, lang)[0]
 
-    def question_languages(self, text: str, lang: str = AUTO) -> tuple[str, str]:
+    def question_languages(self, text: str, lang: str = AUTO, found: str | None = None) -> tuple[str, str]:
         """:meth:`question_language`, and the language ``text`` reads as where that is none of
         the config's (searched as ``und``; :attr:`Asked.identified`), else ``""``: one
-        identification for both."""
+        identification for both. ``found``: what :func:`xqa.langid.identify` gives for ``text``,
+        where it has run already (:func:`xqa.langid.model.identify_elsewhere`)."""
         from xqa.langid import UNKNOWN, identify, pipeline_language, resolve_language
 
         languages = self.config.languages
         if lang != AUTO:
             return resolve_language(lang, languages), ""
-        found = identify(text)
+        found = identify(text) if found is None else found
         searched = pipeline_language(found, languages)
         return searched, found if searched == UNKNOWN and found != UNKNOWN else ""
 
     def ask(self, text: str, lang: str = AUTO, *, question_id: str = "q", method: str | None = None,
-            k: int | None = None, n_passages: int | None = None, reader: str | None = None, **overrides) -> Asked:
-        """Answer one question in any language: its language (:meth:`question_language`), then
-        :meth:`answer` with ``method``, ``k``, ``n_passages``, ``reader`` and retrieval ``overrides``."""
+            k: int | None = None, n_passages: int | None = None, reader: str | None = None,
+            found: str | None = None, **overrides) -> Asked:
+        """Answer one question in any language: its language (:meth:`question_languages`; ``found``:
+        its identification where that has run already), then :meth:`answer` with ``method``,
+        ``k``, ``n_passages``, ``reader`` and retrieval ``overrides``."""
         text = text.strip()
         if not text:
             raise XqaError("the question is empty")
-        searched, identified = self.question_languages(text, lang)
+        searched, identified = self.question_languages(text, lang, found)
         question = Question(id=question_id, question=text, lang=searched)
         [answer] = self.answer([question], method=method, k=k, n_passages=n_passages, reader=reader, **overrides)
         return Asked(question, answer, detected=lang == AUTO, identified=identified)

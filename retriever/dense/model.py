@@ -25,6 +25,7 @@ trained with prefixes (multilingual-e5: ``query_prefix="query: "``,
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Sequence
@@ -42,6 +43,7 @@ from xqa.records import Passage
 
 KIND = "bi_encoder"
 POOLINGS = ("cls", "mean", "pooler")
+_TOWER_LOCK = threading.Lock()   # towers built on demand (BiEncoder.load) are built once
 # Tower classes an artifact may name; anything else loads through AutoModel.
 _TOWER_CLASSES = ("LukeModel", "BertModel", "XLMRobertaModel", "RobertaModel",
                   "DistilBertModel", "DPRQuestionEncoder", "DPRContextEncoder")
@@ -104,6 +106,13 @@ def _load_tower(class_name: str, folder: str, pooling: str, layers: int = 0):
         logging.set_verbosity(level)
 
 
+def _tower_name(hf_cfg) -> str:
+    """The tower class of a (non-DPR) HF encoder config."""
+    arch = (hf_cfg.architectures or [""])[0]
+    return {"luke": "LukeModel", "bert": "BertModel", "xlm-roberta": "XLMRobertaModel",
+            "roberta": "RobertaModel", "distilbert": "DistilBertModel"}.get(hf_cfg.model_type, arch)
+
+
 def _is_bi_encoder(folder: Path) -> bool:
     try:
         load_config(folder, KIND)
@@ -134,18 +143,74 @@ class BiEncoder(nn.Module):
     :meth:`encode_queries` / :meth:`encode_passages` on raw records.
     """
 
-    def __init__(self, query_encoder: nn.Module, passage_encoder: nn.Module | None,
-                 tokenizer, config: BiEncoderConfig):
+    def __init__(self, query_encoder: nn.Module | None, passage_encoder: nn.Module | None,
+                 tokenizer, config: BiEncoderConfig, *, load_tower=None, tower_config=None):
         super().__init__()
         if config.pooling not in POOLINGS:
             raise XqaError(f"unknown pooling {config.pooling!r}; choose from {', '.join(POOLINGS)}")
-        self.query_encoder = query_encoder
+        if query_encoder is None:
+            # Shared towers not built yet (:meth:`load` of a folder whose int8 runtime does the
+            # encoding): ``load_tower()`` builds the tower the first time anything needs it.
+            if load_tower is None or tower_config is None or passage_encoder is not None:
+                raise ValueError("a bi-encoder without towers needs load_tower and tower_config (shared towers)")
+            self.__dict__["_load_tower"] = load_tower
+            self.__dict__["_tower_config"] = tower_config
+        else:
+            self.query_encoder = query_encoder
         self.passage_encoder = passage_encoder  # None when shared
         self.tokenizer = tokenizer
         self.config = config
         self._native_cls = tokenizer.cls_token_id is not None
         self._ids = None if self._native_cls else _special_ids(tokenizer)
-        self._freeze_unused()
+        if query_encoder is not None:
+            self._freeze_unused()
+
+    # ------------------------------------------------------- towers on demand
+    @property
+    def towers_loaded(self) -> bool:
+        """False while the towers wait to be built (see :meth:`load`): only the int8 runtime has run."""
+        return "_load_tower" not in self.__dict__
+
+    def __getattr__(self, name: str):
+        if name == "query_encoder" and "_load_tower" in self.__dict__:
+            return self._build_towers()
+        return super().__getattr__(name)
+
+    def _build_towers(self) -> nn.Module:
+        with _TOWER_LOCK:
+            load = self.__dict__.get("_load_tower")
+            if load is not None:
+                tower = load()
+                tower.train(self.training)
+                self.query_encoder = tower
+                del self.__dict__["_load_tower"], self.__dict__["_tower_config"]
+                self._freeze_unused()
+        return self._modules["query_encoder"]
+
+    def _ensure_towers(self) -> None:
+        if "_load_tower" in self.__dict__:
+            self._build_towers()
+
+    # Whatever walks the submodules (parameters, state_dict, .to(), ...) sees the towers.
+    def named_children(self):
+        self._ensure_towers()
+        return super().named_children()
+
+    def named_modules(self, *args, **kwargs):
+        self._ensure_towers()
+        return super().named_modules(*args, **kwargs)
+
+    def state_dict(self, *args, **kwargs):
+        self._ensure_towers()
+        return super().state_dict(*args, **kwargs)
+
+    def load_state_dict(self, *args, **kwargs):
+        self._ensure_towers()
+        return super().load_state_dict(*args, **kwargs)
+
+    def _apply(self, fn, *args, **kwargs):
+        self._ensure_towers()
+        return super()._apply(fn, *args, **kwargs)
 
     def _freeze_unused(self) -> None:
         """Parameters the representation never uses get no gradient (DDP requires it).
@@ -217,10 +282,7 @@ class BiEncoder(nn.Module):
             q_cls, p_cls = "DPRQuestionEncoder", "DPRContextEncoder"
             pooling = pooling or "pooler"
         else:
-            arch = (hf_cfg.architectures or [""])[0]
-            base = {"luke": "LukeModel", "bert": "BertModel", "xlm-roberta": "XLMRobertaModel",
-                    "roberta": "RobertaModel", "distilbert": "DistilBertModel"}.get(mtype, arch)
-            q_cls = p_cls = base
+            q_cls = p_cls = _tower_name(hf_cfg)
             pooling = pooling or (info.pooling if info else "cls")
         if shared is None:
             shared = passage_name is None
@@ -259,7 +321,12 @@ class BiEncoder(nn.Module):
         model_dir = Path(model_dir)
         if (model_dir / "best" / "config.json").is_file() and not (model_dir / "query_encoder").is_dir():
             model_dir = model_dir / "best"  # a training-run folder: its best model
-        if read_info(model_dir) is not None:   # a converted encoder (xqa convert e5), used as it is
+        info = read_info(model_dir)
+        if info is not None:   # a converted encoder (xqa convert e5), used as it is
+            if torch.device(device).type == "cpu" and resolve_precision(model_dir, info.precision, info) == "int8":
+                model = cls._runtime_first(model_dir, info)
+                if model is not None:
+                    return model
             model = cls.from_pretrained(str(model_dir)).to(device).eval()
             model.runtime_dir = model_dir       # its int8 runtime (if any) holds these very weights
             return model
@@ -276,16 +343,43 @@ class BiEncoder(nn.Module):
         model.eval()
         return model
 
+    @classmethod
+    def _runtime_first(cls, model_dir: Path, info) -> "BiEncoder | None":
+        """A converted encoder that encodes through its int8 runtime, its torch tower built only
+        when something needs it (training, another precision, its weights): loading skips
+        building a model the runtime already holds. None where the runtime does not serve
+        this encoder's pooling."""
+        from transformers import AutoConfig, AutoTokenizer
+
+        if info.pooling not in ("mean", "cls"):
+            return None
+        hf_cfg = AutoConfig.from_pretrained(str(model_dir))
+        if hf_cfg.model_type == "dpr":
+            return None
+        tower_class = _tower_name(hf_cfg)
+        cfg = BiEncoderConfig(hf_cfg.model_type, info.pooling, True, query_max_length=64, passage_max_length=256,
+                              query_class=tower_class, passage_class=tower_class, normalize=info.normalize,
+                              query_prefix=info.query_prefix, passage_prefix=info.passage_prefix,
+                              precision=info.precision)
+        tok = AutoTokenizer.from_pretrained(str(model_dir))
+        model = cls(None, None, tok, cfg, tower_config=hf_cfg,
+                    load_tower=lambda: _load_tower(tower_class, str(model_dir), info.pooling).eval())
+        model.training = False
+        model.runtime_dir = model_dir
+        return model
+
     # ------------------------------------------------------------- properties
     @property
     def dim(self) -> int:
-        c = self.query_encoder.config
+        c = self.__dict__.get("_tower_config") or self.query_encoder.config
         if self.config.pooling == "pooler" and getattr(c, "projection_dim", 0):
             return int(c.projection_dim)
         return int(c.hidden_size)
 
     @property
     def device(self) -> torch.device:
+        if not self.towers_loaded:
+            return torch.device("cpu")   # towers on demand only for CPU inference
         return next(self.parameters()).device
 
     def towers(self) -> list[nn.Module]:
@@ -392,6 +486,9 @@ class BiEncoder(nn.Module):
     def train(self, mode: bool = True) -> "BiEncoder":
         if mode:   # weights about to change: the int8 runtime no longer holds them
             self.runtime_dir, self._int8 = None, None
+        elif not self.towers_loaded:   # eval mode: nothing to walk yet
+            self.training = False
+            return self
         return super().train(mode)
 
     def cpu_precision(self) -> str:

@@ -21,6 +21,7 @@ def run(args: argparse.Namespace) -> int:
     from xqa.cli_options import load_pipeline
     from xqa.errors import XqaError
     from xqa.langid import UNKNOWN
+    from xqa.pipeline import AUTO
     from xqa.rendering import answer_lines
 
     cfg = COMMAND.config(args)
@@ -29,7 +30,14 @@ def run(args: argparse.Namespace) -> int:
         raise XqaError("the question is empty")
     pipe = load_pipeline(args, say=_say)
     pipe.check(reader=cfg.reader)  # a missing index or reader is an error now, before anything loads
-    asked = pipe.ask(text, cfg.lang, n_passages=cfg.n_passages, reader=cfg.reader)
+    found = None
+    if cfg.lang == AUTO:   # lingua loads its models in another process while this one loads the pipeline's
+        from xqa.langid.model import identify_elsewhere
+
+        found = identify_elsewhere(text, say=_say)
+    pipe.prepare(reader=cfg.reader)
+    asked = pipe.ask(text, cfg.lang, n_passages=cfg.n_passages, reader=cfg.reader,
+                     found=found() if found is not None else None)
     if cfg.json:
         print(json.dumps(asked.answer.to_dict(), ensure_ascii=False, indent=1))
         return 0

@@ -105,6 +105,73 @@ def warm_up() -> None:
     _lingua(preload=True)
 
 
+def identify_elsewhere(text: str, say: Callable[[str], object] | None = None) -> Callable[[], str]:
+    """Start :func:`identify` of ``text`` in a child process; the function returned waits for
+    the code it gives.
+
+    lingua takes seconds to load its models at the first question (every Latin-script
+    language's for a Latin one) and holds the interpreter's lock meanwhile, so a thread
+    would not help. A one-shot command (``xqa ask``) loads its indexes and reader here while
+    the child loads lingua on another core. Where that cannot help (one core, lingua already
+    loaded here) or the child fails, the function identifies here instead. ``say``: told
+    when the function has to wait for the child.
+    """
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    def here() -> str:
+        return identify(text)
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if _detector is not None or cores < 2:
+        return here
+    import xqa
+
+    root = str(Path(xqa.__file__).resolve().parents[1])   # this very xqa, installed or not
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    try:
+        proc = subprocess.Popen([sys.executable, "-c", _CHILD, text], env=env,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    except (OSError, ValueError):   # no process to start, or an argument the OS refuses
+        return here
+
+    def result() -> str:
+        if proc.poll() is None and say is not None:
+            say("identifying the question's language ...")
+        try:
+            out, _ = proc.communicate(timeout=300)
+            reply = json.loads(out.decode("utf-8").strip().splitlines()[-1])
+            code = reply["code"]
+        except (subprocess.TimeoutExpired, ValueError, IndexError, KeyError, TypeError):
+            proc.kill()
+            proc.wait()
+            return here()
+        if proc.returncode != 0 or not isinstance(code, str):
+            return here()
+        for message in reply.get("warnings", []):
+            warnings.warn(message, stacklevel=2)
+        return code
+
+    return result
+
+
+_CHILD = "import sys; from xqa.langid.model import _child; _child(sys.argv[1])"
+
+
+def _child(text: str) -> None:
+    """:func:`identify_elsewhere`'s child (``python -c _CHILD TEXT``): one JSON line
+    ``{"code", "warnings"}`` on stdout."""
+    import json
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code = identify(text)
+    print(json.dumps({"code": code, "warnings": [str(w.message) for w in caught]}), flush=True)
+
+
 def script_letters(text: str, script: str) -> str:
     """``text`` with the letters of other scripts blanked (an English title inside a Russian question)."""
     return "".join(ch if not ch.isalpha() or script_of(ch) == script else " " for ch in text)
@@ -160,5 +227,6 @@ def identify_language(text: str, languages: Iterable[str] = (), veto: float = VE
     return pipeline_language(identify(text, veto), languages)
 
 
-__all__ = ["SWAHILI_QUESTION_WORDS", "VETO", "cue_language", "identify", "identify_language", "model_scores",
-           "script_letters", "warm_up"]
+__all__ = ["SWAHILI_QUESTION_WORDS", "VETO", "cue_language", "identify", "identify_elsewhere", "identify_language",
+           "model_scores", "script_letters", "warm_up"]
+
