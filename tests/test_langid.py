@@ -314,6 +314,14 @@ def test_a_question_identified_in_a_child_process_gets_the_code_identify_gives(n
     texts = ["Кто написал «Войну и мир»?", "日本の首都はどこですか", "Wie schreef Max Havelaar?"]
     pending = [no_detector_here.identify_elsewhere(t, say=said.append) for t in texts]
     assert no_detector_here._detector is None           # nothing loaded here
+    # kana decides alone: no child, and nothing of lingua loads here either
+    started = []
+    import subprocess
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(subprocess, "Popen", lambda *a, **k: started.append(a) or pytest.fail("a child started"))
+        assert no_detector_here.identify_elsewhere("東京タワーの高さは？")() == "ja"
+    assert started == [] and no_detector_here._detector is None
     assert [f() for f in pending] == ["ru", "ja", "nl"] == [identify(t) for t in texts]
     assert all(line == "identifying the question's language ..." for line in said)
 

@@ -113,8 +113,8 @@ def identify_elsewhere(text: str, say: Callable[[str], object] | None = None) ->
     language's for a Latin one) and holds the interpreter's lock meanwhile, so a thread
     would not help. A one-shot command (``xqa ask``) loads its indexes and reader here while
     the child loads lingua on another core. Where that cannot help (one core, lingua already
-    loaded here) or the child fails, the function identifies here instead. ``say``: told
-    when the function has to wait for the child.
+    loaded here, a script that decides alone) or the child fails, the function identifies
+    here instead. ``say``: told when the function has to wait for the child.
     """
     import json
     import os
@@ -126,8 +126,8 @@ def identify_elsewhere(text: str, say: Callable[[str], object] | None = None) ->
         return identify(text)
 
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    if _detector is not None or cores < 2:
-        return here
+    if _detector is not None or cores < 2 or dominant_script(text) not in SHARED_SCRIPTS:
+        return here   # (a script of one language decides without lingua: microseconds here)
     import xqa
 
     root = str(Path(xqa.__file__).resolve().parents[1])   # this very xqa, installed or not
@@ -229,4 +229,3 @@ def identify_language(text: str, languages: Iterable[str] = (), veto: float = VE
 
 __all__ = ["SWAHILI_QUESTION_WORDS", "VETO", "cue_language", "identify", "identify_elsewhere", "identify_language",
            "model_scores", "script_letters", "warm_up"]
-
