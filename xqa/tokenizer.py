@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from xqa.artifacts import atomic_dir, is_complete, save_config
+from xqa.artifacts import atomic_dir, is_complete, save_config, save_tokenizer
 
 SPECIAL = ("<cls>", "<sep>")
 
@@ -53,7 +53,7 @@ def train_tokenizer(texts: Iterable[str], out_dir: str | Path, vocab_size: int =
         )
         (raw / "spiece.model").write_bytes(model.getvalue())
         tok = T5Tokenizer.from_pretrained(str(raw), extra_ids=0)
-        tok.save_pretrained(str(tmp))
+        save_tokenizer(tok, tmp)
         shutil.move(str(raw / "spiece.model"), str(tmp / "spiece.model"))
         shutil.rmtree(raw)
         save_config(tmp, "tokenizer", {"vocab_size": len(tok), "spm_model": "unigram",

@@ -26,7 +26,7 @@ from reader.fid.data import copy_attention_targets, encode_passages, encode_prom
 from reader.fid import warm
 from reader.fid.model import FiD, DecoderPrompt, Search, SpanHooks, build_t5, load_t5
 from reader.fid.warm import WarmStart
-from xqa.artifacts import CONFIG_NAME, atomic_dir, save_config
+from xqa.artifacts import CONFIG_NAME, atomic_dir, save_config, save_tokenizer
 from xqa.errors import XqaError
 from xqa.records import Answer, Context, Question
 
@@ -169,7 +169,7 @@ class FiDReader:
             self.model.t5.config.to_json_file(str(folder / "model" / CONFIG_NAME))
             save_file({k: v.detach().cpu() for k, v in warm.unique_state(self.model.t5).items()},
                       str(folder / "model" / "model.safetensors"))
-        self.tokenizer.save_pretrained(str(folder / "tokenizer"))
+        save_tokenizer(self.tokenizer, folder / "tokenizer")
         save_config(folder, KIND, {"max_length": self.max_length, "max_answer_len": self.max_answer_len,
                                    "n_context": self.n_context, "base": self.base,
                                    "decoder_prompt": self.decoder_prompt,

@@ -26,7 +26,7 @@ import torch
 
 from reader.span.data import Encoded, RowLayout, Window, encode, pad_rows, span_text, windows
 from reader.span.model import SpanHeads, SpanModel, build_encoder, load_encoder
-from xqa.artifacts import atomic_dir, load_config, save_config
+from xqa.artifacts import atomic_dir, load_config, save_config, save_tokenizer
 from xqa.encoders.info import autocast
 from xqa.encoders.runtime import READER_RECORD
 from xqa.errors import XqaError
@@ -210,7 +210,7 @@ class SpanReader:
         heads = {f"span_head.{k}": v.detach().cpu().contiguous() for k, v in self.model.span_head.state_dict().items()}
         heads |= {f"rank_head.{k}": v.detach().cpu().contiguous() for k, v in self.model.rank_head.state_dict().items()}
         save_file(heads, str(folder / "heads.safetensors"))
-        self.tokenizer.save_pretrained(str(folder / "tokenizer"))
+        save_tokenizer(self.tokenizer, folder / "tokenizer")
         save_config(folder, KIND, {"settings": asdict(self.settings), "base": self.base,
                                    "layers": int(self.model.encoder.config.num_hidden_layers),
                                    "parameters": sum(p.numel() for p in self.model.parameters())})

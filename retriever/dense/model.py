@@ -34,7 +34,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from xqa.artifacts import atomic_dir, load_config, save_config
+from xqa.artifacts import atomic_dir, load_config, save_config, save_tokenizer
 from xqa.encoders.info import autocast as _precision_autocast
 from xqa.encoders.info import read_info
 from xqa.encoders.runtime import resolve_precision
@@ -311,7 +311,7 @@ class BiEncoder(nn.Module):
         self.query_encoder.save_pretrained(str(folder / "query_encoder"))
         if self.passage_encoder is not None:
             self.passage_encoder.save_pretrained(str(folder / "passage_encoder"))
-        self.tokenizer.save_pretrained(str(folder / "tokenizer"))
+        save_tokenizer(self.tokenizer, folder / "tokenizer")
         save_config(folder, KIND, {**asdict(self.config), "dim": self.dim})
 
     @classmethod

@@ -266,7 +266,7 @@ def convert(out: str | Path, model_file: str | Path | None = None, overwrite: bo
     import torch
     from transformers import BertModel
 
-    from xqa.artifacts import atomic_dir
+    from xqa.artifacts import atomic_dir, save_tokenizer
     from xqa.encoders.info import EncoderInfo
 
     path = Path(model_file) if model_file else package_file()
@@ -280,7 +280,7 @@ def convert(out: str | Path, model_file: str | Path | None = None, overwrite: bo
             raise XqaError(f"{path}: the tensors do not fill a BertModel (missing {missing[:3]}, "
                            f"unexpected {unexpected[:3]})")
         model.save_pretrained(str(tmp), safe_serialization=True)
-        build_tokenizer(f).save_pretrained(str(tmp))
+        save_tokenizer(build_tokenizer(f), tmp)
         source = {"package": PACKAGE, "version": _installed_version(), "file": path.name,
                   "sha256": file_sha256(path), "model": "intfloat/multilingual-e5-small", "license": "MIT"}
         EncoderInfo(source=source).save(tmp)
