@@ -95,6 +95,10 @@ def test_validate_question():
     assert render.validate_question("x" * 500) is None
     assert render.validate_question("  " + "x" * 500 + "  ") is None  # surrounding space does not count
     assert render.validate_question("abc", max_chars=2) is not None
+    for symbols in ("???", " ¿? ", "…!", "🗼"):   # nothing to search for
+        assert "no letters or digits" in render.validate_question(symbols)
+    for words in ("東京?", "١٩٤٨؟", "ไทย", "x", "2"):
+        assert render.validate_question(words) is None
 
 
 # ------------------------------------------------------------------ highlighting

@@ -16,7 +16,7 @@ from xqa.cli_options import pipeline_config
 from xqa.config import PipelineConfig, method_for
 from xqa.errors import XqaError
 from xqa.io import read_passages, read_questions, read_results
-from xqa.pipeline import Pipeline
+from xqa.pipeline import Pipeline, question_text
 from xqa.records import Question
 
 pytestmark = pytest.mark.slow
@@ -334,6 +334,25 @@ def test_the_method_for_named_indexes_uses_the_most_of_them():
 def test_ask_empty_question_is_a_clear_error(tiny_pipeline):
     out = _cli("ask", "   ", "--config", tiny_pipeline)
     assert out.returncode == 1 and "empty" in out.stderr and "Traceback" not in out.stderr
+    out = _cli("ask", " ?!… ", "--config", tiny_pipeline)
+    assert out.returncode == 1 and "'?!…' has no letters or digits" in out.stderr
+    assert "loading" not in out.stderr and "Traceback" not in out.stderr   # said before anything loads
+
+
+def test_a_question_without_letters_or_digits_is_not_searched(tiny_pipeline):
+    from xqa.batching import Batcher
+
+    pipe = Pipeline.load(tiny_pipeline)
+    for text in ("", "  ", "???", "🗼!"):
+        with pytest.raises(XqaError, match="empty|no letters or digits"):
+            pipe.ask(text)
+    batcher = Batcher(pipe)
+    try:
+        with pytest.raises(XqaError, match="no letters or digits"):
+            batcher.ask("¿?")
+    finally:
+        batcher.close()
+    assert question_text("  Wer?  ") == "Wer?" and question_text("1984") == "1984"
 
 
 def test_report_retrieval_tables_plot_and_weights(tiny_pipeline, tmp_path):

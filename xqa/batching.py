@@ -81,11 +81,9 @@ class Batcher:
             timeout: float | None = None):
         """:meth:`Pipeline.ask`, batched with whatever else is asked meanwhile: an
         :class:`xqa.pipeline.Asked`. The language is identified in the caller's thread."""
-        from xqa.pipeline import AUTO, Asked
+        from xqa.pipeline import AUTO, Asked, question_text
 
-        text = text.strip()
-        if not text:
-            raise XqaError("the question is empty")
+        text = question_text(text)
         searched, identified = self.pipeline.question_languages(text, lang)
         question = Question(id=question_id, question=text, lang=searched)
         answer = self.submit(question, method, k, n_passages, reader).result(timeout)

@@ -89,6 +89,18 @@ class PassageStore:
                 yield self.get(pid)
 
 
+def question_text(text: str) -> str:
+    """A question as it is asked: ``text`` stripped. An :class:`XqaError` when nothing is left, or
+    when no letter or digit is (``???``): there is nothing to search for."""
+    text = text.strip()
+    if not text:
+        raise XqaError("the question is empty")
+    if not any(ch.isalnum() for ch in text):
+        shown = text if len(text) <= 40 else text[:40] + "…"
+        raise XqaError(f"the question {shown!r} has no letters or digits: there is nothing to search for")
+    return text
+
+
 def load_reader(folder: str):
     """The reader in ``folder``, loaded by its family (:func:`reader.registry.load_reader`)."""
     from reader.registry import load_reader as load
@@ -376,9 +388,7 @@ class Pipeline:
         """Answer one question in any language: its language (:meth:`question_languages`; ``found``:
         its identification where that has run already), then :meth:`answer` with ``method``,
         ``k``, ``n_passages``, ``reader`` and retrieval ``overrides``."""
-        text = text.strip()
-        if not text:
-            raise XqaError("the question is empty")
+        text = question_text(text)
         searched, identified = self.question_languages(text, lang, found)
         question = Question(id=question_id, question=text, lang=searched)
         [answer] = self.answer([question], method=method, k=k, n_passages=n_passages, reader=reader, **overrides)

@@ -19,15 +19,12 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from xqa.cli_options import load_pipeline
-    from xqa.errors import XqaError
     from xqa.langid import UNKNOWN
-    from xqa.pipeline import AUTO
+    from xqa.pipeline import AUTO, question_text
     from xqa.rendering import answer_lines
 
     cfg = COMMAND.config(args)
-    text = cfg.question.strip()
-    if not text:
-        raise XqaError("the question is empty")
+    text = question_text(cfg.question)
     pipe = load_pipeline(args, say=_say)
     pipe.check(reader=cfg.reader)  # a missing index or reader is an error now, before anything loads
     found = None
