@@ -11,7 +11,7 @@ import pytest
 from xqa.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
-NEEDS_CONFIG = {"ask", "search", "answer"}
+NEEDS_CONFIG = {"ask", "search", "answer", "info"}
 
 
 def tour_commands() -> list[list[str]]:

