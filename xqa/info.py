@@ -25,6 +25,7 @@ class InfoConfig:
     json: str | None = field(default=None, metadata={
         "help": "also write the description as JSON to this file ('-': to standard output, instead of the text)"})
 
+
 # the keys under which an index's config.json records how many passages it holds
 _COUNTS = ("passages", "num_passages")
 
