@@ -93,6 +93,12 @@ def test_what_is_missing_is_said_and_counts_come_from_an_index(built):
     text = "\n".join(render(d))
     assert "passages.jsonl  (missing)" in text and "bm25  (missing)" in text
     assert "(as the dense index counted them)" in text
+    # a reader named by its model hub name is not a missing folder
+    cfg["reader"]["model"] = "google/mt5-base"
+    built.write_text(json.dumps(cfg))
+    [reader] = describe(built)["readers"]
+    assert reader["hub"] == "google/mt5-base"
+    assert "google/mt5-base (a model hub name" in "\n".join(render(describe(built)))
 
 
 def test_the_command_prints_it_and_writes_json(built, tmp_path, capsys):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,9 @@ class InfoConfig:
     json: str | None = field(default=None, metadata={
         "help": "also write the description as JSON to this file ('-': to standard output, instead of the text)"})
 
+
+# a model hub name ("google/mt5-base"), where a folder does not exist
+_HUB_NAME = re.compile(r"[\w.-]+/[\w.-]+")
 
 # the keys under which an index's config.json records how many passages it holds
 _COUNTS = ("passages", "num_passages")
@@ -134,6 +138,8 @@ def _reader(name: str, rc: Any, folder: Path, default: bool) -> dict[str, Any]:
         "answerability_threshold": rc.answerability_threshold if rc.answerability is not None else None,
         "not_found_threshold": rc.not_found_threshold}
     if not folder.exists():
+        if _HUB_NAME.fullmatch(rc.model or ""):
+            out["hub"] = rc.model   # a model hub name: loaded from the hub or its local cache
         return out
     out["size"] = _size(folder)
     cfg = _json(folder / "config.json") or {}
@@ -276,6 +282,9 @@ def render(d: dict[str, Any]) -> list[str]:
             lines.append(f"           encoder {enc['folder']}" + (f": {text}" if text else ""))
     for rd in d["readers"]:
         label = f"reader     {rd['name']}" + (" (default)" if rd["default"] else "")
+        if rd.get("hub"):
+            lines.append(f"{label}  {rd['hub']} (a model hub name: loaded from the hub or its local cache)")
+            continue
         if not rd["exists"]:
             lines.append(f"{label}  {rd['folder']}  (missing)")
             continue
