@@ -9,6 +9,7 @@ were built with against those installed. :func:`render` makes the lines ``xqa in
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -82,7 +83,9 @@ def _runtime(folder: Path, setting: str, record: dict[str, Any] | None) -> dict[
             "measured_on_this_cpu": bool(record) and record.get("cpu") == _cpu()}
 
 
+@functools.lru_cache(maxsize=1)
 def _cpu() -> dict[str, bool]:
+    """This CPU's features (read once: they do not change while the process runs)."""
     from xqa.encoders.runtime import cpu_features
 
     return cpu_features()
@@ -102,7 +105,9 @@ def _encoder(folder: Path) -> dict[str, Any]:
     return out
 
 
-def _index(name: str, folder: Path) -> dict[str, Any]:
+def _index(name: str, folder: Path, encoders: dict[Path, dict[str, Any]]) -> dict[str, Any]:
+    """One index; ``encoders``: the encoders described so far, by folder (one an index shares
+    with another is read once)."""
     out: dict[str, Any] = {"name": name, "folder": str(folder), "exists": folder.exists()}
     if not folder.exists():
         return out
@@ -125,7 +130,9 @@ def _index(name: str, folder: Path) -> dict[str, Any]:
         out["search"] = cfg["index"]["kind"]
     model = _ref(folder, cfg.get("model")) or _ref(folder, cfg.get("dense_model"))
     if model is not None and (model / "config.json").is_file():
-        out["encoder"] = _encoder(model)
+        if model not in encoders:
+            encoders[model] = _encoder(model)
+        out["encoder"] = encoders[model]
     out["versions"] = cfg.get("versions") if isinstance(cfg.get("versions"), dict) else {}
     return out
 
@@ -156,7 +163,9 @@ def _reader(name: str, rc: Any, folder: Path, default: bool) -> dict[str, Any]:
     settings = cfg.get("settings") if isinstance(cfg.get("settings"), dict) else {}
     if "max_length" in settings:
         out["window"] = {"max_length": settings["max_length"], "stride": settings.get("stride")}
-    record = _json(folder / "runtime.json")
+    from xqa.encoders.runtime import READER_RECORD
+
+    record = _json(folder / READER_RECORD)
     if record is not None:
         out["runtime"] = _runtime(folder, str(settings.get("precision", "auto")), record)
     out["versions"] = cfg.get("versions") if isinstance(cfg.get("versions"), dict) else {}
@@ -182,9 +191,10 @@ def describe(config_path: str | Path) -> dict[str, Any]:
         if isinstance(languages, dict) else None,
         "source": source.get("path"), "sha256": source.get("sha256")}
     r = cfg.retrieval
+    encoders: dict[Path, dict[str, Any]] = {}
     out["retrieval"] = {
         "method": r.method, "k": r.k, "fallback": r.fallback,
-        "indexes": [_index(kind.name, Path(cfg.path(methods.index_value(r, kind))))
+        "indexes": [_index(kind.name, Path(cfg.path(methods.index_value(r, kind))), encoders)
                     for kind in methods.index_kinds() if methods.index_value(r, kind)]}
     if out["passages"]["count"] is None:   # not recorded with the passages: as an index counted them
         counted = next((ix for ix in out["retrieval"]["indexes"] if "per_language" in ix), None)

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-from pathlib import Path
 
 from xqa.cli_config import ConfigCommand, Option
 from xqa.cli_options import CONFIG_ENV, DEFAULT_CONFIG
@@ -27,11 +25,12 @@ add_arguments = COMMAND.add_arguments
 
 def run(args: argparse.Namespace) -> int:
     from xqa.artifacts import write_json_atomic
+    from xqa.cli_options import config_path
     from xqa.errors import XqaError
     from xqa.info import describe, render
 
     cfg = COMMAND.config(args)
-    path = Path(args.config or os.environ.get(CONFIG_ENV) or DEFAULT_CONFIG)
+    path = config_path(args)   # --config, else $XQA_CONFIG, else the embedded build's
     if not path.is_file():
         raise XqaError(f"{path}: no such pipeline config; run 'make demo' (or 'xqa embedded build') first, "
                        f"or name one with --config")
