@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -111,3 +113,12 @@ def test_the_command_prints_it_and_writes_json(built, tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["retrieval"]["method"] == "scd"
     assert main(["info", "--config", str(tmp_path / "none.json")]) == 1
     assert f"xqa info: error: {tmp_path / 'none.json'}: no such pipeline config" in capsys.readouterr().err
+
+
+def test_a_reader_that_stops_reading_ends_it_quietly(built):
+    """``xqa info | head -1``: the closed pipe ends the command without an error message."""
+    proc = subprocess.Popen([sys.executable, "-m", "xqa.cli", "info", "--config", str(built)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()                          # before it writes a line
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141 and err == "", err

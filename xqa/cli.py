@@ -155,6 +155,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:   # the reader of stdout stopped (xqa info | head): nothing more to say
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())   # so that the exit's flush does not fail again
+        return 141   # as a shell reports a process that SIGPIPE ended (128 + 13)
     except (XqaError, FileNotFoundError, FileExistsError) as e:
         print(f"xqa {' '.join(words)}: error: {e}", file=sys.stderr)
         return 1
