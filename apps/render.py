@@ -67,7 +67,9 @@ def validate_question(text: str | None, max_chars: int = MAX_QUESTION_CHARS) -> 
            for ch in text):
         return ("The question contains control characters or bytes that are not text (binary data?). "
                 "Please type it as plain text.")
-    if not any(ch.isalnum() for ch in text):
+    from xqa.pipeline import askable
+
+    if not askable(text):
         return "The question has no letters or digits, so there is nothing to search for. Please type a question."
     return None
 

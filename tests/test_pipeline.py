@@ -192,6 +192,34 @@ def test_answer_resumes_without_duplicates_then_eval_scores_it(tiny_pipeline, tm
     assert any(report.glob("*.md"))
 
 
+def test_answer_and_search_give_a_question_with_nothing_to_search_for_no_answer_and_say_so(
+        tiny_pipeline, tmp_path, test_questions, capsys):
+    """A blank question and one of punctuation only are not searched (a search for '???' would answer
+    with whatever ranks first): their predictions are empty, their passages none, and each run warns
+    once, naming them."""
+    real = test_questions[0]
+    rows = [real.to_dict(), {**real.to_dict(), "id": "blank", "question": "   "},
+            {**real.to_dict(), "id": "marks", "question": "¿¿??"}]
+    qfile = tmp_path / "q.jsonl"
+    qfile.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    out = tmp_path / "run"
+    assert main(["answer", "--config", str(tiny_pipeline), "--questions", str(qfile), "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "2 of 3 questions have nothing to search for" in err and "'blank', 'marks'" in err
+    records = {r["id"]: r for r in map(json.loads, (out / "records.jsonl").read_text().splitlines())}
+    assert records["blank"]["answer"] == records["marks"]["answer"] == ""
+    assert "evidence" not in records["marks"] and records["marks"]["answered"] is False
+    assert records[real.id]["answer"] and records[real.id]["evidence"]
+    preds = json.loads((out / "predictions.json").read_text())
+    assert preds == {real.id: records[real.id]["answer"], "blank": "", "marks": ""}
+
+    assert main(["search", "--config", str(tiny_pipeline), "--questions", str(qfile), "--k", "3",
+                 "--out", str(tmp_path / "r.jsonl")]) == 0
+    assert "xqa search: warning: 2 of 3 questions have nothing to search for" in capsys.readouterr().err
+    assert [len(r.ctxs) for r in read_results(tmp_path / "r.jsonl")] == [3, 0, 0]
+    assert main(["eval", "--retrieval", str(tmp_path / "r.jsonl"), "--k", "1", "3"]) == 0
+
+
 def test_answer_in_two_processes_writes_what_one_process_writes(tiny_pipeline, tmp_path, test_questions):
     """torchrun: each process answers a strided share of every round, rank 0 writes them in order."""
     import os

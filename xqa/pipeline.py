@@ -89,13 +89,18 @@ class PassageStore:
                 yield self.get(pid)
 
 
+def askable(text: str) -> bool:
+    """Whether ``text`` holds something to search for: a letter or a digit (not blank, not ``???``)."""
+    return any(ch.isalnum() for ch in text)
+
+
 def question_text(text: str) -> str:
     """A question as it is asked: ``text`` stripped. An :class:`XqaError` when nothing is left, or
     when no letter or digit is (``???``): there is nothing to search for."""
     text = text.strip()
     if not text:
         raise XqaError("the question is empty")
-    if not any(ch.isalnum() for ch in text):
+    if not askable(text):
         shown = text if len(text) <= 40 else text[:40] + "…"
         raise XqaError(f"the question {shown!r} has no letters or digits: there is nothing to search for")
     return text

@@ -22,6 +22,22 @@ from xqa.errors import XqaError
 SEARCH_BATCH_SIZE = 64  # questions per search call
 
 
+def warn_unaskable(questions: Sequence, command: str, outcome: str) -> list[str]:
+    """The ids of ``questions`` with nothing to search for (:func:`xqa.pipeline.askable`), said once on
+    stderr (by rank 0 of a torchrun job) with what ``command`` does with them (``outcome``)."""
+    import sys
+
+    from xqa.distributed import main_process
+    from xqa.pipeline import askable
+
+    blank = [q.id for q in questions if not askable(q.question)]
+    if blank and main_process():
+        shown = ", ".join(map(repr, blank[:5])) + (f" and {len(blank) - 5} more" if len(blank) > 5 else "")
+        print(f"xqa {command}: warning: {len(blank)} of {len(questions)} questions have nothing to search for "
+              f"(blank, or no letter or digit): {shown}; {outcome}", file=sys.stderr)
+    return blank
+
+
 def search_questions(pipe, questions: Sequence, out: str | Path | None = None, trec: str | Path | None = None,
                      batch_size: int = SEARCH_BATCH_SIZE, progress: bool = True) -> list:
     """Retrieve passages for ``questions`` with ``pipe`` (a :class:`~xqa.pipeline.Pipeline`), in
@@ -32,13 +48,17 @@ def search_questions(pipe, questions: Sequence, out: str | Path | None = None, t
     from xqa.io import write_results, write_trec_run
     from xqa.records import RetrievalResult
 
+    from xqa.pipeline import askable
+
     results = []
     with tqdm(total=len(questions), desc=f"search ({pipe.config.retrieval.method})", unit="q",
               disable=not progress) as bar:
         for i in range(0, len(questions), batch_size):
             chunk = questions[i:i + batch_size]
-            for q, ctxs in zip(chunk, pipe.retrieve(chunk)):
-                results.append(RetrievalResult(q, tuple(ctxs)))
+            searched = [q for q in chunk if askable(q.question)]   # nothing to search for: no passages
+            found = dict(zip((q.id for q in searched), pipe.retrieve(searched))) if searched else {}
+            for q in chunk:
+                results.append(RetrievalResult(q, tuple(found.get(q.id, ()))))
             bar.update(len(chunk))
     if out is not None:
         write_results(out, results)
@@ -249,8 +269,11 @@ def gold_passages(q) -> set[str]:
 
 
 def answer_lines(pipe, batch: list, config: AnswerConfig) -> list[str]:
-    """One ``records.jsonl`` line per question of ``batch`` (an empty answer for an empty question)."""
-    answerable = [q for q in batch if q.question.strip()]
+    """One ``records.jsonl`` line per question of ``batch``: an empty answer for a question with nothing
+    to search for (blank, or no letter or digit: :func:`xqa.pipeline.askable`)."""
+    from xqa.pipeline import askable
+
+    answerable = [q for q in batch if askable(q.question)]
     hide = config.hide_gold
     fuse = False if not config.evidence_fusion else None
     exclude = [gold_passages(q) for q in answerable] if hide else None

@@ -33,11 +33,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from xqa.cli_options import load_pipeline, read_questions
-    from xqa.runs import answer_questions
+    from xqa.runs import answer_questions, warn_unaskable
 
     cfg = COMMAND.config(args)
     questions = read_questions(args)  # an id repeated within or across the files is an error
     ids = [q.id for q in questions]
+    warn_unaskable(questions, "answer", "each gets an empty prediction")
     if cfg.reader is not None:  # an unknown reader name is an error before anything is answered
         load_pipeline(args).config.reader_config(cfg.reader)
     done = answer_questions(lambda: load_pipeline(args), questions, cfg)

@@ -21,10 +21,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from xqa.cli_options import load_pipeline, read_questions
-    from xqa.runs import search_questions
+    from xqa.runs import search_questions, warn_unaskable
 
     cfg = COMMAND.config(args)
     questions = read_questions(args)
+    warn_unaskable(questions, "search", "each gets no passages")
     results = search_questions(load_pipeline(args), questions, cfg.out, cfg.trec, cfg.batch_size)
     print(f"{len(results)} questions → {cfg.out}")
     return 0
