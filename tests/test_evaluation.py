@@ -429,6 +429,30 @@ def test_cli_retrieval_and_errors(tmp_path, capsys):
     assert "empty.jsonl: the file is empty" in capsys.readouterr().err
 
 
+def test_cli_warns_when_predictions_are_for_other_questions(tmp_path, capsys):
+    """Predictions keyed by ids the gold set lacks are not scored; eval says so instead of a quiet
+    table of zeros (none match) or of fewer questions than the file holds (some do not)."""
+    from xqa.cli import main
+
+    gold = write(tmp_path / "q.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in [
+        {"id": "a1", "question": "?", "lang": "en", "answers": ["Paris"]},
+        {"id": "7_ja", "question": "?", "lang": "ja", "answers": ["東京"]}]))
+    other = write(tmp_path / "other.json", json.dumps({"b1": "Paris", "b2": "x"}))
+    assert main(["eval", "--gold", str(gold), "--predictions", str(other)]) == 0
+    err = capsys.readouterr().err
+    assert "none of the 2 predictions is for a question of --gold" in err and "'b1'" in err and "'a1'" in err
+    some = write(tmp_path / "some.json", json.dumps({"a1": "Paris", "7": "東京", "zz": "x"}, ensure_ascii=False))
+    assert main(["eval", "--gold", str(gold), "--predictions", str(some), "--json", str(tmp_path / "s.json")]) == 0
+    err = capsys.readouterr().err
+    assert "1 of 3 predictions are for ids that no question of --gold has ('zz')" in err
+    assert json.loads((tmp_path / "s.json").read_text())["end_to_end"]["macro"]["em"] == 100.0  # "7" keys 7_ja
+    assert main(["eval", "--gold", str(gold), "--predictions", str(some), "--where", "lang=en"]) == 0
+    assert "no question of --gold" not in capsys.readouterr().err   # a selection leaves the others out on purpose
+    same = write(tmp_path / "same.json", json.dumps({"a1": "Paris", "7_ja": "東京"}, ensure_ascii=False))
+    assert main(["eval", "--gold", str(gold), "--predictions", str(same)]) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
 def test_cli_coverage_checks_a_submission_without_answers(tmp_path, capsys):
     from xqa.cli import main
 

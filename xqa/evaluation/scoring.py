@@ -7,6 +7,7 @@ to print, and a bad input is an error with nothing half printed.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -149,6 +150,7 @@ def evaluate(config: EvalConfig) -> Evaluation:
 
     if c.predictions:
         preds = inputs.load_predictions(c.predictions)
+        _unmatched(shown, gold, preds, selected=bool(c.where or c.per_lang))
         if c.mia:
             xor_q, mkqa_q = mia.split_mia(gold)
             xor, mkqa = mia.evaluate(xor_q, preds, c.mode), mia.evaluate(mkqa_q, preds, c.mode)
@@ -199,6 +201,25 @@ def evaluate(config: EvalConfig) -> Evaluation:
         write_json_atomic(c.json, out)
         shown.say(f"figures: {c.json}")
     return shown
+
+
+def _unmatched(shown: Evaluation, gold: Sequence, preds: Mapping, selected: bool) -> None:
+    """Warn where the predictions' ids are not the gold questions': none of them (a prediction file of
+    another set, ids written differently), or some, when no selection (--where, --per-lang) leaves
+    predictions of other questions out on purpose. Those predictions are not scored either way."""
+    ids = {q.id for q in gold}
+    keys = ids | {qid.split("_")[0] for qid in ids}   # an MKQA id's bare number keys it too
+    extra = [key for key in preds if key not in keys]
+    if not extra or not ids:
+        return
+    if len(extra) == len(preds):
+        shown.warn(f"warning: none of the {len(preds)} predictions is for a question of --gold (a prediction "
+                   f"id: {extra[0]!r}; a question id: {gold[0].id!r}): every question is scored as "
+                   f"unanswered; are these the predictions of this question set?")
+    elif not selected:
+        shown.warn(f"warning: {len(extra)} of {len(preds)} predictions are for ids that no question of --gold "
+                   f"has ({', '.join(map(repr, extra[:3]))}{', ...' if len(extra) > 3 else ''}); they are not "
+                   f"scored")
 
 
 def _end_to_end(shown: Evaluation, title: str, scores: Any) -> None:
