@@ -533,17 +533,18 @@ class ServerConfig:
         "help": "interface to bind; 0.0.0.0 exposes the demo to your network: give it accounts "
                 "(--auth-file or $XQA_DEMO_AUTH), or it warns"})
     port: int = field(default=7860, metadata={"help": "port to serve on (env GRADIO_SERVER_PORT is ignored)"})
-    batch: int = field(default=DEFAULT_BATCH, metadata={
+    batch: int = field(default=DEFAULT_BATCH, metadata={"min": 1,
         "help": "most questions answered together: those asked while others are being answered are "
                 "encoded, searched and read in one pass (1: each on its own)"})
     batcher: str = field(default="xqa", metadata={
         "choices": BATCHERS,
         "help": "who gathers them: xqa's own worker (xqa) or Gradio's batched event (gradio)"})
-    concurrency: int | None = field(default=None, metadata={
+    concurrency: int | None = field(default=None, metadata={"min": 1,
         "help": f"requests in flight; more wait in the queue (default: --batch, or "
                 f"{UNBATCHED_CONCURRENCY} with --batch 1)"})
-    max_queue: int = field(default=64, metadata={"help": "waiting questions beyond which new ones are turned away"})
-    max_chars: int = field(default=render.MAX_QUESTION_CHARS, metadata={
+    max_queue: int = field(default=64, metadata={
+        "min": 1, "help": "waiting questions beyond which new ones are turned away"})
+    max_chars: int = field(default=render.MAX_QUESTION_CHARS, metadata={"min": 1,
         "help": "longest question accepted, in characters"})
     warm_up: bool = field(default=True, metadata={
         "help": "load indexes and models on the first question instead of at start"})

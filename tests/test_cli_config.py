@@ -80,6 +80,38 @@ def test_required_choices_and_types_are_enforced(capsys):
     assert "invalid int value" in capsys.readouterr().err
 
 
+@dataclass
+class Counts:
+    k: int = field(default=5, metadata={"min": 1, "help": "how deep"})
+    skip: int = field(default=0, metadata={"help": "how many to skip"})
+    limit: int | None = field(default=None, metadata={"min": 1, "help": "at most (default: all)"})
+    offset: int = field(default=-1, metadata={"min": -1, "help": "-1: the last"})
+    weight: float = field(default=0.5, metadata={"help": "any number"})
+
+
+def test_numbers_below_their_minimum_are_usage_errors_on_the_line_and_in_settings(tmp_path, capsys):
+    """An int is at least 0 unless its field says otherwise; --k 0 for a field of min 1 is refused
+    naming the option, not taken as 'the default' or left to fail later."""
+    command = ConfigCommand(Counts, settings=True)
+    p = _parser(command)
+    assert command.config(p.parse_args(["--k", "1", "--skip", "0", "--offset", "-1", "--weight", "-2"])) == \
+        Counts(k=1, skip=0, offset=-1, weight=-2.0)
+    for argv, flag, low in ((["--k", "0"], "--k", 1), (["--skip", "-3"], "--skip", 0),
+                            (["--limit", "0"], "--limit", 1), (["--offset", "-2"], "--offset", -1)):
+        with pytest.raises(SystemExit):
+            p.parse_args(argv)
+        assert f"argument {flag}: must be at least {low}, got {argv[1]}" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        p.parse_args(["--k", "two"])
+    assert "argument --k: invalid int value: 'two'" in capsys.readouterr().err
+    settings = tmp_path / "s.json"
+    settings.write_text(json.dumps({"k": 0}))
+    with pytest.raises(ValueError, match=r"setting 'k' \(--k\) must be at least 1, got 0"):
+        command.read_settings(settings)
+    settings.write_text(json.dumps({"limit": None, "skip": 2}))
+    assert command.config(p.parse_args(["--settings", str(settings)])) == Counts(skip=2)
+
+
 def test_every_field_is_placed_or_left_out():
     with pytest.raises(ValueError, match="not placed.*secret"):
         ConfigCommand(Toy, groups={None: ("out", "size", "rate", "mode", "names", "fast", "checks", "progress",

@@ -482,8 +482,10 @@ def test_cli_grad_cache_trains_like_the_whole_batch(world, tokenizer_dir, tmp_pa
     assert float((da - db).norm()) < 1e-3 * float(db.norm()), float((da - db).norm() / db.norm())
 
     capsys.readouterr()
-    assert cli(base + ["--out", str(tmp_path / "bad"), "--grad-cache-chunk", "-2"]) == 1
-    assert "--grad-cache-chunk" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as usage:   # refused by the parser, before anything loads
+        cli(base + ["--out", str(tmp_path / "bad"), "--grad-cache-chunk", "-2"])
+    assert usage.value.code == 2
+    assert "argument --grad-cache-chunk: must be at least 0, got -2" in capsys.readouterr().err
 
 
 # --------------------------------------------------------------------------- FAISS

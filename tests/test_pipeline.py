@@ -7,6 +7,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from types import SimpleNamespace
@@ -365,6 +366,18 @@ def test_ask_empty_question_is_a_clear_error(tiny_pipeline):
     out = _cli("ask", " ?!… ", "--config", tiny_pipeline)
     assert out.returncode == 1 and "'?!…' has no letters or digits" in out.stderr
     assert "loading" not in out.stderr and "Traceback" not in out.stderr   # said before anything loads
+
+
+def test_k_and_n_passages_below_one_are_errors_not_the_config_s(pipe, tiny_pipeline, test_questions):
+    q = test_questions[0]
+    for kw in ({"k": 0}, {"n_passages": 0}, {"k": -3}, {"n_passages": 2.5}, {"k": True}):
+        with pytest.raises(XqaError, match=f"{next(iter(kw))} must be a whole number of at least 1"):
+            pipe.answer([q], **kw)
+    with pytest.raises(XqaError, match="k must be"):
+        pipe.retrieve([q], k=0)
+    assert [len(c) for c in pipe.retrieve([q], k=np.int64(2))] == [2]   # a numpy count is a count
+    out = _cli("ask", q.question, "--config", tiny_pipeline, "--n-passages", "0")
+    assert out.returncode == 2 and "argument --n-passages: must be at least 1, got 0" in out.stderr
 
 
 def test_a_question_without_letters_or_digits_is_not_searched(tiny_pipeline):

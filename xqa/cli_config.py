@@ -18,6 +18,9 @@ Each field becomes one option (its argparse ``dest`` is the field's name):
   by ``--no-x`` (or by ``metadata["flag"]``, e.g. ``--quiet`` for ``progress``), and its help
   says what that switch does;
 - a field without a default, or with ``metadata["required"]``, is a required option;
+- a number is at least ``metadata["min"]``; an integer without it is at least 0 (a count, a
+  size, a seed): a value below is a usage error naming the option, on the command line and in
+  a settings file (``None``, where the field allows it, stays allowed);
 - ``metadata`` keys ``help`` (plain text: ``%`` needs no escaping), ``choices``, ``metavar``,
   ``aliases`` (other spellings, accepted but not shown in ``--help``), ``positional`` (the
   field is a positional argument, e.g. ``xqa ask``'s question) and ``append`` (a list given one
@@ -74,6 +77,7 @@ class Option:
     aliases: tuple[str, ...] = ()
     positional: bool = False         # a positional argument (its name is the flag)
     append: bool = False             # a list given one value per repeated flag
+    minimum: int | float | None = None   # the smallest value allowed (each item's, for a list)
 
     def check(self, value: Any) -> str | None:
         """What is wrong with ``value`` as this option's value from a settings file, or None."""
@@ -96,6 +100,10 @@ class Option:
             bad = [v for v in values if v not in self.choices]
             if bad:
                 return f"must be one of {', '.join(map(str, self.choices))}, got {bad[0]!r}"
+        if self.minimum is not None:
+            low = [v for v in values if v < self.minimum]
+            if low:
+                return f"must be at least {self.minimum}, got {low[0]!r}"
         return None
 
 
@@ -109,6 +117,21 @@ def _check_scalar(kind: type, value: Any) -> str | None:
           else isinstance(value, (int, float)) and not isinstance(value, bool) if kind is float
           else isinstance(value, str))
     return None if ok else f"must be {_type_word(kind)}, got {json.dumps(value, ensure_ascii=False)}"
+
+
+def at_least(minimum: int | float, kind: type = int) -> Any:
+    """An argparse ``type`` that reads an ``int`` (or ``float``) and refuses one below ``minimum``,
+    so that ``--k 0`` is a usage error ("argument --k: must be at least 1, got 0") rather than a
+    silent default or a traceback later."""
+
+    def parse(text: str) -> Any:
+        value = kind(text)   # a ValueError: argparse's "invalid int value: 'x'"
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {text}")
+        return value
+
+    parse.__name__ = kind.__name__   # argparse's messages name the type by it
+    return parse
 
 
 def _unwrap(hint: Any) -> tuple[type, bool, bool]:
@@ -165,13 +188,14 @@ def options(cls: type, *, flags: Mapping[str, str] | None = None, aliases: Mappi
             flag = flags.get(f.name) or meta.get("flag") or f"--{_dashed(f.name)}"
         choices = meta.get("choices")
         append = bool(meta.get("append"))
+        minimum = meta.get("min", 0 if kind is int else None)
         out[f.name] = Option(
             name=f.name, flag=flag, kind=kind, many=many,
             nargs=meta.get("nargs", "*" if many and not append else None),
             default=None if is_required else default, required=is_required, optional=optional,
             help=help.get(f.name, meta.get("help")), choices=tuple(choices) if choices is not None else None,
             metavar=meta.get("metavar"), aliases=tuple(aliases.get(f.name, meta.get("aliases", ()))),
-            positional=bool(meta.get("positional")), append=append)
+            positional=bool(meta.get("positional")), append=append, minimum=minimum)
     return out
 
 
@@ -188,8 +212,9 @@ def add_option(g: Any, o: Option) -> None:
             g.add_argument(flag, dest=o.name, action=action, default=o.default if i == 0 else argparse.SUPPRESS,
                            help=help_ if i == 0 else argparse.SUPPRESS)
         return
+    kind = o.kind if o.minimum is None or o.choices is not None else at_least(o.minimum, o.kind)
     if o.positional:
-        kw = {"type": o.kind, "help": help_}
+        kw = {"type": kind, "help": help_}
         if o.nargs:
             kw["nargs"] = o.nargs
         if o.choices is not None:
@@ -198,7 +223,7 @@ def add_option(g: Any, o: Option) -> None:
             kw["metavar"] = o.metavar
         g.add_argument(o.name, **kw)
         return
-    kw: dict[str, Any] = {"dest": o.name, "type": o.kind, "default": o.default}
+    kw: dict[str, Any] = {"dest": o.name, "type": kind, "default": o.default}
     if o.append:
         kw["action"] = "append"
     if o.nargs:

@@ -16,6 +16,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from xqa.cli_config import at_least
+
 # The pipeline config used when the command line names none: $XQA_CONFIG, else the embedded build's.
 DEFAULT_CONFIG = "build/embedded/pipeline.json"
 CONFIG_ENV = "XQA_CONFIG"
@@ -51,7 +53,7 @@ def add_pipeline_arguments(p: argparse.ArgumentParser, method_default: str | Non
     g.add_argument("--method", "--retriever", dest="method", choices=methods, default=method_default,
                    help="retrieval method (default: the config's; for indexes named on the command line "
                         "without --config, the first method that uses the most of them)")
-    g.add_argument("--k", type=int, default=None, help="passages to retrieve (default: the config's)")
+    g.add_argument("--k", type=at_least(1), default=None, help="passages to retrieve (default: the config's)")
     add_index_arguments(g, alias=False)
     g.add_argument("--passages", default=None, help="passages file of those indexes (JSONL or DPR TSV)")
     g.add_argument("--max-frac", type=float, default=None, help="SCD: share of K open to sparse-only hits")
@@ -214,7 +216,7 @@ def add_question_arguments(p: argparse.ArgumentParser, flag: str = "--dev") -> N
     p.add_argument(flag, required=True, dest="questions",
                    help="questions with answers (and positive_ids for --metric recall), any question layout")
     p.add_argument("--lang", help="language of question files that carry none")
-    p.add_argument("--max-questions", type=int, default=0, help="use the first N questions only (0: all)")
+    p.add_argument("--max-questions", type=at_least(0), default=0, help="use the first N questions only (0: all)")
     add_selection_arguments(p)
     p.add_argument("--match", choices=("dpr", "lang_aware"), default="lang_aware",
                    help="answer matching: DPR's token rule, or substring for unsegmented scripts")

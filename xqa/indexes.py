@@ -51,9 +51,9 @@ class SparseIndexConfig:
         "metavar": "DIR", "help": "index folder to create (one Lucene index per language inside)"})
     lang: str | None = field(default=None, metadata={
         "help": "language of passages that carry no 'lang' field (e.g. a DPR TSV file)"})
-    threads: int | None = field(default=None, metadata={
+    threads: int | None = field(default=None, metadata={"min": 1,
         "help": "indexing threads inside Lucene (default: 2, or 1 on a one-core machine)"})
-    batch_size: int = field(default=2000, metadata={"help": "passages handed to Lucene per call"})
+    batch_size: int = field(default=2000, metadata={"min": 1, "help": "passages handed to Lucene per call"})
     overwrite: bool = field(default=False, metadata={
         "help": "rebuild DIR if it already holds a complete index (otherwise refused)"})
     optimize: bool = field(default=True, metadata={
@@ -124,21 +124,21 @@ class DenseIndexConfig:
     lang: str | None = field(default=None, metadata={"help": "language of passages that carry none (DPR TSV)"})
     shard_id: int | None = field(default=None, metadata={
         "help": "encode only this shard (0-based); default: all shards in this process"})
-    num_shards: int = field(default=1, metadata={"help": "number of shards the passages are split into"})
-    chunk_size: int = field(default=20_000, metadata={"help": "passages per resumable chunk inside a shard"})
+    num_shards: int = field(default=1, metadata={"min": 1, "help": "number of shards the passages are split into"})
+    chunk_size: int = field(default=20_000, metadata={"min": 1, "help": "passages per resumable chunk inside a shard"})
     index: str = field(default="flat", metadata={
         "choices": ("flat", "hnsw", "ivfpq"),
         "help": "FAISS index type per language: exact inner product, HNSW graph, or IVF-PQ"})
     fp16: bool = field(default=False, metadata={
         "help": "store embeddings (.npy) and the flat index in float16 (half the bytes)"})
-    hnsw_m: int = field(default=32, metadata={"help": "HNSW: links per node"})
-    ef_construction: int = field(default=200, metadata={"help": "HNSW: candidate list size when building"})
-    ef_search: int = field(default=128, metadata={"help": "HNSW: candidate list size when searching"})
+    hnsw_m: int = field(default=32, metadata={"min": 1, "help": "HNSW: links per node"})
+    ef_construction: int = field(default=200, metadata={"min": 1, "help": "HNSW: candidate list size when building"})
+    ef_search: int = field(default=128, metadata={"min": 1, "help": "HNSW: candidate list size when searching"})
     nlist: int = field(default=0, metadata={"help": "IVF-PQ: inverted lists (0: about 4*sqrt(n))"})
     pq_m: int = field(default=0, metadata={"help": "IVF-PQ: sub-quantisers (0: dim/4, a divisor of dim)"})
-    pq_bits: int = field(default=8, metadata={"help": "IVF-PQ: bits per sub-quantiser code"})
-    nprobe: int = field(default=16, metadata={"help": "IVF-PQ: lists visited per query"})
-    batch_size: int = field(default=64, metadata={"help": "passages per encoder batch"})
+    pq_bits: int = field(default=8, metadata={"min": 1, "help": "IVF-PQ: bits per sub-quantiser code"})
+    nprobe: int = field(default=16, metadata={"min": 1, "help": "IVF-PQ: lists visited per query"})
+    batch_size: int = field(default=64, metadata={"min": 1, "help": "passages per encoder batch"})
     max_length: int = field(default=0, metadata={
         "help": "passage tokens the encoder reads (0: the model's own setting); recorded in the index"})
     device: str | None = field(default=None, metadata={
@@ -255,7 +255,7 @@ class SparIndexConfig:
         "help": "weighted concatenation [P ; PΛ] (paper's choice) or weighted sum P + PΛ (equal dims)"})
     index_type: str | None = field(default=None, metadata={
         "choices": ("flat", "hnsw", "ivfpq"), "help": "FAISS index type (default: the dense index's)"})
-    batch_size: int = field(default=64, metadata={"help": "passages per encoding batch"})
+    batch_size: int = field(default=64, metadata={"min": 1, "help": "passages per encoding batch"})
     device: str = field(default="cpu", metadata={"help": "torch device for encoding Λ (cpu, cuda)"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     overwrite: bool = field(default=False, metadata={"help": "rebuild a finished index"})
@@ -301,7 +301,7 @@ class DhrIndexConfig:
     out: str | Path = field(metadata={"help": "output DHR index folder"})
     lang: str | None = field(default=None, metadata={"help": "language of passage files that carry none (DPR TSV)"})
     # None: retriever.dhr.index.DEFAULT_SLICES
-    slices: int | None = field(default=None, metadata={
+    slices: int | None = field(default=None, metadata={"min": 1,
         "help": "M, the number of slices (default 4096: e5's 250,002 pieces give N = 62 dims per slice, so "
                 "positions fit one byte; 3 bytes per slice, ~12 KB per passage). A piece that shares its slice "
                 "with a heavier piece of the same passage is lost: on the shipped corpus 19% of passage pieces "
@@ -313,7 +313,7 @@ class DhrIndexConfig:
         "flag": "--lambda", "aliases": ("--lam",), "help": "λ recorded as the index's default dense weight: score = GIP + λ·dense (GIP is on the BM25 "
                 "scale, ~10-40, e5 cosines ~0.8; 500 is the best R@5 on the shipped corpus's tune questions; "
                 "xqa tune lambda tunes it for another corpus)"})
-    batch_size: int = field(default=1024, metadata={"help": "passages per tokenizer call"})
+    batch_size: int = field(default=1024, metadata={"min": 1, "help": "passages per tokenizer call"})
     overwrite: bool = field(default=False, metadata={"help": "rebuild an existing index"})
     progress: bool = _PROGRESS
 
@@ -350,9 +350,9 @@ class PiecesIndexConfig:
         "help": "encoder folder whose tokenizer makes the pieces (e.g. the converted multilingual-e5-small)"})
     out: str | Path = field(metadata={"metavar": "DIR", "help": "index folder to create"})
     lang: str | None = field(default=None, metadata={"help": "language of passages that carry no 'lang' field"})
-    threads: int | None = field(default=None, metadata={
+    threads: int | None = field(default=None, metadata={"min": 1,
         "help": "indexing threads inside Lucene (default: 2, or 1 on a one-core machine)"})
-    batch_size: int = field(default=1000, metadata={"help": "passages handed to Lucene per call"})
+    batch_size: int = field(default=1000, metadata={"min": 1, "help": "passages handed to Lucene per call"})
     overwrite: bool = field(default=False, metadata={"help": "rebuild DIR if it holds a finished index"})
     progress: bool = _PROGRESS
 

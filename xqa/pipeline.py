@@ -13,6 +13,7 @@ reader's answers with their evidence.
 """
 from __future__ import annotations
 
+import numbers
 import threading
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
@@ -92,6 +93,13 @@ class PassageStore:
 def askable(text: str) -> bool:
     """Whether ``text`` holds something to search for: a letter or a digit (not blank, not ``???``)."""
     return any(ch.isalnum() for ch in text)
+
+
+def _count(name: str, value: int) -> int:
+    """``value`` as a number of passages: a whole number of at least 1 (0 is not 'the default')."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise XqaError(f"{name} must be a whole number of at least 1, got {value!r}")
+    return value
 
 
 def question_text(text: str) -> str:
@@ -340,7 +348,7 @@ class Pipeline:
 
     def retrieve(self, questions: Sequence[Question], k: int | None = None, method: str | None = None,
                  **overrides) -> list[list[Context]]:
-        k = k or self.config.retrieval.k
+        k = self.config.retrieval.k if k is None else _count("k", k)
         method = method or self.config.retrieval.method
         questions = list(questions)
         hits = self.retriever(method, **overrides).search(questions, k)
@@ -410,10 +418,10 @@ class Pipeline:
         name of the reader that reads (:attr:`readers`; None: the default), with its own settings
         (passages read, beams, evidence fusion, calibrators and thresholds)."""
         rc = self.config.reader_config(reader)
-        n = n_passages or rc.n_passages
+        n = rc.n_passages if n_passages is None else _count("n_passages", n_passages)
         fuse = rc.evidence_fusion if evidence_fusion is None else evidence_fusion
         if contexts is None:
-            k = max(k or self.config.retrieval.k, n)
+            k = max(self.config.retrieval.k if k is None else _count("k", k), n)
             extra = max((len(e) for e in exclude), default=0) if exclude is not None else 0
             contexts = self.retrieve(questions, k=k + extra, method=method, **overrides)
             if exclude is not None:

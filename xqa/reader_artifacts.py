@@ -22,9 +22,9 @@ class KitConfig:
     base: str = field(metadata={"help": "the converted encoder (xqa convert e5 --out DIR)"})
     out: str = field(metadata={"help": "kit folder to write"})
     layers: int = field(default=0, metadata={"help": "keep the encoder's first N layers (0: all)"})
-    max_length: int = field(default=192, metadata={"help": "tokens per row (question, title, text window)"})
+    max_length: int = field(default=192, metadata={"min": 1, "help": "tokens per row (question, title, text window)"})
     stride: int = field(default=64, metadata={"help": "tokens shared by two windows of a long paragraph"})
-    max_answer_len: int = field(default=24, metadata={"help": "answer tokens"})
+    max_answer_len: int = field(default=24, metadata={"min": 1, "help": "answer tokens"})
     dev_limit: int = field(default=300, metadata={"help": "dev questions kept for validation (0: all)"})
     progress: bool = field(default=True, metadata={"flag": "--quiet", "help": "no progress bars"})
 

@@ -96,7 +96,7 @@ class SearchConfig:
 
     out: str = field(metadata={"help": "results file: .json (list) or .jsonl"})
     trec: str | None = field(default=None, metadata={"help": "also write a TREC run file here"})
-    batch_size: int = field(default=SEARCH_BATCH_SIZE, metadata={"help": "questions per search call"})
+    batch_size: int = field(default=SEARCH_BATCH_SIZE, metadata={"min": 1, "help": "questions per search call"})
 
 
 READER_HELP = ("the reader that answers, by name: the pipeline config's reader (reader.name, else its "
@@ -111,7 +111,7 @@ class AskConfig:
     lang: str = field(default="auto", metadata={
         "help": "the question's language code, 'auto' to identify it, or 'und' (unknown: BM25 searches "
                 "every language's index, as when the language is not identified among the pipeline's)"})
-    n_passages: int | None = field(default=None, metadata={"help": "passages given to the reader"})
+    n_passages: int | None = field(default=None, metadata={"min": 1, "help": "passages given to the reader"})
     reader: str | None = field(default=None, metadata={"metavar": "NAME", "help": READER_HELP})
     show: int = field(default=5, metadata={"help": "evidence passages to print"})
     json: bool = field(default=False, metadata={"help": "print the answer record as JSON"})
@@ -120,8 +120,8 @@ class AskConfig:
 @dataclass
 class AnswerConfig:
     out: str = field(metadata={"help": "output folder (records.jsonl, predictions/)"})
-    batch_size: int = field(default=16, metadata={"help": "questions per batch"})
-    n_passages: int | None = field(default=None, metadata={  # None: the config's
+    batch_size: int = field(default=16, metadata={"min": 1, "help": "questions per batch"})
+    n_passages: int | None = field(default=None, metadata={"min": 1,   # None: the config's
         "help": "passages given to the reader"})
     reader: str | None = field(default=None, metadata={"metavar": "NAME", "help": READER_HELP})
     evidence_fusion: bool = field(default=True, metadata={

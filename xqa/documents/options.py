@@ -18,7 +18,7 @@ def split_field() -> Any:
 
 
 def max_tokens_field() -> Any:
-    return field(default=PACKED_TOKENS, metadata={"help": "packed: e5 tokens per passage at most"})
+    return field(default=PACKED_TOKENS, metadata={"min": 1, "help": "packed: e5 tokens per passage at most"})
 
 
 def overlap_field() -> Any:

@@ -152,12 +152,12 @@ class AlphaTuneConfig:
                                      "w·cross-script BM25 (retrieval.roman_weight)"})
     metric: str = field(default="accuracy", metadata={
         "choices": METRICS, "help": "top-k answer accuracy, or recall@k of the questions' positive_ids"})
-    at: int = field(default=20, metadata={"help": "the k of the metric (Ma et al. tune top-20)"})
-    depth: int = field(default=100, metadata={"help": "k': each side's depth; the union is re-ranked"})
+    at: int = field(default=20, metadata={"min": 1, "help": "the k of the metric (Ma et al. tune top-20)"})
+    depth: int = field(default=100, metadata={"min": 1, "help": "k': each side's depth; the union is re-ranked"})
     normalize: bool = field(default=False, metadata={"help": "min-max normalise each list first (Hybrid_norm)"})
     step: float = field(default=0.05, metadata={"help": "grid step over [0, 2]"})
     max_alpha: float = field(default=2.0, metadata={"help": "grid upper end"})
-    batch_size: int = field(default=64, metadata={"help": "questions per search call"})
+    batch_size: int = field(default=64, metadata={"min": 1, "help": "questions per search call"})
     match: str = "lang_aware"        # answer matching: dpr | lang_aware
     out: str | None = field(default=None, metadata={
         "help": "write the grid (α → score) and the best α to this JSON file"})
@@ -215,11 +215,11 @@ _METRIC_AT_K = "top-k answer accuracy (R@k in the ODQA sense), or recall@k of po
 @dataclass
 class MuTuneConfig:
     metric: str = field(default="accuracy", metadata={"choices": METRICS, "help": _METRIC_AT_K})
-    at: int = field(default=100, metadata={"help": "the k of the metric (the paper picks μ by R@100)"})
+    at: int = field(default=100, metadata={"min": 1, "help": "the k of the metric (the paper picks μ by R@100)"})
     # None: the paper's 19, retriever.spar.index.MU_GRID
     grid: list[float] | None = field(default=None, metadata={
         "nargs": "+", "help": "μ values to try (default: the paper's 19)"})
-    batch_size: int = field(default=128, metadata={"help": "questions per encoding batch"})
+    batch_size: int = field(default=128, metadata={"min": 1, "help": "questions per encoding batch"})
     match: str = "lang_aware"
     out: str | None = field(default=None, metadata={
         "help": "write the grid (μ → score) and the best μ to this JSON file"})
@@ -254,11 +254,11 @@ def tune_mu(pipeline, questions, config: MuTuneConfig) -> TuneResult:
 @dataclass
 class LambdaTuneConfig:
     metric: str = field(default="accuracy", metadata={"choices": METRICS, "help": _METRIC_AT_K})
-    at: int = field(default=20, metadata={"help": "the k of the metric"})
+    at: int = field(default=20, metadata={"min": 1, "help": "the k of the metric"})
     # None: LAMBDA_GRID
     grid: list[float] | None = field(default=None, metadata={
         "nargs": "+", "help": "λ values to try (default: 0, 0.05 … 2, then up to 5000; raw scores)"})
-    batch_size: int = field(default=64, metadata={"help": "questions per encoding and search batch"})
+    batch_size: int = field(default=64, metadata={"min": 1, "help": "questions per encoding and search batch"})
     match: str = "lang_aware"
     out: str | None = field(default=None, metadata={
         "help": "write the grid (λ → score) and the best λ to this JSON file"})
@@ -358,12 +358,12 @@ class FusionTuneConfig:
     out: str = field(metadata={"help": "JSON file for the tuned beta, gamma, miss"})
     # 0: the model's setting (span reader: 10)
     n_context: int = field(default=0, metadata={"help": "passages per question (0: the model's setting)"})
-    beams: int = field(default=4, metadata={"help": "beam size"})
-    n_best: int = field(default=4, metadata={"help": "candidates kept per question"})
+    beams: int = field(default=4, metadata={"min": 1, "help": "beam size"})
+    n_best: int = field(default=4, metadata={"min": 1, "help": "candidates kept per question"})
     span_beams: int = field(default=0, metadata={
         "help": "add this many candidates from a beam search restricted to spans of the passages read "
                 "(0: free beam search only)"})
-    batch_size: int = field(default=8, metadata={"help": "questions per reader batch"})
+    batch_size: int = field(default=8, metadata={"min": 1, "help": "questions per reader batch"})
     limit: int = field(default=0, metadata={"help": "use only the first N questions of each file (0: all)"})
     eval_mode: str = field(default="official", metadata={
         "choices": EVAL_MODES, "help": "EM/F1: MIA official, its language-aware variant, or simple normalized"})
@@ -374,7 +374,7 @@ class FusionTuneConfig:
     cache: str | None = field(default=None, metadata={
         "help": "folder for reader outputs (JSONL), reused when present"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch default)"})
-    passes: int = field(default=3, metadata={"help": "grid passes (1 coarse + finer ones)"})
+    passes: int = field(default=3, metadata={"min": 1, "help": "grid passes (1 coarse + finer ones)"})
     write_config: str | Path | None = None  # pipeline config to store the weights in (reader.*)
 
 

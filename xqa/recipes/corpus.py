@@ -606,9 +606,9 @@ class BuildConfig:
         "help": "one more reader the pipeline can answer with (xqa ask --reader NAME, the demo's reader "
                 "selector), a folder as --reader takes; copied into OUT/readers/NAME; repeatable"})
     method: str = field(default=Recipe.method, metadata={"help": "the pipeline's retrieval method"})
-    k: int = field(default=Recipe.k, metadata={"help": "passages retrieved per question"})
-    n_passages: int = field(default=Recipe.n_passages, metadata={"help": "passages the reader reads"})
-    dense_max_length: int = field(default=Recipe.dense_max_length, metadata={
+    k: int = field(default=Recipe.k, metadata={"min": 1, "help": "passages retrieved per question"})
+    n_passages: int = field(default=Recipe.n_passages, metadata={"min": 1, "help": "passages the reader reads"})
+    dense_max_length: int = field(default=Recipe.dense_max_length, metadata={"min": 1,
         "help": "passage tokens the dense encoder reads"})
     lexical_steps: int = field(default=Recipe.lexical_steps, metadata={"help": "training steps of Λ (SPAR)"})
     precision: str = field(default=Recipe.precision, metadata={

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import argparse
 
+from xqa.cli_config import at_least
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from xqa.cli_options import CONFIG_HELP
@@ -25,12 +27,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--questions", default=None,
                    help="question file (any layout xqa reads); default: the config's demo examples, "
                         "else world/test.jsonl next to the config")
-    p.add_argument("--n", type=int, default=40, help="questions timed per method (the first N)")
+    p.add_argument("--n", type=at_least(1), default=40, help="questions timed per method (the first N)")
     p.add_argument("--methods", nargs="+", default=None, metavar="METHOD",
                    help="methods to time (default: every method the config offers)")
-    p.add_argument("--k", type=int, default=None, help="passages retrieved (default: the config's)")
-    p.add_argument("--n-passages", type=int, default=None, help="passages read (default: the config's)")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+    p.add_argument("--k", type=at_least(1), default=None, help="passages retrieved (default: the config's)")
+    p.add_argument("--n-passages", type=at_least(1), default=None, help="passages read (default: the config's)")
+    p.add_argument("--threads", type=at_least(1), default=None, help="torch CPU threads (default: torch's)")
     p.add_argument("--json", metavar="OUT", help="also write the figures as JSON to OUT")
     g = p.add_argument_group("load (--concurrency)")
     g.add_argument("--concurrency", type=int, nargs="+", default=None, metavar="N",

@@ -30,15 +30,15 @@ class Bm25AugTrainConfig:
     per_set: int = field(default=8000, metadata={
         "help": "at most this many training questions per set (the 'source' field; 0: all)"})
     dev_questions: int = field(default=1000, metadata={"help": "at most this many dev questions"})
-    top_terms: int = field(default=32, metadata={
+    top_terms: int = field(default=32, metadata={"min": 1,
         "help": "augmentation pieces a query keeps at search time (and in validation)"})
-    query_max_length: int = field(default=64, metadata={"help": "question tokens"})
+    query_max_length: int = field(default=64, metadata={"min": 1, "help": "question tokens"})
     activation: str = field(default="softplus", metadata={
         "choices": ("relu", "softplus"),
         "help": "of the augmentation a(q): softplus keeps a gradient on every vocabulary entry; with relu (the "
                 "paper's) a(q) fell to zero within 100-200 steps on the real train sets, and nothing brings it "
                 "back"})
-    batch_size: int = field(default=16, metadata={"help": "questions per batch"})
+    batch_size: int = field(default=16, metadata={"min": 1, "help": "questions per batch"})
     hard_negatives: int = field(default=3, metadata={"help": "BM25 negatives per question in a batch"})
     lr: float = field(default=3e-5, metadata={
         "help": "the encoder's learning rate (at 3e-4 multilingual-e5-small collapses to one output)"})
@@ -51,8 +51,8 @@ class Bm25AugTrainConfig:
     max_steps: int = field(default=0, metadata={"help": "stop after this many steps (0: --epochs)"})
     max_minutes: float = field(default=0.0, metadata={
         "help": "stop after this many minutes of training (resumable; 0: no limit)"})
-    eval_every: int = field(default=100, metadata={"help": "validate every N steps"})
-    save_every: int = field(default=200, metadata={"help": "checkpoint every N steps"})
+    eval_every: int = field(default=100, metadata={"min": 1, "help": "validate every N steps"})
+    save_every: int = field(default=200, metadata={"min": 1, "help": "checkpoint every N steps"})
     seed: int = 0
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     progress: bool = field(default=True, metadata={"flag": "--quiet", "help": "no progress bar"})

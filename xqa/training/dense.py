@@ -63,8 +63,8 @@ class ModelConfig:
                 "for --init, mean for --size (a small model trained from scratch collapses with cls, see "
                 "docs/dense.md)"})
     dropout: float = field(default=0.0, metadata={"help": "dropout of a --size model (hub models keep their own)"})
-    query_max_length: int = field(default=32, metadata={"help": "question tokens"})
-    passage_max_length: int = field(default=80, metadata={"help": "passage tokens"})
+    query_max_length: int = field(default=32, metadata={"min": 1, "help": "question tokens"})
+    passage_max_length: int = field(default=80, metadata={"min": 1, "help": "passage tokens"})
     seed: int = field(default=0, metadata={"help": "random seed"})
 
 
@@ -89,12 +89,12 @@ class DenseTrainConfig(ModelConfig):
     hard_negatives: str | None = field(default=None, metadata={
         "metavar": "RESULTS",
         "help": "retrieval results (DPR layout, e.g. BM25 top hits) to take hard negatives from"})
-    hard_negatives_depth: int = field(default=20, metadata={
+    hard_negatives_depth: int = field(default=20, metadata={"min": 1,
         "help": "keep this many top non-positive hits per question as its hard-negative list"})
     arrow_cache: str | None = field(default=None, metadata={
         "metavar": "DIR", "help": "keep training examples in an Arrow (datasets) cache here, memory-mapped "
                                   "(automatic above 200k questions, in OUT/arrow)"})
-    batch_size: int = field(default=64, metadata={"help": "questions per batch and process"})
+    batch_size: int = field(default=64, metadata={"min": 1, "help": "questions per batch and process"})
     num_hard_negatives: int = field(default=0, metadata={
         "help": "hard (or random) negatives per question in a batch, besides in-batch negatives (the MIA "
                 "system used none; with 0, --hard-negatives only harden validation)"})
@@ -105,7 +105,7 @@ class DenseTrainConfig(ModelConfig):
         "help": f"peak learning rate (AdamW); default {SCRATCH_LR} for --size, 2e-5 for --init"})
     weight_decay: float = field(default=0.01, metadata={"help": "AdamW weight decay"})
     warmup_steps: int = field(default=30, metadata={"help": "linear warm-up steps"})
-    grad_accum: int = field(default=1, metadata={"help": "gradient accumulation steps"})
+    grad_accum: int = field(default=1, metadata={"min": 1, "help": "gradient accumulation steps"})
     grad_cache_chunk: int = field(default=0, metadata={
         "metavar": "N",
         "help": "gradient cache: encode the batch N questions (and their passages) at a time, so a large "
@@ -113,7 +113,7 @@ class DenseTrainConfig(ModelConfig):
                 "whole batch at the cost of one extra forward pass (0: off)"})
     eval_every: int = field(default=40, metadata={
         "help": "validate every N steps, keeping the best model (0: every epoch)"})
-    save_every: int = field(default=200, metadata={"help": "checkpoint every N steps"})
+    save_every: int = field(default=200, metadata={"min": 1, "help": "checkpoint every N steps"})
     dev_questions: int = field(default=500, metadata={"help": "validate on at most this many dev questions"})
     mask_false_negatives: bool = field(default=True, metadata={
         "help": "do not mask a question's other positives out of its softmax (plain DPR)"})

@@ -33,7 +33,7 @@ class FidTrainConfig(ReaderTrainConfig):
         "help": "with --size: change one MT5Config field of the size, e.g. --set num_decoder_layers=3 "
                 "(repeatable; integers, floats and strings)"})
     tokenizer: str | None = field(default=None, metadata={"help": "tokenizer folder for --size (xqa train tokenizer)"})
-    n_context: int = field(default=20, metadata={"help": "passages per question (padded)"})
+    n_context: int = field(default=20, metadata={"min": 1, "help": "passages per question (padded)"})
     sample_answers: bool = field(default=False, metadata={"help": "train on a random gold answer each time"})
     # xqa.evaluation.reading.load_examples
     train_contexts: str = field(default="top", metadata={
@@ -70,7 +70,7 @@ class FidTrainConfig(ReaderTrainConfig):
                 "answer step (and the copy head's pointer) knows what is asked; saved with the "
                 "reader (a reader given to --init that has one keeps it; any other, e.g. a hub mT5, "
                 "learns to read one)"})
-    decoder_layers: int = field(default=4, metadata={
+    decoder_layers: int = field(default=4, metadata={"min": 1,
         "metavar": "N",
         "help": "with --kit or a BERT encoder as --init (e.g. xqa convert e5's folder): a decoder of N layers "
                 "warm-started from the encoder's (spread over its depth; cross-attention new; 0: as deep as "

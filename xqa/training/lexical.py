@@ -32,8 +32,8 @@ class LexicalTrainConfig(ModelConfig):
         "choices": ("cls", "mean", "pooler"),
         "help": "representation: mean of the last layer (Λ imitates a bag of words; learns faster from "
                 "scratch) or its first token (cls, as DPR)"})
-    query_max_length: int = field(default=48, metadata={"help": "query tokens"})
-    passage_max_length: int = field(default=96, metadata={"help": "passage tokens"})
+    query_max_length: int = field(default=48, metadata={"min": 1, "help": "query tokens"})
+    passage_max_length: int = field(default=96, metadata={"min": 1, "help": "passage tokens"})
     seed: int = field(default=0, metadata={"help": "random seed (sentence sampling and training)"})
     passages: str = field(default="", metadata={
         "required": True, "help": "passage file (JSONL or DPR TSV): queries are its sentences"})
@@ -47,22 +47,22 @@ class LexicalTrainConfig(ModelConfig):
         "help": "validation questions (any question layout; their text only): the teacher's top-1 is the "
                 "positive. Default: held-out sentences"})
     dev_size: int = field(default=500, metadata={"help": "held-out sentences for validation without --dev"})
-    depth: int = field(default=50, metadata={"help": "K: teacher hits per query"})
+    depth: int = field(default=50, metadata={"min": 1, "help": "K: teacher hits per query"})
     positives: int = field(default=10, metadata={"help": "n_p: top teacher hits used as positives"})
     negatives: int = field(default=5, metadata={
         "help": "n_n: bottom teacher hits (of the top K) used as hard negatives"})
-    sentences_per_passage: int = field(default=1, metadata={"help": "sentence queries sampled per passage"})
+    sentences_per_passage: int = field(default=1, metadata={"min": 1, "help": "sentence queries sampled per passage"})
     min_words: int = field(default=3, metadata={"help": "shortest sentence used as a query, in words"})
     max_queries: int = field(default=0, metadata={"help": "cap on training queries (0: no cap)"})
-    batch_size: int = field(default=64, metadata={"help": "queries per batch and process"})
+    batch_size: int = field(default=64, metadata={"min": 1, "help": "queries per batch and process"})
     epochs: float = field(default=2.0, metadata={"help": "passes over the sentence queries"})
     max_steps: int = field(default=0, metadata={"help": "stop after this many steps (0: use --epochs)"})
     lr: float = field(default=1e-3, metadata={"help": "peak learning rate (AdamW; SPAR used 3e-5 for BERT)"})
     weight_decay: float = field(default=0.01, metadata={"help": "AdamW weight decay"})
     warmup_steps: int = field(default=50, metadata={"help": "linear warm-up steps"})
-    grad_accum: int = field(default=1, metadata={"help": "gradient accumulation steps"})
+    grad_accum: int = field(default=1, metadata={"min": 1, "help": "gradient accumulation steps"})
     eval_every: int = field(default=0, metadata={"help": "validate every N steps (0: every epoch)"})
-    save_every: int = field(default=200, metadata={"help": "checkpoint every N steps"})
+    save_every: int = field(default=200, metadata={"min": 1, "help": "checkpoint every N steps"})
     mask_false_negatives: bool = field(default=True, metadata={
         "help": "do not mask a query's other positives out of its softmax"})
     gradient_checkpointing: bool = field(default=False, metadata={"help": "recompute activations (CUDA only)"})

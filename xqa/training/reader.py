@@ -24,15 +24,15 @@ class ReaderTrainConfig:
         "help": "start from: fid, a T5/mT5 checkpoint (hub name, HF folder or xqa reader); span, an 'xqa convert "
                 "e5' folder, or a span reader to continue from (e.g. build/embedded/reader)"})
     # None: the reader's default
-    max_length: int | None = field(default=None, metadata={
+    max_length: int | None = field(default=None, metadata={"min": 1,
         "help": "tokens per encoded passage (fid: truncated, default 192; span: per window, default 256)"})
-    max_answer_len: int = field(default=24, metadata={"help": "tokens of the target answer"})
+    max_answer_len: int = field(default=24, metadata={"min": 1, "help": "tokens of the target answer"})
     train_limit: int = field(default=0, metadata={"help": "use only the first N training questions (0: all)"})
     dev_limit: int = field(default=500, metadata={"help": "validate on the first N dev questions (0: all)"})
     eval_mode: str = field(default="official", metadata={
         "choices": EVAL_MODES,
         "help": "EM/F1 for validation: MIA official, its language-aware variant, or simple normalized"})
-    batch_size: int = field(default=16, metadata={"help": "questions per batch per process"})
+    batch_size: int = field(default=16, metadata={"min": 1, "help": "questions per batch per process"})
     epochs: float = field(default=1.0, metadata={"help": "passes over the training set"})
     max_steps: int = field(default=0, metadata={"help": "optimizer steps; >0 overrides --epochs"})
     # None: the reader's default
@@ -40,18 +40,18 @@ class ReaderTrainConfig:
         "help": "peak learning rate (AdamW, linear schedule; default fid 5e-5, span 1e-4)"})
     weight_decay: float = field(default=0.01, metadata={"help": "AdamW weight decay"})
     warmup_steps: int = field(default=0, metadata={"help": "linear warm-up steps"})
-    grad_accum: int = field(default=1, metadata={"help": "gradient accumulation steps"})
+    grad_accum: int = field(default=1, metadata={"min": 1, "help": "gradient accumulation steps"})
     max_grad_norm: float = field(default=1.0, metadata={"help": "gradient clipping (0: off)"})
     group_by_length: int = field(default=0, metadata={
         "metavar": "W",
         "help": "batch questions of similar input length: sort each window of W batches by length, "
                 "then shuffle the batches (less padding, faster steps; 0: plain random batches)"})
     eval_every: int = field(default=0, metadata={"help": "steps between validations (0: every epoch)"})
-    save_every: int = field(default=500, metadata={"help": "steps between resumable checkpoints"})
+    save_every: int = field(default=500, metadata={"min": 1, "help": "steps between resumable checkpoints"})
     max_minutes: float = field(default=0.0, metadata={
         "help": "stop after this many minutes of training: a checkpoint is saved, OUT/best kept, and "
                 "running the command again goes on from there (0: no limit)"})
-    log_every: int = field(default=10, metadata={"help": "steps between loss log lines"})
+    log_every: int = field(default=10, metadata={"min": 1, "help": "steps between loss log lines"})
     seed: int = field(default=0, metadata={"help": "random seed (model init and data order)"})
     bf16: bool = field(default=True, metadata={"help": "disable bf16 autocast on CUDA"})
     gradient_checkpointing: bool = field(default=False, metadata={"help": "trade compute for memory (CUDA only)"})

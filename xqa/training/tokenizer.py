@@ -11,7 +11,7 @@ class TokenizerTrainConfig:
     passages: str = field(metadata={"help": "passages (JSONL or DPR TSV) to learn from"})
     out: str = field(metadata={"help": "output tokenizer folder"})
     questions: list[str] = field(default_factory=list, metadata={"help": "question sets to learn from as well"})
-    vocab_size: int = field(default=8000, metadata={"help": "target vocabulary size"})
+    vocab_size: int = field(default=8000, metadata={"min": 1, "help": "target vocabulary size"})
     overwrite: bool = field(default=False, metadata={"help": "retrain even if OUT is complete"})
 
 
