@@ -52,6 +52,18 @@ def test_malformed_passage_line_is_named(tmp_path, content, line, what):
     assert e.value.line == line and f"bad.jsonl:{line}:" in str(e.value) and what in str(e.value)
 
 
+def test_a_blank_passage_text_is_named_by_line_where_text_is_required(tmp_path):
+    """xqa build refuses a passage with nothing in it; the error names the file and line, in JSONL
+    (blank lines skipped, so line and record differ) and in DPR TSV."""
+    p = _write(tmp_path / "p.jsonl", '{"id": "a", "text": "x", "lang": "en"}\n\n{"id": "b", "text": " ", "lang": "en"}\n')
+    assert [q.id for q in read_passages(p)] == ["a", "b"]          # readers that index anything keep it
+    with pytest.raises(InputError, match=r"p\.jsonl:3: passage 'b' has an empty text"):
+        list(read_passages(p, text_required=True))
+    t = _write(tmp_path / "p.tsv", "id\ttext\ttitle\n1\tSome text\tA\n2\t\tB\n")
+    with pytest.raises(InputError, match=r"p\.tsv:3: passage '2' has an empty text"):
+        list(read_passages(t, lang="en", text_required=True))
+
+
 def test_xor_jsonl_questions_and_bad_answers(tmp_path):
     q = _write(tmp_path / "q.jsonl",
                '{"id": "1", "question": "日本の首都は？", "answers": ["東京"], "answers_en": ["Tokyo"], '

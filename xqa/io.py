@@ -290,12 +290,13 @@ def _not_empty(path: Path, what: str) -> None:
 # --------------------------------------------------------------------------- passages
 
 
-def read_passages(path: str | Path, lang: str | None = None) -> Iterator[Passage]:
+def read_passages(path: str | Path, lang: str | None = None, text_required: bool = False) -> Iterator[Passage]:
     """Passages from JSONL (xqa or Pyserini layout) or DPR TSV (``.tsv``).
 
     ``lang`` is used for records that carry none (DPR TSV has no language column).
-    Every malformed record, a repeated id, an unknown language code and a file
-    without passages are errors (:class:`~xqa.errors.InputError`) naming ``file:line``.
+    Every malformed record, a repeated id, an unknown language code, a file without
+    passages and, with ``text_required``, a passage whose text is blank are errors
+    (:class:`~xqa.errors.InputError`) naming ``file:line``.
     """
     path = Path(path)
     if not path.is_file():
@@ -306,14 +307,24 @@ def read_passages(path: str | Path, lang: str | None = None) -> Iterator[Passage
     seen = _Unique(path, "passage", lines=False)
     count = 0
     if path.suffix == ".tsv":
-        for count, p in enumerate(_read_dpr_tsv(path, lang, seen), 1):
+        for count, (n, p) in enumerate(_read_dpr_tsv(path, lang, seen), 1):
+            if text_required:
+                _has_text(p, path, n)
             yield p
     else:
         for n, obj in jsonl_objects(path):
             count += 1
-            yield _passage(obj, path, n, lang, seen)
+            p = _passage(obj, path, n, lang, seen)
+            if text_required:
+                _has_text(p, path, n)
+            yield p
     if not count:
         raise InputError(path, None, "holds no passages (only blank lines)")
+
+
+def _has_text(p: Passage, path: Path, n: int) -> None:
+    if not p.text.strip():
+        raise InputError(path, n, f"passage {p.id!r} has an empty text: there is nothing in it to find")
 
 
 def _passage(obj: dict, path: Path, n: int, lang: str | None, seen: _Unique) -> Passage:
@@ -346,7 +357,7 @@ def _passage(obj: dict, path: Path, n: int, lang: str | None, seen: _Unique) -> 
     return Passage(id=pid, title=title, text=text, lang=plang, meta=meta)
 
 
-def _read_dpr_tsv(path: Path, lang: str | None, seen: _Unique) -> Iterator[Passage]:
+def _read_dpr_tsv(path: Path, lang: str | None, seen: _Unique) -> Iterator[tuple[int, Passage]]:
     if not lang:
         raise XqaError(f"{path}: DPR TSV has no language column; pass the passages' language (--lang)")
     csv.field_size_limit(sys.maxsize)
@@ -363,7 +374,7 @@ def _read_dpr_tsv(path: Path, lang: str | None, seen: _Unique) -> Iterator[Passa
             if not row[0].strip():
                 raise InputError(path, n, "column 'id' is empty")
             seen.add(row[0], n)
-            yield Passage(id=row[0], text=row[1], title=row[2], lang=lang)
+            yield n, Passage(id=row[0], text=row[1], title=row[2], lang=lang)
     except csv.Error as e:
         raise InputError(path, reader.line_num, f"malformed TSV ({e})") from None
 

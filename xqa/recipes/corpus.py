@@ -110,9 +110,10 @@ def shipped_answerability() -> dict[str, Any]:
             "not_found_threshold": d.get("not_found_threshold")}
 
 
-def read_corpus(path: str | Path, lang: str | None = None) -> Iterator[Passage]:
+def read_corpus(path: str | Path, lang: str | None = None, text_required: bool = False) -> Iterator[Passage]:
     """Passages from a JSONL file (``.gz`` too), a DPR TSV file, or a Pyserini JsonCollection
-    folder (``*.jsonl``/``*.json`` files of ``{"id", "contents"}``)."""
+    folder (``*.jsonl``/``*.json`` files of ``{"id", "contents"}``); ``text_required``: a blank
+    text is an error naming file:line (:func:`xqa.io.read_passages`)."""
     from xqa.io import read_passages
 
     path = Path(path)
@@ -121,9 +122,9 @@ def read_corpus(path: str | Path, lang: str | None = None) -> Iterator[Passage]:
         if not files:
             raise XqaError(f"{path}: a folder with no .jsonl/.json files (a Pyserini JsonCollection has them)")
         for f in files:
-            yield from read_passages(f, lang=lang)
+            yield from read_passages(f, lang=lang, text_required=text_required)
         return
-    yield from read_passages(path, lang=lang)
+    yield from read_passages(path, lang=lang, text_required=text_required)
 
 
 def file_digest(path: Path) -> str:
@@ -283,11 +284,9 @@ class CorpusBuild(Build):
             raise XqaError(f"{self.source}: no such passage file or folder")
         seen: set[str] = set()
         lines, langs = [], {}
-        for n, p in enumerate(read_corpus(self.source, self.lang), 1):
-            if p.id in seen:
+        for n, p in enumerate(read_corpus(self.source, self.lang, text_required=True), 1):
+            if p.id in seen:   # in two files of a folder (a file's own repeats are file:line errors)
                 raise InputError(self.source, None, f"passage id {p.id!r} occurs twice (record {n})")
-            if not p.text.strip():
-                raise InputError(self.source, None, f"passage {p.id!r} has an empty text (record {n})")
             seen.add(p.id)
             langs[p.lang] = langs.get(p.lang, 0) + 1
             lines.append(json.dumps(p.to_dict(), ensure_ascii=False))
