@@ -55,7 +55,8 @@ def test_malformed_passage_line_is_named(tmp_path, content, line, what):
 def test_a_blank_passage_text_is_named_by_line_where_text_is_required(tmp_path):
     """xqa build refuses a passage with nothing in it; the error names the file and line, in JSONL
     (blank lines skipped, so line and record differ) and in DPR TSV."""
-    p = _write(tmp_path / "p.jsonl", '{"id": "a", "text": "x", "lang": "en"}\n\n{"id": "b", "text": " ", "lang": "en"}\n')
+    p = _write(tmp_path / "p.jsonl",
+               '{"id": "a", "text": "x", "lang": "en"}\n\n{"id": "b", "text": " ", "lang": "en"}\n')
     assert [q.id for q in read_passages(p)] == ["a", "b"]          # readers that index anything keep it
     with pytest.raises(InputError, match=r"p\.jsonl:3: passage 'b' has an empty text"):
         list(read_passages(p, text_required=True))
