@@ -416,7 +416,7 @@ def test_report_without_the_shared_data_says_so(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(bench, "identifiers", lambda: {"rules": detect_language})
     monkeypatch.setattr("xqa.langid.model.warm_up", lambda: None)
     args = argparse.Namespace(data=str(tmp_path / "absent"), languages="en,fi", per_language=10, seed=0,
-                              grid=False, out=str(tmp_path / "langid.md"))
+                              grid=False, documents=None, cuts=[0], out=str(tmp_path / "langid.md"))
     assert report_langid.run(args) == 0
     err, out = capsys.readouterr().err, (tmp_path / "langid.md").read_text(encoding="utf-8")
     assert "skipped the public question sets" in err and "absent" in err
@@ -424,3 +424,51 @@ def test_report_without_the_shared_data_says_so(tmp_path, capsys, monkeypatch):
     args.grid = True
     assert report_langid.run(args) == 0
     assert "no train split" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- a document's language
+
+def test_a_document_takes_lingua_s_language_where_it_is_confident_or_the_rules_agree(monkeypatch):
+    """A short text spreads lingua's confidence thin; where the word rules name lingua's best
+    language, that is the document's, else it is und unless lingua is confident."""
+    from xqa.documents.language import CONFIDENT, identify_text
+
+    scores = {}
+    monkeypatch.setattr("xqa.langid.model.model_scores", lambda text: scores["now"])
+    german = "Der Eiffelturm ist 330 Meter hoch."
+    assert detect_language(german) == "de"
+    scores["now"] = [("de", 0.21), ("sv", 0.11)]
+    assert identify_text(german) == "de"
+    assert identify_text(german, rules_confirm=False) == UNKNOWN
+    scores["now"] = [("nl", 0.3), ("de", 0.29)]                  # lingua's best is not the rules'
+    assert identify_text(german) == UNKNOWN
+    scores["now"] = [("nl", CONFIDENT), ("de", 0.1)]             # confident: lingua decides
+    assert identify_text(german) == identify_text(german, rules_confirm=False) == "nl"
+    scores["now"] = []                                           # no language lingua knows
+    assert identify_text(german) == UNKNOWN
+    assert identify_text("東京タワーの高さは333メートルです。") == "ja"   # a script of one language: no lingua
+
+
+def test_report_documents_counts_right_unknown_and_wrong_per_length(tmp_path, monkeypatch, capsys):
+    import json
+
+    from xqa.cli import main
+
+    monkeypatch.setattr("xqa.langid.model.warm_up", lambda: None)
+    # lingua stand-in: sure of English for long texts, unsure of it for short ones
+    monkeypatch.setattr("xqa.langid.model.model_scores",
+                        lambda text: [("en", 0.9 if len(text) > 40 else 0.3), ("de", 0.05)])
+    rows = [{"id": "1", "text": "The tower was completed in 1958 and is 333 metres tall, a landmark.", "lang": "en"},
+            {"id": "2", "text": "Der Turm wurde 1958 fertiggestellt und ist 333 Meter hoch, ein Wahrzeichen.",
+             "lang": "de"}]
+    passages = tmp_path / "p.jsonl"
+    passages.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    assert main(["report", "langid", "--documents", str(passages), "--cuts", "0", "30",
+                 "--out", str(tmp_path / "d.md")]) == 0
+    table = (tmp_path / "d.md").read_text(encoding="utf-8")
+    assert "| whole paragraphs | en | 1 | 100.0 | 0.0 | 0.0 | 100.0 | 0.0 | 0.0 |" in table
+    assert "| whole paragraphs | de | 1 | 0.0 | 0.0 | 100.0 | 0.0 | 0.0 | 100.0 |" in table   # lingua wrong
+    # 30 characters: lingua unsure of English; the rules confirm it for the English text only
+    assert "| first 30 characters | en | 1 | 0.0 | 100.0 | 0.0 | 100.0 | 0.0 | 0.0 |" in table
+    assert "| first 30 characters | de | 1 | 0.0 | 100.0 | 0.0 | 0.0 | 100.0 | 0.0 |" in table
+    assert "| **first 30 characters, all** | | 2 | 0.0 | 100.0 | 0.0 | 50.0 | 50.0 | 0.0 |" in table

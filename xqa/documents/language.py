@@ -33,10 +33,18 @@ def text_script(text: str) -> str | None:
     return counts.most_common(1)[0][0]
 
 
-def identify_text(text: str) -> str:
+#: lingua's confidence in its best language at which that language is taken without the rules
+CONFIDENT = 0.5
+
+
+def identify_text(text: str, rules_confirm: bool = True) -> str:
     """The code of ``text``'s language, one xqa knows, or ``und``: its script's language where
     the script names one (Thai, Hangul, kana...), else lingua over the letters of that script
-    (xqa's identifier, :mod:`xqa.langid.model`), else the script and word rules."""
+    (xqa's identifier, :mod:`xqa.langid.model`) — its best language where it gives it at least
+    :data:`CONFIDENT`, or where the script and word rules name the same one (a short text spreads
+    lingua's confidence over its languages: "Der Eiffelturm ist 330 Meter hoch." gets 0.21 for
+    German) — else, without lingua, the rules. ``rules_confirm=False``: lingua's confident answer
+    only (``xqa report langid --documents`` compares the two)."""
     from xqa.langid import LANGUAGE_NAMES, detect_language
     from xqa.langid.model import SHARED_SCRIPTS, model_scores, script_letters
 
@@ -46,8 +54,13 @@ def identify_text(text: str) -> str:
     letters = script_letters(text, script) if script != "kana" else text
     if script in SHARED_SCRIPTS:
         scores = model_scores(letters)
-        code = (scores[0][0] if scores and scores[0][1] >= 0.5 else UNKNOWN_LANG) if scores is not None \
-            else detect_language(letters)
+        if scores is None:
+            code = detect_language(letters)
+        elif scores and (scores[0][1] >= CONFIDENT
+                         or rules_confirm and detect_language(letters) == scores[0][0]):
+            code = scores[0][0]
+        else:
+            code = UNKNOWN_LANG
     else:
         code = detect_language(letters)
     return code if code in LANGUAGE_NAMES else UNKNOWN_LANG

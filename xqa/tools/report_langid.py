@@ -11,6 +11,7 @@ Examples::
     xqa report langid                          # 1000 questions per set and language
     xqa report langid --per-language 200 --out build/langid.md
     xqa report langid --grid                   # the veto threshold on the train splits
+    xqa report langid --documents              # documents' languages (xqa build --documents)
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import argparse
 from pathlib import Path
 
 DEFAULT_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
+SHIPPED = Path(__file__).resolve().parents[1] / "corpus" / "passages.jsonl.gz"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -32,10 +34,34 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="sampling seed")
     p.add_argument("--grid", action="store_true",
                    help="instead: mean accuracy on the train splits for each veto threshold")
+    p.add_argument("--documents", nargs="?", const=str(SHIPPED), default=None, metavar="PASSAGES",
+                   help="instead: the language of documents as xqa build --documents identifies it, on a "
+                        "passage file whose languages are known (default: the shipped corpus's paragraphs), "
+                        "whole and cut to --cuts characters")
+    p.add_argument("--cuts", type=int, nargs="+", default=[0, 200, 80], metavar="CHARS",
+                   help="--documents: text lengths measured, in characters (0: the whole passage)")
     p.add_argument("--out", metavar="FILE", help="also write the table (Markdown) to FILE")
 
 
 def run(args: argparse.Namespace) -> int:
+    from xqa.tools.lib import langid as bench
+
+    if args.documents:
+        text = bench.document_table(bench.measure_documents(bench.document_samples(args.documents, args.cuts)))
+    else:
+        text = _questions(args)
+        if text is None:
+            return 0
+    print(text)
+    if args.out:
+        from xqa.artifacts import write_text_atomic
+
+        write_text_atomic(Path(args.out), text + "\n")
+    return 0
+
+
+def _questions(args: argparse.Namespace) -> str | None:
+    """The questions' table (or, with --grid, the threshold's); None where --grid finds no train split."""
     import sys
 
     from xqa.tools.lib import langid as bench
@@ -52,14 +78,6 @@ def run(args: argparse.Namespace) -> int:
         train = [s for s in samples if s.use == "train"]
         if not train:
             print("xqa report langid --grid: skipped: no train split found", file=sys.stderr)
-            return 0
-        text = bench.grid_table(bench.veto_grid(train, languages))
-    else:
-        report = bench.measure(samples + bench.probe_samples(), languages)
-        text = bench.table(report)
-    print(text)
-    if args.out:
-        from xqa.artifacts import write_text_atomic
-
-        write_text_atomic(Path(args.out), text + "\n")
-    return 0
+            return None
+        return bench.grid_table(bench.veto_grid(train, languages))
+    return bench.table(bench.measure(samples + bench.probe_samples(), languages))

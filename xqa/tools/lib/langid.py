@@ -240,3 +240,85 @@ def grid_table(grid: Sequence[tuple[float, float]]) -> str:
     lines = ["| veto | mean accuracy on train % |", "| --- | --- |"]
     lines += [f"| {v:g}{' (chosen)' if v == chosen else ''} | {acc * 100:.2f} |" for v, acc in grid]
     return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- documents
+
+#: The shipped corpus's paragraphs, whose language is known: the documents measured by default.
+SHIPPED_PASSAGES = Path(__file__).resolve().parents[2] / "corpus" / "passages.jsonl.gz"
+
+
+def cut_text(text: str, chars: int) -> str:
+    """``text``'s first ``chars`` characters, cut back to the last space where there is one (0: all)."""
+    if not chars or len(text) <= chars:
+        return text
+    head = text[:chars]
+    return head.rsplit(" ", 1)[0] if " " in head else head
+
+
+def document_samples(path: str | Path = SHIPPED_PASSAGES, cuts: Sequence[int] = (0, 200, 80)) -> list[Sample]:
+    """The passages of ``path`` per language, whole (cut 0) and as their first ``cut`` characters:
+    the texts of short documents (a note, an FAQ entry) and long ones, of known language."""
+    from xqa.io import read_passages
+
+    by_lang: dict[str, list[str]] = {}
+    for p in read_passages(path):
+        by_lang.setdefault(base_code(p.lang), []).append(p.text)
+    return [Sample(f"first {cut} characters" if cut else "whole paragraphs", "eval", lang,
+                   [cut_text(t, cut) for t in texts])
+            for cut in cuts for lang, texts in sorted(by_lang.items())]
+
+
+@dataclass
+class DocumentCell:
+    n: int = 0
+    right: int = 0
+    unknown: int = 0
+
+    @property
+    def wrong(self) -> int:
+        return self.n - self.right - self.unknown
+
+
+def measure_documents(samples: Sequence[Sample]) -> list[tuple[Sample, dict[str, DocumentCell]]]:
+    """Each sample's texts identified as ``xqa build --documents`` identifies a document's parts
+    (:func:`xqa.documents.language.identify_text`), with and without the rules confirming a
+    less confident lingua: right, ``und`` and wrong per identifier."""
+    from xqa.documents.language import identify_text
+    from xqa.langid.model import warm_up
+
+    warm_up()
+    which = {"lingua >= 0.5": lambda t: identify_text(t, rules_confirm=False), "xqa": identify_text}
+    rows = []
+    for s in samples:
+        cells = {}
+        for name, fn in which.items():
+            cell = DocumentCell(n=len(s.texts))
+            for text in s.texts:
+                got = fn(text)
+                cell.right += base_code(got) == s.lang
+                cell.unknown += got == UNKNOWN
+            cells[name] = cell
+        rows.append((s, cells))
+    return rows
+
+
+def document_table(rows: Sequence[tuple[Sample, dict[str, DocumentCell]]]) -> str:
+    """Markdown: per text length and language, the share right, ``und`` and wrong per identifier;
+    a total row per text length."""
+    names = list(rows[0][1]) if rows else []
+    lines = ["| texts | lang | n | " + " | ".join(f"{n}: right % | und % | wrong %" for n in names) + " |",
+             "|" + " --- |" * (3 + 3 * len(names))]
+
+    def cells_text(cells: dict[str, DocumentCell]) -> str:
+        return " | ".join(f"{_pct(c.right, c.n)} | {_pct(c.unknown, c.n)} | {_pct(c.wrong, c.n)}"
+                          for c in cells.values())
+
+    for kind in dict.fromkeys(s.set for s, _ in rows):
+        part = [(s, cells) for s, cells in rows if s.set == kind]
+        for s, cells in part:
+            lines.append(f"| {kind} | {s.lang} | {len(s.texts)} | {cells_text(cells)} |")
+        total = {n: DocumentCell(n=sum(c[n].n for _, c in part), right=sum(c[n].right for _, c in part),
+                                 unknown=sum(c[n].unknown for _, c in part)) for n in names}
+        lines.append(f"| **{kind}, all** | | {total[names[0]].n} | {cells_text(total)} |")
+    return "\n".join(lines)
