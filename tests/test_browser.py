@@ -7,12 +7,11 @@ request the page makes must go to 127.0.0.1 (no CDN, fonts or analytics).
 
 Chromium comes from Debian (``make browser`` installs it; CI runs that step),
 never from Playwright's own download. A screenshot goes to the test's tmp
-folder; with ``XQA_SAVE_SCREENSHOT=1`` it is also copied to ``docs/demo.png``.
+folder (the README's picture of the embedded default is ``scripts/demo_screenshot.py``'s).
 """
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 from pathlib import Path
 from urllib.parse import urlparse
@@ -143,8 +142,6 @@ def test_ask_read_answer_and_evidence(page, served, tmp_path):
     shot = tmp_path / "demo.png"
     page.screenshot(path=str(shot), full_page=True)
     assert shot.stat().st_size > 10_000
-    if os.environ.get("XQA_SAVE_SCREENSHOT"):
-        shutil.copyfile(shot, ROOT / "docs" / "demo.png")
 
 
 def test_empty_and_over_long_questions_get_a_message(page):
