@@ -380,6 +380,20 @@ def test_k_and_n_passages_below_one_are_errors_not_the_config_s(pipe, tiny_pipel
     assert out.returncode == 2 and "argument --n-passages: must be at least 1, got 0" in out.stderr
 
 
+def test_a_given_language_is_a_code_xqa_knows_written_as_xqa_writes_it(pipe, tiny_pipeline):
+    from xqa.pipeline import given_language
+
+    assert given_language("DE") == "de" and given_language("zh-CN") == "zh_cn" and given_language("und") == "und"
+    assert given_language("xx", ["xx"]) == "xx"                   # a pipeline's own code stands
+    with pytest.raises(XqaError, match="unknown language code 'xx'"):
+        given_language("xx")
+    asked = pipe.ask(pipe.config.examples[0]["question"], lang=pipe.config.languages[0].upper())
+    assert asked.question.lang == pipe.config.languages[0]
+    out = _cli("ask", "Who?", "--config", tiny_pipeline, "--lang", "english")
+    assert out.returncode == 1 and "unknown language code 'english'" in out.stderr
+    assert "loading" not in out.stderr                             # said before anything loads
+
+
 def test_a_question_without_letters_or_digits_is_not_searched(tiny_pipeline):
     from xqa.batching import Batcher
 

@@ -102,6 +102,20 @@ def _count(name: str, value: int) -> int:
     return value
 
 
+def given_language(lang: str, languages: Collection[str] = ()) -> str:
+    """A language code given for a question (``xqa ask --lang``, ``Pipeline.ask(lang=...)``), as
+    xqa writes codes (``DE`` → ``de``, ``zh-CN`` → ``zh_cn``); an :class:`XqaError` for a code that
+    is neither one xqa knows (:data:`xqa.langid.LANGUAGE_NAMES`, ``und`` included) nor one of
+    ``languages`` (the pipeline's): a typo would otherwise leave BM25 out without a word."""
+    from xqa.langid import LANGUAGE_NAMES
+
+    code = lang.strip().lower().replace("-", "_") if isinstance(lang, str) else lang
+    if code in LANGUAGE_NAMES or code in languages:
+        return code
+    raise XqaError(f"unknown language code {lang!r}; give one of {', '.join(sorted(LANGUAGE_NAMES))} "
+                   f"('und': unknown, every BM25 index searched), or 'auto' to identify it")
+
+
 def question_text(text: str) -> str:
     """A question as it is asked: ``text`` stripped. An :class:`XqaError` when nothing is left, or
     when no letter or digit is (``???``): there is nothing to search for."""
@@ -390,7 +404,7 @@ class Pipeline:
 
         languages = self.config.languages
         if lang != AUTO:
-            return resolve_language(lang, languages), ""
+            return resolve_language(given_language(lang, languages), languages), ""
         found = identify(text) if found is None else found
         searched = pipeline_language(found, languages)
         return searched, found if searched == UNKNOWN and found != UNKNOWN else ""

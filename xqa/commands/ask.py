@@ -20,13 +20,15 @@ def run(args: argparse.Namespace) -> int:
 
     from xqa.cli_options import load_pipeline
     from xqa.langid import UNKNOWN
-    from xqa.pipeline import AUTO, question_text
+    from xqa.pipeline import AUTO, given_language, question_text
     from xqa.rendering import answer_lines
 
     cfg = COMMAND.config(args)
     text = question_text(cfg.question)
     pipe = load_pipeline(args, say=_say)
     pipe.check(reader=cfg.reader)  # a missing index or reader is an error now, before anything loads
+    if cfg.lang != AUTO:
+        given_language(cfg.lang, pipe.config.languages)   # so is an unknown --lang
     found = None
     if cfg.lang == AUTO:   # lingua loads its models in another process while this one loads the pipeline's
         from xqa.langid.model import identify_elsewhere
