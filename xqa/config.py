@@ -122,9 +122,11 @@ class PipelineConfig:
     @classmethod
     def from_dict(cls, d: dict[str, Any], base_dir: str | Path = "") -> "PipelineConfig":
         d = dict(d)
-        unknown = set(d) - {f.name for f in fields(cls)}
+        unknown = set(d) - ({f.name for f in fields(cls)} - {"base_dir"})
         if unknown:
-            raise XqaError(f"unknown pipeline config keys: {sorted(unknown)}")
+            raise XqaError(f"unknown pipeline config keys: {sorted(unknown)}"
+                           + (" (relative paths resolve against the config file's folder)"
+                              if "base_dir" in unknown else ""))
         _check_types(cls, d, "")
         from xqa.langid import LANGUAGE_NAMES
 
@@ -138,6 +140,8 @@ class PipelineConfig:
 
         if not methods.is_method(retrieval.method):
             raise XqaError(f"retrieval.method {retrieval.method!r} is not one of {methods.method_names()}")
+        if retrieval.k < 1:
+            raise XqaError(f"field 'retrieval.k' should be at least 1, found {retrieval.k}")
         _check_reader(reader, "reader")
         readers = _readers(d.pop("readers", {}))
         if retrieval.fallback != NO_FALLBACK and not methods.is_method(retrieval.fallback):
@@ -206,9 +210,12 @@ class PipelineConfig:
 
 
 def _check_reader(reader: ReaderConfig, prefix: str) -> None:
-    """The calibrators and thresholds of one reader's settings (``prefix``: where they are)."""
+    """The counts, calibrators and thresholds of one reader's settings (``prefix``: where they are)."""
     if reader.name is not None and not READER_NAME.fullmatch(reader.name):
         raise XqaError(f"field '{prefix}.name': {reader.name!r} is not a reader name ({READER_NAME_RULE})")
+    for name, least in (("n_passages", 1), ("beams", 1), ("n_best", 1), ("max_answer_len", 1), ("span_beams", 0)):
+        if getattr(reader, name) < least:
+            raise XqaError(f"field '{prefix}.{name}' should be at least {least}, found {getattr(reader, name)}")
     for name in ("answerability", "answerable"):
         if getattr(reader, name) is not None:
             from reader.answerability import Calibrator
