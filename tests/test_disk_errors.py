@@ -107,6 +107,23 @@ def test_a_failed_file_write_keeps_the_old_file_and_no_temporary(tmp_path, monke
     assert _leftovers(tmp_path) == []
 
 
+def test_a_file_written_where_a_folder_is_says_so_and_leaves_no_temporary(tmp_path, capsys):
+    from xqa.cli import main
+    from xqa.errors import XqaError
+
+    folder = tmp_path / "results"
+    folder.mkdir()
+    with pytest.raises(XqaError, match=r"results is a folder; name a file to write there"):
+        write_json_atomic(folder, {"a": 1})
+    assert _leftovers(tmp_path) == [] and folder.is_dir() and not any(folder.iterdir())
+    # xqa search says it before searching (nothing is loaded: no pipeline here)
+    questions = tmp_path / "q.jsonl"
+    questions.write_text('{"id": "1", "question": "Who?", "lang": "en"}\n', encoding="utf-8")
+    assert main(["search", "--questions", str(questions), "--out", str(folder),
+                 "--config", str(tmp_path / "absent.json")]) == 1
+    assert "--out " + str(folder) + " is a folder" in capsys.readouterr().err
+
+
 def test_a_failed_artifact_folder_keeps_the_old_folder(tmp_path):
     target = tmp_path / "index"
     with atomic_dir(target) as tmp:

@@ -83,6 +83,10 @@ def write_file_atomic(path: str | Path, write: Callable[[BinaryIO], Any]) -> Non
     """Call ``write`` on a temporary binary file beside ``path``, then rename it to ``path``: a
     killed writer leaves ``path`` as it was (and its temporary is removed by the next writer)."""
     path = Path(path)
+    if path.is_dir():   # os.replace would fail naming the temporary file
+        from xqa.errors import XqaError
+
+        raise XqaError(f"{path} is a folder; name a file to write there (e.g. {path / 'out.json'})")
     path.parent.mkdir(parents=True, exist_ok=True)
     _remove_orphans(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=_temp_prefix(path), suffix=".tmp")

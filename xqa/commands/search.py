@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from xqa.cli_config import ConfigCommand
 from xqa.cli_options import add_pipeline_arguments, add_selection_arguments
+from xqa.errors import XqaError
 from xqa.runs import QuestionFiles, SearchConfig
 
 QUESTIONS = ConfigCommand(QuestionFiles)
@@ -24,6 +26,9 @@ def run(args: argparse.Namespace) -> int:
     from xqa.runs import search_questions, warn_unaskable
 
     cfg = COMMAND.config(args)
+    for flag, out in (("--out", cfg.out), ("--trec", cfg.trec)):
+        if out is not None and Path(out).is_dir():   # said before the search, not after it
+            raise XqaError(f"{flag} {out} is a folder; name the file to write (e.g. {Path(out) / 'results.jsonl'})")
     questions = read_questions(args)
     warn_unaskable(questions, "search", "each gets no passages")
     results = search_questions(load_pipeline(args), questions, cfg.out, cfg.trec, cfg.batch_size)
