@@ -122,6 +122,11 @@ def test_a_file_written_where_a_folder_is_says_so_and_leaves_no_temporary(tmp_pa
     assert main(["search", "--questions", str(questions), "--out", str(folder),
                  "--config", str(tmp_path / "absent.json")]) == 1
     assert "--out " + str(folder) + " is a folder" in capsys.readouterr().err
+    # and xqa answer, which writes a folder, is not given a file's name
+    assert main(["answer", "--questions", str(questions), "--out", str(questions),
+                 "--config", str(tmp_path / "absent.json")]) == 1
+    assert f"--out {questions} is a file; xqa answer writes a folder there" in capsys.readouterr().err
+    assert questions.read_text(encoding="utf-8").startswith('{"id": "1"')
 
 
 def test_a_failed_artifact_folder_keeps_the_old_folder(tmp_path):

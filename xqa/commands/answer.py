@@ -18,6 +18,7 @@ from pathlib import Path
 
 from xqa.cli_config import ConfigCommand
 from xqa.cli_options import add_pipeline_arguments, add_selection_arguments
+from xqa.errors import XqaError
 from xqa.runs import AnswerConfig, QuestionFiles
 
 QUESTIONS = ConfigCommand(QuestionFiles)
@@ -36,6 +37,9 @@ def run(args: argparse.Namespace) -> int:
     from xqa.runs import answer_questions, warn_unaskable
 
     cfg = COMMAND.config(args)
+    if Path(cfg.out).exists() and not Path(cfg.out).is_dir():
+        raise XqaError(f"--out {cfg.out} is a file; xqa answer writes a folder there (records.jsonl, "
+                       f"predictions/): name a new or an earlier run's folder")
     questions = read_questions(args)  # an id repeated within or across the files is an error
     ids = [q.id for q in questions]
     warn_unaskable(questions, "answer", "each gets an empty prediction")
