@@ -70,7 +70,7 @@ class FidTrainConfig(ReaderTrainConfig):
                 "answer step (and the copy head's pointer) knows what is asked; saved with the "
                 "reader (a reader given to --init that has one keeps it; any other, e.g. a hub mT5, "
                 "learns to read one)"})
-    decoder_layers: int = field(default=4, metadata={"min": 1,
+    decoder_layers: int = field(default=4, metadata={
         "metavar": "N",
         "help": "with --kit or a BERT encoder as --init (e.g. xqa convert e5's folder): a decoder of N layers "
                 "warm-started from the encoder's (spread over its depth; cross-attention new; 0: as deep as "
