@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -106,6 +107,23 @@ def test_finished_run_is_not_repeated(tmp_path):
     task = RegressionTask()
     result = train(task, DATA, cfg, progress=False)
     assert task.evaluations == 0 and result["step"] == 3
+
+
+def test_a_finished_run_keeps_its_state_not_a_second_copy_of_its_weights(tmp_path):
+    """best/ is the model; the last checkpoint of a finished run holds its state only (the weights
+    and optimizer moments would be two more copies of the model on disk)."""
+    from xqa.errors import XqaError
+
+    cfg = TrainConfig(out_dir=str(tmp_path), batch_size=8, max_steps=6, save_every=2, log_every=1)
+    train(RegressionTask(), DATA, cfg, progress=False)
+    ckpt = tmp_path / "checkpoint"
+    assert sorted(p.name for p in ckpt.iterdir()) == ["config.json", "trainer_state.json"]
+    state = json.loads((ckpt / "trainer_state.json").read_text())
+    assert state["done"] and state["step"] == 6 and is_complete(tmp_path / "best")
+    assert train(RegressionTask(), DATA, cfg, progress=False)["step"] == 6      # a rerun: nothing to do
+    shutil.rmtree(tmp_path / "best")
+    with pytest.raises(XqaError, match=r"its training finished \(step 6\), but .*best is gone"):
+        train(RegressionTask(), DATA, cfg, progress=False)
 
 
 def test_epoch_order_covers_data_across_ranks():

@@ -33,6 +33,7 @@ import torch
 
 from xqa.distributed import DistInfo, _barrier, _mean_across, _reached, init_distributed, main_process, map_sharded  # noqa: F401
 from xqa.artifacts import atomic_dir, is_complete, save_config, write_json_atomic, write_text_atomic
+from xqa.errors import XqaError
 
 
 @dataclass
@@ -180,9 +181,16 @@ def _save_model(model: torch.nn.Module, path: Path) -> None:
 
 
 def _save_checkpoint(folder: Path, model: torch.nn.Module, opt, sched, state: dict) -> None:
+    """What a rerun resumes from. A finished run's (``state["done"]``) keeps its state only: a
+    rerun has nothing left to train, ``best/`` is the model, and the weights and optimizer moments
+    would take twice or three times the model's size on disk for nothing."""
     from safetensors.torch import save_file
 
     with atomic_dir(folder, overwrite=True) as tmp:
+        if state.get("done"):
+            write_json_atomic(tmp / "trainer_state.json", state)
+            save_config(tmp, "checkpoint", {"step": state["step"], "weights": False})
+            return
         _save_model(model, tmp / "model.safetensors")
         tensors, meta = _optimizer_to_files(opt)
         save_file(tensors, str(tmp / "optimizer.safetensors"))
@@ -203,9 +211,13 @@ def _save_checkpoint(folder: Path, model: torch.nn.Module, opt, sched, state: di
 def _load_checkpoint(folder: Path, model: torch.nn.Module, opt, sched) -> dict:
     from safetensors.torch import load_file, load_model
 
-    load_model(model, str(folder / "model.safetensors"))
     with open(folder / "trainer_state.json", encoding="utf-8") as f:
         state = json.load(f)
+    if not (folder / "model.safetensors").is_file():   # a finished run's: its state only
+        if not state.get("done"):
+            raise XqaError(f"{folder}: a checkpoint without its weights; delete it to train from the start")
+        return state
+    load_model(model, str(folder / "model.safetensors"))
     _optimizer_from_files(opt, load_file(str(folder / "optimizer.safetensors")), state.pop("optimizer"))
     sched.load_state_dict(state.pop("scheduler"))
     rng = load_file(str(folder / "rng.safetensors"))
@@ -309,6 +321,9 @@ def train(task: TrainTask, dataset: Sequence[dict], config: TrainConfig, progres
         if info.main:
             print(f"{out}: training already finished (step {state['step']}); nothing to do")
         return {"step": state["step"], "best": state["best"]}
+    if state.get("done"):
+        raise XqaError(f"{out}: its training finished (step {state['step']}), but {out / 'best'} is gone; "
+                       f"train again into another --out, or delete {ckpt} to train here from the start")
 
     wrapped: torch.nn.Module = model
     if info.processes > 1:
