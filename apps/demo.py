@@ -24,6 +24,7 @@ import ipaddress
 import itertools
 import logging
 import os
+import socket
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -411,6 +412,12 @@ def launch(demo, host: str = "127.0.0.1", port: int | None = 7860, *, auth: list
     os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
     try:
+        socket.getaddrinfo(host, None)
+    except (socket.gaierror, UnicodeError) as e:   # Gradio would say it found no free port
+        raise XqaError(f"cannot serve on {host}: no address of that name ({e}); give --host an address or "
+                       f"name of this machine, e.g. 127.0.0.1 (this machine only) or 0.0.0.0 (every "
+                       f"interface)") from None
+    try:
         demo.launch(server_name=host, server_port=port, share=False, prevent_thread_lock=True, quiet=quiet,
                     show_error=False, ssr_mode=False, mcp_server=False, enable_monitoring=False,
                     run_history=False, footer_links=["api", "settings"], pwa=False,
@@ -532,7 +539,8 @@ class ServerConfig:
     host: str = field(default="127.0.0.1", metadata={
         "help": "interface to bind; 0.0.0.0 exposes the demo to your network: give it accounts "
                 "(--auth-file or $XQA_DEMO_AUTH), or it warns"})
-    port: int = field(default=7860, metadata={"help": "port to serve on (env GRADIO_SERVER_PORT is ignored)"})
+    port: int = field(default=7860, metadata={"max": 65535,
+                                              "help": "port to serve on (env GRADIO_SERVER_PORT is ignored)"})
     batch: int = field(default=DEFAULT_BATCH, metadata={"min": 1,
         "help": "most questions answered together: those asked while others are being answered are "
                 "encoded, searched and read in one pass (1: each on its own)"})

@@ -86,6 +86,7 @@ class Counts:
     skip: int = field(default=0, metadata={"help": "how many to skip"})
     limit: int | None = field(default=None, metadata={"min": 1, "help": "at most (default: all)"})
     offset: int = field(default=-1, metadata={"min": -1, "help": "-1: the last"})
+    port: int = field(default=80, metadata={"max": 65535, "help": "a port"})
     weight: float = field(default=0.5, metadata={"help": "any number"})
 
 
@@ -102,11 +103,18 @@ def test_numbers_below_their_minimum_are_usage_errors_on_the_line_and_in_setting
             p.parse_args(argv)
         assert f"argument {flag}: must be at least {low}, got {argv[1]}" in capsys.readouterr().err
     with pytest.raises(SystemExit):
+        p.parse_args(["--port", "65536"])
+    assert "argument --port: must be at most 65535, got 65536" in capsys.readouterr().err
+    assert command.config(p.parse_args(["--port", "0"])).port == 0
+    with pytest.raises(SystemExit):
         p.parse_args(["--k", "two"])
     assert "argument --k: invalid int value: 'two'" in capsys.readouterr().err
     settings = tmp_path / "s.json"
     settings.write_text(json.dumps({"k": 0}))
     with pytest.raises(ValueError, match=r"setting 'k' \(--k\) must be at least 1, got 0"):
+        command.read_settings(settings)
+    settings.write_text(json.dumps({"port": 70000}))
+    with pytest.raises(ValueError, match=r"setting 'port' \(--port\) must be at most 65535, got 70000"):
         command.read_settings(settings)
     settings.write_text(json.dumps({"limit": None, "skip": 2}))
     assert command.config(p.parse_args(["--settings", str(settings)])) == Counts(skip=2)

@@ -442,6 +442,19 @@ def test_a_non_loopback_host_without_accounts_gets_a_warning():
     assert "the address 192.168.1.20" in exposure_warning("192.168.1.20", 80, guarded=False)
 
 
+def test_a_host_that_names_no_address_is_said_before_gradio_starts():
+    """Gradio would report "Cannot find empty port" for a host it cannot bind; xqa names the host.
+    ('a..b' is refused by the name codec, so nothing is looked up on the network.)"""
+    from apps.demo import launch
+
+    class NeverLaunched:
+        def launch(self, **kw):
+            raise AssertionError("launched")
+
+    with pytest.raises(XqaError, match=r"cannot serve on a\.\.b: no address of that name .*e\.g\. 127\.0\.0\.1"):
+        launch(NeverLaunched(), host="a..b", port=7860, block=False)
+
+
 def test_readiness_turns_ready_after_the_warm_up_or_reports_its_failure():
     from apps.demo import Readiness
 

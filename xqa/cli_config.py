@@ -19,8 +19,9 @@ Each field becomes one option (its argparse ``dest`` is the field's name):
   says what that switch does;
 - a field without a default, or with ``metadata["required"]``, is a required option;
 - a number is at least ``metadata["min"]``; an integer without it is at least 0 (a count, a
-  size, a seed): a value below is a usage error naming the option, on the command line and in
-  a settings file (``None``, where the field allows it, stays allowed);
+  size, a seed); and at most ``metadata["max"]`` where given: a value outside is a usage error
+  naming the option, on the command line and in a settings file (``None``, where the field
+  allows it, stays allowed);
 - ``metadata`` keys ``help`` (plain text: ``%`` needs no escaping), ``choices``, ``metavar``,
   ``aliases`` (other spellings, accepted but not shown in ``--help``), ``positional`` (the
   field is a positional argument, e.g. ``xqa ask``'s question) and ``append`` (a list given one
@@ -48,6 +49,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import sys
 import types
 import typing
@@ -78,6 +80,7 @@ class Option:
     positional: bool = False         # a positional argument (its name is the flag)
     append: bool = False             # a list given one value per repeated flag
     minimum: int | float | None = None   # the smallest value allowed (each item's, for a list)
+    maximum: int | float | None = None   # the largest
 
     def check(self, value: Any) -> str | None:
         """What is wrong with ``value`` as this option's value from a settings file, or None."""
@@ -104,6 +107,10 @@ class Option:
             low = [v for v in values if v < self.minimum]
             if low:
                 return f"must be at least {self.minimum}, got {low[0]!r}"
+        if self.maximum is not None:
+            high = [v for v in values if v > self.maximum]
+            if high:
+                return f"must be at most {self.maximum}, got {high[0]!r}"
         return None
 
 
@@ -119,15 +126,17 @@ def _check_scalar(kind: type, value: Any) -> str | None:
     return None if ok else f"must be {_type_word(kind)}, got {json.dumps(value, ensure_ascii=False)}"
 
 
-def at_least(minimum: int | float, kind: type = int) -> Any:
-    """An argparse ``type`` that reads an ``int`` (or ``float``) and refuses one below ``minimum``,
-    so that ``--k 0`` is a usage error ("argument --k: must be at least 1, got 0") rather than a
-    silent default or a traceback later."""
+def at_least(minimum: int | float, kind: type = int, maximum: int | float | None = None) -> Any:
+    """An argparse ``type`` that reads an ``int`` (or ``float``) and refuses one below ``minimum``
+    (or above ``maximum``), so that ``--k 0`` is a usage error ("argument --k: must be at least 1,
+    got 0") rather than a silent default or a traceback later."""
 
     def parse(text: str) -> Any:
         value = kind(text)   # a ValueError: argparse's "invalid int value: 'x'"
         if value < minimum:
             raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {text}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"must be at most {maximum}, got {text}")
         return value
 
     parse.__name__ = kind.__name__   # argparse's messages name the type by it
@@ -189,13 +198,14 @@ def options(cls: type, *, flags: Mapping[str, str] | None = None, aliases: Mappi
         choices = meta.get("choices")
         append = bool(meta.get("append"))
         minimum = meta.get("min", 0 if kind is int else None)
+        maximum = meta.get("max")
         out[f.name] = Option(
             name=f.name, flag=flag, kind=kind, many=many,
             nargs=meta.get("nargs", "*" if many and not append else None),
             default=None if is_required else default, required=is_required, optional=optional,
             help=help.get(f.name, meta.get("help")), choices=tuple(choices) if choices is not None else None,
             metavar=meta.get("metavar"), aliases=tuple(aliases.get(f.name, meta.get("aliases", ()))),
-            positional=bool(meta.get("positional")), append=append, minimum=minimum)
+            positional=bool(meta.get("positional")), append=append, minimum=minimum, maximum=maximum)
     return out
 
 
@@ -212,7 +222,8 @@ def add_option(g: Any, o: Option) -> None:
             g.add_argument(flag, dest=o.name, action=action, default=o.default if i == 0 else argparse.SUPPRESS,
                            help=help_ if i == 0 else argparse.SUPPRESS)
         return
-    kind = o.kind if o.minimum is None or o.choices is not None else at_least(o.minimum, o.kind)
+    bounded = (o.minimum is not None or o.maximum is not None) and o.choices is None
+    kind = at_least(o.minimum if o.minimum is not None else -math.inf, o.kind, o.maximum) if bounded else o.kind
     if o.positional:
         kw = {"type": kind, "help": help_}
         if o.nargs:
