@@ -307,3 +307,17 @@ def test_build_gives_the_same_config_from_flags_as_from_a_settings_file(tmp_path
         main(["build", "--settings", str(settings)])
     assert f"{settings}: setting 'precision' (--precision) must be one of auto, int8, fp32, bf16, got 'int4'" \
         in capsys.readouterr().err
+
+
+def test_pipeline_weights_are_finite_and_max_frac_a_share(capsys):
+    """The fusion weights (--alpha, --mu, ...) and SCD's --max-frac are checked by the parser, not
+    by the fusion after every index has loaded (a ValueError traceback)."""
+    for argv, said in ((["--alpha", "nan"], "argument --alpha: must be a finite number, got nan"),
+                       (["--mu=-inf"], "argument --mu: must be a finite number, got -inf"),
+                       (["--max-frac", "1.5"], "argument --max-frac: must be at most 1.0, got 1.5"),
+                       (["--max-frac", "-0.1"], "argument --max-frac: must be at least 0.0, got -0.1")):
+        with pytest.raises(SystemExit) as usage:
+            main(["ask", "Who?", *argv])
+        assert usage.value.code == 2 and said in capsys.readouterr().err
+    args = build_parser(("ask",)).parse_args(["Who?", "--alpha", "-0.5", "--max-frac", "1"])
+    assert (args.alpha, args.max_frac) == (-0.5, 1.0)

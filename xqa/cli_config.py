@@ -133,6 +133,8 @@ def at_least(minimum: int | float, kind: type = int, maximum: int | float | None
 
     def parse(text: str) -> Any:
         value = kind(text)   # a ValueError: argparse's "invalid int value: 'x'"
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
         if value < minimum:
             raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {text}")
         if maximum is not None and value > maximum:

@@ -12,6 +12,7 @@ kind's short spelling is also accepted by the tuning and diagnosis commands, unl
 from __future__ import annotations
 
 import argparse
+import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -56,7 +57,8 @@ def add_pipeline_arguments(p: argparse.ArgumentParser, method_default: str | Non
     g.add_argument("--k", type=at_least(1), default=None, help="passages to retrieve (default: the config's)")
     add_index_arguments(g, alias=False)
     g.add_argument("--passages", default=None, help="passages file of those indexes (JSONL or DPR TSV)")
-    g.add_argument("--max-frac", type=float, default=None, help="SCD: share of K open to sparse-only hits")
+    g.add_argument("--max-frac", type=at_least(0.0, float, 1.0), default=None,
+                   help="SCD: share of K open to sparse-only hits")
     add_weight_arguments(g)
     g.add_argument("--fallback", choices=(*methods, NO_FALLBACK), default=None,
                    help="method that searches again for a question the method finds nothing for "
@@ -67,10 +69,11 @@ def add_weight_arguments(g) -> None:
     """One option per tunable setting of :mod:`xqa.methods` (``--alpha``, ``--mu``, ...)."""
     from xqa.methods import tunables
 
+    finite = at_least(-math.inf, float)   # a weight: any finite number
     for _, t in tunables():
-        g.add_argument(t.flag, dest=t.field, type=float, default=None, help=t.help)
+        g.add_argument(t.flag, dest=t.field, type=finite, default=None, help=t.help)
         for alias in t.aliases:
-            g.add_argument(alias, dest=t.field, type=float, default=None, help=argparse.SUPPRESS)
+            g.add_argument(alias, dest=t.field, type=finite, default=None, help=argparse.SUPPRESS)
 
 
 def config_path(args: argparse.Namespace) -> Path | None:
