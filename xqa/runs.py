@@ -46,9 +46,8 @@ def search_questions(pipe, questions: Sequence, out: str | Path | None = None, t
     from tqdm.auto import tqdm
 
     from xqa.io import write_results, write_trec_run
-    from xqa.records import RetrievalResult
-
     from xqa.pipeline import askable
+    from xqa.records import RetrievalResult
 
     results = []
     with tqdm(total=len(questions), desc=f"search ({pipe.config.retrieval.method})", unit="q",

@@ -19,7 +19,6 @@ import argparse
 from pathlib import Path
 
 DEFAULT_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
-SHIPPED = Path(__file__).resolve().parents[1] / "corpus" / "passages.jsonl.gz"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -34,7 +33,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="sampling seed")
     p.add_argument("--grid", action="store_true",
                    help="instead: mean accuracy on the train splits for each veto threshold")
-    p.add_argument("--documents", nargs="?", const=str(SHIPPED), default=None, metavar="PASSAGES",
+    p.add_argument("--documents", nargs="?", const="", default=None, metavar="PASSAGES",
                    help="instead: the language of documents as xqa build --documents identifies it, on a "
                         "passage file whose languages are known (default: the shipped corpus's paragraphs), "
                         "whole and cut to --cuts characters")
@@ -46,8 +45,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from xqa.tools.lib import langid as bench
 
-    if args.documents:
-        text = bench.document_table(bench.measure_documents(bench.document_samples(args.documents, args.cuts)))
+    if args.documents is not None:   # "": the shipped corpus's paragraphs
+        samples = bench.document_samples(args.documents or None, args.cuts)
+        text = bench.document_table(bench.measure_documents(samples))
     else:
         text = _questions(args)
         if text is None:

@@ -244,10 +244,6 @@ def grid_table(grid: Sequence[tuple[float, float]]) -> str:
 
 # ----------------------------------------------------------------------------- documents
 
-#: The shipped corpus's paragraphs, whose language is known: the documents measured by default.
-SHIPPED_PASSAGES = Path(__file__).resolve().parents[2] / "corpus" / "passages.jsonl.gz"
-
-
 def cut_text(text: str, chars: int) -> str:
     """``text``'s first ``chars`` characters, cut back to the last space where there is one (0: all)."""
     if not chars or len(text) <= chars:
@@ -256,10 +252,14 @@ def cut_text(text: str, chars: int) -> str:
     return head.rsplit(" ", 1)[0] if " " in head else head
 
 
-def document_samples(path: str | Path = SHIPPED_PASSAGES, cuts: Sequence[int] = (0, 200, 80)) -> list[Sample]:
-    """The passages of ``path`` per language, whole (cut 0) and as their first ``cut`` characters:
-    the texts of short documents (a note, an FAQ entry) and long ones, of known language."""
+def document_samples(path: str | Path | None = None, cuts: Sequence[int] = (0, 200, 80)) -> list[Sample]:
+    """The passages of ``path`` (default: the shipped corpus's, whose languages are known) per
+    language, whole (cut 0) and as their first ``cut`` characters: the texts of short documents
+    (a note, an FAQ entry) and long ones."""
+    from xqa.data.corpus import shipped_passages
     from xqa.io import read_passages
+
+    path = shipped_passages() if path is None else path
 
     by_lang: dict[str, list[str]] = {}
     for p in read_passages(path):
