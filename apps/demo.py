@@ -208,11 +208,11 @@ class Answerer:
         note = ""
         if code == UNKNOWN and asked.identified:
             note = (f"The question reads as {language_name(asked.identified)} (`{asked.identified}`), which no "
-                    f"index of this pipeline covers: BM25 searches every language's index, and dense "
-                    f"retrieval searches all languages.")
+                    f"index of this pipeline covers: BM25 searches the index of every language written in its "
+                    f"script, and dense retrieval searches all languages.")
         elif code == UNKNOWN:
-            note = ("The language was not identified among this pipeline's: BM25 searches every language's "
-                    "index, and dense retrieval searches all languages.")
+            note = ("The language was not identified among this pipeline's: BM25 searches the index of every "
+                    "language written in its script, and dense retrieval searches all languages.")
         elif cfg.languages and code not in cfg.languages:
             note = (f"No index covers {language_name(code)} (`{code}`): its BM25 list is empty and "
                     f"dense retrieval searches all languages.")

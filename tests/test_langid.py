@@ -360,22 +360,55 @@ class _FakeIndex:
         return [[Hit(id=pid, score=s, source="sparse", lang=self.lang) for pid, s in self.hits][:k] for _ in texts]
 
 
-def test_bm25_searches_every_index_for_a_question_of_unknown_language(tmp_path):
+def test_bm25_searches_the_indexes_of_an_unknown_language_question_s_script(tmp_path):
     from retriever.sparse.searcher import SparseRetriever
     from xqa.errors import XqaError
     from xqa.records import Question
 
     en = _FakeIndex("en", [("en-1", 9.0), ("en-2", 3.0)])
     fi = _FakeIndex("fi", [("fi-1", 5.0)])
-    bm25 = SparseRetriever(tmp_path, {"languages": ["en", "fi"]}, {"en": en, "fi": fi}, threads=1)
+    # Latin names inside Thai paragraphs are rare in the Thai index: a high IDF, a high score
+    th = _FakeIndex("th", [("th-1", 26.0)])
+    bm25 = SparseRetriever(tmp_path, {"languages": ["en", "fi", "th"]}, {"en": en, "fi": fi, "th": th},
+                           threads=1)
     qs = [Question(id="q1", question="Kdo napsal Babičku?", lang=UNKNOWN),
           Question(id="q2", question="Kuka?", lang="fi")]
     hits = bm25.search(qs, k=2)
     assert [(h.id, h.lang) for h in hits[0]] == [("en-1", "en"), ("fi-1", "fi")]  # merged by score, top k
     assert [h.id for h in hits[1]] == ["fi-1"]
     assert en.asked == [(["Kdo napsal Babičku?"], None)]  # the English index saw only the unknown question
+    assert th.asked == []  # a Latin-script question is not searched among Thai paragraphs
     with pytest.raises(XqaError, match="no BM25 index for language 'sw'"):
         bm25.search([Question(id="q3", question="Nani?", lang="sw")], k=2)  # a known language without index
+
+
+def test_an_unknown_language_question_reaches_the_indexes_of_its_script_only(tmp_path):
+    from retriever.sparse.searcher import SparseRetriever
+    from xqa.records import Question
+
+    indexes = {lang: _FakeIndex(lang, [(f"{lang}-1", 1.0)]) for lang in ("en", "ja", "ko", "th", "zh_cn")}
+    bm25 = SparseRetriever(tmp_path, {"languages": sorted(indexes)}, indexes, threads=1)
+    texts = {"kanji": "東京タワーの高さ", "han": "北京的人口", "hangul": "서울의 인구는", "thai": "กรุงเทพ",
+             "cyrillic": "Кто написал?", "digits": "1984?"}
+    hits = bm25.search([Question(id=name, question=t, lang=UNKNOWN) for name, t in texts.items()], k=5)
+    found = {name: sorted(h.lang for h in row) for name, row in zip(texts, hits)}
+    assert found == {"kanji": ["ja"],                 # kana: Japanese alone
+                     "han": ["ja", "zh_cn"],          # kanji-only text may be either
+                     "hangul": ["ko"], "thai": ["th"],
+                     "cyrillic": [],                  # no index is written in Cyrillic: no BM25 hits
+                     "digits": ["en", "ja", "ko", "th", "zh_cn"]}  # no letters: every index
+
+
+def test_language_scripts():
+    from xqa.langid.rules import language_scripts
+
+    assert language_scripts("en") == language_scripts("sw") == {"latin"}
+    assert language_scripts("ja") == {"kana", "han"}
+    assert language_scripts("zh_cn") == language_scripts("zh-TW") == {"han"}
+    assert language_scripts("ko") == {"hangul"}     # its own words, not the hanja it quotes
+    assert language_scripts("th") == {"thai"} and language_scripts("hi") == {"devanagari"}
+    assert language_scripts("ru") == {"cyrillic"} and language_scripts("sr") == {"cyrillic", "latin"}
+    assert language_scripts("fa") == language_scripts("ar") == {"arabic"}
 
 
 # ---------------------------------------------------------------- the measurement (xqa.tools.lib.langid)

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-LEAVES = {"xqa.records", "xqa.artifacts", "xqa.lazy", "xqa.errors", "xqa.io", "xqa.langid.codes", "xqa.encoders.info", "xqa.encoders.runtime",
+LEAVES = {"xqa.records", "xqa.artifacts", "xqa.lazy", "xqa.errors", "xqa.io", "xqa.langid.codes", "xqa.langid.rules", "xqa.encoders.info", "xqa.encoders.runtime",
           "xqa.encoders.delta", "xqa.encoders.e5", "xqa.encoders.charsmap"}
 
 

@@ -126,7 +126,8 @@ def test_ask_identifies_the_language_when_auto(pipe, test_questions):
     assert french.question.lang == "und" and french.identified == "fr" and french.answer.evidence
     first = answer_lines(french.answer, french.question.question, "und", "dense", unknown_lang=True,
                          identified=french.identified)[0]
-    assert first.startswith("question (und: reads as French (fr), which no BM25 index here covers; every BM25")
+    assert first.startswith("question (und: reads as French (fr), which no BM25 index here covers; "
+                            "searched in the BM25 indexes of its script")
     with pytest.raises(XqaError, match="empty"):
         pipe.ask("   ")
 

@@ -38,3 +38,49 @@ def test_markdown_has_a_per_language_table_for_every_cutoff():
     assert table[0] == "| language | n | a | b |"
     assert "| de | 2 | 1.000 | 0.000 |" in table and "| en | 1 | 1.000 | 0.000 |" in table
     assert not any(row.startswith("| sw ") for row in table)
+
+
+def test_unknown_language_searches_every_question_as_und_in_the_indexes_of_its_script(
+        tiny_pipeline, tmp_path, monkeypatch):
+    """--unknown-language: each question reaches BM25 as 'und' and is searched in the indexes written
+    in its script; the table still groups it by its real language."""
+    import json
+
+    from retriever.sparse.searcher import SparseRetriever
+    from xqa.cli import main
+    from xqa.langid.rules import dominant_script, language_scripts
+
+    world = tiny_pipeline.parent / "world" / "test.jsonl"
+    rows = [json.loads(line) for line in world.read_text(encoding="utf-8").splitlines()[:40]]
+    qfile = tmp_path / "q.jsonl"
+    qfile.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    asked = {}
+    real = SparseRetriever._search_every_index
+
+    def spy(self, texts, k):
+        for lang, index in self._indexes.items():
+            original = index.batch_search
+
+            def record(texts_, k_, threads, lang_=None, _lang=lang, _original=original):
+                for t in texts_:
+                    asked.setdefault(t, set()).add(_lang)
+                return _original(texts_, k_, threads, lang_)
+
+            monkeypatch.setattr(index, "batch_search", record)
+        return real(self, texts, k)
+
+    monkeypatch.setattr(SparseRetriever, "_search_every_index", spy)
+    out = tmp_path / "pairs.json"
+    args = ["report", "pairs", "--config", str(tiny_pipeline), "--questions", str(qfile), "--methods", "sparse",
+            "--ks", "1", "5", "--out", str(out)]
+    assert main(args) == 0
+    assert asked == {}  # in their own languages: no question searched as und
+    assert main([*args, "--unknown-language"]) == 0
+    assert set(asked) == {r["question"] for r in rows}
+    languages = json.loads((tiny_pipeline.parent / "bm25" / "config.json").read_text())["languages"]
+    for text, searched in asked.items():
+        script = dominant_script(text)
+        assert searched == {lang for lang in languages if script in language_scripts(lang)}, text
+    table = json.loads(out.read_text())
+    assert table["unknown_language"] is True
+    assert {key.split("-")[1] for key in table["pairs"]["sparse"]} <= {r["lang"] for r in rows}

@@ -113,7 +113,7 @@ def given_language(lang: str, languages: Collection[str] = ()) -> str:
     if code in LANGUAGE_NAMES or code in languages:
         return code
     raise XqaError(f"unknown language code {lang!r}; give one of {', '.join(sorted(LANGUAGE_NAMES))} "
-                   f"('und': unknown, every BM25 index searched), or 'auto' to identify it")
+                   f"('und': unknown, the BM25 indexes of its script searched), or 'auto' to identify it")
 
 
 def question_text(text: str) -> str:

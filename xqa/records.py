@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 # The ``lang`` of a question whose language is not identified (BCP 47 "undetermined"):
-# per-language BM25 searches every language's index for it.
+# per-language BM25 searches the index of every language written in its script.
 UNKNOWN_LANG = "und"
 
 

@@ -43,7 +43,7 @@ def answer_lines(answer: Answer, question: str, lang: str, method: str, *, unkno
                  identified: str = "", threshold: float | None = None, not_found_threshold: float | None = None,
                  show: int = 5) -> list[str]:
     """The answer to ``question`` (in ``lang``; ``unknown_lang``: it was searched in every
-    language, as not identified or, ``identified``, as a language the pipeline has no index for) as
+    language of its script, as not identified or, ``identified``, as a language the pipeline has no index for) as
     ``xqa ask`` prints it: the question, the answer line (marked :data:`UNCERTAIN` below the
     answerability ``threshold``; :data:`NO_ANSWER` and the best guess below the
     ``not_found_threshold``), the n-best line and the first ``show`` evidence passages."""
@@ -51,9 +51,9 @@ def answer_lines(answer: Answer, question: str, lang: str, method: str, *, unkno
 
     if unknown_lang and identified:
         how = (f": reads as {language_name(identified)} ({identified}), which no BM25 index here covers; "
-               f"every BM25 index searched")
+               f"searched in the BM25 indexes of its script")
     else:
-        how = ": not identified, every BM25 index searched" if unknown_lang else ""
+        how = ": not identified, searched in the BM25 indexes of its script" if unknown_lang else ""
     lines = [f"question ({lang}{how}): {question}"]
     copied_text = written(answer)
     span_lang = foreign_lang(answer, lang)

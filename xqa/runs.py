@@ -109,7 +109,8 @@ class AskConfig:
     question: str = field(metadata={"positional": True, "help": "the question, in any language"})
     lang: str = field(default="auto", metadata={
         "help": "the question's language code, 'auto' to identify it, or 'und' (unknown: BM25 searches "
-                "every language's index, as when the language is not identified among the pipeline's)"})
+                "the index of every language written in the question's script, as when the language is not "
+                "identified among the pipeline's)"})
     n_passages: int | None = field(default=None, metadata={"min": 1, "help": "passages given to the reader"})
     reader: str | None = field(default=None, metadata={"metavar": "NAME", "help": READER_HELP})
     show: int = field(default=5, metadata={"help": "evidence passages to print"})

@@ -133,7 +133,7 @@ class SparseRetriever:
     ``missing="empty"`` (what a fused retriever wants: an empty sparse list
     makes Sparse-Corroborate-Dense return the dense list). A question whose
     language is unknown (``lang`` "und", :data:`xqa.records.UNKNOWN_LANG`) is
-    searched in every language's index.
+    searched in the index of every language written in its script.
     """
 
     source = SOURCE
@@ -236,12 +236,26 @@ class SparseRetriever:
         return out
 
     def _search_every_index(self, texts: list[str], k: int) -> list[list[Hit]]:
-        """Questions of unidentified language (``lang`` "und"): each language's index searched with
-        its own analyzer, the hits merged by BM25 score (each keeps its index's language)."""
+        """Questions of unidentified language (``lang`` "und"): each searched in the index of every
+        language written in the question's script (:func:`xqa.langid.rules.dominant_script`,
+        :func:`~xqa.langid.rules.language_scripts`; a text without letters in every index), with
+        that index's analyzer; the hits merged by BM25 score, each keeping its index's language.
+        BM25 scores of different indexes are comparable only where the question's words are the
+        index's own: in an index of another script the few words of the question's script (the
+        English names a Thai or Hindi paragraph quotes) are rare, their IDF high, and their stray
+        matches outscore the right language's. A question whose script no index is written in
+        gets no BM25 hits."""
+        from xqa.langid.rules import dominant_script, language_scripts
+
+        scripts = [dominant_script(text) for text in texts]
         merged: list[list[Hit]] = [[] for _ in texts]
-        for index in self._indexes.values():
-            for row, hits in zip(merged, index.batch_search(texts, k, self.threads)):
-                row.extend(hits)
+        for lang, index in self._indexes.items():
+            written = language_scripts(lang)
+            rows = [i for i, script in enumerate(scripts) if script is None or script in written]
+            if not rows:
+                continue
+            for i, hits in zip(rows, index.batch_search([texts[i] for i in rows], k, self.threads)):
+                merged[i].extend(hits)
         return [sorted(row, key=lambda h: -h.score)[:k] for row in merged]
 
     def close(self) -> None:

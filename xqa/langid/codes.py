@@ -10,7 +10,8 @@ from collections.abc import Iterable
 
 from xqa.records import UNKNOWN_LANG
 
-# A question whose language is not identified (BCP 47 "undetermined"): BM25 searches every index.
+# A question whose language is not identified (BCP 47 "undetermined"): BM25 searches the index of every language
+# written in its script.
 UNKNOWN = UNKNOWN_LANG
 
 # English names of every code language identification can return (the demo shows them), and of the other

@@ -22,7 +22,8 @@ Nachrichten?" reads as German). :func:`identify` combines them:
 
 :func:`identify_language` then maps the code onto a pipeline's languages
 (``zh`` → ``zh_cn``, ``id`` ↔ ``ms``); a language the pipeline lacks becomes
-:data:`UNKNOWN`, and BM25 then searches every language's index. The threshold
+:data:`UNKNOWN`, and BM25 then searches the index of every language written in the
+question's script. The threshold
 was chosen on train splits; docs/langid.md has the measurement
 (``xqa report langid``).
 
@@ -223,7 +224,7 @@ def identify(text: str, veto: float = VETO, scorer: Scorer = model_scores) -> st
 
 def identify_language(text: str, languages: Iterable[str] = (), veto: float = VETO) -> str:
     """The language of a question as a pipeline with ``languages`` should search it:
-    one of ``languages`` or :data:`UNKNOWN` (every BM25 index)."""
+    one of ``languages`` or :data:`UNKNOWN` (BM25: every index of its script)."""
     return pipeline_language(identify(text, veto), languages)
 
 

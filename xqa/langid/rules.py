@@ -70,6 +70,18 @@ _SCRIPT_LANG = {
     "georgian": "ka", "ethiopic": "am", "hangul": "ko", "khmer": "km",
 }
 
+# The scripts a language is written in where that is not Latin alone (:func:`language_scripts`).
+_LANGUAGE_SCRIPTS: dict[str, frozenset[str]] = {
+    **{lang: frozenset({script}) for script, lang in _SCRIPT_LANG.items()},
+    "zh": frozenset({"han"}), "ja": frozenset({"kana", "han"}), "ko": frozenset({"hangul"}),
+    **dict.fromkeys(("ar", "fa", "ur", "ps", "ckb", "ug", "sd"), frozenset({"arabic"})),
+    **dict.fromkeys(("ru", "uk", "bg", "be", "mk", "kk", "ky", "mn", "tg", "tt", "ba", "cv"),
+                    frozenset({"cyrillic"})),
+    **dict.fromkeys(("sr", "az", "uz"), frozenset({"cyrillic", "latin"})),
+    **dict.fromkeys(("mr", "ne", "sa", "mai", "bho"), frozenset({"devanagari"})),
+    "yi": frozenset({"hebrew"}), "as": frozenset({"bengali"}), "ti": frozenset({"ethiopic"}),
+}
+
 _PERSIAN = set("پچژگکی")  # kāf and yā in their Persian forms as well
 _URDU = set("ٹڈڑںےھ")
 _UKRAINIAN = set("іїєґІЇЄҐ")
@@ -223,6 +235,15 @@ def latin_scores(text: str) -> dict[str, float]:
     if any(t in _QUESTION_SETS[lang] for lang in _PRIORITY if lang != "en" for t in tokens):
         scores["en"] *= ENGLISH_HANDICAP
     return scores
+
+
+def language_scripts(lang: str) -> frozenset[str]:
+    """The scripts ``lang``'s text is written in, as :func:`script_of` names them: Latin unless the
+    language is known to use another (``ja``: kana and han; ``zh_cn``: its base language's). The
+    script its own words are written in, not every script its text quotes: Korean text quotes
+    hanja, Thai and Hindi text English names."""
+    base = lang.replace("-", "_").split("_")[0].lower()
+    return _LANGUAGE_SCRIPTS.get(base, frozenset({"latin"}))
 
 
 def dominant_script(text: str) -> str | None:

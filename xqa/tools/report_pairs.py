@@ -5,7 +5,8 @@ Questions are ``xqa data corpus`` records (``questions.jsonl.gz``): a question's
 (``positive_ids``) and its parallel paragraphs in other languages (``xling``). For the pair
 (C, Q) a question in Q is a hit at k when its paragraph in C is among the first k passages the
 method retrieves from the whole pool — MLQA's cross-lingual setting as open retrieval. Same-
-language pairs are C = Q. The pool is the pipeline's passages: build one with ``xqa build``
+language pairs are C = Q. ``--unknown-language`` searches every question as ``und``, as one whose
+language is not identified. The pool is the pipeline's passages: build one with ``xqa build``
 (e.g. over ``xqa data corpus --mlqa-pool``, every MLQA dev paragraph).
 """
 from __future__ import annotations
@@ -28,6 +29,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dense-index", default=None, help="another dense index for the dense methods (e.g. a "
                                                          "fine-tuned encoder's), labelled --label")
     p.add_argument("--label", default=None, help="suffix of the method names in the table (with --dense-index)")
+    p.add_argument("--unknown-language", action="store_true",
+                   help="search every question as 'und' (a language not identified, or one without a BM25 "
+                        "index: the BM25 indexes of its script searched); the tables still group questions "
+                        "by their real language")
     p.add_argument("--out", help="write the table (JSON) here")
     p.add_argument("--markdown", help="write the tables (markdown) here")
 
@@ -39,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     from xqa.errors import XqaError
     from xqa.io import jsonl_objects
     from xqa.pipeline import Pipeline
-    from xqa.records import Question
+    from xqa.records import UNKNOWN_LANG, Question
 
     questions = [q for _, q in jsonl_objects(args.questions) if args.split is None or q.get("split") == args.split]
     if not questions:
@@ -50,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
 
         cfg.retrieval.dense_index = os.path.abspath(args.dense_index)
     pipe = Pipeline(cfg)
-    qs = [Question(id=q["id"], question=q["question"], lang=q["lang"]) for q in questions]
+    qs = [Question(id=q["id"], question=q["question"], lang=UNKNOWN_LANG if args.unknown_language else q["lang"])
+          for q in questions]
     kmax = max(args.ks)
     results, summary = {}, {}
     for method in args.methods:
@@ -72,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         from xqa.artifacts import write_json_atomic
 
         write_json_atomic(args.out, {"config": args.config, "questions": args.questions, "split": args.split,
-                                     "ks": args.ks, "summary": summary,
+                                     "unknown_language": args.unknown_language, "ks": args.ks, "summary": summary,
                                      "pairs": {m: {f"{c}-{q}": v for (c, q), v in t.items()}
                                                for m, t in results.items()}})
     if args.markdown:
