@@ -500,6 +500,37 @@ def test_an_unknown_lang_option_is_an_error(tmp_path):
         _read_passages(p, lang="french")
 
 
+def test_lang_auto_identifies_the_records_that_carry_no_language(tmp_path, monkeypatch):
+    from xqa.cli_options import identify_languages
+    from xqa.io import read_question_files
+
+    jsonl = tmp_path / "mine.jsonl"
+    jsonl.write_text(_jsonl([{"id": "a", "question": "Wer schrieb Faust?"},
+                             {"id": "b", "question": "Qui a écrit Candide ?"},
+                             {"id": "c", "question": "誰が書いた？", "lang": "ja"},
+                             {"id": "d", "question": "北京在哪里？"},
+                             {"id": "e", "question": "?!"}]), encoding="utf-8")
+    squad = tmp_path / "mine.json"  # a SQuAD file whose name gives no language
+    squad.write_text(_squad([{"id": "s", "question": "Wer malte die Mona Lisa?", "answers": []}]),
+                     encoding="utf-8")
+    read = read_question_files([jsonl, squad], lang="auto")
+    assert [q.lang for q in read] == ["auto", "auto", "ja", "auto", "auto", "auto"]  # the record's own kept
+    found = {"Wer schrieb Faust?": "de", "Qui a écrit Candide ?": "fr", "北京在哪里？": "zh",
+             "?!": "und", "Wer malte die Mona Lisa?": "de"}
+    monkeypatch.setattr("xqa.langid.identify", lambda text: found[text])
+    said = []
+    qs = identify_languages(read, ["de", "ja", "zh_cn"], say=said.append)
+    assert [(q.id, q.lang, q.meta.get("identified")) for q in qs] == [
+        ("a", "de", None), ("b", "und", "fr"),           # no French index: searched as und, said
+        ("c", "ja", None), ("d", "zh_cn", None),         # the pipeline's code for Chinese
+        ("e", "und", None), ("s", "de", None)]
+    assert said == ["--lang auto: 5 question(s) identified as de 2, und 1, und (fr) 1, zh_cn 1"]
+    plain = read_question_files([jsonl], lang="de")  # a one-language --lang is unchanged
+    assert [q.lang for q in plain] == ["de", "de", "ja", "de", "de"]
+    with pytest.raises(XqaError, match=r"mine\.jsonl:1: missing field 'lang' .*--lang auto"):
+        read_question_files([jsonl])
+
+
 # ----------------------------------------------------------------------------- through the CLI
 
 

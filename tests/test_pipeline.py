@@ -222,6 +222,33 @@ def test_answer_and_search_give_a_question_with_nothing_to_search_for_no_answer_
     assert main(["eval", "--retrieval", str(tmp_path / "r.jsonl"), "--k", "1", "3"]) == 0
 
 
+def test_answer_and_search_with_lang_auto_identify_each_question_as_ask_does(
+        tiny_pipeline, tmp_path, test_questions, monkeypatch, capsys):
+    """A question file without languages: --lang auto identifies each question's, onto the
+    pipeline's languages; one in a language without an index is searched as und and its record
+    says what it reads as."""
+    qs = test_questions[:3]
+    truth = {q.question: q.lang for q in qs}
+    truth[qs[2].question] = "fr"
+    monkeypatch.setattr("xqa.langid.identify", lambda text: truth[text])
+    qfile = tmp_path / "q.jsonl"
+    qfile.write_text("".join(json.dumps({k: v for k, v in q.to_dict().items() if k != "lang"},
+                                        ensure_ascii=False) + "\n" for q in qs))
+    out = tmp_path / "run"
+    assert main(["answer", "--config", str(tiny_pipeline), "--questions", str(qfile), "--lang", "auto",
+                 "--out", str(out)]) == 0
+    assert "--lang auto: 3 question(s) identified as" in capsys.readouterr().err
+    records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
+    assert [(r["lang"], r.get("identified")) for r in records] == [
+        (qs[0].lang, None), (qs[1].lang, None), ("und", "fr")]
+    assert all(r["evidence"] for r in records)
+    assert (out / "predictions" / "und.json").is_file()
+    assert main(["search", "--config", str(tiny_pipeline), "--questions", str(qfile), "--lang", "auto", "--k", "2",
+                 "--out", str(tmp_path / "r.jsonl")]) == 0
+    results = read_results(tmp_path / "r.jsonl")
+    assert [(r.question.lang, len(r.ctxs)) for r in results] == [(qs[0].lang, 2), (qs[1].lang, 2), ("und", 2)]
+
+
 def test_answer_in_two_processes_writes_what_one_process_writes(tiny_pipeline, tmp_path, test_questions):
     """torchrun: each process answers a strided share of every round, rank 0 writes them in order."""
     import os

@@ -225,9 +225,10 @@ def add_question_arguments(p: argparse.ArgumentParser, flag: str = "--dev") -> N
                    help="answer matching: DPR's token rule, or substring for unsegmented scripts")
 
 
-def read_questions(args: argparse.Namespace) -> list:
+def read_questions(args: argparse.Namespace, languages: Sequence[str] = ()) -> list:
     """The questions the command line names: ``args.questions`` (a file or a list of files; an id
-    repeated within or across files is an error) read with ``--lang``, selected by ``--where`` and
+    repeated within or across files is an error) read with ``--lang`` (``auto``: each language
+    identified, :func:`identify_languages` onto ``languages``, the pipeline's), selected by ``--where`` and
     ``--per-lang`` (:func:`select_questions`), then the first ``--max-questions``. Options a command
     lacks select nothing; a command with ``--max-questions`` needs at least one question."""
     from xqa.errors import XqaError
@@ -235,6 +236,7 @@ def read_questions(args: argparse.Namespace) -> list:
 
     paths = [args.questions] if isinstance(args.questions, (str, Path)) else list(args.questions)
     out = read_question_files(paths, lang=getattr(args, "lang", None))
+    out = identify_languages(out, languages)
     where, per_lang = getattr(args, "where", None), getattr(args, "per_lang", 0)
     if where or per_lang:
         out = select_questions(out, where, per_lang)
@@ -243,6 +245,43 @@ def read_questions(args: argparse.Namespace) -> list:
             out = out[: args.max_questions]
         if not out:
             raise XqaError(f"{args.questions}: no questions")
+    return out
+
+
+def identify_languages(questions: Sequence, languages: Sequence[str] = (), say=None) -> list:
+    """``questions`` with each language left to identify (``--lang auto``: ``lang`` :data:`xqa.records.AUTO_LANG`)
+    identified as ``xqa ask`` identifies a question's: :func:`xqa.langid.identify` mapped onto
+    ``languages`` (``zh`` → ``zh_cn``; a language without a BM25 index, or none identified: ``und``,
+    with the language it reads as in ``meta["identified"]``). ``say``: where the count of each
+    language goes (default: stderr)."""
+    from collections import Counter
+    from dataclasses import replace
+
+    from xqa.records import AUTO_LANG
+
+    todo = [i for i, q in enumerate(questions) if q.lang == AUTO_LANG]
+    if not todo:
+        return list(questions)
+    from xqa.langid import UNKNOWN, identify, pipeline_language
+
+    out, counts = list(questions), Counter()
+    for i in todo:
+        q = out[i]
+        found = identify(q.question)
+        lang = pipeline_language(found, languages)
+        meta = dict(q.meta)
+        if lang == UNKNOWN and found != UNKNOWN:
+            meta["identified"] = found
+        out[i] = replace(q, lang=lang, meta=meta)
+        counts[lang if lang != UNKNOWN or found == UNKNOWN else f"{UNKNOWN} ({found})"] += 1
+    line = (f"--lang auto: {len(todo)} question(s) identified as "
+            + ", ".join(f"{code} {n}" for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))))
+    if say is None:
+        import sys
+
+        print(line, file=sys.stderr)
+    else:
+        say(line)
     return out
 
 

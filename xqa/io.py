@@ -26,7 +26,7 @@ from typing import Any, Iterable, Iterator
 
 from xqa.artifacts import write_text_atomic
 from xqa.errors import InputError, XqaError
-from xqa.records import Context, Passage, Question, RetrievalResult
+from xqa.records import AUTO_LANG, UNKNOWN_LANG, Context, Passage, Question, RetrievalResult
 
 
 # ---------------------------------------------------------------- decoding a user's file
@@ -410,6 +410,10 @@ def read_questions(path: str | Path, lang: str | None = None) -> list[Question]:
     - SQuAD JSON (XQuAD, MLQA, TyDi GoldP, SQuAD): language from ``lang`` or the file name;
     - EntityQuestions JSON list: ``[{"question","answers"}]`` (ids ``{file}:{item}``, lang ``en``).
 
+    ``lang``: the language of records that carry none; ``"auto"`` (:data:`xqa.records.AUTO_LANG`)
+    leaves it to be identified from each question's text (:func:`xqa.cli_options.identify_languages`),
+    SQuAD files whose name gives no language included.
+
     Only the two layouts that carry no ids get them made up; elsewhere a missing,
     null, empty or repeated id is an error, as are answers that are not a list of
     strings, an unknown language code and a file without questions.
@@ -417,7 +421,7 @@ def read_questions(path: str | Path, lang: str | None = None) -> list[Question]:
     path = Path(path)
     if not path.is_file():
         raise XqaError(f"{path}: no such question file")
-    if lang is not None:
+    if lang is not None and lang != AUTO_LANG:
         known_language(lang, field="--lang")
     _not_empty(path, "questions")
     seen = _Unique(path, "question")
@@ -469,8 +473,10 @@ def _question_from_jsonl(obj: dict, path: Path, n: int | None, lang: str | None,
     if qlang is None:
         qlang = lang or ("en" if nq_open or made_up_ids else None)
         if not qlang:
-            raise InputError(path, n, "missing field 'lang' (pass --lang for a one-language file)")
-    known_language(qlang, path, n)
+            raise InputError(path, n, "missing field 'lang' (pass --lang for a one-language file, "
+                                      "or --lang auto to identify each question's)")
+    if qlang != AUTO_LANG or "lang" in obj:
+        known_language(qlang, path, n)
     if qid is None:
         if not (nq_open or made_up_ids):
             raise InputError(path, n, "missing field 'id'")
@@ -507,11 +513,13 @@ def read_squad(path: str | Path, lang: str | None = None) -> tuple[list[Question
     data = _load_json(path)
     if not isinstance(data, dict) or not isinstance(data.get("data"), list):
         raise InputError(path, 1, "not a SQuAD-layout file (no 'data' list)")
-    qlang = lang or _guess_lang(path) or ("en" if "squad" in str(path).lower() else None)
+    given = None if lang == AUTO_LANG else lang  # auto: the file name's language, else each question's
+    qlang = given or _guess_lang(path) or ("en" if "squad" in str(path).lower() else None) or lang
     if not qlang:
         raise XqaError(f"{path}: cannot tell the language from the file name; pass --lang")
-    known_language(qlang, field="--lang")
-    clang = qlang
+    if qlang != AUTO_LANG:
+        known_language(qlang, field="--lang")
+    clang = UNKNOWN_LANG if qlang == AUTO_LANG else qlang
     m = re.search(r"context-([a-z]{2}(?:_[a-z]{2})?)-question", path.name)
     if m:
         clang = known_language(m.group(1), field="context language in the file name")

@@ -15,6 +15,9 @@ from typing import Any
 # The ``lang`` of a question whose language is not identified (BCP 47 "undetermined"):
 # per-language BM25 searches the index of every language written in its script.
 UNKNOWN_LANG = "und"
+# ``--lang auto`` for a question file: a record without a language gets the one identified from
+# its text (:func:`xqa.cli_options.identify_languages`); until then its ``lang`` is this.
+AUTO_LANG = "auto"
 
 
 @dataclass(frozen=True)

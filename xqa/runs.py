@@ -73,7 +73,9 @@ class QuestionFiles:
 
     questions: list[str] = field(metadata={
         "nargs": "+", "help": "question files (XOR/MIA/MKQA JSONL, SQuAD JSON, NQ-open JSONL)"})
-    lang: str | None = field(default=None, metadata={"help": "language of questions whose records carry none"})
+    lang: str | None = field(default=None, metadata={
+        "help": "language of questions whose records carry none; 'auto': identify each one's, as xqa ask does "
+                "(a language the pipeline has no BM25 index for: searched as 'und')"})
 
 
 @dataclass
@@ -294,6 +296,8 @@ def answer_lines(pipe, batch: list, config: AnswerConfig) -> list[str]:
             rec["reader"] = config.reader
         if q.meta.get("crosslingual"):
             rec["crosslingual"] = True
+        if q.meta.get("identified"):  # --lang auto: searched as und, reads as this
+            rec["identified"] = q.meta["identified"]
         if a:
             d = a.to_dict()
             rec["candidates"] = d["candidates"]

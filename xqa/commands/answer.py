@@ -40,7 +40,11 @@ def run(args: argparse.Namespace) -> int:
     if Path(cfg.out).exists() and not Path(cfg.out).is_dir():
         raise XqaError(f"--out {cfg.out} is a file; xqa answer writes a folder there (records.jsonl, "
                        f"predictions/): name a new or an earlier run's folder")
-    questions = read_questions(args)  # an id repeated within or across the files is an error
+    from xqa.records import AUTO_LANG
+
+    # an id repeated within or across the files is an error; --lang auto: onto the pipeline's languages
+    languages = load_pipeline(args).config.languages if args.lang == AUTO_LANG else ()
+    questions = read_questions(args, languages)
     ids = [q.id for q in questions]
     warn_unaskable(questions, "answer", "each gets an empty prediction")
     if cfg.reader is not None:  # an unknown reader name is an error before anything is answered

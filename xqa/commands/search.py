@@ -29,7 +29,11 @@ def run(args: argparse.Namespace) -> int:
     for flag, out in (("--out", cfg.out), ("--trec", cfg.trec)):
         if out is not None and Path(out).is_dir():   # said before the search, not after it
             raise XqaError(f"{flag} {out} is a folder; name the file to write (e.g. {Path(out) / 'results.jsonl'})")
-    questions = read_questions(args)
+    from xqa.records import AUTO_LANG
+
+    # a spoiled question file is said before the pipeline loads; --lang auto: onto the pipeline's languages
+    languages = load_pipeline(args).config.languages if args.lang == AUTO_LANG else ()
+    questions = read_questions(args, languages)
     warn_unaskable(questions, "search", "each gets no passages")
     results = search_questions(load_pipeline(args), questions, cfg.out, cfg.trec, cfg.batch_size)
     print(f"{len(results)} questions → {cfg.out}")
