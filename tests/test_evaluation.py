@@ -451,6 +451,12 @@ def test_cli_warns_when_predictions_are_for_other_questions(tmp_path, capsys):
     same = write(tmp_path / "same.json", json.dumps({"a1": "Paris", "7_ja": "東京"}, ensure_ascii=False))
     assert main(["eval", "--gold", str(gold), "--predictions", str(same)]) == 0
     assert "warning" not in capsys.readouterr().err
+    # the predictions of a run over a selection: the questions left out score 0, and eval says so
+    part = write(tmp_path / "part.json", json.dumps({"a1": "Paris"}))
+    assert main(["eval", "--gold", str(gold), "--predictions", str(part)]) == 0
+    assert "1 of 2 questions of --gold have no prediction ('7_ja') and score 0" in capsys.readouterr().err
+    assert main(["eval", "--gold", str(gold), "--predictions", str(part), "--where", "lang=en"]) == 0
+    assert "warning" not in capsys.readouterr().err
 
 
 def test_cli_coverage_checks_a_submission_without_answers(tmp_path, capsys):

@@ -206,10 +206,18 @@ def evaluate(config: EvalConfig) -> Evaluation:
 def _unmatched(shown: Evaluation, gold: Sequence, preds: Mapping, selected: bool) -> None:
     """Warn where the predictions' ids are not the gold questions': none of them (a prediction file of
     another set, ids written differently), or some, when no selection (--where, --per-lang) leaves
-    predictions of other questions out on purpose. Those predictions are not scored either way."""
+    predictions of other questions out on purpose. Those predictions are not scored either way.
+    Without a selection, gold questions with no prediction (a run over a selection of them) are
+    said too: they score 0."""
     ids = {q.id for q in gold}
     keys = ids | {qid.split("_")[0] for qid in ids}   # an MKQA id's bare number keys it too
     extra = [key for key in preds if key not in keys]
+    missing = [q.id for q in gold if q.id not in preds and q.id.split("_")[0] not in preds]
+    if missing and len(extra) < len(preds) and not selected:
+        shown.warn(f"warning: {len(missing)} of {len(gold)} questions of --gold have no prediction "
+                   f"({', '.join(map(repr, missing[:3]))}{', ...' if len(missing) > 3 else ''}) and score 0, "
+                   f"as the MIA scripts score them; if the predictions answer a selection (xqa answer "
+                   f"--per-lang, --where), give xqa eval the same selection")
     if not extra or not ids:
         return
     if len(extra) == len(preds):
