@@ -206,13 +206,22 @@ class Answerer:
         rc = cfg.reader_config(request.reader)
         fused = rc.evidence_fusion
         note = ""
-        if code == UNKNOWN and asked.identified:
-            note = (f"The question reads as {language_name(asked.identified)} (`{asked.identified}`), which no "
-                    f"index of this pipeline covers: BM25 searches the index of every language written in its "
-                    f"script, and dense retrieval searches all languages.")
-        elif code == UNKNOWN:
-            note = ("The language was not identified among this pipeline's: BM25 searches the index of every "
-                    "language written in its script, and dense retrieval searches all languages.")
+        if code == UNKNOWN:
+            from xqa.langid.rules import script_languages
+
+            searched = script_languages(asked.question.question, cfg.languages)
+            if searched:
+                bm25 = (f"BM25 searches the indexes of its script ({', '.join(f'`{c}`' for c in searched)}), "
+                        f"and dense retrieval searches all languages.")
+            elif cfg.languages:
+                bm25 = "no BM25 index is written in its script: dense retrieval alone searches, in all languages."
+            else:
+                bm25 = "BM25 searches the indexes of its script, and dense retrieval searches all languages."
+            if asked.identified:
+                note = (f"The question reads as {language_name(asked.identified)} (`{asked.identified}`), which no "
+                        f"index of this pipeline covers: {bm25}")
+            else:
+                note = f"The language was not identified among this pipeline's: {bm25}"
         elif cfg.languages and code not in cfg.languages:
             note = (f"No index covers {language_name(code)} (`{code}`): its BM25 list is empty and "
                     f"dense retrieval searches all languages.")

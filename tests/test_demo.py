@@ -235,8 +235,9 @@ def test_a_question_in_a_language_without_an_index_says_which_language_it_reads_
     answerer = Answerer(pipe)
     french = "Quelle est la capitale de l'Australie ?"
     status, _, _, _, record = answerer(french, "auto", "scd", 60, 20)
-    assert pipe.calls[-1]["questions"][0].lang == "und"            # searched in every language
+    assert pipe.calls[-1]["questions"][0].lang == "und"            # searched as unknown
     assert "reads as French (`fr`), which no index of this pipeline covers" in status
+    assert "BM25 searches the indexes of its script (`en`, `fi`)" in status   # the Latin-script ones
     assert record["lang"] == "und" and record["identified"] == "fr"
     # the batched event says the same
     columns = answerer.batch([french], ["auto"], ["scd"], [60], [20])
@@ -245,6 +246,8 @@ def test_a_question_in_a_language_without_an_index_says_which_language_it_reads_
     assert answerer("Who compiled the Kalevala?", "auto", "scd", 60, 20)[4]["identified"] is None
     status, _, _, _, record = answerer(french, "und", "scd", 60, 20)
     assert record["identified"] is None and "not identified among this pipeline's" in status
+    status, *_ = answerer("Кто написал «Войну и мир»?", "auto", "scd", 60, 20)  # no index of its script
+    assert "reads as Russian (`ru`)" in status and "no BM25 index is written in its script" in status
 
 
 def test_answerer_retrieves_at_least_the_passages_it_reads():

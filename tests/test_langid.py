@@ -505,3 +505,13 @@ def test_report_documents_counts_right_unknown_and_wrong_per_length(tmp_path, mo
     assert "| first 30 characters | en | 1 | 0.0 | 100.0 | 0.0 | 100.0 | 0.0 | 0.0 |" in table
     assert "| first 30 characters | de | 1 | 0.0 | 100.0 | 0.0 | 0.0 | 100.0 | 0.0 |" in table
     assert "| **first 30 characters, all** | | 2 | 0.0 | 100.0 | 0.0 | 50.0 | 50.0 | 0.0 |" in table
+
+
+def test_script_languages_are_the_indexes_an_unknown_language_question_reaches():
+    from xqa.langid.rules import script_languages
+
+    languages = ["ar", "en", "ja", "ko", "th", "zh"]
+    assert script_languages("Quelle est la capitale de l'Australie ?", languages) == ["en"]
+    assert script_languages("北京的人口", languages) == ["ja", "zh"]
+    assert script_languages("Кто написал?", languages) == []
+    assert script_languages("1984", languages) == languages   # no letters: every index

@@ -128,6 +128,12 @@ def test_ask_identifies_the_language_when_auto(pipe, test_questions):
                          identified=french.identified)[0]
     assert first.startswith("question (und: reads as French (fr), which no BM25 index here covers; "
                             "searched in the BM25 indexes of its script")
+    named = answer_lines(french.answer, french.question.question, "und", "dense", unknown_lang=True,
+                         identified="fr", searched=["de", "en"])[0]
+    assert "; searched in the BM25 indexes of its script (de, en)): Quelle" in named
+    none = answer_lines(french.answer, "Кто?", "und", "dense", unknown_lang=True, searched=[])[0]
+    assert none.startswith("question (und: not identified, no BM25 index is written in its script: dense "
+                           "retrieval alone): Кто?")
     with pytest.raises(XqaError, match="empty"):
         pipe.ask("   ")
 

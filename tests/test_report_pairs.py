@@ -55,7 +55,7 @@ def test_unknown_language_searches_every_question_as_und_in_the_indexes_of_its_s
     qfile = tmp_path / "q.jsonl"
     qfile.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     asked = {}
-    real = SparseRetriever._search_every_index
+    real = SparseRetriever._search_by_script
 
     def spy(self, texts, k):
         for lang, index in self._indexes.items():
@@ -69,7 +69,7 @@ def test_unknown_language_searches_every_question_as_und_in_the_indexes_of_its_s
             monkeypatch.setattr(index, "batch_search", record)
         return real(self, texts, k)
 
-    monkeypatch.setattr(SparseRetriever, "_search_every_index", spy)
+    monkeypatch.setattr(SparseRetriever, "_search_by_script", spy)
     out = tmp_path / "pairs.json"
     args = ["report", "pairs", "--config", str(tiny_pipeline), "--questions", str(qfile), "--methods", "sparse",
             "--ks", "1", "5", "--out", str(out)]

@@ -7,6 +7,7 @@ Pure functions of records (:class:`xqa.records.Answer`); nothing here loads a mo
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Sequence
 
 from xqa.documents.provenance import describe
 from xqa.langid.codes import language_name
@@ -39,11 +40,22 @@ def candidate_label(c: Candidate) -> str:
     return f"{text} ← {c.written}" if c.written else text
 
 
+def script_search(searched: Sequence[str] | None) -> str:
+    """How BM25 searched a question of unknown language: in the indexes of its script, ``searched``
+    (:func:`xqa.langid.rules.script_languages`; None: not known here), or in none."""
+    if searched is None:
+        return "searched in the BM25 indexes of its script"
+    if not searched:
+        return "no BM25 index is written in its script: dense retrieval alone"
+    return f"searched in the BM25 indexes of its script ({', '.join(searched)})"
+
+
 def answer_lines(answer: Answer, question: str, lang: str, method: str, *, unknown_lang: bool = False,
-                 identified: str = "", threshold: float | None = None, not_found_threshold: float | None = None,
-                 show: int = 5) -> list[str]:
-    """The answer to ``question`` (in ``lang``; ``unknown_lang``: it was searched in every
-    language of its script, as not identified or, ``identified``, as a language the pipeline has no index for) as
+                 identified: str = "", searched: Sequence[str] | None = None, threshold: float | None = None,
+                 not_found_threshold: float | None = None, show: int = 5) -> list[str]:
+    """The answer to ``question`` (in ``lang``; ``unknown_lang``: it was searched in the BM25 indexes
+    of its script, ``searched`` (:func:`script_search`), as not identified or, ``identified``, as a
+    language the pipeline has no index for) as
     ``xqa ask`` prints it: the question, the answer line (marked :data:`UNCERTAIN` below the
     answerability ``threshold``; :data:`NO_ANSWER` and the best guess below the
     ``not_found_threshold``), the n-best line and the first ``show`` evidence passages."""
@@ -51,9 +63,9 @@ def answer_lines(answer: Answer, question: str, lang: str, method: str, *, unkno
 
     if unknown_lang and identified:
         how = (f": reads as {language_name(identified)} ({identified}), which no BM25 index here covers; "
-               f"searched in the BM25 indexes of its script")
+               f"{script_search(searched)}")
     else:
-        how = ": not identified, searched in the BM25 indexes of its script" if unknown_lang else ""
+        how = f": not identified, {script_search(searched)}" if unknown_lang else ""
     lines = [f"question ({lang}{how}): {question}"]
     copied_text = written(answer)
     span_lang = foreign_lang(answer, lang)

@@ -228,30 +228,29 @@ class SparseRetriever:
             if target is not None:
                 found = self._indexes[target].batch_search(texts, k, self.threads, lang)
             elif lang == UNKNOWN_LANG:
-                found = self._search_every_index(texts, k)
+                found = self._search_by_script(texts, k)
             else:
                 continue
             for i, hits in zip(positions, found):
                 out[i] = hits
         return out
 
-    def _search_every_index(self, texts: list[str], k: int) -> list[list[Hit]]:
+    def _search_by_script(self, texts: list[str], k: int) -> list[list[Hit]]:
         """Questions of unidentified language (``lang`` "und"): each searched in the index of every
-        language written in the question's script (:func:`xqa.langid.rules.dominant_script`,
-        :func:`~xqa.langid.rules.language_scripts`; a text without letters in every index), with
-        that index's analyzer; the hits merged by BM25 score, each keeping its index's language.
+        language written in the question's script (:func:`xqa.langid.rules.script_languages`; a
+        text without letters in every index), with that index's analyzer; the hits merged by BM25
+        score, each keeping its index's language.
         BM25 scores of different indexes are comparable only where the question's words are the
         index's own: in an index of another script the few words of the question's script (the
         English names a Thai or Hindi paragraph quotes) are rare, their IDF high, and their stray
         matches outscore the right language's. A question whose script no index is written in
         gets no BM25 hits."""
-        from xqa.langid.rules import dominant_script, language_scripts
+        from xqa.langid.rules import script_languages
 
-        scripts = [dominant_script(text) for text in texts]
+        reached = [set(script_languages(text, self._indexes)) for text in texts]
         merged: list[list[Hit]] = [[] for _ in texts]
         for lang, index in self._indexes.items():
-            written = language_scripts(lang)
-            rows = [i for i, script in enumerate(scripts) if script is None or script in written]
+            rows = [i for i, languages in enumerate(reached) if lang in languages]
             if not rows:
                 continue
             for i, hits in zip(rows, index.batch_search([texts[i] for i in rows], k, self.threads)):

@@ -246,6 +246,14 @@ def language_scripts(lang: str) -> frozenset[str]:
     return _LANGUAGE_SCRIPTS.get(base, frozenset({"latin"}))
 
 
+def script_languages(text: str, languages) -> list[str]:
+    """Those of ``languages`` written in ``text``'s script (:func:`dominant_script`,
+    :func:`language_scripts`), in their order; all of them for a text without letters: the BM25
+    indexes a question of unknown language is searched in."""
+    script = dominant_script(text)
+    return [lang for lang in languages if script is None or script in language_scripts(lang)]
+
+
 def dominant_script(text: str) -> str | None:
     """The script that names ``text``'s language, or None when it has no letters.
 
