@@ -459,6 +459,27 @@ def test_cli_warns_when_predictions_are_for_other_questions(tmp_path, capsys):
     assert "warning" not in capsys.readouterr().err
 
 
+def test_cli_scores_a_gold_file_without_languages_with_lang(tmp_path, capsys, monkeypatch):
+    """A user's own question file carries no lang: eval takes --lang CODE, or --lang auto as xqa
+    answer does, and the language decides the segmentation (Japanese by character)."""
+    from xqa.cli import main
+
+    gold = write(tmp_path / "mine.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in [
+        {"id": "1", "question": "What is the capital of Australia?", "answers": ["Canberra"]},
+        {"id": "2", "question": "東京タワーの高さは？", "answers": ["333メートル"]}]))
+    preds = write(tmp_path / "p.json", json.dumps({"1": "Canberra", "2": "333メートルです"}, ensure_ascii=False))
+    assert main(["eval", "--gold", str(gold), "--predictions", str(preds)]) == 1
+    assert "mine.jsonl:1: missing field 'lang'" in capsys.readouterr().err
+    out = tmp_path / "s.json"
+    assert main(["eval", "--gold", str(gold), "--predictions", str(preds), "--lang", "en", "--json", str(out)]) == 0
+    assert set(json.loads(out.read_text())["end_to_end"]["per_language"]) == {"en"}
+    monkeypatch.setattr("xqa.langid.identify", lambda text: "ja" if "東京" in text else "en")
+    assert main(["eval", "--gold", str(gold), "--predictions", str(preds), "--lang", "auto", "--json", str(out)]) == 0
+    assert "--lang auto: 2 question(s) identified as en 1, ja 1" in capsys.readouterr().err
+    per_lang = json.loads(out.read_text())["end_to_end"]["per_language"]
+    assert per_lang["en"]["f1"] == 100.0 and 0 < per_lang["ja"]["f1"] < 100.0   # by character: a partial match
+
+
 def test_cli_coverage_checks_a_submission_without_answers(tmp_path, capsys):
     from xqa.cli import main
 

@@ -20,7 +20,7 @@ from xqa.evaluation.scoring import EvalConfig
 
 COMMAND = ConfigCommand(EvalConfig, settings=True, groups={
     "question selection": ("where", "per_lang"),
-    "end-to-end (MIA 2022 official EM / F1)": ("gold", "predictions", "mode", "mia", "coverage", "per_question"),
+    "end-to-end (MIA 2022 official EM / F1)": ("gold", "lang", "predictions", "mode", "mia", "coverage", "per_question"),
     "retrieval": ("retrieval", "names", "k", "match", "default_lang"),
     "significance": ("compare", "metric"),
     "selective answering (how well a score tells right answers from wrong)": ("selective", "plot", "calibrator",

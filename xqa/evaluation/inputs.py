@@ -41,25 +41,33 @@ def expand_paths(paths: Iterable[str | Path], what: str) -> list[Path]:
 # ----------------------------------------------------------------------------- gold
 
 
-def load_gold(paths: Iterable[str | Path]) -> list[Question]:
+def load_gold(paths: Iterable[str | Path], lang: str | None = None) -> list[Question]:
     """Gold questions from files or folders (any layout ``xqa.io.read_questions`` reads).
 
-    Every question's language must be a known code (error names the file).
-    Duplicate ids across files are an error: they would be scored twice.
+    ``lang``: the language of records that carry none; ``"auto"``: each one's identified
+    (:func:`xqa.cli_options.identify_languages`). Every question's language must be a known
+    code (error names the file). Duplicate ids across files are an error: they would be scored twice.
     """
-    questions: list[Question] = []
+    from xqa.records import AUTO_LANG
+
+    read: list[tuple[Path, Question]] = []
     seen: dict[str, Path] = {}
     for path in expand_paths(paths, "gold"):
-        for q in read_questions(path):
-            try:
-                check_language(q.lang)
-            except XqaError as e:
-                raise InputError(path, None, f"question {q.id!r}: {e}") from None
+        for q in read_questions(path, lang=lang):
             if q.id in seen:
                 raise InputError(path, None, f"question id {q.id!r} also appears in {seen[q.id]}")
             seen[q.id] = path
-            questions.append(q)
-    return questions
+            read.append((path, q))
+    if lang == AUTO_LANG:
+        from xqa.cli_options import identify_languages
+
+        read = list(zip([path for path, _ in read], identify_languages([q for _, q in read])))
+    for path, q in read:
+        try:
+            check_language(q.lang)
+        except XqaError as e:
+            raise InputError(path, None, f"question {q.id!r}: {e}") from None
+    return [q for _, q in read]
 
 
 # ----------------------------------------------------------------------------- predictions

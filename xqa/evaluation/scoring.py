@@ -27,6 +27,10 @@ class EvalConfig(QuestionSelection):
         "nargs": "+", "metavar": _PATH,
         "help": "gold question files or folders (XOR-TyDi/MIA/MKQA JSONL and the other "
                 "layouts xqa reads); needed by --predictions, --compare and --sweep"})
+    lang: str | None = field(default=None, metadata={
+        "help": "language of --gold questions whose records carry none (it decides how answers are "
+                "segmented and the per-language table); 'auto': identify each one's, as xqa answer "
+                "--lang auto does"})
     predictions: list[str] | None = field(default=None, metadata={
         "nargs": "+", "metavar": _PATH,
         "help": "predictions of one system: JSON objects id -> answer (one file, several "
@@ -142,7 +146,7 @@ def evaluate(config: EvalConfig) -> Evaluation:
     shown = Evaluation()
     out: dict[str, Any] = {}
     to_report: dict[str, Any] = {}  # what --report writes
-    gold = inputs.load_gold(c.gold) if c.gold else []
+    gold = inputs.load_gold(c.gold, c.lang) if c.gold else []
     if c.where or c.per_lang:
         from xqa.cli_options import select_questions
 
@@ -246,7 +250,7 @@ def _coverage(c: EvalConfig) -> Evaluation:
 
     shown = Evaluation()
     preds = inputs.load_predictions(c.predictions)
-    cov = coverage(inputs.load_gold(c.gold), preds)
+    cov = coverage(inputs.load_gold(c.gold, c.lang), preds)
     shown.say(report.coverage_text(cov, len(preds)))
     for line in report.coverage_examples_text(cov):
         shown.warn(line)
