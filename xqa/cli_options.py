@@ -235,7 +235,7 @@ def read_questions(args: argparse.Namespace, languages: Sequence[str] = ()) -> l
     from xqa.io import read_question_files
 
     paths = [args.questions] if isinstance(args.questions, (str, Path)) else list(args.questions)
-    out = read_question_files(paths, lang=getattr(args, "lang", None))
+    out = read_question_files(paths, lang=getattr(args, "lang", None), auto=True)
     out = identify_languages(out, languages)
     where, per_lang = getattr(args, "where", None), getattr(args, "per_lang", 0)
     if where or per_lang:

@@ -402,7 +402,7 @@ def _guess_lang(path: Path) -> str | None:
     return None
 
 
-def read_questions(path: str | Path, lang: str | None = None) -> list[Question]:
+def read_questions(path: str | Path, lang: str | None = None, *, auto: bool = False) -> list[Question]:
     """A question set in any supported layout, by content.
 
     - XOR-TyDi / MIA / MKQA JSONL: ``{"id","question","answers","lang"}``;
@@ -410,9 +410,11 @@ def read_questions(path: str | Path, lang: str | None = None) -> list[Question]:
     - SQuAD JSON (XQuAD, MLQA, TyDi GoldP, SQuAD): language from ``lang`` or the file name;
     - EntityQuestions JSON list: ``[{"question","answers"}]`` (ids ``{file}:{item}``, lang ``en``).
 
-    ``lang``: the language of records that carry none; ``"auto"`` (:data:`xqa.records.AUTO_LANG`)
-    leaves it to be identified from each question's text (:func:`xqa.cli_options.identify_languages`),
-    SQuAD files whose name gives no language included.
+    ``lang``: the language of records that carry none. With ``auto`` (a caller that identifies
+    languages next: :func:`xqa.cli_options.identify_languages`), ``"auto"``
+    (:data:`xqa.records.AUTO_LANG`) leaves those records' language to be identified from each
+    question's text, SQuAD files whose name gives no language included; elsewhere it is an
+    unknown code.
 
     Only the two layouts that carry no ids get them made up; elsewhere a missing,
     null, empty or repeated id is an error, as are answers that are not a list of
@@ -421,7 +423,7 @@ def read_questions(path: str | Path, lang: str | None = None) -> list[Question]:
     path = Path(path)
     if not path.is_file():
         raise XqaError(f"{path}: no such question file")
-    if lang is not None and lang != AUTO_LANG:
+    if lang is not None and not (auto and lang == AUTO_LANG):
         known_language(lang, field="--lang")
     _not_empty(path, "questions")
     seen = _Unique(path, "question")
@@ -433,7 +435,7 @@ def read_questions(path: str | Path, lang: str | None = None) -> list[Question]:
             if not (isinstance(data, dict) and "data" in data):
                 raise InputError(path, 1, "unrecognised JSON layout (expected SQuAD {'data': ...} "
                                           "or a list of questions)")
-            out = read_squad(path, lang=lang)[0]
+            out = read_squad(path, lang=lang, auto=auto)[0]
     else:
         out = [_question_from_jsonl(obj, path, n, lang, seen) for n, obj in jsonl_objects(path)]
     if not out:
@@ -499,7 +501,8 @@ def _read_json_list(path: Path, items: list[tuple[int, Any]], lang: str | None, 
     return out
 
 
-def read_squad(path: str | Path, lang: str | None = None) -> tuple[list[Question], list[Passage]]:
+def read_squad(path: str | Path, lang: str | None = None, *,
+               auto: bool = False) -> tuple[list[Question], list[Passage]]:
     """Questions and their contexts from a SQuAD-layout JSON file.
 
     Each context becomes a passage (id ``{file}:{article}:{paragraph}``) and each
@@ -513,6 +516,8 @@ def read_squad(path: str | Path, lang: str | None = None) -> tuple[list[Question
     data = _load_json(path)
     if not isinstance(data, dict) or not isinstance(data.get("data"), list):
         raise InputError(path, 1, "not a SQuAD-layout file (no 'data' list)")
+    if lang == AUTO_LANG and not auto:
+        known_language(lang, field="--lang")
     given = None if lang == AUTO_LANG else lang  # auto: the file name's language, else each question's
     qlang = given or _guess_lang(path) or ("en" if "squad" in str(path).lower() else None) or lang
     if not qlang:
@@ -575,12 +580,14 @@ def read_squad(path: str | Path, lang: str | None = None) -> tuple[list[Question
     return questions, passages
 
 
-def read_question_files(paths: Iterable[str | Path], lang: str | None = None) -> list[Question]:
-    """The questions of several files; an id in two of them is an error naming both."""
+def read_question_files(paths: Iterable[str | Path], lang: str | None = None, *,
+                        auto: bool = False) -> list[Question]:
+    """The questions of several files (:func:`read_questions`, ``lang`` and ``auto``); an id in two
+    of them is an error naming both."""
     out: list[Question] = []
     where: dict[str, Path] = {}
     for path in map(Path, paths):
-        for q in read_questions(path, lang=lang):
+        for q in read_questions(path, lang=lang, auto=auto):
             if q.id in where:
                 raise InputError(path, None, f"question id {q.id!r} also occurs in {where[q.id]}")
             where[q.id] = path

@@ -53,7 +53,7 @@ def load_gold(paths: Iterable[str | Path], lang: str | None = None) -> list[Ques
     read: list[tuple[Path, Question]] = []
     seen: dict[str, Path] = {}
     for path in expand_paths(paths, "gold"):
-        for q in read_questions(path, lang=lang):
+        for q in read_questions(path, lang=lang, auto=True):
             if q.id in seen:
                 raise InputError(path, None, f"question id {q.id!r} also appears in {seen[q.id]}")
             seen[q.id] = path
