@@ -515,3 +515,20 @@ def test_script_languages_are_the_indexes_an_unknown_language_question_reaches()
     assert script_languages("北京的人口", languages) == ["ja", "zh"]
     assert script_languages("Кто написал?", languages) == []
     assert script_languages("1984", languages) == languages   # no letters: every index
+    # passages of no identified language (xqa build --documents) may be in any script
+    assert script_languages("Кто написал?", ["en", "und"]) == script_languages("東京", ["und"]) == ["und"]
+
+
+def test_an_unknown_language_question_also_searches_the_index_of_passages_of_unknown_language(tmp_path):
+    """xqa build --documents indexes the passages it could not identify as 'und'; a question of
+    unknown language searches that index beside those of its script, not instead of them."""
+    from retriever.sparse.searcher import SparseRetriever
+    from xqa.records import Question
+
+    indexes = {lang: _FakeIndex(lang, [(f"{lang}-1", score)]) for lang, score in (("en", 2.0), ("th", 9.0),
+                                                                                  ("und", 1.0))}
+    bm25 = SparseRetriever(tmp_path, {"languages": sorted(indexes)}, indexes, threads=1)
+    [hits] = bm25.search([Question(id="q", question="Who wrote it?", lang=UNKNOWN)], k=5)
+    assert [h.id for h in hits] == ["en-1", "und-1"]
+    [hits] = bm25.search([Question(id="q", question="ใครเขียน", lang=UNKNOWN)], k=5)
+    assert [h.id for h in hits] == ["th-1", "und-1"]

@@ -225,10 +225,10 @@ class SparseRetriever:
         for lang, positions in by_lang.items():
             target = targets[lang]
             texts = [questions[i].question for i in positions]
-            if target is not None:
-                found = self._indexes[target].batch_search(texts, k, self.threads, lang)
-            elif lang == UNKNOWN_LANG:
+            if lang == UNKNOWN_LANG and not self.cross_script:
                 found = self._search_by_script(texts, k)
+            elif target is not None:
+                found = self._indexes[target].batch_search(texts, k, self.threads, lang)
             else:
                 continue
             for i, hits in zip(positions, found):
@@ -238,8 +238,9 @@ class SparseRetriever:
     def _search_by_script(self, texts: list[str], k: int) -> list[list[Hit]]:
         """Questions of unidentified language (``lang`` "und"): each searched in the index of every
         language written in the question's script (:func:`xqa.langid.rules.script_languages`; a
-        text without letters in every index), with that index's analyzer; the hits merged by BM25
-        score, each keeping its index's language.
+        text without letters in every index; the index of passages whose language is not
+        identified, ``und``, always), with that index's analyzer; the hits merged by BM25 score,
+        each keeping its index's language.
         BM25 scores of different indexes are comparable only where the question's words are the
         index's own: in an index of another script the few words of the question's script (the
         English names a Thai or Hindi paragraph quotes) are rare, their IDF high, and their stray

@@ -70,6 +70,7 @@ _SCRIPT_LANG = {
     "georgian": "ka", "ethiopic": "am", "hangul": "ko", "khmer": "km",
 }
 
+_ANY_SCRIPT = "und"  # passages whose language is not identified (xqa build --documents): any script
 # The scripts a language is written in where that is not Latin alone (:func:`language_scripts`).
 _LANGUAGE_SCRIPTS: dict[str, frozenset[str]] = {
     **{lang: frozenset({script}) for script, lang in _SCRIPT_LANG.items()},
@@ -248,10 +249,12 @@ def language_scripts(lang: str) -> frozenset[str]:
 
 def script_languages(text: str, languages) -> list[str]:
     """Those of ``languages`` written in ``text``'s script (:func:`dominant_script`,
-    :func:`language_scripts`), in their order; all of them for a text without letters: the BM25
-    indexes a question of unknown language is searched in."""
+    :func:`language_scripts`), in their order, and ``und`` (text of no identified language, any
+    script) where it is one of them; all of them for a text without letters: the BM25 indexes a
+    question of unknown language is searched in."""
     script = dominant_script(text)
-    return [lang for lang in languages if script is None or script in language_scripts(lang)]
+    return [lang for lang in languages
+            if script is None or lang == _ANY_SCRIPT or script in language_scripts(lang)]
 
 
 def dominant_script(text: str) -> str | None:
