@@ -337,10 +337,17 @@ def test_retrieve_falls_back_only_for_questions_the_method_finds_nothing_for(tin
     assert pipe.fallback_for("sparse", fallback="none") is None    # an override wins over the config
     assert len(got[0]) == 5 and all(c.source == "dense (fallback)" for c in got[0])
     assert got[1] and all(c.source == "sparse" for c in got[1])
+    # a language with no BM25 index (--lang de here) finds nothing there: the fallback answers it too
+    german = [Question(id="de", question=found.title, lang="de")]
+    assert "de" not in pipe.config.languages
+    [moved] = pipe.retrieve(german, k=5, method="sparse")
+    assert len(moved) == 5 and all(c.source == "dense (fallback)" for c in moved)
     pipe.config.retrieval.fallback = "none"
     plain = pipe.retrieve(qs, k=5, method="sparse")
     assert plain[0] == [] and pipe.fallback_for("sparse") is None
     assert [c.id for c in plain[1]] == [c.id for c in got[1]]       # a question BM25 answers: untouched
+    with pytest.raises(XqaError, match="no BM25 index for language 'de'"):   # no fallback: said, not empty
+        pipe.retrieve(german, k=5, method="sparse")
     with pytest.raises(XqaError, match="retrieval.fallback 'bm42'"):
         PipelineConfig.from_dict({"retrieval": {"fallback": "bm42"}})
     # one spelling for "never", in pipeline.json as on the command line (--fallback none)

@@ -365,8 +365,14 @@ class Pipeline:
         k = self.config.retrieval.k if k is None else _count("k", k)
         method = method or self.config.retrieval.method
         questions = list(questions)
-        hits = self.retriever(method, **overrides).search(questions, k)
         fallback = self.fallback_for(method, **overrides)
+        retriever = self.retriever(method, **overrides)
+        if fallback:   # a language without a BM25 index: nothing found, for the fallback to search
+            from retriever.combined import sparse_search
+
+            hits = sparse_search(retriever, questions, k)
+        else:
+            hits = retriever.search(questions, k)
         empty = [i for i, h in enumerate(hits) if not h] if fallback else []
         if empty:
             more = self.retriever(fallback, **overrides).search([questions[i] for i in empty], k)
