@@ -360,6 +360,20 @@ class _FakeIndex:
         return [[Hit(id=pid, score=s, source="sparse", lang=self.lang) for pid, s in self.hits][:k] for _ in texts]
 
 
+def test_bm25_searches_a_question_in_the_index_of_the_code_that_stands_in_for_its_language(tmp_path):
+    """MKQA's Malay questions (lang ms) on a build with an Indonesian index, Chinese ones on a zh_cn
+    index: a question file's own codes reach the index xqa ask would map them onto."""
+    from retriever.sparse.searcher import SparseRetriever
+    from xqa.records import Question
+
+    indexes = {lang: _FakeIndex(lang, [(f"{lang}-1", 1.0)]) for lang in ("id", "zh_cn")}
+    bm25 = SparseRetriever(tmp_path, {"languages": sorted(indexes)}, indexes, threads=1)
+    hits = bm25.search([Question(id="1", question="siapakah", lang="ms"),
+                        Question(id="2", question="谁", lang="zh")], k=2)
+    assert [[h.id for h in row] for row in hits] == [["id-1"], ["zh_cn-1"]]
+    assert bm25.index_language("fi") is None
+
+
 def test_bm25_searches_the_indexes_of_an_unknown_language_question_s_script(tmp_path):
     from retriever.sparse.searcher import SparseRetriever
     from xqa.errors import XqaError

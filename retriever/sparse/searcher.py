@@ -187,13 +187,19 @@ class SparseRetriever:
         return sorted(self._indexes)
 
     def index_language(self, lang: str) -> str | None:
-        """The index a question in ``lang`` is searched in: ``lang`` itself, else its base
-        language (``zh_cn`` questions → a ``zh`` index), else None. A cross-script index
-        answers every language from its one index."""
+        """The index a question in ``lang`` is searched in: ``lang`` itself, else the code that
+        stands in for it (:func:`xqa.langid.codes.resolve_language`: Malay ↔ Indonesian, ``zh`` →
+        ``zh_cn``), else its base language (``zh_cn`` questions → a ``zh`` index), else None. A
+        cross-script index answers every language from its one index."""
         if self.cross_script:
             return roman.ALL
         if lang in self._indexes:
             return lang
+        from xqa.langid.codes import resolve_language
+
+        alias = resolve_language(lang, self._indexes)
+        if alias in self._indexes:
+            return alias
         try:
             base = analyzers.base_language(lang)
         except ValueError:
