@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from xqa.langid.codes import LANGUAGE_NAMES, UNKNOWN, language_name, pipeline_language, resolve_language
+from xqa.langid.codes import LANGUAGE_NAMES, UNKNOWN, language_name, pipeline_language, resolve_language, \
+    searched_language
 from xqa.langid.model import VETO, cue_language, identify, identify_language, script_letters
 from xqa.langid.rules import detect_language, script_of
 
@@ -216,6 +217,13 @@ def test_pipeline_language_maps_onto_the_pipeline_or_unknown():
     assert pipeline_language("cs", []) == "cs"  # no list: any language
     assert pipeline_language(UNKNOWN, ["en"]) == UNKNOWN
     assert language_name(UNKNOWN) == "unknown language"
+
+
+def test_searched_language_keeps_what_a_question_reads_as_only_where_it_is_searched_as_unknown():
+    assert searched_language("zh", ["en", "zh_cn"]) == ("zh_cn", "")
+    assert searched_language("fr", ["en", "de"]) == (UNKNOWN, "fr")
+    assert searched_language(UNKNOWN, ["en", "de"]) == (UNKNOWN, "")
+    assert searched_language("fr", []) == ("fr", "")
 
 
 def test_importing_the_identifier_does_not_load_lingua():

@@ -262,18 +262,17 @@ def identify_languages(questions: Sequence, languages: Sequence[str] = (), say=N
     todo = [i for i, q in enumerate(questions) if q.lang == AUTO_LANG]
     if not todo:
         return list(questions)
-    from xqa.langid import UNKNOWN, identify, pipeline_language
+    from xqa.langid import identify, searched_language
 
     out, counts = list(questions), Counter()
     for i in todo:
         q = out[i]
-        found = identify(q.question)
-        lang = pipeline_language(found, languages)
+        lang, identified = searched_language(identify(q.question), languages)
         meta = dict(q.meta)
-        if lang == UNKNOWN and found != UNKNOWN:
-            meta["identified"] = found
+        if identified:
+            meta["identified"] = identified
         out[i] = replace(q, lang=lang, meta=meta)
-        counts[lang if lang != UNKNOWN or found == UNKNOWN else f"{UNKNOWN} ({found})"] += 1
+        counts[f"{lang} ({identified})" if identified else lang] += 1
     line = (f"--lang auto: {len(todo)} question(s) identified as "
             + ", ".join(f"{code} {n}" for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))))
     if say is None:

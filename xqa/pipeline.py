@@ -406,14 +406,12 @@ class Pipeline:
         the config's (searched as ``und``; :attr:`Asked.identified`), else ``""``: one
         identification for both. ``found``: what :func:`xqa.langid.identify` gives for ``text``,
         where it has run already (:func:`xqa.langid.model.identify_elsewhere`)."""
-        from xqa.langid import UNKNOWN, identify, pipeline_language, resolve_language
+        from xqa.langid import identify, resolve_language, searched_language
 
         languages = self.config.languages
         if lang != AUTO:
             return resolve_language(given_language(lang, languages), languages), ""
-        found = identify(text) if found is None else found
-        searched = pipeline_language(found, languages)
-        return searched, found if searched == UNKNOWN and found != UNKNOWN else ""
+        return searched_language(identify(text) if found is None else found, languages)
 
     def ask(self, text: str, lang: str = AUTO, *, question_id: str = "q", method: str | None = None,
             k: int | None = None, n_passages: int | None = None, reader: str | None = None,

@@ -10,9 +10,10 @@
 docs/langid.md measures both identifiers (``xqa report langid``). Importing
 this package does not import lingua.
 """
-from xqa.langid.codes import LANGUAGE_NAMES, UNKNOWN, language_name, pipeline_language, resolve_language
+from xqa.langid.codes import LANGUAGE_NAMES, UNKNOWN, language_name, pipeline_language, resolve_language, \
+    searched_language
 from xqa.langid.model import identify, identify_language, warm_up
 from xqa.langid.rules import detect_language, script_of
 
 __all__ = ["LANGUAGE_NAMES", "UNKNOWN", "detect_language", "identify", "identify_language", "language_name",
-           "pipeline_language", "resolve_language", "script_of", "warm_up"]
+           "pipeline_language", "resolve_language", "script_of", "searched_language", "warm_up"]

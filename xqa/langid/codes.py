@@ -64,3 +64,12 @@ def pipeline_language(code: str, languages: Iterable[str] = ()) -> str:
     languages = list(languages)
     resolved = resolve_language(code, languages)
     return resolved if not languages or resolved in languages else UNKNOWN
+
+
+def searched_language(found: str, languages: Iterable[str] = ()) -> tuple[str, str]:
+    """What a question identified as ``found`` is searched as, :func:`pipeline_language`, and the
+    language it reads as where that is none of ``languages`` (searched as :data:`UNKNOWN`), else
+    ``""``: ``("und", "fr")`` for French in a pipeline without it, ``("und", "")`` for a question
+    identified as nothing."""
+    searched = pipeline_language(found, languages)
+    return searched, found if searched == UNKNOWN and found != UNKNOWN else ""
