@@ -9,6 +9,13 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # spinning OpenMP waits starve 2-core machines
+if "XQA_CACHE" not in os.environ:   # the runtimes xqa build caches: this session's own, never ~/.cache
+    import atexit
+    import shutil
+    import tempfile
+
+    os.environ["XQA_CACHE"] = tempfile.mkdtemp(prefix="xqa-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["XQA_CACHE"], ignore_errors=True)
 
 TEST_THREADS = min(2, os.cpu_count() or 1)
 

@@ -1,0 +1,186 @@
+"""The cache of CPU runtimes that xqa build makes (xqa.recipes.runtime_cache)."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from xqa.recipes import runtime_cache
+from xqa.recipes.runtime_cache import ENTRY_FILE, Job
+
+
+def fake_runtime(folder, threads=0, log=print):
+    """A stand-in for a runtime build: a file made from the folder's weights, and a record."""
+    folder = Path(folder)
+    weights = (folder / "weights.bin").read_bytes()
+    (folder / "model.int8.onnx").write_bytes(weights[::-1] * 3)
+    (folder / "runtime.json").write_text(json.dumps({"threads": threads, "bytes": len(weights) * 3}))
+    calls = folder.parent / "calls.txt"
+    calls.write_text(calls.read_text() + "x" if calls.is_file() else "x")
+
+
+def _model(build: Path, weights: bytes = b"0123456789") -> Path:
+    """``build/reader``: weights and a config that names the build folder's path."""
+    folder = build / "reader"
+    folder.mkdir(parents=True)
+    (folder / "weights.bin").write_bytes(weights)
+    (folder / "config.json").write_text(json.dumps({"base": f"shipped over {build / 'encoder'}"}))
+    return folder
+
+
+def _build(build: Path, threads: int = 1, log=None) -> bool:
+    """One runtime job as the recipe runs it: restored, or built and stored; True when restored."""
+    folder = build / "reader"
+    job = Job(fake_runtime, {"folder": folder, "threads": threads}, folder, threads, "the reader's runtime",
+              build=build)
+    say = log or (lambda _: None)
+    if job.prepare(log=say):
+        return True
+    fake_runtime(folder, threads)
+    job.finish(log=say)
+    return False
+
+
+def _calls(build: Path) -> int:
+    path = build / "calls.txt"
+    return len(path.read_text()) if path.is_file() else 0
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch) -> Path:
+    root = tmp_path / "cache"
+    monkeypatch.setenv(runtime_cache.CACHE_ENV, str(root))
+    return root
+
+
+def test_a_runtime_built_once_is_copied_into_the_next_build_that_needs_the_same_one(tmp_path, cache):
+    a, b = tmp_path / "a", tmp_path / "b"
+    _model(a), _model(b)
+    said = []
+    assert not _build(a, log=said.append) and _calls(a) == 1
+    assert any("stored in the runtime cache" in line for line in said), said
+    [entry] = (cache / "runtimes").iterdir()
+    meta = json.loads((entry / ENTRY_FILE).read_text())
+    assert sorted(meta["files"]) == ["model.int8.onnx", "runtime.json"]   # what the build wrote, nothing else
+    # b's config names b's own path: the same model all the same
+    assert _build(b, log=said.append) and _calls(b) == 0
+    assert "restored from the runtime cache" in said[-1] and "XQA_CACHE=off" in said[-1]
+    for name in ("model.int8.onnx", "runtime.json"):
+        assert (b / "reader" / name).read_bytes() == (a / "reader" / name).read_bytes()
+    assert (b / "reader" / "config.json").read_text() != (a / "reader" / "config.json").read_text()
+
+
+def test_other_weights_or_other_threads_build_anew(tmp_path, cache):
+    _model(tmp_path / "a")
+    _model(tmp_path / "b", weights=b"9876543210")
+    _model(tmp_path / "c")
+    assert not _build(tmp_path / "a")
+    assert not _build(tmp_path / "b") and _calls(tmp_path / "b") == 1
+    assert json.loads((tmp_path / "b" / "reader" / "runtime.json").read_text())["bytes"] == 30
+    assert not _build(tmp_path / "c", threads=2) and _calls(tmp_path / "c") == 1
+    assert len(list((cache / "runtimes").iterdir())) == 3
+
+
+def test_the_code_that_builds_a_runtime_is_part_of_its_key(tmp_path, cache):
+    _model(tmp_path / "a")
+    snap = runtime_cache.Snapshot(tmp_path / "a" / "reader", tmp_path / "a")
+    mine = runtime_cache.environment(fake_runtime, 1)
+    assert mine["job"].endswith(":fake_runtime") and set(mine["cpu"]) == {"model", "cores", "features"}
+    assert snap.key(mine) != snap.key({**mine, "code": "0" * 64})
+    assert snap.key(mine) != snap.key({**mine, "libraries": {**mine["libraries"], "onnxruntime": "0.0"}})
+    assert snap.key(mine) == snap.key(runtime_cache.environment(fake_runtime, 1))
+
+
+def test_xqa_cache_off_stores_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv(runtime_cache.CACHE_ENV, "off")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    _model(tmp_path / "a"), _model(tmp_path / "b")
+    assert not _build(tmp_path / "a") and not _build(tmp_path / "b")
+    assert _calls(tmp_path / "b") == 1 and not (tmp_path / "home").exists()
+
+
+def test_the_default_cache_is_under_the_users_cache_folder(tmp_path, monkeypatch):
+    monkeypatch.delenv(runtime_cache.CACHE_ENV, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert runtime_cache.cache_root() == tmp_path / "xdg" / "xqa"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert runtime_cache.cache_root() == tmp_path / "home" / ".cache" / "xqa"
+
+
+def test_a_damaged_entry_is_removed_and_the_runtime_built_anew(tmp_path, cache):
+    _model(tmp_path / "a"), _model(tmp_path / "b")
+    _build(tmp_path / "a")
+    [entry] = (cache / "runtimes").iterdir()
+    (entry / "files" / "model.int8.onnx").write_bytes(b"garbage")
+    said = []
+    assert not _build(tmp_path / "b", log=said.append) and _calls(tmp_path / "b") == 1
+    assert (tmp_path / "b" / "reader" / "model.int8.onnx").read_bytes() == b"9876543210" * 3
+    assert json.loads((entry / ENTRY_FILE).read_text())["files"]   # stored again, whole
+    assert (entry / "files" / "model.int8.onnx").read_bytes() == b"9876543210" * 3
+
+
+def test_a_job_that_removes_a_file_is_not_stored(tmp_path, cache):
+    folder = _model(tmp_path / "a")
+    job = Job(fake_runtime, {}, folder, 1, "a runtime", build=tmp_path / "a")
+    assert not job.prepare()
+    (folder / "config.json").unlink()
+    fake_runtime(folder, 1)
+    job.finish()
+    assert not (cache / "runtimes").exists() or not list((cache / "runtimes").iterdir())
+
+
+def test_a_cache_that_cannot_be_written_is_reported_and_the_build_goes_on(tmp_path, monkeypatch):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv(runtime_cache.CACHE_ENV, str(blocker / "cache"))
+    _model(tmp_path / "a")
+    said = []
+    assert not _build(tmp_path / "a", log=said.append)
+    assert (tmp_path / "a" / "reader" / "model.int8.onnx").is_file()
+    assert any("could not store" in line and "the build goes on" in line for line in said), said
+
+
+def _without_runtimes(build: Path, to: Path) -> Path:
+    """The encoder and reader of ``build`` copied (hard links) into ``to``, as they are before the
+    runtime stage: no int8 files, no runtime records."""
+    from xqa.encoders.info import read_info
+    from xqa.encoders.runtime import INT8_FILE, READER_RECORD, SMOOTHING_FILE
+
+    for part in ("encoder", "reader"):
+        shutil.copytree(build / part, to / part, copy_function=os.link)
+        for name in (INT8_FILE, SMOOTHING_FILE, READER_RECORD):
+            (to / part / name).unlink(missing_ok=True)
+    info = read_info(build / "encoder")
+    info.runtime = {}
+    (to / "encoder" / "xqa_encoder.json").unlink()   # a link to the build's own: not written through
+    info.save(to / "encoder")
+    (to / "reader" / "config.json").unlink()
+    (to / "reader" / "config.json").write_text((build / "reader" / "config.json").read_text().replace(str(build), str(to)))
+    return to
+
+
+@pytest.mark.slow
+def test_the_build_recipe_copies_both_runtimes_from_the_cache(real_build, tmp_path, capsys):
+    """The runtime stage of xqa build: a second build folder whose encoder and reader are the
+    same gets both runtimes from the cache (the first may have built them, where this session's
+    real build was not built in it), file for file the same."""
+    from xqa.recipes.corpus import CorpusBuild
+
+    src, out, _ = real_build
+    first = CorpusBuild(src, _without_runtimes(out, tmp_path / "first"))
+    assert not first._runtimes_done()
+    first.build_runtimes()
+    assert first._runtimes_done()
+    second = CorpusBuild(src, _without_runtimes(out, tmp_path / "second"))
+    capsys.readouterr()
+    second.build_runtimes()
+    printed = capsys.readouterr().out
+    assert printed.count("restored from the runtime cache") == 2, printed
+    assert "exporting" not in printed and second._runtimes_done()
+    for name in ("encoder/model.int8.onnx", "encoder/xqa_encoder.json", "reader/model.int8.onnx", "reader/runtime.json"):
+        assert (tmp_path / "second" / name).read_bytes() == (tmp_path / "first" / name).read_bytes(), name

@@ -1,0 +1,250 @@
+"""The cache of CPU runtimes that ``xqa build`` makes: a runtime built once is copied into the
+next build that needs the same one.
+
+Every build of the shipped encoder and span reader makes the same int8 runtimes (ONNX export,
+fusion, smoothing, quantisation, then a check against fp32 and a timing on this CPU): most of
+a small build's time. A runtime depends only on
+
+* the folder it is built in, before it is built (every file's contents),
+* the code that builds and checks it (the modules of its package and of
+  :mod:`xqa.encoders`), the shipped data its check reads (the corpus sample, the
+  smoothing statistics) and the versions of the libraries it runs on,
+* this machine (CPU model, features and cores) and the threads it is timed with,
+
+so these, hashed, are its key. A build whose key is in the cache copies the files the runtime
+wrote (each checked against its recorded SHA-256) instead of building it; a build whose key is
+not there builds it and stores what it wrote.
+
+The cache is the folder ``$XQA_CACHE`` (default ``$XDG_CACHE_HOME/xqa``, else ``~/.cache/xqa``),
+one subfolder per runtime under ``runtimes/``, about 120 MB each; ``XQA_CACHE=off`` turns it
+off. Deleting the folder, or any entry, is always safe. A cache that cannot be written is
+reported and skipped: it never stops a build.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import inspect
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+CACHE_ENV = "XQA_CACHE"
+OFF = ("off", "0", "none", "false", "no")
+ENTRY_FILE = "cache.json"
+_PACKAGE = Path(__file__).resolve().parents[1]          # xqa/
+# shipped data that a runtime's check or smoothing reads (xqa.encoders.runtime)
+_DATA = (_PACKAGE / "corpus" / "passages.jsonl.gz", _PACKAGE / "corpus" / "questions.jsonl.gz",
+         _PACKAGE / "models" / "smoothquant")
+_LIBRARIES = ("xqa", "torch", "transformers", "onnx", "onnxruntime", "onnxscript", "numpy", "safetensors", "tokenizers")
+
+
+def cache_root() -> Path | None:
+    """The cache folder, or None where ``$XQA_CACHE`` turns it off."""
+    value = os.environ.get(CACHE_ENV)
+    if value is not None:
+        return None if value.strip().lower() in OFF else Path(value).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "xqa"
+
+
+def file_sha256(path: Path, anchors: Iterable[str] = ()) -> str:
+    """The file's SHA-256; a ``.json`` file's with each of ``anchors`` (a build folder's path, as
+    a reader's config names the encoder it was unpacked over) read as ``<build>``."""
+    h = hashlib.sha256()
+    anchors = [a for a in anchors if a]
+    if anchors and path.suffix == ".json":
+        text = path.read_text(encoding="utf-8", errors="surrogateescape")
+        for anchor in anchors:
+            text = text.replace(anchor, "<build>")
+        h.update(text.encode("utf-8", errors="surrogateescape"))
+        return h.hexdigest()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 22), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _files(folder: Path) -> list[Path]:
+    """Every file under ``folder`` (links followed), sorted; hidden names (temporaries) left out."""
+    out = []
+    for root, dirs, names in os.walk(folder, followlinks=True):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        out += [Path(root) / n for n in names if not n.startswith(".")]
+    return sorted(out)
+
+
+def _stat(path: Path) -> tuple[int, int]:
+    st = path.stat()
+    return st.st_size, st.st_mtime_ns
+
+
+def _cpu_model() -> str:
+    with contextlib.suppress(OSError):
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+def _tree_digest(paths: Iterable[Path]) -> str:
+    h = hashlib.sha256()
+    for top in paths:
+        for p in ([top] if top.is_file() else _files(top) if top.is_dir() else []):
+            h.update(f"{p.relative_to(_PACKAGE.parent)}\0{file_sha256(p)}\n".encode())
+    return h.hexdigest()
+
+
+def environment(function: Callable[..., Any], threads: int) -> dict[str, Any]:
+    """What a runtime depends on besides its folder: the code that builds it, the shipped data
+    its check reads, the libraries, this machine and the threads."""
+    import importlib.metadata
+
+    from xqa.encoders.runtime import cpu_features
+
+    source = Path(inspect.getsourcefile(function) or "")   # its package's modules, and the int8 export's
+    code = {*source.parent.glob("*.py"), *(_PACKAGE / "encoders").glob("*.py")}
+    versions = {}
+    for name in _LIBRARIES:
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+            versions[name] = importlib.metadata.version(name)
+    return {"job": f"{function.__module__}:{function.__qualname__}", "threads": threads,
+            "code": _tree_digest(sorted(p for p in code if p.is_file())), "data": _tree_digest(_DATA),
+            "libraries": versions, "python": ".".join(map(str, sys.version_info[:2])),
+            "cpu": {"model": _cpu_model(), "cores": os.cpu_count(), "features": cpu_features()}}
+
+
+class Snapshot:
+    """A folder before a runtime is built in it: each file's digest (the key's part) and stat,
+    to tell afterwards which files the runtime wrote."""
+
+    def __init__(self, folder: str | Path, build: str | Path | None = None):
+        self.folder = Path(folder).resolve()
+        anchors = sorted({str(build), str(Path(build).resolve())}, key=len, reverse=True) if build else []
+        self.files = {str(p.relative_to(self.folder)): (file_sha256(p, anchors), _stat(p))
+                      for p in _files(self.folder)}
+
+    def key(self, env: dict[str, Any]) -> str:
+        body = json.dumps({"folder": {k: v[0] for k, v in self.files.items()}, "environment": env}, sort_keys=True)
+        return hashlib.sha256(body.encode()).hexdigest()[:40]
+
+    def written(self) -> list[str] | None:
+        """The files new or changed since the snapshot; None when one was removed (then the
+        folder's end state is not its files alone, and nothing is stored)."""
+        now = {str(p.relative_to(self.folder)): p for p in _files(self.folder)}
+        if set(self.files) - set(now):
+            return None
+        return sorted(rel for rel, p in now.items() if rel not in self.files or _stat(p) != self.files[rel][1])
+
+
+def _copy_into(src: Path, dst: Path) -> None:
+    """``src`` to ``dst`` through a temporary beside ``dst`` and a rename."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=f".{dst.name}.{os.getpid()}-", suffix=".tmp")
+    os.close(fd)
+    try:
+        shutil.copyfile(src, tmp)
+        shutil.copymode(src, tmp)
+        os.replace(tmp, dst)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def restore(entry: Path, folder: Path) -> list[str] | None:
+    """Copy the entry's files into ``folder``; the files, or None where the entry is damaged
+    (a file missing or not the one recorded: the entry is removed)."""
+    try:
+        meta = json.loads((entry / ENTRY_FILE).read_text(encoding="utf-8"))
+        files = meta["files"]
+        if not all(file_sha256(entry / "files" / rel) == digest for rel, digest in files.items()):
+            raise ValueError("a file differs from its recorded SHA-256")
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        print(f"runtime cache: {entry} is damaged ({e}); removing it and building anew", flush=True)
+        shutil.rmtree(entry, ignore_errors=True)
+        return None
+    for rel in files:
+        _copy_into(entry / "files" / rel, folder / rel)
+    return sorted(files)
+
+
+def store(root: Path, key: str, folder: Path, written: list[str], about: dict[str, Any]) -> Path:
+    """Copy the ``written`` files of ``folder`` into the entry ``key`` (a temporary folder, then
+    a rename: a killed store leaves no entry); the entry."""
+    runtimes = root / "runtimes"
+    runtimes.mkdir(parents=True, exist_ok=True)
+    entry = runtimes / key
+    tmp = Path(tempfile.mkdtemp(dir=runtimes, prefix=f".{key}.{os.getpid()}-", suffix=".tmp"))
+    try:
+        files = {}
+        for rel in written:
+            (tmp / "files" / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(folder / rel, tmp / "files" / rel)
+            shutil.copymode(folder / rel, tmp / "files" / rel)
+            files[rel] = file_sha256(tmp / "files" / rel)
+        (tmp / ENTRY_FILE).write_text(json.dumps({**about, "files": files}, indent=2) + "\n", encoding="utf-8")
+        try:
+            os.rename(tmp, entry)
+        except OSError:
+            if not (entry / ENTRY_FILE).is_file():   # another build stored it first: keep theirs
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return entry
+
+
+class Job:
+    """One runtime to build: ``function(**arguments)`` makes it in ``folder`` (inside the build
+    folder ``build``, whose path its files may name), timed with ``threads``; :meth:`prepare` restores it from the cache where it is there, :meth:`finish`
+    stores it after it was built."""
+
+    def __init__(self, function: Callable[..., Any], arguments: dict[str, Any], folder: str | Path,
+                 threads: int, what: str, build: str | Path | None = None):
+        self.function, self.arguments, self.threads, self.what = function, arguments, threads, what
+        self.folder = Path(folder).resolve()
+        self.build = build
+        self.root = cache_root()
+        self.snapshot: Snapshot | None = None
+        self.key = ""
+
+    def prepare(self, log: Callable[[str], None] = print) -> bool:
+        """True where the runtime was restored from the cache (then there is nothing to build)."""
+        if self.root is None:
+            return False
+        self.snapshot = Snapshot(self.folder, self.build)
+        self.key = self.snapshot.key(environment(self.function, self.threads))
+        entry = self.root / "runtimes" / self.key
+        if not (entry / ENTRY_FILE).is_file():
+            return False
+        files = restore(entry, self.folder)
+        if files is None:
+            return False
+        log(f"{self.what}: restored from the runtime cache ({entry}: {len(files)} files), built, checked and "
+            f"timed on this CPU model with the same weights, code, libraries and threads "
+            f"({CACHE_ENV}=off builds it anew)")
+        return True
+
+    def finish(self, log: Callable[[str], None] = print) -> None:
+        """Store what the built runtime wrote; a cache that cannot be written is reported only."""
+        if self.root is None or self.snapshot is None:
+            return
+        written = self.snapshot.written()
+        if not written:
+            return
+        try:
+            entry = store(self.root, self.key, self.folder, written,
+                          {"what": self.what, "job": f"{self.function.__module__}:{self.function.__qualname__}",
+                           "threads": self.threads, "made": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                           "built_in": str(self.folder)})
+        except OSError as e:
+            log(f"runtime cache: could not store {self.what} under {self.root} ({e}); the build goes on")
+            return
+        log(f"{self.what}: stored in the runtime cache ({entry})")
