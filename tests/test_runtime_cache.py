@@ -184,3 +184,28 @@ def test_the_build_recipe_copies_both_runtimes_from_the_cache(real_build, tmp_pa
     assert "exporting" not in printed and second._runtimes_done()
     for name in ("encoder/model.int8.onnx", "encoder/xqa_encoder.json", "reader/model.int8.onnx", "reader/runtime.json"):
         assert (tmp_path / "second" / name).read_bytes() == (tmp_path / "first" / name).read_bytes(), name
+
+
+def test_xqa_cache_lists_the_runtimes_and_clears_them(tmp_path, cache, capsys):
+    from xqa.cli import main
+
+    _model(tmp_path / "a"), _model(tmp_path / "b", weights=b"abc")
+    _build(tmp_path / "a"), _build(tmp_path / "b", threads=2)
+    (cache / "runtimes" / ".leftover.123-x.tmp").mkdir()   # what a killed store leaves
+    assert main(["cache"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"runtime cache: {cache / 'runtimes'} (2 runtime(s), ")
+    assert len(out) == 3 and all("the reader's runtime" in line for line in out[1:])
+    assert any("2 thread(s)" in line and f"first built in {tmp_path / 'b' / 'reader'}" in line for line in out[1:])
+    assert main(["cache", "--clear"]) == 0
+    assert capsys.readouterr().out.startswith("removed 2 runtime(s), ")
+    assert not (cache / "runtimes").exists()
+    assert not _build(tmp_path / "b", threads=2) and _calls(tmp_path / "b") == 2   # built anew
+    assert main(["cache"]) == 0 and "(1 runtime(s)" in capsys.readouterr().out
+
+
+def test_xqa_cache_says_when_the_cache_is_off(monkeypatch, capsys):
+    from xqa.cli import main
+
+    monkeypatch.setenv(runtime_cache.CACHE_ENV, "off")
+    assert main(["cache"]) == 0 and "the runtime cache is off" in capsys.readouterr().out

@@ -238,13 +238,14 @@ class CorpusBuild(Build):
         info = read_info(o / "encoder")
         if info is None or not info.runtime:
             jobs.append(Job(convert_e5, {"cfg": E5ConvertConfig(out=o / "encoder", threads=encoder_threads)},
-                            o / "encoder", encoder_threads, "the encoder's int8 runtime", build=o))
+                            o / "encoder", encoder_threads, "the encoder's int8 runtime (encoder/)", build=o))
         for reader in (o / "reader", *(o / "readers" / name for name in self.other_readers)):
             family = family_of(reader) if is_complete(reader) else None
             if (family is not None and family.runtime is not None and family.runtime_wanted(reader)
                     and not (reader / READER_RECORD).is_file()):
                 jobs.append(Job(family.runtime, {"folder": reader, "threads": reader_threads}, reader,
-                                reader_threads, f"the CPU runtime of {reader.relative_to(o)}/", build=o))
+                                reader_threads, f"the {family.name} reader's CPU runtime ({reader.relative_to(o)}/)",
+                                build=o))
         return jobs
 
     def _runtimes_done(self) -> bool:

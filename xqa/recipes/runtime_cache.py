@@ -179,9 +179,12 @@ def restore(entry: Path, folder: Path) -> list[str] | None:
 def store(root: Path, key: str, folder: Path, written: list[str], about: dict[str, Any]) -> Path:
     """Copy the ``written`` files of ``folder`` into the entry ``key`` (a temporary folder, then
     a rename: a killed store leaves no entry); the entry."""
+    from xqa.artifacts import _remove_orphans
+
     runtimes = root / "runtimes"
     runtimes.mkdir(parents=True, exist_ok=True)
     entry = runtimes / key
+    _remove_orphans(entry)   # what a store of this entry killed midway left
     tmp = Path(tempfile.mkdtemp(dir=runtimes, prefix=f".{key}.{os.getpid()}-", suffix=".tmp"))
     try:
         files = {}
@@ -248,3 +251,36 @@ class Job:
             log(f"runtime cache: could not store {self.what} under {self.root} ({e}); the build goes on")
             return
         log(f"{self.what}: stored in the runtime cache ({entry})")
+
+
+def _bytes(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
+def entries(root: Path) -> list[dict[str, Any]]:
+    """The cache's runtimes, newest first: key, what, made, the folder it was built in, bytes
+    (``what`` is ``"(damaged)"`` for an entry without a readable record)."""
+    runtimes = root / "runtimes"
+    out = []
+    for entry in sorted(runtimes.iterdir()) if runtimes.is_dir() else []:
+        if entry.name.startswith(".") or not entry.is_dir():
+            continue
+        try:
+            meta = json.loads((entry / ENTRY_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            meta = {"what": "(damaged)"}
+        out.append({"key": entry.name, "what": meta.get("what", ""), "made": meta.get("made", ""),
+                    "built_in": meta.get("built_in", ""), "threads": meta.get("threads"),
+                    "bytes": _bytes(entry), "path": str(entry)})
+    return sorted(out, key=lambda e: e["made"], reverse=True)
+
+
+def clear(root: Path) -> tuple[int, int]:
+    """Remove every runtime of the cache (and what killed stores left); ``(runtimes, bytes)``."""
+    runtimes = root / "runtimes"
+    if not runtimes.is_dir():
+        return 0, 0
+    found = entries(root)
+    size = _bytes(runtimes)
+    shutil.rmtree(runtimes)
+    return len(found), size

@@ -1,0 +1,50 @@
+"""``xqa cache``: the runtimes ``xqa build`` keeps to copy into later builds, and clearing them.
+
+Examples::
+
+    xqa cache                 # where the cache is, and each runtime in it
+    xqa cache --clear         # remove them all (the next build builds its runtimes anew)
+
+The cache is ``$XQA_CACHE`` (default ``~/.cache/xqa``); ``XQA_CACHE=off`` turns it off
+(:mod:`xqa.recipes.runtime_cache`).
+"""
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+
+from xqa.cli_config import ConfigCommand
+
+
+@dataclass
+class CacheConfig:
+    # the options of ``xqa cache`` (:mod:`xqa.cli_config`)
+    clear: bool = field(default=False, metadata={
+        "help": "remove every runtime in the cache; later builds build theirs anew (and store them again)"})
+
+
+COMMAND = ConfigCommand(CacheConfig)
+add_arguments = COMMAND.add_arguments
+
+
+def run(args: argparse.Namespace) -> int:
+    from xqa.recipes.runtime_cache import CACHE_ENV, cache_root, clear, entries
+
+    cfg = COMMAND.config(args)
+    root = cache_root()
+    if root is None:
+        print(f"the runtime cache is off ({CACHE_ENV}=off): every build builds its runtimes anew")
+        return 0
+    if cfg.clear:
+        n, size = clear(root)
+        print(f"removed {n} runtime(s), {size / 1e6:.0f} MB, from {root / 'runtimes'}")
+        return 0
+    found = entries(root)
+    total = sum(e["bytes"] for e in found)
+    print(f"runtime cache: {root / 'runtimes'} ({len(found)} runtime(s), {total / 1e6:.0f} MB; "
+          f"${CACHE_ENV} moves it, {CACHE_ENV}=off turns it off, xqa cache --clear empties it)")
+    for e in found:
+        print(f"  {e['key'][:12]}  {e['made'][:16]:16}  {e['bytes'] / 1e6:5.0f} MB  {e['what']}"
+              + (f", {e['threads']} thread(s)" if e["threads"] is not None else "")
+              + (f", first built in {e['built_in']}" if e["built_in"] else ""))
+    return 0
