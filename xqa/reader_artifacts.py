@@ -112,8 +112,17 @@ def unpack_reader(cfg: UnpackConfig, log: Log = print) -> Path:
     out = family.unpack(folder, Path(cfg.base), Path(cfg.out))
     log(f"wrote {out}")
     if cfg.int8 and family.runtime is not None and family.runtime_wanted(Path(out)):
-        family.runtime(Path(out), threads=cfg.threads, log=log)
+        _runtime(family, Path(out), cfg.threads, log)
     return Path(out)
+
+
+def _runtime(family, folder: Path, threads: int, log: Log) -> None:
+    """The family's CPU runtime of the reader in ``folder``, or the runtime cache's copy of it
+    (:mod:`xqa.runtime_cache`)."""
+    from xqa.runtime_cache import run_cached
+
+    run_cached(family.runtime, {"folder": folder, "threads": threads, "log": log}, folder, threads,
+               f"the {family.name} reader's CPU runtime", log=log)
 
 
 @dataclass
@@ -125,12 +134,13 @@ class RuntimeConfig:
 
 def build_runtime(cfg: RuntimeConfig, log: Log = print) -> Path:
     """The CPU runtime of the reader folder ``cfg.reader`` (or of its ``best/``), built, checked
-    against fp32 and timed by its family (``ReaderFamily.runtime``); the folder."""
+    against fp32 and timed by its family (``ReaderFamily.runtime``), or copied from the runtime
+    cache where a folder just like it had it built on this machine; the folder."""
     from reader.registry import artifact
     from xqa.errors import XqaError
 
     family, role, folder = artifact(cfg.reader)
     if role != "reader" or family.runtime is None or not family.runtime_wanted(folder):
         raise XqaError(f"{cfg.reader}: no CPU runtime to build (a span reader or a warm-started FiD has one)")
-    family.runtime(folder, threads=cfg.threads, log=log)
+    _runtime(family, Path(folder), cfg.threads, log)
     return folder

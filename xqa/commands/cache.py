@@ -6,7 +6,7 @@ Examples::
     xqa cache --clear         # remove them all (the next build builds its runtimes anew)
 
 The cache is ``$XQA_CACHE`` (default ``~/.cache/xqa``); ``XQA_CACHE=off`` turns it off
-(:mod:`xqa.recipes.runtime_cache`).
+(:mod:`xqa.runtime_cache`).
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ add_arguments = COMMAND.add_arguments
 
 
 def run(args: argparse.Namespace) -> int:
-    from xqa.recipes.runtime_cache import CACHE_ENV, cache_root, clear, entries
+    from xqa.runtime_cache import CACHE_ENV, cache_root, clear, entries
 
     cfg = COMMAND.config(args)
     root = cache_root()

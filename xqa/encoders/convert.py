@@ -23,7 +23,8 @@ class E5ConvertConfig:
 
 def convert_e5(cfg: E5ConvertConfig, log: Callable[[str], None] = print) -> Path:
     """Convert (unless ``cfg.out`` holds a converted encoder), then build the int8 runtime
-    (unless it has one, or ``cfg.int8`` is off); the folder."""
+    (unless it has one, or ``cfg.int8`` is off; copied from the runtime cache where it holds it,
+    :mod:`xqa.runtime_cache`); the folder."""
     from xqa.artifacts import is_complete
     from xqa.encoders.e5 import convert
     from xqa.encoders.info import read_info
@@ -40,13 +41,23 @@ def convert_e5(cfg: E5ConvertConfig, log: Callable[[str], None] = print) -> Path
             f"'query: ' / 'passage: ' prefixes)")
     if not cfg.int8:
         return out
+    from xqa.runtime_cache import run_cached
+
+    run_cached(build_encoder_runtime, {"folder": out, "threads": cfg.threads, "log": log}, out, cfg.threads,
+               "the encoder's int8 runtime", log=log)
+    return out
+
+
+def build_encoder_runtime(folder: str | Path, threads: int = 0, log: Callable[[str], None] = print) -> None:
+    """The int8 runtime of the converted encoder in ``folder``, checked and timed with ``threads``
+    (0: torch's default) (:func:`xqa.encoders.runtime.build_runtime`); what it measured is logged."""
     import torch
 
     from xqa.encoders import runtime
 
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
-    record = runtime.build_runtime(out, threads=cfg.threads, progress=log)
-    log(f"int8 runtime {out / runtime.INT8_FILE} ({record['int8']['bytes'] / 1e6:.0f} MB, "
+    if threads:
+        torch.set_num_threads(threads)
+    folder = Path(folder)
+    record = runtime.build_runtime(folder, threads=threads, progress=log)
+    log(f"int8 runtime {folder / runtime.INT8_FILE} ({record['int8']['bytes'] / 1e6:.0f} MB, "
         f"{record['seconds']:.0f} s):\n{runtime.describe(record)}")
-    return out

@@ -12,7 +12,7 @@ continues where it stopped):
 | encoder | ``encoder/`` | ``xqa convert e5 --no-int8`` |
 | reader | ``reader/`` | ``xqa reader unpack --no-int8`` (the shipped span reader), or a given one |
 | each other reader (``--also-reader NAME=FOLDER``) | ``readers/NAME/`` | as the reader |
-| int8 runtimes | ``encoder/``, ``reader/``, ``readers/*/`` | ``xqa convert e5``, ``xqa reader runtime``: side by side, or copied from the runtime cache (:mod:`xqa.recipes.runtime_cache`) |
+| int8 runtimes | ``encoder/``, ``reader/``, ``readers/*/`` | ``xqa convert e5``, ``xqa reader runtime``: side by side, or copied from the runtime cache (:mod:`xqa.runtime_cache`) |
 | BM25, one index per language | ``bm25/`` | ``xqa index sparse`` |
 | cross-script BM25 | ``roman/`` | ``xqa index sparse --cross-script --stop-fraction 0.1`` |
 | dense index | ``dense/`` | ``xqa index dense --model encoder`` (int8 runtime where it passed its check) |
@@ -52,7 +52,7 @@ from typing import Any, Iterator
 
 from xqa.artifacts import is_complete, write_json_atomic
 from xqa.recipes.runner import Build, Stage, call_in_processes, finished, retrieve
-from xqa.recipes.runtime_cache import Job
+from xqa.runtime_cache import Job
 from xqa.errors import InputError, XqaError
 from xqa.records import Passage
 from retriever.dhr.index import DEFAULT_LAMBDA
@@ -227,7 +227,7 @@ class CorpusBuild(Build):
         """The int8 runtimes still to build: the encoder's, and each reader's whose family has one
         (:mod:`reader.registry`), each checked and timed with the threads given (0: torch's
         default)."""
-        from xqa.encoders.convert import E5ConvertConfig, convert_e5
+        from xqa.encoders.convert import build_encoder_runtime
         from xqa.encoders.info import read_info
         from reader.registry import family_of
         from xqa.encoders.runtime import READER_RECORD
@@ -237,22 +237,21 @@ class CorpusBuild(Build):
         o, jobs = self.out, []
         info = read_info(o / "encoder")
         if info is None or not info.runtime:
-            jobs.append(Job(convert_e5, {"cfg": E5ConvertConfig(out=o / "encoder", threads=encoder_threads)},
-                            o / "encoder", encoder_threads, "the encoder's int8 runtime (encoder/)", build=o))
+            jobs.append(Job(build_encoder_runtime, {"folder": o / "encoder", "threads": encoder_threads},
+                            o / "encoder", encoder_threads, "the encoder's int8 runtime (encoder/)"))
         for reader in (o / "reader", *(o / "readers" / name for name in self.other_readers)):
             family = family_of(reader) if is_complete(reader) else None
             if (family is not None and family.runtime is not None and family.runtime_wanted(reader)
                     and not (reader / READER_RECORD).is_file()):
                 jobs.append(Job(family.runtime, {"folder": reader, "threads": reader_threads}, reader,
-                                reader_threads, f"the {family.name} reader's CPU runtime ({reader.relative_to(o)}/)",
-                                build=o))
+                                reader_threads, f"the {family.name} reader's CPU runtime ({reader.relative_to(o)}/)"))
         return jobs
 
     def _runtimes_done(self) -> bool:
         return not self._runtime_jobs()
 
     def build_runtimes(self) -> None:
-        """Each runtime the cache holds (:mod:`xqa.recipes.runtime_cache`) is copied from it; the
+        """Each runtime the cache holds (:mod:`xqa.runtime_cache`) is copied from it; the
         others are built, then stored there. Both exports are mostly one-threaded (ONNX export,
         fusion, protobuf), so on 2 cores two run side by side as two one-thread processes; each
         checks and times on one thread."""

@@ -1,5 +1,5 @@
-"""The cache of CPU runtimes that ``xqa build`` makes: a runtime built once is copied into the
-next build that needs the same one.
+"""The cache of the CPU runtimes that ``xqa build``, ``xqa convert e5`` and ``xqa reader
+unpack|runtime`` make: a runtime built once is copied wherever the same one is needed again.
 
 Every build of the shipped encoder and span reader makes the same int8 runtimes (ONNX export,
 fusion, smoothing, quantisation, then a check against fp32 and a timing on this CPU): most of
@@ -38,7 +38,7 @@ from typing import Any, Callable, Iterable
 CACHE_ENV = "XQA_CACHE"
 OFF = ("off", "0", "none", "false", "no")
 ENTRY_FILE = "cache.json"
-_PACKAGE = Path(__file__).resolve().parents[1]          # xqa/
+_PACKAGE = Path(__file__).resolve().parent          # xqa/
 # shipped data that a runtime's check or smoothing reads (xqa.encoders.runtime)
 _DATA = (_PACKAGE / "corpus" / "passages.jsonl.gz", _PACKAGE / "corpus" / "questions.jsonl.gz",
          _PACKAGE / "models" / "smoothquant")
@@ -106,10 +106,14 @@ def environment(function: Callable[..., Any], threads: int) -> dict[str, Any]:
     """What a runtime depends on besides its folder: the code that builds it, the shipped data
     its check reads, the libraries, this machine and the threads."""
     import importlib.metadata
+    import importlib.util
 
     from xqa.encoders.runtime import cpu_features
 
-    source = Path(inspect.getsourcefile(function) or "")   # its package's modules, and the int8 export's
+    # its package's modules, and the int8 export's (by the module's name: a lazy function,
+    # xqa.lazy.function, bears its target's)
+    spec = importlib.util.find_spec(function.__module__)
+    source = Path(spec.origin) if spec is not None and spec.origin else Path(inspect.getsourcefile(function) or "")
     code = {*source.parent.glob("*.py"), *(_PACKAGE / "encoders").glob("*.py")}
     versions = {}
     for name in _LIBRARIES:
@@ -128,6 +132,7 @@ class Snapshot:
     def __init__(self, folder: str | Path, build: str | Path | None = None):
         self.folder = Path(folder).resolve()
         anchors = sorted({str(build), str(Path(build).resolve())}, key=len, reverse=True) if build else []
+        anchors = [a for a in anchors if a != "/"]
         self.files = {str(p.relative_to(self.folder)): (file_sha256(p, anchors), _stat(p))
                       for p in _files(self.folder)}
 
@@ -205,15 +210,17 @@ def store(root: Path, key: str, folder: Path, written: list[str], about: dict[st
 
 
 class Job:
-    """One runtime to build: ``function(**arguments)`` makes it in ``folder`` (inside the build
-    folder ``build``, whose path its files may name), timed with ``threads``; :meth:`prepare` restores it from the cache where it is there, :meth:`finish`
-    stores it after it was built."""
+    """One runtime to build: ``function(**arguments)`` makes it in ``folder``, timed with
+    ``threads``; :meth:`prepare` restores it from the cache where it is there, :meth:`finish`
+    stores it after it was built. The path of ``folder``'s parent (a build folder, which a
+    reader's config names as the place of the encoder it was unpacked over) is not part of the
+    key."""
 
     def __init__(self, function: Callable[..., Any], arguments: dict[str, Any], folder: str | Path,
-                 threads: int, what: str, build: str | Path | None = None):
+                 threads: int, what: str):
         self.function, self.arguments, self.threads, self.what = function, arguments, threads, what
         self.folder = Path(folder).resolve()
-        self.build = build
+        self.parent = Path(folder).absolute().parent
         self.root = cache_root()
         self.snapshot: Snapshot | None = None
         self.key = ""
@@ -222,7 +229,7 @@ class Job:
         """True where the runtime was restored from the cache (then there is nothing to build)."""
         if self.root is None:
             return False
-        self.snapshot = Snapshot(self.folder, self.build)
+        self.snapshot = Snapshot(self.folder, self.parent)
         self.key = self.snapshot.key(environment(self.function, self.threads))
         entry = self.root / "runtimes" / self.key
         if not (entry / ENTRY_FILE).is_file():
@@ -251,6 +258,18 @@ class Job:
             log(f"runtime cache: could not store {self.what} under {self.root} ({e}); the build goes on")
             return
         log(f"{self.what}: stored in the runtime cache ({entry})")
+
+
+def run_cached(function: Callable[..., Any], arguments: dict[str, Any], folder: str | Path, threads: int,
+               what: str, log: Callable[[str], None] = print) -> bool:
+    """``function(**arguments)``, which builds a runtime in ``folder`` timed with ``threads``,
+    unless the cache holds it (then it is copied, and True is returned); what it built is stored."""
+    job = Job(function, arguments, folder, threads, what)
+    if job.prepare(log=log):
+        return True
+    function(**arguments)
+    job.finish(log=log)
+    return False
 
 
 def _bytes(folder: Path) -> int:
