@@ -245,3 +245,18 @@ def test_xqa_convert_e5_copies_the_encoder_runtime_a_folder_just_like_it_had_bui
     assert "the encoder's int8 runtime: restored from the runtime cache" in capsys.readouterr().out
     assert read_info(tmp_path / "b" / "encoder").runtime == {"choice": "int8", "threads": 1}
     assert (tmp_path / "b" / "encoder" / "model.int8.onnx").read_bytes() == b"int8 of weights"
+
+
+def test_an_entry_removed_while_it_is_copied_is_built_anew(tmp_path, cache, monkeypatch, capsys):
+    _model(tmp_path / "a"), _model(tmp_path / "b")
+    _build(tmp_path / "a")
+    copy = runtime_cache._copy_into
+
+    def clear_midway(src, dst):   # xqa cache --clear in another process, after the first file
+        copy(src, dst)
+        runtime_cache.clear(cache)
+
+    monkeypatch.setattr(runtime_cache, "_copy_into", clear_midway)
+    assert not _build(tmp_path / "b") and _calls(tmp_path / "b") == 1
+    assert "went away while it was copied" in capsys.readouterr().out
+    assert json.loads((tmp_path / "b" / "reader" / "runtime.json").read_text())["bytes"] == 30

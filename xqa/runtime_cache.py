@@ -176,8 +176,12 @@ def restore(entry: Path, folder: Path) -> list[str] | None:
         print(f"runtime cache: {entry} is damaged ({e}); removing it and building anew", flush=True)
         shutil.rmtree(entry, ignore_errors=True)
         return None
-    for rel in files:
-        _copy_into(entry / "files" / rel, folder / rel)
+    try:
+        for rel in files:
+            _copy_into(entry / "files" / rel, folder / rel)
+    except FileNotFoundError as e:   # removed meanwhile (xqa cache --clear): what was copied is built over
+        print(f"runtime cache: {entry} went away while it was copied ({e}); building anew", flush=True)
+        return None
     return sorted(files)
 
 
