@@ -69,6 +69,9 @@ def test_a_runtime_built_once_is_copied_into_the_next_build_that_needs_the_same_
     assert "restored from the runtime cache" in said[-1] and "XQA_CACHE=off" in said[-1]
     for name in ("model.int8.onnx", "runtime.json"):
         assert (b / "reader" / name).read_bytes() == (a / "reader" / name).read_bytes()
+        # one file on disk for the two builds and the cache (they share a file system here)
+        assert (b / "reader" / name).stat().st_ino == (a / "reader" / name).stat().st_ino == \
+            (entry / "files" / name).stat().st_ino
     assert (b / "reader" / "config.json").read_text() != (a / "reader" / "config.json").read_text()
 
 
@@ -200,6 +203,13 @@ def test_xqa_cache_lists_the_runtimes_and_clears_them(tmp_path, cache, capsys):
     assert main(["cache"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith(f"runtime cache: {cache / 'runtimes'} (2 runtime(s), ")
+    assert "MB of it in files no build shares" in out[0]
+    records = {e["key"]: (Path(e["path"]) / ENTRY_FILE).stat().st_size for e in runtime_cache.entries(cache)}
+    # the runtimes' files are a's and b's own (linked): only the records are the cache's alone
+    assert {e["key"]: e["own_bytes"] for e in runtime_cache.entries(cache)} == records
+    shutil.rmtree(tmp_path / "a")
+    assert sorted(e["own_bytes"] - records[e["key"]] for e in runtime_cache.entries(cache)) == \
+        [0, 30 + len('{"threads": 1, "bytes": 30}')]
     assert len(out) == 3 and all("the reader's runtime" in line for line in out[1:])
     assert any("2 thread(s)" in line and f"first built in {tmp_path / 'b' / 'reader'}" in line for line in out[1:])
     assert main(["cache", "--clear"]) == 0

@@ -17,7 +17,8 @@ not there builds it and stores what it wrote.
 
 The cache is the folder ``$XQA_CACHE`` (default ``$XDG_CACHE_HOME/xqa``, else ``~/.cache/xqa``),
 one subfolder per runtime under ``runtimes/``, about 120 MB each; ``XQA_CACHE=off`` turns it
-off. Deleting the folder, or any entry, is always safe. A cache that cannot be written is
+off. Its files are hard links to those of the builds that made or copied them, where the cache
+and a build share a file system, so the cache costs no disk space while those builds exist. Deleting the folder, or any entry, is always safe. A cache that cannot be written is
 reported and skipped: it never stops a build.
 """
 from __future__ import annotations
@@ -149,14 +150,23 @@ class Snapshot:
         return sorted(rel for rel, p in now.items() if rel not in self.files or _stat(p) != self.files[rel][1])
 
 
-def _copy_into(src: Path, dst: Path) -> None:
-    """``src`` to ``dst`` through a temporary beside ``dst`` and a rename."""
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=f".{dst.name}.{os.getpid()}-", suffix=".tmp")
-    os.close(fd)
+def _link_or_copy(src: Path, dst: Path) -> None:
+    """``dst`` (which does not exist) as a hard link to ``src``, or a copy where a link cannot be
+    made (another file system). xqa replaces the files of an artifact, never writes into them, so
+    a link is as safe as a copy; a file changed in place anyway fails its check at the next copy."""
     try:
-        shutil.copyfile(src, tmp)
-        shutil.copymode(src, tmp)
+        os.link(src, dst)
+    except OSError:
+        shutil.copyfile(src, dst)
+        shutil.copymode(src, dst)
+
+
+def _copy_into(src: Path, dst: Path) -> None:
+    """``src`` to ``dst`` (linked or copied) through a temporary beside ``dst`` and a rename."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dst.parent / f".{dst.name}.{os.getpid()}-{os.urandom(4).hex()}.tmp"
+    try:
+        _link_or_copy(src, tmp)
         os.replace(tmp, dst)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -199,8 +209,7 @@ def store(root: Path, key: str, folder: Path, written: list[str], about: dict[st
         files = {}
         for rel in written:
             (tmp / "files" / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(folder / rel, tmp / "files" / rel)
-            shutil.copymode(folder / rel, tmp / "files" / rel)
+            _link_or_copy(folder / rel, tmp / "files" / rel)
             files[rel] = file_sha256(tmp / "files" / rel)
         (tmp / ENTRY_FILE).write_text(json.dumps({**about, "files": files}, indent=2) + "\n", encoding="utf-8")
         try:
@@ -276,13 +285,16 @@ def run_cached(function: Callable[..., Any], arguments: dict[str, Any], folder: 
     return False
 
 
-def _bytes(folder: Path) -> int:
-    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+def _bytes(folder: Path, own: bool = False) -> int:
+    """The size of the files under ``folder``; ``own``: of those no build links to."""
+    return sum(st.st_size for p in folder.rglob("*") if p.is_file()
+               for st in (p.stat(),) if not own or st.st_nlink == 1)
 
 
 def entries(root: Path) -> list[dict[str, Any]]:
-    """The cache's runtimes, newest first: key, what, made, the folder it was built in, bytes
-    (``what`` is ``"(damaged)"`` for an entry without a readable record)."""
+    """The cache's runtimes, newest first: key, what, made, the folder it was built in, bytes, and
+    bytes in files no build links to (``what`` is ``"(damaged)"`` for an entry without a
+    readable record)."""
     runtimes = root / "runtimes"
     out = []
     for entry in sorted(runtimes.iterdir()) if runtimes.is_dir() else []:
@@ -294,7 +306,7 @@ def entries(root: Path) -> list[dict[str, Any]]:
             meta = {"what": "(damaged)"}
         out.append({"key": entry.name, "what": meta.get("what", ""), "made": meta.get("made", ""),
                     "built_in": meta.get("built_in", ""), "threads": meta.get("threads"),
-                    "bytes": _bytes(entry), "path": str(entry)})
+                    "bytes": _bytes(entry), "own_bytes": _bytes(entry, own=True), "path": str(entry)})
     return sorted(out, key=lambda e: e["made"], reverse=True)
 
 

@@ -40,8 +40,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"removed {n} runtime(s), {size / 1e6:.0f} MB, from {root / 'runtimes'}")
         return 0
     found = entries(root)
-    total = sum(e["bytes"] for e in found)
-    print(f"runtime cache: {root / 'runtimes'} ({len(found)} runtime(s), {total / 1e6:.0f} MB; "
+    total, own = sum(e["bytes"] for e in found), sum(e["own_bytes"] for e in found)
+    print(f"runtime cache: {root / 'runtimes'} ({len(found)} runtime(s), {total / 1e6:.0f} MB, "
+          f"{own / 1e6:.0f} MB of it in files no build shares; "
           f"${CACHE_ENV} moves it, {CACHE_ENV}=off turns it off, xqa cache --clear empties it)")
     for e in found:
         print(f"  {e['key'][:12]}  {e['made'][:16]:16}  {e['bytes'] / 1e6:5.0f} MB  {e['what']}"
