@@ -270,3 +270,17 @@ def test_an_entry_removed_while_it_is_copied_is_built_anew(tmp_path, cache, monk
     assert not _build(tmp_path / "b") and _calls(tmp_path / "b") == 1
     assert "went away while it was copied" in capsys.readouterr().out
     assert json.loads((tmp_path / "b" / "reader" / "runtime.json").read_text())["bytes"] == 30
+
+
+def test_a_runtime_function_outside_the_repository_has_a_key_too(tmp_path, monkeypatch):
+    """A reader family registered by another package: its code, wherever it is installed, is part of the key."""
+    plugin = tmp_path / "site" / "myreader"
+    plugin.mkdir(parents=True)
+    (plugin / "__init__.py").write_text("def runtime(folder, threads=0, log=print):\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    import importlib
+
+    module = importlib.import_module("myreader")
+    first = runtime_cache.environment(module.runtime, 1)
+    (plugin / "__init__.py").write_text("def runtime(folder, threads=0, log=print):\n    return 1\n")
+    assert first["job"] == "myreader:runtime" and runtime_cache.environment(module.runtime, 1)["code"] != first["code"]

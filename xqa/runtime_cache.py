@@ -99,7 +99,8 @@ def _tree_digest(paths: Iterable[Path]) -> str:
     h = hashlib.sha256()
     for top in paths:
         for p in ([top] if top.is_file() else _files(top) if top.is_dir() else []):
-            h.update(f"{p.relative_to(_PACKAGE.parent)}\0{file_sha256(p)}\n".encode())
+            name = p.relative_to(_PACKAGE.parent) if p.is_relative_to(_PACKAGE.parent) else p   # a plug-in's: where it is
+            h.update(f"{name}\0{file_sha256(p)}\n".encode())
     return h.hexdigest()
 
 
