@@ -1,4 +1,5 @@
-"""``xqa cache``: the runtimes ``xqa build`` keeps to copy into later builds, and clearing them.
+"""``xqa cache``: the int8 runtimes that ``xqa build``, ``xqa convert e5`` and ``xqa reader
+unpack|runtime`` keep to copy wherever the same one is needed again, and clearing them.
 
 Examples::
 
