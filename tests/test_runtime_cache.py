@@ -284,3 +284,20 @@ def test_a_runtime_function_outside_the_repository_has_a_key_too(tmp_path, monke
     first = runtime_cache.environment(module.runtime, 1)
     (plugin / "__init__.py").write_text("def runtime(folder, threads=0, log=print):\n    return 1\n")
     assert first["job"] == "myreader:runtime" and runtime_cache.environment(module.runtime, 1)["code"] != first["code"]
+
+
+def test_the_records_that_mark_a_runtime_as_built_are_copied_last(tmp_path, cache, monkeypatch):
+    """A copy killed midway leaves no record without its files (the build stage sees a record,
+    runtime.json or xqa_encoder.json's runtime, as the runtime being there)."""
+    _model(tmp_path / "a"), _model(tmp_path / "b")
+    folder = tmp_path / "a" / "reader"
+    job = Job(fake_runtime, {}, folder, 1, "a runtime")
+    assert not job.prepare()
+    fake_runtime(folder, 1)
+    (folder / "zz.bin").write_bytes(b"after the record by name")
+    job.finish()
+    order = []
+    copy = runtime_cache._copy_into
+    monkeypatch.setattr(runtime_cache, "_copy_into", lambda src, dst: (order.append(dst.name), copy(src, dst)))
+    assert Job(fake_runtime, {}, tmp_path / "b" / "reader", 1, "a runtime").prepare()
+    assert order == ["model.int8.onnx", "zz.bin", "runtime.json"]

@@ -187,8 +187,8 @@ def restore(entry: Path, folder: Path) -> list[str] | None:
         print(f"runtime cache: {entry} is damaged ({e}); removing it and building anew", flush=True)
         shutil.rmtree(entry, ignore_errors=True)
         return None
-    try:
-        for rel in files:
+    try:   # the records (JSON) last: they mark a runtime as built, so a killed copy is built over
+        for rel in sorted(files, key=lambda rel: (rel.endswith(".json"), rel)):
             _copy_into(entry / "files" / rel, folder / rel)
     except FileNotFoundError as e:   # removed meanwhile (xqa cache --clear): what was copied is built over
         print(f"runtime cache: {entry} went away while it was copied ({e}); building anew", flush=True)
