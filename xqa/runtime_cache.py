@@ -56,20 +56,18 @@ def cache_root() -> Path | None:
 
 
 def file_sha256(path: Path, anchors: Iterable[str] = ()) -> str:
-    """The file's SHA-256; a ``.json`` file's with each of ``anchors`` (a build folder's path, as
-    a reader's config names the encoder it was unpacked over) read as ``<build>``."""
-    h = hashlib.sha256()
+    """The file's SHA-256 (:func:`xqa.encoders.e5.file_sha256`); a ``.json`` file's with each of
+    ``anchors`` (a build folder's path, as a reader's config names the encoder it was unpacked
+    over) read as ``<build>``."""
+    from xqa.encoders.e5 import file_sha256 as plain
+
     anchors = [a for a in anchors if a]
-    if anchors and path.suffix == ".json":
-        text = path.read_text(encoding="utf-8", errors="surrogateescape")
-        for anchor in anchors:
-            text = text.replace(anchor, "<build>")
-        h.update(text.encode("utf-8", errors="surrogateescape"))
-        return h.hexdigest()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 22), b""):
-            h.update(block)
-    return h.hexdigest()
+    if not (anchors and path.suffix == ".json"):
+        return plain(path)
+    text = path.read_text(encoding="utf-8", errors="surrogateescape")
+    for anchor in anchors:
+        text = text.replace(anchor, "<build>")
+    return hashlib.sha256(text.encode("utf-8", errors="surrogateescape")).hexdigest()
 
 
 def _files(folder: Path) -> list[Path]:
@@ -164,8 +162,11 @@ def _link_or_copy(src: Path, dst: Path) -> None:
 
 def _copy_into(src: Path, dst: Path) -> None:
     """``src`` to ``dst`` (linked or copied) through a temporary beside ``dst`` and a rename."""
+    from xqa.artifacts import _remove_orphans, _temp_prefix
+
     dst.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dst.parent / f".{dst.name}.{os.getpid()}-{os.urandom(4).hex()}.tmp"
+    _remove_orphans(dst)   # what a killed copy (or atomic write) of dst left
+    tmp = dst.parent / f"{_temp_prefix(dst)}{os.urandom(4).hex()}.tmp"
     try:
         _link_or_copy(src, tmp)
         os.replace(tmp, dst)
