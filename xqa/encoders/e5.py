@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import os
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -252,12 +253,23 @@ def build_tokenizer(f: E5File):
         model_max_length=f.max_positions)
 
 
+_DIGESTS: dict[tuple[int, int, int, int], str] = {}
+
+
 def file_sha256(path: str | Path) -> str:
+    """The file's SHA-256, remembered for this process by device, inode, size and modification
+    time (a build asks for the encoder's 470 MB weights several times: a file written anew, or a
+    hard link to it, is hashed once)."""
+    st = os.stat(path)
+    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    if key in _DIGESTS:
+        return _DIGESTS[key]
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
-    return h.hexdigest()
+    _DIGESTS[key] = h.hexdigest()
+    return _DIGESTS[key]
 
 
 def convert(out: str | Path, model_file: str | Path | None = None, overwrite: bool = False) -> Path:

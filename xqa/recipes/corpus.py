@@ -675,6 +675,7 @@ def place_reader(src: Path, encoder: Path, dest: Path) -> None:
     training run folder: its best reader) copied; a ``fusion.json`` beside its files goes along."""
     from reader.registry import artifact
     from xqa.artifacts import atomic_dir
+    from xqa.reader_artifacts import unpack_cached
 
     src = Path(src)
     fusion = reader_fusion_file(src)
@@ -683,8 +684,11 @@ def place_reader(src: Path, encoder: Path, dest: Path) -> None:
     except XqaError:
         role = "reader"
     if role in ("packed", "kit"):
-        made = Path(family.unpack(folder, encoder, dest) if role == "packed"
-                    else family.from_kit(folder, encoder, dest))
+        if role == "packed":
+            unpack_cached(family, Path(folder), encoder, dest, log=_say)
+            made = dest
+        else:
+            made = Path(family.from_kit(folder, encoder, dest))
         if fusion is not None:
             _copy_atomic(fusion, made / FUSION_FILE)
         _say(f"wrote {made}")
