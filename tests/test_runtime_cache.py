@@ -313,6 +313,7 @@ def fake_unpack(delta_dir, base, out):
     (tmp / "encoder" / "model.safetensors").write_bytes((Path(base) / "weights.bin").read_bytes()
                                                         + (Path(delta_dir) / "delta.bin").read_bytes())
     (tmp / "config.json").write_text(json.dumps({"base": f"{delta_dir} over {base}", "other": f"{base}2/x"}))
+    (tmp / "tokenizer.json").write_text('{"vocab": ["a", "b"]}')   # names no path
     tmp.rename(out)
     calls = out.parent / "unpacked.txt"
     calls.write_text(calls.read_text() + "x" if calls.is_file() else "x")
@@ -355,9 +356,11 @@ def test_a_folder_made_once_is_copied_into_the_next_build_with_that_builds_paths
     assert json.loads((b / "reader" / "config.json").read_text())["base"] == f"{packed} over {b / 'encoder'}"
     weights = [d / "reader" / "encoder" / "model.safetensors" for d in (a, b)]
     assert weights[1].read_bytes() == b"encoder weightsdelta"
-    # one file on disk for both builds and the cache
-    assert weights[0].stat().st_ino == weights[1].stat().st_ino == \
-        (entry / "files" / "encoder" / "model.safetensors").stat().st_ino
+    # one file on disk for both builds and the cache, a JSON file that names no path too
+    for rel in ("encoder/model.safetensors", "tokenizer.json"):
+        assert (a / "reader" / rel).stat().st_ino == (b / "reader" / rel).stat().st_ino == \
+            (entry / "files" / rel).stat().st_ino, rel
+    assert json.loads((entry / ENTRY_FILE).read_text())["rewritten"] == ["config.json"]
     assert not list(b.glob(".reader.*"))   # the copy went through a temporary folder, renamed
 
 

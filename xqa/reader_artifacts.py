@@ -129,7 +129,7 @@ def unpack_cached(family, packed: Path, base: Path, out: Path, log: Log = print)
 
 
 def _runtime(family, folder: Path, threads: int, log: Log) -> None:
-    """The family's CPU runtime of the reader in ``folder``, or the runtime cache's copy of it
+    """The family's CPU runtime of the reader in ``folder``, or xqa's cache's copy of it
     (:mod:`xqa.runtime_cache`)."""
     from xqa.runtime_cache import run_cached
 

@@ -376,7 +376,8 @@ class FolderJob:
         from xqa.artifacts import atomic_dir
 
         try:
-            files = json.loads((entry / ENTRY_FILE).read_text(encoding="utf-8"))["files"]
+            meta = json.loads((entry / ENTRY_FILE).read_text(encoding="utf-8"))
+            files, rewritten = meta["files"], set(meta["rewritten"])
             if not all(file_sha256(entry / "files" / rel) == digest for rel, digest in files.items()):
                 raise ValueError("a file differs from its recorded SHA-256")
         except (OSError, ValueError, KeyError, TypeError) as e:
@@ -387,7 +388,7 @@ class FolderJob:
             with atomic_dir(self.out, overwrite=True) as tmp:   # all of it or nothing
                 for rel in files:
                     (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
-                    if rel.endswith(".json"):   # with this build's paths
+                    if rel in rewritten:   # with this build's paths
                         text = (entry / "files" / rel).read_text(encoding="utf-8", errors="surrogateescape")
                         (tmp / rel).write_text(_from_tokens(text, self.back), encoding="utf-8",
                                                errors="surrogateescape")
@@ -411,19 +412,21 @@ class FolderJob:
             _remove_orphans(entry)
             tmp = Path(tempfile.mkdtemp(dir=folders, prefix=f".{self.key}.{os.getpid()}-", suffix=".tmp"))
             try:
-                files = {}
+                files, rewritten = {}, []
                 for p in _files(self.out):
                     rel = str(p.relative_to(self.out))
                     dst = tmp / "files" / rel
                     dst.parent.mkdir(parents=True, exist_ok=True)
-                    if rel.endswith(".json"):   # the paths it names as placeholders
-                        text = p.read_text(encoding="utf-8", errors="surrogateescape")
+                    text = p.read_text(encoding="utf-8", errors="surrogateescape") if rel.endswith(".json") else ""
+                    if text and _to_tokens(text, self.pairs) != text:   # the paths it names as placeholders
                         dst.write_text(_to_tokens(text, self.pairs), encoding="utf-8", errors="surrogateescape")
+                        rewritten.append(rel)
                     else:
                         _link_or_copy(p, dst)
                     files[rel] = file_sha256(dst)
                 about = {"what": self.what, "job": f"{self.function.__module__}:{self.function.__qualname__}",
-                         "made": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "built_in": str(self.out), "files": files}
+                         "made": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "built_in": str(self.out), "files": files,
+                         "rewritten": rewritten}
                 (tmp / ENTRY_FILE).write_text(json.dumps(about, indent=2) + "\n", encoding="utf-8")
                 try:
                     os.rename(tmp, entry)

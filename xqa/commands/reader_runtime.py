@@ -4,7 +4,7 @@ warm-started FiD's int8 and bf16 reading (``reader.fid.runtime``).
 
 ``xqa reader unpack`` runs it for the reader it writes; this command does it for any span reader
 folder, e.g. one trained with ``xqa train reader --family span``. A runtime this machine built
-before for the same folder contents is copied from the runtime cache (``xqa cache``;
+before for the same folder contents is copied from xqa's cache (``xqa cache``;
 ``XQA_CACHE=off`` builds it anew).
 """
 from __future__ import annotations

@@ -9,10 +9,10 @@ continues where it stopped):
 | --- | --- | --- |
 | passages (checked, one JSONL) | ``passages.jsonl`` | (reads JSONL/.gz, DPR TSV, a Pyserini JsonCollection) |
 | or passages from documents (``--documents``; after the encoder, whose tokenizer the packed split counts with) | ``passages.jsonl``, ``passages-report.json`` | ``xqa passages`` |
-| encoder | ``encoder/`` | ``xqa convert e5 --no-int8`` |
-| reader | ``reader/`` | ``xqa reader unpack --no-int8`` (the shipped span reader), or a given one |
+| encoder | ``encoder/`` | ``xqa convert e5 --no-int8`` (or xqa's cache's copy, :mod:`xqa.runtime_cache`) |
+| reader | ``reader/`` | ``xqa reader unpack --no-int8`` (the shipped span reader; or the cache's copy), or a given one |
 | each other reader (``--also-reader NAME=FOLDER``) | ``readers/NAME/`` | as the reader |
-| int8 runtimes | ``encoder/``, ``reader/``, ``readers/*/`` | ``xqa convert e5``, ``xqa reader runtime``: side by side, or copied from the runtime cache (:mod:`xqa.runtime_cache`) |
+| int8 runtimes | ``encoder/``, ``reader/``, ``readers/*/`` | ``xqa convert e5``, ``xqa reader runtime``: side by side, or copied from xqa's cache |
 | BM25, one index per language | ``bm25/`` | ``xqa index sparse`` |
 | cross-script BM25 | ``roman/`` | ``xqa index sparse --cross-script --stop-fraction 0.1`` |
 | dense index | ``dense/`` | ``xqa index dense --model encoder`` (int8 runtime where it passed its check) |
