@@ -468,10 +468,10 @@ def test_cli_grad_cache_trains_like_the_whole_batch(world, tokenizer_dir, tmp_pa
     loss = {r: [json.loads(x)["loss"] for x in (tmp_path / r / "metrics.jsonl").read_text().splitlines()
                 if '"loss"' in x] for r in ("gc", "plain")}
     assert loss["gc"] and np.allclose(loss["gc"], loss["plain"], rtol=1e-5), loss
-    from safetensors.torch import load_file
+    from retriever.dense.model import tower_state
 
-    a = load_file(str(tmp_path / "gc" / "best" / "query_encoder" / "model.safetensors"))
-    b = load_file(str(tmp_path / "plain" / "best" / "query_encoder" / "model.safetensors"))
+    a = tower_state(tmp_path / "gc" / "best" / "query_encoder")
+    b = tower_state(tmp_path / "plain" / "best" / "query_encoder")
     init = BiEncoder.from_scratch(tokenizer_dir, "tiny", seed=0, pooling="mean", dropout=0.0,
                                   query_max_length=16, passage_max_length=32).query_encoder.state_dict()
     # Both runs moved the weights alike. Compared as whole updates: AdamW's first steps are
@@ -748,3 +748,24 @@ def test_training_improves_dev_mrr_and_resumes_as_done(world, tokenizer_dir, tmp
     again = BiEncoder.from_pretrained(str(out))  # --init from an xqa run continues from its best model
     np.testing.assert_allclose(again.encode_queries(["x y"]), trained.encode_queries(["x y"]), atol=1e-6)
     assert cli(args) == 0  # finished: nothing to do
+
+
+def test_a_bi_encoder_saved_in_shards_packs_and_unpacks_over_its_encoder(converted_e5, tmp_path):
+    """Λ's towers are saved in shards (word embeddings apart): packing reads every shard, and
+    the unpacked tower holds the frozen embeddings exactly and the trained layers to int8 steps."""
+    from retriever.dense import delta as dense_delta
+    from retriever.dense.model import BiEncoder, tower_state
+
+    model = BiEncoder.from_pretrained(str(converted_e5), layers=2)
+    torch.manual_seed(0)
+    with torch.no_grad():
+        model.query_encoder.encoder.layer[1].attention.self.query.weight.add_(0.05 * torch.randn(384, 384))
+    saved = model.save(tmp_path / "lambda")
+    assert (saved / "query_encoder" / "model.safetensors.index.json").is_file()
+    state = tower_state(saved / "query_encoder")
+    back = tower_state(dense_delta.unpack(dense_delta.pack(saved, converted_e5, tmp_path / "packed"), converted_e5,
+                                          tmp_path / "back") / "query_encoder")
+    assert sorted(back) == sorted(state)
+    assert torch.equal(back["embeddings.word_embeddings.weight"], state["embeddings.word_embeddings.weight"])
+    name = "encoder.layer.1.attention.self.query.weight"
+    assert (back[name] - state[name]).abs().max() < 2e-3

@@ -202,7 +202,7 @@ def test_xqa_cache_lists_the_runtimes_and_clears_them(tmp_path, cache, capsys):
     (cache / "runtimes" / ".leftover.123-x.tmp").mkdir()   # what a killed store leaves
     assert main(["cache"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith(f"xqa cache: {cache} (2 runtime(s), 0 folder(s), ")
+    assert out[0].startswith(f"xqa cache: {cache} (2 runtime(s), 0 folder(s), 0 file(s), ")
     assert "MB of it in files no build shares" in out[0]
     records = {e["key"]: (Path(e["path"]) / ENTRY_FILE).stat().st_size for e in runtime_cache.entries(cache)}
     # the runtimes' files are a's and b's own (linked): only the records are the cache's alone
@@ -213,7 +213,7 @@ def test_xqa_cache_lists_the_runtimes_and_clears_them(tmp_path, cache, capsys):
     assert len(out) == 3 and all("the reader's runtime" in line for line in out[1:])
     assert any("2 thread(s)" in line and f"first made in {tmp_path / 'b' / 'reader'}" in line for line in out[1:])
     assert main(["cache", "--clear"]) == 0
-    assert capsys.readouterr().out.startswith("removed 2 entries (2 runtime(s), 0 folder(s)), ")
+    assert capsys.readouterr().out.startswith("removed 2 entries (2 runtime(s), 0 folder(s), 0 file(s)), ")
     assert not (cache / "runtimes").exists()
     assert not _build(tmp_path / "b", threads=2) and _calls(tmp_path / "b") == 2   # built anew
     assert main(["cache"]) == 0 and "(1 runtime(s)" in capsys.readouterr().out
@@ -413,10 +413,10 @@ def test_xqa_cache_lists_and_clears_folders_and_runtimes(tmp_path, cache, capsys
     _model(tmp_path / "r"), _build(tmp_path / "r")
     assert main(["cache"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith(f"xqa cache: {cache} (1 runtime(s), 1 folder(s), ")
+    assert out[0].startswith(f"xqa cache: {cache} (1 runtime(s), 1 folder(s), 0 file(s), ")
     assert any(line.endswith(f"the reader, first made in {tmp_path / 'a' / 'reader'}") for line in out[1:]), out
     assert main(["cache", "--clear"]) == 0
-    assert capsys.readouterr().out.startswith("removed 2 entries (1 runtime(s), 1 folder(s)), ")
+    assert capsys.readouterr().out.startswith("removed 2 entries (1 runtime(s), 1 folder(s), 0 file(s)), ")
     assert runtime_cache.entries(cache) == [] and (tmp_path / "a" / "reader" / "config.json").is_file()
 
 
@@ -447,3 +447,69 @@ def test_xqa_convert_e5_copies_a_converted_encoder_from_the_cache(tmp_path, cach
     model.write_bytes(b"other weights")   # another model file: converted anew
     assert main(["convert", "e5", "--out", str(tmp_path / "c"), "--model-file", str(model), "--no-int8"]) == 0
     assert converted[-1] == tmp_path / "c"
+
+
+# ---------------------------------------------------------------- shared files
+def test_a_large_file_the_cache_holds_becomes_one_copy_on_disk(tmp_path, cache, capsys):
+    a, b, c = (tmp_path / n / "best" for n in "abc")
+    for folder, trained in ((a, b"layers a"), (b, b"layers b"), (c, b"layers c")):
+        folder.mkdir(parents=True)
+        (folder / "embeddings.safetensors").write_bytes(b"frozen" * 100)
+        (folder / "layers.safetensors").write_bytes(trained * 100)
+    (c / "embeddings.safetensors").write_bytes(b"other!" * 100)
+    said = []
+    assert runtime_cache.share_files(a, "Λ's embeddings", log=said.append, min_bytes=500) == 0 and not said
+    # a's two files are stored; b's embeddings are the same bytes: linked to a's, its own layers stored
+    assert runtime_cache.share_files(b, "Λ's embeddings", log=said.append, min_bytes=500) == 600
+    assert "600 bytes" not in said[-1] and "now one copy on disk" in said[-1]
+    assert (a / "embeddings.safetensors").stat().st_ino == (b / "embeddings.safetensors").stat().st_ino
+    assert (a / "layers.safetensors").stat().st_ino != (b / "layers.safetensors").stat().st_ino
+    assert (b / "embeddings.safetensors").read_bytes() == b"frozen" * 100
+    assert runtime_cache.share_files(c, "Λ's embeddings", min_bytes=500) == 0   # other bytes
+    assert runtime_cache.share_files(b, "Λ's embeddings", min_bytes=500) == 0   # linked already
+    assert len([e for e in runtime_cache.entries(cache) if e["kind"] == "files"]) == 5
+    assert not list(b.glob(".*.tmp"))
+
+
+def test_a_damaged_shared_file_is_not_linked(tmp_path, cache, capsys):
+    a, b = tmp_path / "a", tmp_path / "b"
+    for folder in (a, b):
+        folder.mkdir()
+        (folder / "embeddings.safetensors").write_bytes(b"frozen" * 100)
+    runtime_cache.share_files(a, "x", min_bytes=500)
+    [entry] = (cache / "files").iterdir()
+    (a / "embeddings.safetensors").write_bytes(b"FROZEN" * 100)   # written into: the cache's link changes too
+    assert runtime_cache.share_files(b, "x", min_bytes=500) == 0
+    assert "is damaged" in capsys.readouterr().out
+    assert (b / "embeddings.safetensors").read_bytes() == b"frozen" * 100
+    assert (entry / "files" / "embeddings.safetensors").stat().st_ino == (b / "embeddings.safetensors").stat().st_ino
+
+
+def test_a_bi_encoder_keeps_its_word_embeddings_in_a_file_of_their_own(converted_e5, tmp_path, cache):
+    """Λ as a build trains it (two of e5's layers, word embeddings frozen): its word embeddings
+    are a file of their own, the same bytes in two such models, which share_files makes one
+    copy on disk; the tower loads from its shards."""
+    import torch
+
+    from retriever.dense.model import BiEncoder, tower_state
+
+    models = []
+    for name, seed in (("a", 0), ("b", 1)):
+        model = BiEncoder.from_pretrained(str(converted_e5), layers=2)
+        torch.manual_seed(seed)
+        with torch.no_grad():   # "training" changes the layers, not the frozen word embeddings
+            model.query_encoder.encoder.layer[0].output.dense.weight.normal_()
+        models.append(model.save(tmp_path / name / "best"))
+    towers = [m / "query_encoder" for m in models]
+    index = json.loads((towers[0] / "model.safetensors.index.json").read_text())["weight_map"]
+    [own] = [f for f in set(index.values()) if list(index.values()).count(f) == 1
+             and index["embeddings.word_embeddings.weight"] == f]
+    assert (towers[0] / own).read_bytes() == (towers[1] / own).read_bytes()
+    assert runtime_cache.share_files(models[0], "Λ") == 0
+    assert runtime_cache.share_files(models[1], "Λ") == (towers[1] / own).stat().st_size > 300e6
+    assert (towers[0] / own).stat().st_ino == (towers[1] / own).stat().st_ino
+    state = tower_state(towers[1])
+    assert torch.equal(state["encoder.layer.0.output.dense.weight"],
+                       BiEncoder.load(models[1]).query_encoder.encoder.layer[0].output.dense.weight)
+    assert not torch.equal(state["encoder.layer.0.output.dense.weight"],
+                           tower_state(towers[0])["encoder.layer.0.output.dense.weight"])

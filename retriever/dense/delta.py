@@ -26,7 +26,9 @@ KIND = "bi_encoder_delta"
 def pack(model_dir: str | Path, base: str | Path, out: str | Path) -> Path:
     """Write the delta of the bi-encoder in ``model_dir`` (or its training run's ``best``)
     over the converted encoder folder ``base``."""
-    from safetensors.torch import load_file, save_file
+    from safetensors.torch import save_file
+
+    from retriever.dense.model import tower_state
 
     model_dir, base = Path(model_dir), Path(base)
     if not (model_dir / "query_encoder").is_dir() and (model_dir / "best" / "query_encoder").is_dir():
@@ -35,7 +37,7 @@ def pack(model_dir: str | Path, base: str | Path, out: str | Path) -> Path:
     if not cfg.get("shared", True):
         raise XqaError(f"{model_dir}: two towers; only a shared-tower bi-encoder packs as a delta")
     tower = model_dir / "query_encoder"
-    tensors, unchanged = delta.diff(load_file(str(tower / "model.safetensors")), delta.base_state(base), base)
+    tensors, unchanged = delta.diff(tower_state(tower), delta.base_state(base), base)
     encoder_config = json.loads((tower / "config.json").read_text(encoding="utf-8"))
     settings = {k: v for k, v in cfg.items() if k not in ("kind", "versions", "dim")}
     with atomic_dir(out, overwrite=True) as tmp:

@@ -10,7 +10,7 @@ shared (one set of weights) or separate.
 Artifact (kind ``bi_encoder``)::
 
     config.json        backbone, pooling, shared, max lengths, tower classes
-    query_encoder/     HF folder (safetensors)
+    query_encoder/     HF folder (safetensors, in shards of at most 100 MB: the word embeddings apart)
     passage_encoder/   HF folder (absent when the towers are shared)
     tokenizer/         HF tokenizer folder
 
@@ -42,6 +42,10 @@ from xqa.errors import XqaError
 from xqa.records import Passage
 
 KIND = "bi_encoder"
+# a tower is saved in shards of at most this size: the word-embedding matrix (e5's 250k × 384,
+# 384 MB), larger than one, gets a file of its own, which builds that keep it frozen share
+# (xqa.runtime_cache.share_files)
+TOWER_SHARD = "100MB"
 POOLINGS = ("cls", "mean", "pooler")
 _TOWER_LOCK = threading.Lock()   # towers built on demand (BiEncoder.load) are built once
 # Tower classes an artifact may name; anything else loads through AutoModel.
@@ -85,6 +89,23 @@ def _tower_class(name: str):
     if name in _TOWER_CLASSES:
         return getattr(transformers, name)
     return transformers.AutoModel
+
+
+def tower_state(folder: str | Path) -> dict[str, torch.Tensor]:
+    """The weights of a saved tower (``query_encoder/``, ``passage_encoder/``): one
+    ``model.safetensors``, or the shards its ``model.safetensors.index.json`` names."""
+    from safetensors.torch import load_file
+
+    folder = Path(folder)
+    index = folder / "model.safetensors.index.json"
+    if not index.is_file():
+        return load_file(str(folder / "model.safetensors"))
+    import json
+
+    state: dict[str, torch.Tensor] = {}
+    for shard in sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values())):
+        state.update(load_file(str(folder / shard)))
+    return state
 
 
 def _load_tower(class_name: str, folder: str, pooling: str, layers: int = 0):
@@ -308,9 +329,9 @@ class BiEncoder(nn.Module):
     def write(self, folder: str | Path) -> None:
         """Write the artifact into an existing (temporary) folder; ``config.json`` last."""
         folder = Path(folder)
-        self.query_encoder.save_pretrained(str(folder / "query_encoder"))
+        self.query_encoder.save_pretrained(str(folder / "query_encoder"), max_shard_size=TOWER_SHARD)
         if self.passage_encoder is not None:
-            self.passage_encoder.save_pretrained(str(folder / "passage_encoder"))
+            self.passage_encoder.save_pretrained(str(folder / "passage_encoder"), max_shard_size=TOWER_SHARD)
         save_tokenizer(self.tokenizer, folder / "tokenizer")
         save_config(folder, KIND, {**asdict(self.config), "dim": self.dim})
 

@@ -1,6 +1,6 @@
 """``xqa cache``: what ``xqa build``, ``xqa convert e5`` and ``xqa reader unpack|runtime`` keep
 to copy wherever the same is needed again (the converted encoder, the readers and Λ unpacked
-onto it, their int8 runtimes), and clearing it.
+onto it, their int8 runtimes, Λ's frozen word embeddings), and clearing it.
 
 Examples::
 
@@ -30,8 +30,7 @@ add_arguments = COMMAND.add_arguments
 
 
 def _counts(found: list[dict]) -> str:
-    runtimes = sum(e["kind"] == "runtimes" for e in found)
-    return f"{runtimes} runtime(s), {len(found) - runtimes} folder(s)"
+    return ", ".join(f"{sum(e['kind'] == kind for e in found)} {kind[:-1]}(s)" for kind in ("runtimes", "folders", "files"))
 
 
 def run(args: argparse.Namespace) -> int:

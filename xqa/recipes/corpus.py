@@ -391,6 +391,9 @@ class CorpusBuild(Build):
             layers=r.lexical_layers, freeze_embeddings=True, max_steps=r.lexical_steps, batch_size=r.lexical_batch,
             **LEXICAL_SETTINGS))
         _say(f"Λ written to {o / 'lexical' / 'best'} (step {result['step']}, best mrr {result.get('best')})")
+        from xqa.runtime_cache import share_files
+
+        share_files(o / "lexical" / "best", "Λ's frozen word embeddings", log=_say)   # the encoder's, as every build's
 
     def index_spar(self) -> None:
         from xqa.indexes import SparIndexConfig, build_spar, describe_spar
