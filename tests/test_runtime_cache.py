@@ -513,3 +513,22 @@ def test_a_bi_encoder_keeps_its_word_embeddings_in_a_file_of_their_own(converted
                        BiEncoder.load(models[1]).query_encoder.encoder.layer[0].output.dense.weight)
     assert not torch.equal(state["encoder.layer.0.output.dense.weight"],
                            tower_state(towers[0])["encoder.layer.0.output.dense.weight"])
+
+
+def test_xqa_cache_prune_removes_only_what_no_build_links_to(tmp_path, cache, capsys):
+    from xqa.cli import main
+
+    _model(tmp_path / "a"), _model(tmp_path / "b", weights=b"other")
+    _build(tmp_path / "a"), _build(tmp_path / "b")
+    packed, _ = _inputs(tmp_path, tmp_path / "c")
+    _unpack(packed, tmp_path / "c")
+    shutil.rmtree(tmp_path / "a")   # a build deleted: its runtime's files are the cache's alone
+    capsys.readouterr()
+    assert main(["cache", "--prune"]) == 0
+    assert capsys.readouterr().out.startswith("removed 1 of 3 entries, ")
+    assert sorted(e["built_in"] for e in runtime_cache.entries(cache)) == \
+        [str(tmp_path / "b" / "reader"), str(tmp_path / "c" / "reader")]
+    _model(tmp_path / "d", weights=b"other")
+    assert _build(tmp_path / "d")   # what is left still copies
+    assert main(["cache", "--prune", "--clear"]) != 0
+    assert "give one of them" in capsys.readouterr().err

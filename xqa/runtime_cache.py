@@ -570,6 +570,18 @@ def entries(root: Path) -> list[dict[str, Any]]:
     return sorted(out, key=lambda e: e["made"], reverse=True)
 
 
+def prune(root: Path) -> tuple[int, int]:
+    """Remove the entries no build links to (every file of theirs is the cache's alone: the
+    builds that made or copied them were deleted, or live on another file system);
+    ``(entries, bytes)``."""
+    removed, size = 0, 0
+    for e in entries(root):
+        if e["own_bytes"] == e["bytes"]:
+            shutil.rmtree(e["path"], ignore_errors=True)
+            removed, size = removed + 1, size + e["bytes"]
+    return removed, size
+
+
 def clear(root: Path) -> tuple[int, int]:
     """Remove every entry of the cache (and what killed stores left); ``(entries, bytes)``."""
     found = entries(root)
