@@ -326,3 +326,21 @@ def test_an_other_readers_fusion_json_sets_how_the_build_reads_it(tiny_pipeline,
     with pytest.raises(XqaError, match=r"fusion.json:2: not JSON"):
         tuned_reader_settings(fid)
     assert tuned_reader_settings(tmp_path) == {}
+
+
+def test_a_reader_folder_placed_in_a_build_links_its_weights_and_copies_its_records(tmp_path):
+    """`xqa build --reader FOLDER` (and --also-reader): the weights are hard links (xqa never
+    writes into them), the JSON records copies, so editing the build's leaves the source as it was."""
+    from xqa.recipes.corpus import place_reader
+
+    src = tmp_path / "mine"
+    (src / "encoder").mkdir(parents=True)
+    (src / "config.json").write_text(json.dumps({"kind": "span_reader"}))
+    (src / "encoder" / "model.safetensors").write_bytes(b"w" * (16 << 20))
+    (src / "heads.safetensors").write_bytes(b"small")
+    dest = tmp_path / "build" / "reader"
+    place_reader(src, tmp_path / "build" / "encoder", dest)
+    assert (dest / "encoder" / "model.safetensors").stat().st_ino == (src / "encoder" / "model.safetensors").stat().st_ino
+    assert (dest / "config.json").stat().st_ino != (src / "config.json").stat().st_ino
+    assert (dest / "heads.safetensors").read_bytes() == b"small"
+    assert (dest / "heads.safetensors").stat().st_ino != (src / "heads.safetensors").stat().st_ino

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -702,9 +703,22 @@ def place_reader(src: Path, encoder: Path, dest: Path) -> None:
         raise XqaError(f"{src}: not a reader folder (a span or FiD reader, a packed one, or a kit run)")
     dest.parent.mkdir(parents=True, exist_ok=True)
     with atomic_dir(dest, overwrite=True) as tmp:
-        shutil.copytree(src, tmp, dirs_exist_ok=True)
+        shutil.copytree(src, tmp, dirs_exist_ok=True, copy_function=_link_weights)
         if fusion is not None:
             shutil.copy(fusion, Path(tmp) / FUSION_FILE)
+
+
+def _link_weights(src: str, dst: str) -> None:
+    """A reader's file into a build: its weights (16 MB or more, not JSON) as a hard link where
+    the file system allows (xqa replaces an artifact's files, never writes into them), the rest
+    copied, so that editing a copied record leaves the reader it came from as it was."""
+    if not src.endswith(".json") and os.path.getsize(src) >= 16 << 20:
+        try:
+            os.link(src, dst)
+            return
+        except OSError:
+            pass
+    shutil.copy2(src, dst)
 
 
 def reader_fusion_file(src: Path) -> Path | None:
