@@ -38,6 +38,7 @@ from xqa.langid import LANGUAGE_NAMES, UNKNOWN, language_name, resolve_language
 from xqa.langid import warm_up as langid_warm_up
 from xqa.langid.rules import detect_language
 from xqa.records import Question
+from xqa.rendering import script_search
 
 log = logging.getLogger("xqa.demo")
 
@@ -207,21 +208,12 @@ class Answerer:
         fused = rc.evidence_fusion
         note = ""
         if code == UNKNOWN:
-            from xqa.langid.rules import script_languages
-
-            searched = script_languages(asked.question.question, cfg.languages)
-            if searched:
-                bm25 = (f"BM25 searches the indexes of its script ({', '.join(f'`{c}`' for c in searched)}), "
-                        f"and dense retrieval searches all languages.")
-            elif cfg.languages:
-                bm25 = "no BM25 index is written in its script: dense retrieval alone searches, in all languages."
-            else:
-                bm25 = "BM25 searches the indexes of its script, and dense retrieval searches all languages."
+            how = script_search(self.pipeline.script_indexes(asked.question.question), mark=lambda c: f"`{c}`")
             if asked.identified:
                 note = (f"The question reads as {language_name(asked.identified)} (`{asked.identified}`), which no "
-                        f"index of this pipeline covers: {bm25}")
+                        f"index of this pipeline covers: {how}.")
             else:
-                note = f"The language was not identified among this pipeline's: {bm25}"
+                note = f"The language was not identified among this pipeline's: {how}."
         elif cfg.languages and code not in cfg.languages:
             note = (f"No index covers {language_name(code)} (`{code}`): its BM25 list is empty and "
                     f"dense retrieval searches all languages.")

@@ -40,6 +40,7 @@ class FakePipeline:
     ask = Pipeline.ask
     question_language = Pipeline.question_language
     question_languages = Pipeline.question_languages
+    script_indexes = Pipeline.script_indexes
     readers = Pipeline.readers
 
     def __init__(self, methods=("sparse", "dense", "scd"), languages=("en", "ja", "zh_cn", "fi"),

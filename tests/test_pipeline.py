@@ -127,13 +127,13 @@ def test_ask_identifies_the_language_when_auto(pipe, test_questions):
     first = answer_lines(french.answer, french.question.question, "und", "dense", unknown_lang=True,
                          identified=french.identified)[0]
     assert first.startswith("question (und: reads as French (fr), which no BM25 index here covers; "
-                            "searched in the BM25 indexes of its script")
+                            "BM25 searches the indexes of its script and dense retrieval all languages): Quelle")
     named = answer_lines(french.answer, french.question.question, "und", "dense", unknown_lang=True,
                          identified="fr", searched=["de", "en"])[0]
-    assert "; searched in the BM25 indexes of its script (de, en)): Quelle" in named
+    assert "; BM25 searches the indexes of its script (de, en) and dense retrieval all languages): Quelle" in named
     none = answer_lines(french.answer, "Кто?", "und", "dense", unknown_lang=True, searched=[])[0]
-    assert none.startswith("question (und: not identified, no BM25 index is written in its script: dense "
-                           "retrieval alone): Кто?")
+    assert none == ("question (und: not identified; no BM25 index is written in its script, so dense retrieval "
+                    "alone searches, in all languages): Кто?")
     with pytest.raises(XqaError, match="empty"):
         pipe.ask("   ")
 

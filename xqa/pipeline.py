@@ -413,6 +413,15 @@ class Pipeline:
             return resolve_language(given_language(lang, languages), languages), ""
         return searched_language(identify(text) if found is None else found, languages)
 
+    def script_indexes(self, text: str) -> list[str] | None:
+        """The languages whose BM25 indexes a question of unknown language (``text``) is searched
+        in: those of the config's written in its script (:func:`xqa.langid.rules.script_languages`);
+        None where the config does not name its languages."""
+        from xqa.langid.rules import script_languages
+
+        languages = self.config.languages
+        return script_languages(text, languages) if languages else None
+
     def ask(self, text: str, lang: str = AUTO, *, question_id: str = "q", method: str | None = None,
             k: int | None = None, n_passages: int | None = None, reader: str | None = None,
             found: str | None = None, **overrides) -> Asked:

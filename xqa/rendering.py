@@ -7,7 +7,7 @@ Pure functions of records (:class:`xqa.records.Answer`); nothing here loads a mo
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from xqa.documents.provenance import describe
 from xqa.langid.codes import language_name
@@ -40,14 +40,15 @@ def candidate_label(c: Candidate) -> str:
     return f"{text} ← {c.written}" if c.written else text
 
 
-def script_search(searched: Sequence[str] | None) -> str:
-    """How BM25 searched a question of unknown language: in the indexes of its script, ``searched``
-    (:func:`xqa.langid.rules.script_languages`; None: not known here), or in none."""
+def script_search(searched: Sequence[str] | None, mark: Callable[[str], str] = str) -> str:
+    """How a question of unknown language is searched: BM25 in the indexes of its script,
+    ``searched`` (:meth:`xqa.pipeline.Pipeline.script_indexes`; None: not known here), or in none,
+    and dense retrieval in all languages; ``mark`` writes a language code (the demo's as code)."""
     if searched is None:
-        return "searched in the BM25 indexes of its script"
+        return "BM25 searches the indexes of its script and dense retrieval all languages"
     if not searched:
-        return "no BM25 index is written in its script: dense retrieval alone"
-    return f"searched in the BM25 indexes of its script ({', '.join(searched)})"
+        return "no BM25 index is written in its script, so dense retrieval alone searches, in all languages"
+    return f"BM25 searches the indexes of its script ({', '.join(map(mark, searched))}) and dense retrieval all languages"
 
 
 def answer_lines(answer: Answer, question: str, lang: str, method: str, *, unknown_lang: bool = False,
@@ -65,7 +66,7 @@ def answer_lines(answer: Answer, question: str, lang: str, method: str, *, unkno
         how = (f": reads as {language_name(identified)} ({identified}), which no BM25 index here covers; "
                f"{script_search(searched)}")
     else:
-        how = f": not identified, {script_search(searched)}" if unknown_lang else ""
+        how = f": not identified; {script_search(searched)}" if unknown_lang else ""
     lines = [f"question ({lang}{how}): {question}"]
     copied_text = written(answer)
     span_lang = foreign_lang(answer, lang)

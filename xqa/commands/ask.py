@@ -40,11 +40,9 @@ def run(args: argparse.Namespace) -> int:
     if cfg.json:
         print(json.dumps(asked.answer.to_dict(), ensure_ascii=False, indent=1))
         return 0
-    from xqa.langid.rules import script_languages
-
     lang = asked.question.lang
     rc = pipe.config.reader_config(cfg.reader)
-    searched = script_languages(text, pipe.config.languages) if pipe.config.languages else None
+    searched = pipe.script_indexes(text)
     print("\n".join(answer_lines(asked.answer, text, lang, args.method or pipe.config.retrieval.method,
                                  unknown_lang=lang == UNKNOWN, identified=asked.identified, searched=searched,
                                  show=cfg.show,
