@@ -1,6 +1,7 @@
 """The cache of what ``xqa build``, ``xqa convert e5`` and ``xqa reader unpack|runtime`` make
-the same way again and again: the converted encoder, the readers and Λ unpacked onto it, and
-their CPU runtimes. What was made once is copied wherever the same is needed again.
+the same way again and again: the converted encoder, the readers and Λ unpacked onto it, their
+CPU runtimes, and the frozen word embeddings of each Λ a build trains. What was made once is
+copied wherever the same is needed again.
 
 Every build of the shipped encoder and span reader converts the same encoder, unpacks the same
 reader onto it and makes the same int8 runtimes (ONNX export, fusion, smoothing, quantisation,
@@ -552,7 +553,7 @@ def _bytes(folder: Path, own: bool = False) -> int:
 
 
 def entries(root: Path) -> list[dict[str, Any]]:
-    """The cache's entries, newest first: kind (``runtimes`` or ``folders``), key, what, made,
+    """The cache's entries, newest first: kind (one of :data:`KINDS`), key, what, made,
     the folder it was first made in, bytes, and bytes in files no build links to (``what`` is
     ``"(damaged)"`` for an entry without a readable record)."""
     out = []
