@@ -532,3 +532,14 @@ def test_xqa_cache_prune_removes_only_what_no_build_links_to(tmp_path, cache, ca
     assert _build(tmp_path / "d")   # what is left still copies
     assert main(["cache", "--prune", "--clear"]) != 0
     assert "give one of them" in capsys.readouterr().err
+
+
+def test_a_shared_file_is_found_under_another_name(tmp_path, cache):
+    """The same bytes in a shard named otherwise (a model cut into more shards) are shared too."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    (a / "model-00001-of-00002.safetensors").write_bytes(b"frozen" * 100)
+    (b / "model-00001-of-00003.safetensors").write_bytes(b"frozen" * 100)
+    runtime_cache.share_files(a, "x", min_bytes=500)
+    assert runtime_cache.share_files(b, "x", min_bytes=500) == 600
+    assert (a / "model-00001-of-00002.safetensors").stat().st_ino == (b / "model-00001-of-00003.safetensors").stat().st_ino

@@ -191,18 +191,31 @@ def _copy_into(src: Path, dst: Path) -> None:
         raise
 
 
+def checked_record(entry: Path, *fields: str) -> dict[str, Any] | None:
+    """The entry's record, each of its files checked against its recorded SHA-256 (and the record
+    holding ``fields``); None where it is damaged (a file missing or not the one recorded, the
+    record unreadable: then the entry is removed, and what it held is made anew)."""
+    try:
+        meta = json.loads((entry / ENTRY_FILE).read_text(encoding="utf-8"))
+        missing = [name for name in ("files", *fields) if name not in meta]
+        if missing:
+            raise ValueError(f"its record lacks {', '.join(missing)}")
+        if not all(file_sha256(entry / "files" / rel) == digest for rel, digest in meta["files"].items()):
+            raise ValueError("a file differs from its recorded SHA-256")
+    except (OSError, ValueError, AttributeError, TypeError) as e:
+        print(f"xqa cache: {entry} is damaged ({e}); removing it and making it anew", flush=True)
+        shutil.rmtree(entry, ignore_errors=True)
+        return None
+    return meta
+
+
 def restore(entry: Path, folder: Path) -> list[str] | None:
     """Copy the entry's files into ``folder``; the files, or None where the entry is damaged
     (a file missing or not the one recorded: the entry is removed)."""
-    try:
-        meta = json.loads((entry / ENTRY_FILE).read_text(encoding="utf-8"))
-        files = meta["files"]
-        if not all(file_sha256(entry / "files" / rel) == digest for rel, digest in files.items()):
-            raise ValueError("a file differs from its recorded SHA-256")
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        print(f"xqa cache: {entry} is damaged ({e}); removing it and building anew", flush=True)
-        shutil.rmtree(entry, ignore_errors=True)
+    meta = checked_record(entry)
+    if meta is None:
         return None
+    files = meta["files"]
     try:   # the records (JSON) last: they mark a runtime as built, so a killed copy is built over
         for rel in sorted(files, key=lambda rel: (rel.endswith(".json"), rel)):
             _copy_into(entry / "files" / rel, folder / rel)
@@ -212,31 +225,45 @@ def restore(entry: Path, folder: Path) -> list[str] | None:
     return sorted(files)
 
 
-def store(root: Path, key: str, folder: Path, written: list[str], about: dict[str, Any]) -> Path:
-    """Copy the ``written`` files of ``folder`` into the entry ``key`` (a temporary folder, then
-    a rename: a killed store leaves no entry); the entry."""
+def _store_entry(root: Path, kind: str, key: str, fill: Callable[[Path], dict[str, Any] | None]) -> Path | None:
+    """The entry ``kind/key``: ``fill(files)`` puts its files into the folder ``files`` and gives
+    its record (None: nothing to store), written beside them; all in a temporary folder, then a
+    rename (a killed store leaves no entry; where another build stored the same entry first,
+    theirs is kept). The entry, or None."""
     from xqa.artifacts import _remove_orphans
 
-    runtimes = root / "runtimes"
-    runtimes.mkdir(parents=True, exist_ok=True)
-    entry = runtimes / key
+    parent = root / kind
+    parent.mkdir(parents=True, exist_ok=True)
+    entry = parent / key
     _remove_orphans(entry)   # what a store of this entry killed midway left
-    tmp = Path(tempfile.mkdtemp(dir=runtimes, prefix=f".{key}.{os.getpid()}-", suffix=".tmp"))
+    tmp = Path(tempfile.mkdtemp(dir=parent, prefix=f".{key}.{os.getpid()}-", suffix=".tmp"))
     try:
-        files = {}
-        for rel in written:
-            (tmp / "files" / rel).parent.mkdir(parents=True, exist_ok=True)
-            _link_or_copy(folder / rel, tmp / "files" / rel)
-            files[rel] = file_sha256(tmp / "files" / rel)
-        (tmp / ENTRY_FILE).write_text(json.dumps({**about, "files": files}, indent=2) + "\n", encoding="utf-8")
+        (tmp / "files").mkdir()
+        about = fill(tmp / "files")
+        if about is None:
+            return None
+        (tmp / ENTRY_FILE).write_text(json.dumps(about, indent=2) + "\n", encoding="utf-8")
         try:
             os.rename(tmp, entry)
         except OSError:
-            if not (entry / ENTRY_FILE).is_file():   # another build stored it first: keep theirs
+            if not (entry / ENTRY_FILE).is_file():
                 raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return entry
+
+
+def store(root: Path, key: str, folder: Path, written: list[str], about: dict[str, Any]) -> Path:
+    """Copy the ``written`` files of ``folder`` into the runtime entry ``key``; the entry."""
+    def fill(files: Path) -> dict[str, Any]:
+        digests = {}
+        for rel in written:
+            (files / rel).parent.mkdir(parents=True, exist_ok=True)
+            _link_or_copy(folder / rel, files / rel)
+            digests[rel] = file_sha256(files / rel)
+        return {**about, "files": digests}
+
+    return _store_entry(root, "runtimes", key, fill)
 
 
 class Job:
@@ -379,15 +406,10 @@ class FolderJob:
     def _restore(self, entry: Path) -> bool:
         from xqa.artifacts import atomic_dir
 
-        try:
-            meta = json.loads((entry / ENTRY_FILE).read_text(encoding="utf-8"))
-            files, rewritten = meta["files"], set(meta["rewritten"])
-            if not all(file_sha256(entry / "files" / rel) == digest for rel, digest in files.items()):
-                raise ValueError("a file differs from its recorded SHA-256")
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            print(f"xqa cache: {entry} is damaged ({e}); removing it and making the folder anew", flush=True)
-            shutil.rmtree(entry, ignore_errors=True)
+        meta = checked_record(entry, "rewritten")
+        if meta is None:
             return False
+        files, rewritten = meta["files"], set(meta["rewritten"])
         try:
             with atomic_dir(self.out, overwrite=True) as tmp:   # all of it or nothing
                 for rel in files:
@@ -407,38 +429,25 @@ class FolderJob:
         """Store the made folder; a cache that cannot be written is reported only."""
         if self.root is None or not self.key or not self.out.is_dir():
             return
-        from xqa.artifacts import _remove_orphans
+        def fill(files: Path) -> dict[str, Any]:
+            digests, rewritten = {}, []
+            for p in _files(self.out):
+                rel = str(p.relative_to(self.out))
+                dst = files / rel
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                text = p.read_text(encoding="utf-8", errors="surrogateescape") if rel.endswith(".json") else ""
+                if text and _to_tokens(text, self.pairs) != text:   # the paths it names as placeholders
+                    dst.write_text(_to_tokens(text, self.pairs), encoding="utf-8", errors="surrogateescape")
+                    rewritten.append(rel)
+                else:
+                    _link_or_copy(p, dst)
+                digests[rel] = file_sha256(dst)
+            return {"what": self.what, "job": f"{self.function.__module__}:{self.function.__qualname__}",
+                    "made": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "built_in": str(self.out), "files": digests,
+                    "rewritten": rewritten}
 
-        folders = self.root / "folders"
-        entry = folders / self.key
         try:
-            folders.mkdir(parents=True, exist_ok=True)
-            _remove_orphans(entry)
-            tmp = Path(tempfile.mkdtemp(dir=folders, prefix=f".{self.key}.{os.getpid()}-", suffix=".tmp"))
-            try:
-                files, rewritten = {}, []
-                for p in _files(self.out):
-                    rel = str(p.relative_to(self.out))
-                    dst = tmp / "files" / rel
-                    dst.parent.mkdir(parents=True, exist_ok=True)
-                    text = p.read_text(encoding="utf-8", errors="surrogateescape") if rel.endswith(".json") else ""
-                    if text and _to_tokens(text, self.pairs) != text:   # the paths it names as placeholders
-                        dst.write_text(_to_tokens(text, self.pairs), encoding="utf-8", errors="surrogateescape")
-                        rewritten.append(rel)
-                    else:
-                        _link_or_copy(p, dst)
-                    files[rel] = file_sha256(dst)
-                about = {"what": self.what, "job": f"{self.function.__module__}:{self.function.__qualname__}",
-                         "made": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "built_in": str(self.out), "files": files,
-                         "rewritten": rewritten}
-                (tmp / ENTRY_FILE).write_text(json.dumps(about, indent=2) + "\n", encoding="utf-8")
-                try:
-                    os.rename(tmp, entry)
-                except OSError:
-                    if not (entry / ENTRY_FILE).is_file():   # another build stored it first: keep theirs
-                        raise
-            finally:
-                shutil.rmtree(tmp, ignore_errors=True)
+            entry = _store_entry(self.root, "folders", self.key, fill)
         except OSError as e:
             log(f"xqa cache: could not store {self.what} under {self.root} ({e}); the build goes on")
             return
@@ -499,16 +508,13 @@ def share_files(folder: str | Path, what: str, log: Callable[[str], None] = prin
             continue
         digest = file_sha256(path)
         entry = root / "files" / digest[:40]
-        copy = entry / "files" / path.name
         try:
-            if (entry / ENTRY_FILE).is_file() and copy.is_file():
-                if file_sha256(copy) != digest:
-                    print(f"xqa cache: {entry} is damaged (a file differs from its recorded SHA-256); "
-                          f"removing it", flush=True)
-                    shutil.rmtree(entry, ignore_errors=True)
-                elif os.path.samefile(copy, path):   # shared already
+            meta = checked_record(entry) if (entry / ENTRY_FILE).is_file() else None
+            if meta is not None and list(meta["files"].values()) == [digest]:   # the same bytes, under whichever name
+                copy = entry / "files" / next(iter(meta["files"]))
+                if os.path.samefile(copy, path):   # shared already
                     continue
-                elif _link_into(copy, path):
+                if _link_into(copy, path):
                     shared += path.stat().st_size
                     continue
             _store_file(root, entry, path, digest, what)
@@ -523,27 +529,15 @@ def share_files(folder: str | Path, what: str, log: Callable[[str], None] = prin
 def _store_file(root: Path, entry: Path, path: Path, digest: str, what: str) -> None:
     """``path`` as the entry ``entry`` of ``files/`` (a link to it: where none can be made,
     nothing is stored)."""
-    from xqa.artifacts import _remove_orphans
+    def fill(files: Path) -> dict[str, Any] | None:
+        try:
+            os.link(path, files / path.name)
+        except OSError:
+            return None
+        return {"what": what, "made": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "built_in": str(path),
+                "files": {path.name: digest}}
 
-    entry.parent.mkdir(parents=True, exist_ok=True)
-    _remove_orphans(entry)
-    tmp = Path(tempfile.mkdtemp(dir=entry.parent, prefix=f".{entry.name}.{os.getpid()}-", suffix=".tmp"))
-    try:
-        (tmp / "files").mkdir()
-        try:
-            os.link(path, tmp / "files" / path.name)
-        except OSError:
-            return
-        about = {"what": what, "made": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "built_in": str(path),
-                 "files": {path.name: digest}}
-        (tmp / ENTRY_FILE).write_text(json.dumps(about, indent=2) + "\n", encoding="utf-8")
-        try:
-            os.rename(tmp, entry)
-        except OSError:
-            if not (entry / ENTRY_FILE).is_file():
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    _store_entry(root, "files", entry.name, fill)
 
 
 def _bytes(folder: Path, own: bool = False) -> int:
