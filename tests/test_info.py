@@ -122,3 +122,18 @@ def test_a_reader_that_stops_reading_ends_it_quietly(built):
     proc.stdout.close()                          # before it writes a line
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 141 and err == "", err
+
+
+def test_the_disk_a_build_takes_and_shares_is_said(built, tmp_path):
+    """``du`` counts a build's files shared through xqa's cache as its own: xqa info says how much is shared."""
+    import os
+
+    folder = built.parent
+    d = describe(built)
+    assert d["disk"]["folder"] == str(folder) and d["disk"]["shared_bytes"] == 0
+    assert d["disk"]["bytes"] == sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+    assert "of it in files shared" not in "\n".join(render(d))
+    os.link(folder / "dense" / "shards" / "v.npy", tmp_path / "elsewhere.npy")   # another build's link
+    d = describe(built)
+    assert d["disk"]["shared_bytes"] == 1000
+    assert f"under {folder}, 1.0 KB of it in files shared with other builds" in "\n".join(render(d))

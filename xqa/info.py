@@ -4,7 +4,8 @@
 ``xqa_encoder.json``) of every folder it names, and loads nothing: the passages per language, each
 index (its kind, size on disk, passages), the dense encoder (where it comes from, the precision it
 runs in here and the check that chose it), each reader (family, layers, what it reads, evidence
-fusion and its calibration, its precision here), this CPU, and the library versions the folders
+fusion and its calibration, its precision here), the disk its folder takes (and how much of it
+is shared with other builds through xqa's cache), this CPU, and the library versions the folders
 were built with against those installed. :func:`render` makes the lines ``xqa info`` prints.
 """
 from __future__ import annotations
@@ -13,6 +14,7 @@ import functools
 import json
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +56,21 @@ def _size(path: Path) -> int:
             if not p.is_symlink():
                 total += p.stat().st_size
     return total
+
+
+def _disk(folder: Path) -> dict[str, Any]:
+    """Bytes of the files under the pipeline's folder, and of those with other hard links (shared
+    with other builds through xqa's cache, :mod:`xqa.runtime_cache`): ``du`` counts a build's
+    shared files as its own."""
+    total = shared = 0
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in files:
+            st = os.lstat(Path(root) / name)
+            if stat.S_ISREG(st.st_mode):
+                total += st.st_size
+                shared += st.st_size if st.st_nlink > 1 else 0
+    return {"folder": str(folder), "bytes": total, "shared_bytes": shared}
 
 
 def _ref(folder: Path, ref: Any) -> Path | None:
@@ -205,6 +222,7 @@ def describe(config_path: str | Path) -> dict[str, Any]:
     out["readers"] = [_reader(name, cfg.reader_config(name), Path(cfg.path(cfg.reader_config(name).model)),
                               i == 0)
                       for i, name in enumerate(cfg.reader_names()) if cfg.reader_config(name).model]
+    out["disk"] = _disk(path.parent)
     out["machine"] = {"cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
                       "cpu": _cpu()}
     installed = library_versions()
@@ -315,6 +333,10 @@ def render(d: dict[str, Any]) -> list[str]:
         lines.append(f"           {reads}; {fusion}; {calib}")
         if rd.get("runtime"):
             lines.append(f"           {_runtime_text(rd['runtime'])}")
+    disk = d["disk"]
+    shared = (f", {_bytes(disk['shared_bytes'])} of it in files shared with other builds through xqa's cache "
+              f"(hard links: one copy on disk; `xqa cache`)" if disk["shared_bytes"] else "")
+    lines.append(f"disk       {_bytes(disk['bytes'])} under {disk['folder']}{shared}")
     m = d["machine"]
     flags = [k for k, v in m["cpu"].items() if v]
     lines.append(f"machine    {m['cores']} cores; CPU features: {', '.join(flags) or 'none of those checked'}")
