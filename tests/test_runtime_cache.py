@@ -543,3 +543,19 @@ def test_a_shared_file_is_found_under_another_name(tmp_path, cache):
     runtime_cache.share_files(a, "x", min_bytes=500)
     assert runtime_cache.share_files(b, "x", min_bytes=500) == 600
     assert (a / "model-00001-of-00002.safetensors").stat().st_ino == (b / "model-00001-of-00003.safetensors").stat().st_ino
+
+
+def test_a_folder_is_not_stored_where_the_cache_is_on_another_file_system(tmp_path, cache, monkeypatch):
+    """A made folder is stored as hard links only: copying half a gigabyte into the cache would
+    cost more than making it again."""
+    packed, _ = _inputs(tmp_path, tmp_path / "a")
+
+    def no_link(src, dst):
+        raise OSError(18, "Invalid cross-device link")
+
+    said = []
+    monkeypatch.setattr(runtime_cache.os, "link", no_link)
+    assert not _unpack(packed, tmp_path / "a", said.append)
+    assert "not stored" in said[-1] and "another file system" in said[-1]
+    assert runtime_cache.entries(cache) == []
+    assert (tmp_path / "a" / "reader" / "config.json").is_file()

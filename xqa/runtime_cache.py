@@ -15,9 +15,12 @@ then a check against fp32 and a timing on this CPU): most of a small build's tim
   cores) and the threads it is timed with; its entry holds the files the runtime wrote.
 * **folders/**: a made folder (the converted encoder, a reader or Λ unpacked onto it) depends
   only on its inputs (every file of the model file or folders it is made from), the code that
-  makes it, the libraries and this machine; its entry holds the whole folder.
+  makes it, the libraries and this machine; its entry holds the whole folder, as hard links
+  only (on another file system than the build nothing is stored: such a folder takes seconds to
+  make and half a gigabyte to copy).
 * **files/**: a large file that a build made but many builds have the same of (the frozen word
-  embeddings of the Λ each build trains), keyed by its SHA-256 (:func:`share_files`).
+  embeddings of the Λ each build trains), keyed by its SHA-256 (:func:`share_files`); hard
+  links only, too.
 
 These, hashed, are the entry's key. A build whose key is in the cache copies the entry's files
 (each checked against its recorded SHA-256) instead of making them; a build whose key is not
@@ -440,7 +443,10 @@ class FolderJob:
                     dst.write_text(_to_tokens(text, self.pairs), encoding="utf-8", errors="surrogateescape")
                     rewritten.append(rel)
                 else:
-                    _link_or_copy(p, dst)
+                    try:   # a link or nothing: a made folder is quick to make again, a copy of it is not small
+                        os.link(p, dst)
+                    except OSError:
+                        return None
                 digests[rel] = file_sha256(dst)
             return {"what": self.what, "job": f"{self.function.__module__}:{self.function.__qualname__}",
                     "made": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "built_in": str(self.out), "files": digests,
@@ -450,6 +456,10 @@ class FolderJob:
             entry = _store_entry(self.root, "folders", self.key, fill)
         except OSError as e:
             log(f"xqa cache: could not store {self.what} under {self.root} ({e}); the build goes on")
+            return
+        if entry is None:
+            log(f"xqa cache: {self.what} not stored: {self.root} is on another file system than {self.out} "
+                f"(a folder is stored as hard links only)")
             return
         log(f"{self.what}: stored in xqa's cache ({entry})")
 
