@@ -559,3 +559,21 @@ def test_a_folder_is_not_stored_where_the_cache_is_on_another_file_system(tmp_pa
     assert "not stored" in said[-1] and "another file system" in said[-1]
     assert runtime_cache.entries(cache) == []
     assert (tmp_path / "a" / "reader" / "config.json").is_file()
+
+
+@pytest.mark.slow
+def test_lambdas_over_the_same_encoder_keep_one_copy_of_their_word_embeddings(real_build, tmp_path):
+    """The Λ xqa build trains and one `xqa train lexical --freeze-embeddings` trains over the same
+    encoder: their frozen word embeddings are one file on disk, linked through the cache."""
+    from xqa.cli import main
+
+    _, out, _ = real_build
+    built = out / "lexical" / "best" / "query_encoder"
+    shard = json.loads((built / "model.safetensors.index.json").read_text())["weight_map"][
+        "embeddings.word_embeddings.weight"]
+    assert (built / shard).stat().st_nlink >= 2   # the build's and the cache's
+    assert main(["train", "lexical", "--passages", str(out / "passages.jsonl"), "--bm25", str(out / "bm25"),
+                 "--init", str(out / "encoder"), "--layers", "2", "--freeze-embeddings", "--max-steps", "1",
+                 "--batch-size", "4", "--out", str(tmp_path / "lambda"), "--quiet"]) == 0
+    mine = tmp_path / "lambda" / "best" / "query_encoder"
+    assert (mine / shard).stat().st_ino == (built / shard).stat().st_ino

@@ -30,7 +30,12 @@ def run(args: argparse.Namespace) -> int:
     from xqa.training import lexical
     from xqa.distributed import main_process
 
-    result = lexical.train(config(args))
+    cfg = config(args)
+    result = lexical.train(cfg)
     if main_process():  # one line per torchrun job, from rank 0
         print(f"Λ written to {Path(args.out) / 'best'} (step {result['step']}, best mrr {result.get('best')})")
+        if cfg.freeze_embeddings:   # the init's word embeddings, as every such Λ's: one copy on disk
+            from xqa.runtime_cache import share_files
+
+            share_files(Path(args.out) / "best", "Λ's frozen word embeddings")
     return 0
