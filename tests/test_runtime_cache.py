@@ -414,7 +414,8 @@ def test_xqa_cache_lists_and_clears_folders_and_runtimes(tmp_path, cache, capsys
     assert main(["cache"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith(f"xqa cache: {cache} (1 runtime(s), 1 folder(s), 0 file(s), ")
-    assert any(line.endswith(f"the reader, first made in {tmp_path / 'a' / 'reader'}") for line in out[1:]), out
+    assert any(line.endswith(f" 1 build(s)  the reader, first made in {tmp_path / 'a' / 'reader'}")
+               for line in out[1:]), out
     assert main(["cache", "--clear"]) == 0
     assert capsys.readouterr().out.startswith("removed 2 entries (1 runtime(s), 1 folder(s), 0 file(s)), ")
     assert runtime_cache.entries(cache) == [] and (tmp_path / "a" / "reader" / "config.json").is_file()

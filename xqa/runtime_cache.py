@@ -558,8 +558,9 @@ def _bytes(folder: Path, own: bool = False) -> int:
 
 def entries(root: Path) -> list[dict[str, Any]]:
     """The cache's entries, newest first: kind (one of :data:`KINDS`), key, what, made,
-    the folder it was first made in, bytes, and bytes in files no build links to (``what`` is
-    ``"(damaged)"`` for an entry without a readable record)."""
+    the folder it was first made in, bytes, bytes in files no build links to, and ``linked``: how
+    many other links its most linked file has (the builds that hold it, on this file system;
+    ``what`` is ``"(damaged)"`` for an entry without a readable record)."""
     out = []
     for kind in KINDS:
         for entry in sorted((root / kind).iterdir()) if (root / kind).is_dir() else []:
@@ -569,9 +570,11 @@ def entries(root: Path) -> list[dict[str, Any]]:
                 meta = json.loads((entry / ENTRY_FILE).read_text(encoding="utf-8"))
             except (OSError, ValueError):
                 meta = {"what": "(damaged)"}
+            links = [p.stat().st_nlink for p in (entry / "files").rglob("*") if p.is_file()]
             out.append({"kind": kind, "key": entry.name, "what": meta.get("what", ""), "made": meta.get("made", ""),
                         "built_in": meta.get("built_in", ""), "threads": meta.get("threads"),
-                        "bytes": _bytes(entry), "own_bytes": _bytes(entry, own=True), "path": str(entry)})
+                        "bytes": _bytes(entry), "own_bytes": _bytes(entry, own=True), "path": str(entry),
+                        "linked": max(links, default=1) - 1})
     return sorted(out, key=lambda e: e["made"], reverse=True)
 
 

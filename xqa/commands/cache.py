@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
           f"${CACHE_ENV} moves it, {CACHE_ENV}=off turns it off, xqa cache --prune removes what no build "
           f"links to, --clear empties it)")
     for e in found:
-        print(f"  {e['key'][:12]}  {e['made'][:16]:16}  {e['bytes'] / 1e6:5.0f} MB  {e['what']}"
+        print(f"  {e['key'][:12]}  {e['made'][:16]:16}  {e['bytes'] / 1e6:5.0f} MB  {e['linked']:>2} build(s)  {e['what']}"
               + (f", {e['threads']} thread(s)" if e["threads"] is not None else "")
               + (f", first made in {e['built_in']}" if e["built_in"] else ""))
     return 0
