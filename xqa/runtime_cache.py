@@ -178,20 +178,29 @@ def _link_or_copy(src: Path, dst: Path) -> None:
         shutil.copymode(src, dst)
 
 
-def _copy_into(src: Path, dst: Path) -> None:
-    """``src`` to ``dst`` (linked or copied) through a temporary beside ``dst`` and a rename."""
+def _copy_into(src: Path, dst: Path, link_only: bool = False) -> bool:
+    """``src`` to ``dst`` (linked, or copied where no link can be made) through a temporary beside
+    ``dst`` and a rename; ``link_only``: where no link can be made, nothing changes and False is
+    returned."""
     from xqa.artifacts import _remove_orphans, _temp_prefix
 
     dst.parent.mkdir(parents=True, exist_ok=True)
     _remove_orphans(dst)   # what a killed copy (or atomic write) of dst left
     tmp = dst.parent / f"{_temp_prefix(dst)}{os.urandom(4).hex()}.tmp"
     try:
-        _link_or_copy(src, tmp)
+        if link_only:
+            try:
+                os.link(src, tmp)
+            except OSError:
+                return False
+        else:
+            _link_or_copy(src, tmp)
         os.replace(tmp, dst)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+    return True
 
 
 def checked_record(entry: Path, *fields: str) -> dict[str, Any] | None:
@@ -481,25 +490,6 @@ def made_cached(function: Callable[..., Any], arguments: dict[str, Any] | tuple,
 
 
 # ---------------------------------------------------------------- shared files
-def _link_into(src: Path, dst: Path) -> bool:
-    """``dst`` replaced by a hard link to ``src`` (through a temporary and a rename); False where
-    no link can be made (another file system: then nothing changes)."""
-    from xqa.artifacts import _temp_prefix
-
-    tmp = dst.parent / f"{_temp_prefix(dst)}{os.urandom(4).hex()}.tmp"
-    try:
-        os.link(src, tmp)
-    except OSError:
-        return False
-    try:
-        os.replace(tmp, dst)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    return True
-
-
 def share_files(folder: str | Path, what: str, log: Callable[[str], None] = print,
                 min_bytes: int = SHARE_BYTES) -> int:
     """Each file under ``folder`` of at least ``min_bytes`` whose very bytes the cache holds (an
@@ -524,7 +514,7 @@ def share_files(folder: str | Path, what: str, log: Callable[[str], None] = prin
                 copy = entry / "files" / next(iter(meta["files"]))
                 if os.path.samefile(copy, path):   # shared already
                     continue
-                if _link_into(copy, path):
+                if _copy_into(copy, path, link_only=True):
                     shared += path.stat().st_size
                     continue
             _store_file(root, entry, path, digest, what)
