@@ -132,8 +132,8 @@ def test_the_disk_a_build_takes_and_shares_is_said(built, tmp_path):
     d = describe(built)
     assert d["disk"]["folder"] == str(folder) and d["disk"]["shared_bytes"] == 0
     assert d["disk"]["bytes"] == sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
-    assert "of it in files shared" not in "\n".join(render(d))
+    assert "hard-linked" not in "\n".join(render(d))
     os.link(folder / "dense" / "shards" / "v.npy", tmp_path / "elsewhere.npy")   # another build's link
     d = describe(built)
     assert d["disk"]["shared_bytes"] == 1000
-    assert f"under {folder}, 1.0 KB of it in files shared with other builds" in "\n".join(render(d))
+    assert f"under {folder}, 1.0 KB of it in hard-linked files (one copy on disk" in "\n".join(render(d))

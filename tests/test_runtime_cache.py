@@ -94,12 +94,28 @@ def test_the_code_that_builds_a_runtime_is_part_of_its_key(tmp_path, cache):
     assert snap.key(mine) != snap.key({**mine, "code": "0" * 64})
     assert snap.key(mine) != snap.key({**mine, "libraries": {**mine["libraries"], "onnxruntime": "0.0"}})
     assert snap.key(mine) == snap.key(runtime_cache.environment(fake_runtime, 1))
-    # a family's lazy runtime function (xqa.lazy.function) is keyed by the code of its target's package
+    # a family's lazy runtime function (xqa.lazy.function) is named by its target
     from reader.registry import get
 
     span = runtime_cache.environment(get("span").runtime, 1)
     assert span["job"] == "reader.span.runtime:build_and_report"
-    assert span["code"] != runtime_cache.environment(runtime_cache.run_cached, 1)["code"]
+
+
+def test_every_module_of_xqa_and_the_function_s_own_package_are_the_code_of_a_key():
+    """What a cached function calls may lie in any of xqa's packages (the span reader's runtime,
+    in reader/span, checks its spans through xqa.records and xqa.encoders): all of them count; a
+    plug-in's function adds its own package's modules."""
+    from pathlib import Path
+
+    root = Path(runtime_cache.__file__).resolve().parent.parent
+    files = set(runtime_cache.code_files(fake_runtime))
+    for module in ("xqa/pipeline.py", "xqa/encoders/runtime.py", "reader/span/runtime.py",
+                   "retriever/dense/delta.py", "xqa/runtime_cache.py"):
+        assert root / module in files, module
+    assert Path(__file__).resolve() in files                      # this test module: a plug-in's package
+    assert not any(p.suffix != ".py" for p in files)
+    own = runtime_cache.code_files(runtime_cache.run_cached)
+    assert Path(__file__).resolve() not in own and set(own) < files
 
 
 def test_xqa_cache_off_stores_nothing(tmp_path, monkeypatch):

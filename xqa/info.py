@@ -334,8 +334,8 @@ def render(d: dict[str, Any]) -> list[str]:
         if rd.get("runtime"):
             lines.append(f"           {_runtime_text(rd['runtime'])}")
     disk = d["disk"]
-    shared = (f", {_bytes(disk['shared_bytes'])} of it in files shared with other builds through xqa's cache "
-              f"(hard links: one copy on disk; `xqa cache`)" if disk["shared_bytes"] else "")
+    shared = (f", {_bytes(disk['shared_bytes'])} of it in hard-linked files (one copy on disk for xqa's cache "
+              f"and every build that uses them; `xqa cache`)" if disk["shared_bytes"] else "")
     lines.append(f"disk       {_bytes(disk['bytes'])} under {disk['folder']}{shared}")
     m = d["machine"]
     flags = [k for k, v in m["cpu"].items() if v]

@@ -9,8 +9,8 @@ then a check against fp32 and a timing on this CPU): most of a small build's tim
 1.5 GB of its disk. Three kinds of entry:
 
 * **runtimes/**: a runtime depends only on the folder it is built in, before it is built (every
-  file's contents), the code that builds and checks it (the modules of its package and of
-  :mod:`xqa.encoders`), the shipped data its check reads (the corpus sample, the smoothing
+  file's contents), the code that builds and checks it (every module of xqa, reader and
+  retriever: :func:`code_files`), the shipped data its check reads (the corpus sample, the smoothing
   statistics), the versions of the libraries it runs on, this machine (CPU model, features and
   cores) and the threads it is timed with; its entry holds the files the runtime wrote.
 * **folders/**: a made folder (the converted encoder, a reader or Λ unpacked onto it) depends
@@ -55,6 +55,7 @@ CACHE_ENV = "XQA_CACHE"
 OFF = ("off", "0", "none", "false", "no")
 ENTRY_FILE = "cache.json"
 _PACKAGE = Path(__file__).resolve().parent          # xqa/
+_CODE = (_PACKAGE, _PACKAGE.parent / "reader", _PACKAGE.parent / "retriever")   # xqa's own packages
 # shipped data that a runtime's check or smoothing reads (xqa.encoders.runtime)
 _DATA = (_PACKAGE / "corpus" / "passages.jsonl.gz", _PACKAGE / "corpus" / "questions.jsonl.gz",
          _PACKAGE / "models" / "smoothquant")
@@ -120,25 +121,34 @@ def _tree_digest(paths: Iterable[Path]) -> str:
     return h.hexdigest()
 
 
+def code_files(function: Callable[..., Any]) -> list[Path]:
+    """The code a made entry depends on: every module of xqa's own packages (:data:`_CODE`: what
+    the function calls may lie anywhere in them), and those of the function's package where that
+    lies outside (a plug-in's; found by the module's name: a lazy function, xqa.lazy.function,
+    bears its target's)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(function.__module__)
+    source = Path(spec.origin) if spec is not None and spec.origin else Path(inspect.getsourcefile(function) or "")
+    code = {p for top in _CODE for p in top.rglob("*.py")
+            if not any(part.startswith(".") for part in p.relative_to(top).parts)}
+    code |= set(source.parent.glob("*.py"))
+    return sorted(p for p in code if p.is_file())
+
+
 def environment(function: Callable[..., Any], threads: int) -> dict[str, Any]:
     """What a runtime depends on besides its folder: the code that builds it, the shipped data
     its check reads, the libraries, this machine and the threads."""
     import importlib.metadata
-    import importlib.util
 
     from xqa.encoders.runtime import cpu_features
 
-    # its package's modules, and the int8 export's (by the module's name: a lazy function,
-    # xqa.lazy.function, bears its target's)
-    spec = importlib.util.find_spec(function.__module__)
-    source = Path(spec.origin) if spec is not None and spec.origin else Path(inspect.getsourcefile(function) or "")
-    code = {*source.parent.glob("*.py"), *(_PACKAGE / "encoders").glob("*.py"), _PACKAGE / "artifacts.py"}
     versions = {}
     for name in _LIBRARIES:
         with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             versions[name] = importlib.metadata.version(name)
     return {"job": f"{function.__module__}:{function.__qualname__}", "threads": threads,
-            "code": _tree_digest(sorted(p for p in code if p.is_file())), "data": _tree_digest(_DATA),
+            "code": _tree_digest(code_files(function)), "data": _tree_digest(_DATA),
             "libraries": versions, "python": ".".join(map(str, sys.version_info[:2])),
             "cpu": {"model": _cpu_model(), "cores": os.cpu_count(), "features": cpu_features()}}
 
