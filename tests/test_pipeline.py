@@ -311,6 +311,28 @@ def test_ask_says_what_it_loads_and_a_missing_index_is_an_error_before_any_model
     assert out.stdout.strip() == "[]", out.stdout
 
 
+def test_ask_dash_answers_each_line_of_stdin_with_the_pipeline_loaded_once(tiny_pipeline, test_questions):
+    """``xqa ask -``: a question a line, each answered as the single-question command answers it;
+    a line that cannot be asked is named by its number and the others still answered (exit 1)."""
+    a, b = test_questions[0], test_questions[1]
+    lines = f"{a.question}\n\n???\n{b.question}\n"
+    cmd = [sys.executable, "-m", "xqa.cli", "ask", "-", "--config", str(tiny_pipeline), "--lang", a.lang]
+    out = subprocess.run(cmd + ["--json"], input=lines, capture_output=True, text=True)
+    assert out.returncode == 1, out.stderr
+    records = [json.loads(x) for x in out.stdout.splitlines()]
+    assert [r["id"] for r in records] == ["1", "4"]          # the line numbers; the blank line skipped
+    assert "xqa ask: <stdin>:3: the question '???' has no letters or digits" in out.stderr
+    assert "2 question(s) answered, 1 could not be asked" in out.stderr
+    assert sum("loading reader" in x for x in out.stderr.splitlines()) == 1
+    one = json.loads(_cli("ask", b.question, "--config", tiny_pipeline, "--lang", a.lang, "--json").stdout)
+    assert records[1]["answer"] == one["answer"] and records[1]["evidence"] == one["evidence"]
+    # as text: the single command's lines, one answer after another
+    out = subprocess.run(cmd + ["--show", "1"], input=f"{a.question}\n{b.question}\n", capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("answer") >= 2 and out.stdout.count("evidence:") == 2
+    assert f"question ({a.lang}): {b.question}" in out.stdout
+
+
 def test_ask_says_when_nothing_was_retrieved(tiny_pipeline):
     # no word of it is in any passage: the BM25 methods find nothing, the dense one always something
     out = _cli("ask", "Qqzzkk xxvvqq?", "--lang", "en", "--config", tiny_pipeline, "--method", "sparse+roman",

@@ -108,7 +108,10 @@ READER_HELP = ("the reader that answers, by name: the pipeline config's reader (
 class AskConfig:
     """One question for :meth:`xqa.pipeline.Pipeline.ask` and how ``xqa ask`` shows its answer."""
 
-    question: str = field(metadata={"positional": True, "help": "the question, in any language"})
+    question: str = field(metadata={"positional": True, "help": (
+        "the question, in any language; '-': the questions of standard input, one a line, each "
+        "answered as it comes with the pipeline loaded once (--json: one record a line, its id the "
+        "line number)")})
     lang: str = field(default="auto", metadata={
         "help": "the question's language code, 'auto' to identify it, or 'und' (unknown: BM25 searches "
                 "the index of every language written in the question's script, as when the language is not "
