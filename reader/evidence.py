@@ -172,24 +172,27 @@ def candidate_log_scores(logprobs: Sequence[float], match: np.ndarray, relevance
 def merge_duplicates(texts: Sequence[str], log_scores: np.ndarray,
                      reader_logprobs: Sequence[float], written: Sequence[str] | None = None,
                      langs: Sequence[str] | None = None) -> list[Candidate]:
-    """Sum candidates with the same normalised text; keep the best member's surface form.
+    """Sum candidates with the same normalised text as shown; keep the best member's surface form.
 
-    Returns :class:`Candidate` records, best first, their text tidied
-    (:func:`reader.answer_text.tidy_answer`: no edge punctuation), ``score`` a probability and
+    A candidate is shown tidied (:func:`reader.answer_text.tidy_answer`: no edge punctuation, no
+    unbalanced bracket and what follows it), and grouped by that: ``Canberra`` and the span
+    ``Canberra (Melbourne was`` are one answer. Returns :class:`Candidate` records, best first,
+    ``score`` a probability and
     ``reader_score`` the surface form's sequence log-probability; ``written`` [k]
     (what the reader wrote, where ``texts`` shows it translated) fills
     ``Candidate.written`` where the two differ; ``langs`` [k] (the language of the passage
     a span comes from) fills ``Candidate.lang`` with the best member's.
     """
+    shown = [tidy_answer(t) for t in texts]
     groups: dict[str, list[int]] = {}
-    for j, t in enumerate(texts):
+    for j, t in enumerate(shown):
         groups.setdefault(normalize_answer(t), []).append(j)
     merged = []
     for members in groups.values():
         best = max(members, key=lambda j: (log_scores[j], reader_logprobs[j]))
         total = float(logsumexp(np.asarray([log_scores[j] for j in members])))
         wrote = written[best] if written is not None and written[best] != texts[best] else ""
-        merged.append(Candidate(text=tidy_answer(texts[best]), score=math.exp(total),
+        merged.append(Candidate(text=shown[best], score=math.exp(total),
                                 reader_score=float(reader_logprobs[best]), written=wrote,
                                 lang=langs[best] if langs is not None else ""))
     merged.sort(key=lambda c: (-c.score, -c.reader_score))

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from reader.answer_text import tidy_answer
 from reader.evidence import (
     FusionParams,
     log_softmax,
@@ -78,7 +79,7 @@ def prepare(outputs: Sequence[Any], contexts: Sequence[Sequence[Context]],
         s.relevance[q, :n] = out.relevance
         s.retriever[q, :n] = [c.score for c in list(ctxs)[:n]]
         s.passages[q, : max(n, 1)] = True  # no passage: one empty slot -> reader-only ranking
-        shown = labels.shown_all(texts, langs[q]) if labels is not None else texts
+        shown = [tidy_answer(t) for t in (labels.shown_all(texts, langs[q]) if labels is not None else texts)]
         keys = [normalize_answer(t) for t in shown]
         for a, ka in enumerate(keys):
             for b, kb in enumerate(keys):
@@ -208,11 +209,12 @@ def prepare_spans(outputs: Sequence[Any], contexts: Sequence[Sequence[Context]],
         s.retriever[q, :n] = [c.score for c in list(ctxs)[:n]]
         s.passages[q, :n] = True
         s.same_lang[q, :n] = [float(bool(langs[q]) and c.lang == langs[q]) for c in list(ctxs)[:n]]
-        keys = [normalize_answer(x.text) for x in out.spans]
+        shown = [tidy_answer(x.text) for x in out.spans]   # as evidence fusion shows them (merge_duplicates)
+        keys = [normalize_answer(t) for t in shown]
         for a, x in enumerate(out.spans):
             s.within[q, a] = x.score - out.norm[x.passage]
             s.passage[q, a] = x.passage
-            s.em[q, a], s.f1[q, a] = scorer(x.text, answers[q], langs[q])
+            s.em[q, a], s.f1[q, a] = scorer(shown[a], answers[q], langs[q])
             for b, key in enumerate(keys):
                 s.same[q, a, b] = float(key == keys[a])
     return s

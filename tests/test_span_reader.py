@@ -178,6 +178,24 @@ def test_the_answer_keeps_the_best_surface_form_and_orders_evidence_by_weight():
     assert alone.text == "Eiffel Tower"
 
 
+def test_spans_shown_alike_are_one_answer_in_fusion_and_in_its_tuning():
+    """A span cut inside a bracket is shown without it (reader.answer_text.tidy_answer): the span
+    ``Canberra (Melbourne`` is the answer ``Canberra``, summed with it, and graded as it is shown
+    when β, γ are tuned."""
+    from reader.tuning import evaluate_spans, prepare_spans
+
+    spans = [Span("Canberra (Melbourne", 0, 2.0), Span("Sydney", 1, 2.2), Span("Canberra", 2, 1.0)]
+    out = SpanOutput(spans, np.array([0.0, 0.0, 0.0]), np.array([2.0, 2.2, 1.0]))
+    ctxs = [Context(f"p{i}", "", spans[i].text, "en", 1.0, "hybrid") for i in range(3)]
+    ans = build_span_answer("q", out, ctxs, FusionParams(1.0, 0.0))
+    # equal passage weights, one span a passage (softmax(s_i) = 1): 1/3 each, the two Canberras summed
+    assert [c.text for c in ans.candidates] == ["Canberra", "Sydney"]
+    assert ans.score == pytest.approx(2 / 3)
+    scorer = lambda pred, golds, lang: (float(pred in golds), float(pred in golds))   # noqa: E731
+    s = prepare_spans([out], [ctxs], [["Canberra"]], ["en"], scorer)
+    assert evaluate_spans(s, 1.0, 0.0) == (1.0, 1.0)
+
+
 def test_the_same_language_prior_adds_delta_to_the_passage_logits_of_the_question_language():
     """δ·[passage language = question language] joins β r + γ R: with δ large enough the equal
     answer written in the question's language wins; an unknown question language adds nothing."""
