@@ -333,6 +333,24 @@ def test_ask_dash_answers_each_line_of_stdin_with_the_pipeline_loaded_once(tiny_
     assert f"question ({a.lang}): {b.question}" in out.stdout
 
 
+def test_ask_dash_on_a_terminal_prompts_for_each_question(tiny_pipeline, test_questions):
+    import os
+    import pty
+
+    q = test_questions[0]
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "xqa.cli", "ask", "-", "--config", str(tiny_pipeline),
+                             "--lang", q.lang, "--show", "1"],
+                            stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    os.close(slave)
+    os.write(master, f"{q.question}\n".encode() + b"\x04")   # a question, then Ctrl-D at a line's start
+    out, err = proc.communicate(timeout=300)
+    os.close(master)
+    assert proc.returncode == 0, err
+    assert "ready: one question a line" in err and err.count("question> ") == 2   # before each line read
+    assert out.count("evidence:") == 1 and f"question ({q.lang}): {q.question}" in out
+
+
 def test_ask_says_when_nothing_was_retrieved(tiny_pipeline):
     # no word of it is in any passage: the BM25 methods find nothing, the dense one always something
     out = _cli("ask", "Qqzzkk xxvvqq?", "--lang", "en", "--config", tiny_pipeline, "--method", "sparse+roman",
