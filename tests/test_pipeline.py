@@ -351,6 +351,38 @@ def test_ask_dash_on_a_terminal_prompts_for_each_question(tiny_pipeline, test_qu
     assert out.count("evidence:") == 1 and f"question ({q.lang}): {q.question}" in out
 
 
+def test_ctrl_c_at_the_ask_prompt_stops_one_answer_and_the_next_question_is_answered(
+        tiny_pipeline, test_questions, monkeypatch, capsys):
+    import io
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    a, b = test_questions[0], test_questions[1]
+    asked = []
+    real_ask = Pipeline.ask
+
+    def ask(self, text, *args, **kwargs):
+        asked.append(text)
+        if len(asked) == 1:
+            raise KeyboardInterrupt
+        return real_ask(self, text, *args, **kwargs)
+
+    monkeypatch.setattr(Pipeline, "ask", ask)
+    monkeypatch.setattr(sys, "stdin", Terminal(f"{a.question}\n{b.question}\n"))
+    assert main(["ask", "-", "--config", str(tiny_pipeline), "--lang", a.lang, "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert asked == [a.question, b.question]
+    assert "interrupted: that question is left unanswered" in err
+    assert [json.loads(x)["id"] for x in out.splitlines()] == ["2"]
+    # from a pipe, Ctrl-C stops the whole command
+    monkeypatch.setattr(sys, "stdin", io.StringIO(f"{a.question}\n{b.question}\n"))
+    asked.clear()
+    assert main(["ask", "-", "--config", str(tiny_pipeline), "--lang", a.lang, "--json"]) == 130
+    assert asked == [a.question]
+
+
 def test_ask_says_when_nothing_was_retrieved(tiny_pipeline):
     # no word of it is in any passage: the BM25 methods find nothing, the dense one always something
     out = _cli("ask", "Qqzzkk xxvvqq?", "--lang", "en", "--config", tiny_pipeline, "--method", "sparse+roman",

@@ -65,8 +65,8 @@ def _answer(pipe, cfg, args: argparse.Namespace, text: str, found: str | None = 
 
 def _ask_stream(pipe, cfg, args: argparse.Namespace) -> int:
     """``xqa ask -``: the questions of standard input, one a line, each answered as it comes with
-    the pipeline loaded once (a prompt on stderr where stdin is a terminal; blank lines skipped;
-    a record's ``id`` is its line number).
+    the pipeline loaded once (a prompt on stderr where stdin is a terminal, where Ctrl-C stops
+    the answer under way and Ctrl-D ends; blank lines skipped; a record's ``id`` is its line number).
     A question that cannot be asked is reported with its line number and the rest go on; the
     exit status is 1 when any was."""
     import sys
@@ -95,6 +95,10 @@ def _ask_stream(pipe, cfg, args: argparse.Namespace) -> int:
         except XqaError as e:
             failed += 1
             _say(f"<stdin>:{number}: {e}")
+        except KeyboardInterrupt:
+            if not interactive:
+                raise
+            _say("interrupted: that question is left unanswered")   # at a prompt, Ctrl-C stops one answer
     if not interactive:
         _say(f"{asked} question(s) answered" + (f", {failed} could not be asked" if failed else ""))
     return 1 if failed else 0
