@@ -302,7 +302,7 @@ _PIPELINE_CASES = [  # (label, config, expected)
 # ----------------------------------------------------------------------------- spoiling
 
 _GENERIC = ["invalid-utf8", "latin-1", "binary", "empty", "blank-lines", "truncated", "huge-garbage-line",
-            "record-list", "record-number", "record-string", "record-null", "id-duplicate"]
+            "record-list", "record-number", "record-string", "record-null", "id-duplicate", "lone-surrogate"]
 _READABLE = ["utf-16-bom", "utf-8-bom", "huge-valid-line"]
 
 
@@ -330,6 +330,9 @@ def _spoil(fmt: Format, case: str) -> tuple[bytes, int | None, str]:
     if case == "invalid-utf8":
         target = line or 3
         return _bytes_with_byte_at(text, target), target, r"not valid UTF-8 \(byte 0xff"
+    if case == "lone-surrogate":   # a JSON escape of half a surrogate pair: valid JSON, not text
+        target = line or 3
+        return _bytes_with_byte_at(text, target, b"\\ud83d"), target, r"holds \\ud83d, one half of a surrogate pair"
     if case == "latin-1":
         data = text.encode("latin-1")
         first = next(i for i, ch in enumerate(text) if ord(ch) > 127)
@@ -372,7 +375,7 @@ def _generic_cases():
             continue
         for case in _GENERIC:
             if fmt.name == "passages-dpr-tsv" and case in ("truncated", "record-list", "record-number",
-                                                           "record-string", "record-null"):
+                                                           "record-string", "record-null", "lone-surrogate"):
                 continue  # a TSV line is not JSON: covered by its own cases
             if fmt.name == "questions-squad" and case in ("huge-garbage-line", "record-list", "record-number",
                                                           "record-string", "record-null", "id-duplicate"):

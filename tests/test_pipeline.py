@@ -523,6 +523,20 @@ def test_a_question_without_letters_or_digits_is_not_searched(tiny_pipeline):
     assert question_text("  Wer?  ") == "Wer?" and question_text("1984") == "1984"
 
 
+def test_a_question_in_bytes_that_are_not_utf8_is_a_clear_error_before_anything_loads(tiny_pipeline):
+    """Python reads such bytes from argv and stdin as lone surrogates (surrogateescape), which
+    the tokenizers refuse with a TypeError: the question is refused first, naming the byte."""
+    with pytest.raises(XqaError, match="not UTF-8 text: the byte 0xe9 at character 4"):
+        question_text("Caf\udce9 au lait?")
+    with pytest.raises(XqaError, match="a lone surrogate U\\+D83D at character 7"):
+        question_text("Smile \ud83d?")
+    out = subprocess.run([sys.executable, "-m", "xqa.cli", "ask", b"Caf\xe9 au lait?", "--config", str(tiny_pipeline)],
+                         capture_output=True, text=True)
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert "xqa ask: error: the question is not UTF-8 text: the byte 0xe9 at character 4" in out.stderr
+    assert "loading" not in out.stderr
+
+
 def test_report_retrieval_tables_plot_and_weights(tiny_pipeline, tmp_path):
     """`xqa report retrieval`: the table's top-k values are points of the recall curves, the curves
     never fall with k, and the weights the methods ran with (cross-script w included) are recorded."""

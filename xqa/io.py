@@ -106,7 +106,42 @@ def jsonl_objects(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
             raise InputError(path, n, f"key {e.key!r} occurs twice in one object") from None
         if not isinstance(obj, dict):
             raise InputError(path, n, f"expected a JSON object, found {json_type(obj)}")
+        _check_surrogates(path, n, line, obj)
         yield n, obj
+
+
+# A JSON escape of one half of a surrogate pair (\ud83d): JSON allows it alone, text does not.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _lone_surrogate(value: Any) -> str | None:
+    """The first lone surrogate in the strings and keys of a decoded JSON value, or None."""
+    if isinstance(value, str):
+        m = _SURROGATE.search(value)
+        return m.group() if m else None
+    items = [*value.keys(), *value.values()] if isinstance(value, dict) else value if isinstance(value, list) else ()
+    for item in items:
+        found = _lone_surrogate(item)
+        if found is not None:
+            return found
+    return None
+
+
+def _check_surrogates(path: str | Path, line: int | None, raw: str, value: Any) -> None:
+    """An :class:`InputError` where a string of ``value`` (decoded from ``raw``) holds a lone
+    surrogate, which no text has and the tokenizers refuse; a quick look at ``raw`` first."""
+    if "\\u" not in raw or not _SURROGATE_ESCAPE.search(raw):
+        return
+    found = _lone_surrogate(value)
+    if found is None:
+        return
+    escape = f"\\u{ord(found):04x}"
+    if line is None:   # a whole document: the line of the escape
+        at = raw.lower().find(escape)
+        line = raw.count("\n", 0, at) + 1 if at >= 0 else None
+    raise InputError(path, line, f"holds {escape}, one half of a surrogate pair without the other: not text "
+                                 "(an emoji or other character cut in two?)")
 
 
 def json_document(path: str | Path) -> Any:
@@ -117,7 +152,7 @@ def json_document(path: str | Path) -> Any:
     if not text.strip():
         raise InputError(path, None, "the file is empty")
     try:
-        return json.loads(text, object_pairs_hook=_unique_keys)
+        value = json.loads(text, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as e:
         raise InputError(path, e.lineno, f"invalid JSON ({e.msg} at column {e.colno})") from None
     except _DuplicateKey as e:
@@ -126,6 +161,8 @@ def json_document(path: str | Path) -> Any:
         second = text.find(needle, first + 1) if first >= 0 else -1
         line = text.count("\n", 0, second) + 1 if second >= 0 else None
         raise InputError(path, line, f"key {e.key!r} occurs twice in one object") from None
+    _check_surrogates(path, None, text, value)
+    return value
 
 
 class _DuplicateKey(Exception):
@@ -188,6 +225,7 @@ def json_list_items(path: str | Path) -> list[tuple[int, Any]]:
         raise InputError(path, e.lineno, f"invalid JSON ({e.msg} at column {e.colno})") from None
     except _DuplicateKey as e:
         raise InputError(path, line, f"key {e.key!r} occurs twice in one object") from None
+    _check_surrogates(path, None, text, [item for _, item in items])
     return items
 
 

@@ -122,6 +122,12 @@ def question_text(text: str) -> str:
     text = text.strip()
     if not text:
         raise XqaError("the question is empty")
+    bad = next((i for i, ch in enumerate(text) if "\ud800" <= ch <= "\udfff"), None)
+    if bad is not None:   # undecodable bytes, as Python reads them from argv and stdin (surrogateescape)
+        code = ord(text[bad])
+        what = f"the byte 0x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"a lone surrogate U+{code:04X}"
+        raise XqaError(f"the question is not UTF-8 text: {what} at character {bad + 1}; "
+                       f"write it in UTF-8 (e.g. iconv -f latin1 -t utf-8)")
     if not askable(text):
         shown = text if len(text) <= 40 else text[:40] + "…"
         raise XqaError(f"the question {shown!r} has no letters or digits: there is nothing to search for")
