@@ -582,3 +582,26 @@ def test_cli_prints_one_line_and_writes_nothing(tmp_path, command, spoiled):
     assert err[-1].startswith("xqa ") and f"{bad}:{line}: " in err[-1] and what in err[-1], err
     assert not out.exists() or not (out / "config.json").exists()
     assert not (out.exists() and out.is_file())
+
+
+def test_an_out_folder_holding_other_files_or_a_file_is_refused_and_left_as_it_was(tmp_path):
+    """`xqa convert e5`, `xqa reader unpack|pack` write their folder whole (temp + rename): they
+    refuse an --out that holds what is not theirs to replace, and a file where a folder goes is
+    named as such, not as "[Errno 17]"."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("precious")
+    a_file = tmp_path / "a-file"
+    a_file.write_text("precious")
+    for argv in (["convert", "e5"], ["reader", "unpack", "--base", str(tmp_path / "no-encoder")]):
+        r = _xqa(*argv, "--out", str(mine), cwd=tmp_path)
+        assert r.returncode == 1, r.stderr[-2000:]
+        assert f"{mine} holds other files (notes.txt) that writing" in r.stderr and "Traceback" not in r.stderr
+        r = _xqa(*argv, "--out", str(a_file), cwd=tmp_path)
+        assert r.returncode == 1 and f"{a_file} is a file;" in r.stderr, r.stderr[-2000:]
+    r = _xqa("build", "--passages", str(ROOT / "xqa" / "corpus" / "passages.jsonl.gz"), "--out",
+             str(a_file / "sub"), cwd=tmp_path)
+    assert r.returncode == 1 and "[Errno" not in r.stderr, r.stderr[-2000:]
+    assert f"{a_file / 'sub'}: Not a directory (a part of that path is a file, not a folder" in r.stderr
+    assert (mine / "notes.txt").read_text() == "precious" and a_file.read_text() == "precious"
+    assert sorted(p.name for p in mine.iterdir()) == ["notes.txt"]

@@ -178,6 +178,22 @@ def load_config(folder: str | Path, kind: str | None = None) -> dict[str, Any]:
     return data
 
 
+def check_replaceable(out: str | Path, what: str, ours: bool, hint: str) -> None:
+    """Refuse to write the folder ``what`` at ``out`` where that would replace what is not xqa's
+    to replace: a file, or a folder with files in it unless ``ours`` (it holds an artifact the
+    command may write again, or the user said --overwrite); ``hint`` says what to do instead."""
+    from xqa.errors import XqaError
+
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise XqaError(f"{out} is a file; {what} is a folder written there: choose another folder")
+    if out.is_dir() and not ours:
+        names = sorted(p.name for p in out.iterdir())
+        if names:
+            shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+            raise XqaError(f"{out} holds other files ({shown}) that writing {what} there would replace; {hint}")
+
+
 def is_complete(folder: str | Path) -> bool:
     """True when ``folder`` is a finished artifact (it has its config.json)."""
     return (Path(folder) / CONFIG_NAME).is_file()

@@ -161,6 +161,10 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())   # so that the exit's flush does not fail again
         return 141   # as a shell reports a process that SIGPIPE ended (128 + 13)
     except (XqaError, FileNotFoundError, FileExistsError) as e:
+        if isinstance(e, OSError) and e.errno is not None:   # the system's: its path and words, not "[Errno 17]"
+            from xqa.errors import os_error_message
+
+            e = os_error_message(e)
         print(f"xqa {' '.join(words)}: error: {e}", file=sys.stderr)
         return 1
     except OSError as e:  # a full disk, a read-only folder: artifacts are written atomically, the old ones stand

@@ -41,7 +41,10 @@ def os_error_message(e: OSError) -> str:
             errno.EDQUOT: "the disk quota is used up: free space, then run the same command again",
             errno.EROFS: "the folder is on a read-only file system: choose another output folder",
             errno.EACCES: "no permission to write there: choose another output folder",
-            errno.EPERM: "no permission to write there: choose another output folder"}.get(e.errno)
+            errno.EPERM: "no permission to write there: choose another output folder",
+            errno.ENOTDIR: "a part of that path is a file, not a folder: choose another output folder"}.get(e.errno)
+    if e.errno == errno.EEXIST and e.filename and os.path.isfile(e.filename):
+        hint = "a file is there where a folder is to be written: choose another output folder"
     return f"{text} ({hint}; earlier artifacts there are left as they were)" if hint else text
 
 

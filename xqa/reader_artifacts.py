@@ -80,6 +80,9 @@ def pack_reader(cfg: PackConfig) -> Path:
     family, role, folder = artifact(cfg.reader)
     if role == "packed" or family.pack is None:
         raise XqaError(f"{cfg.reader}: {'packed already' if role == 'packed' else f'the {family.name} family does not pack'}")
+    from xqa.artifacts import check_replaceable
+
+    check_replaceable(cfg.out, "the packed reader", _holds_reader(Path(cfg.out), "packed"), "choose another --out")
     if role == "kit":
         with tempfile.TemporaryDirectory(prefix="xqa-kit-reader-") as tmp:   # base + what training changed
             return Path(family.pack(family.from_kit(folder, Path(cfg.base), Path(tmp) / "reader"), Path(cfg.base),
@@ -111,11 +114,27 @@ def unpack_reader(cfg: UnpackConfig, log: Log = print) -> Path:
     if role != "packed":
         raise XqaError(f"{cfg.delta}: not a packed reader (xqa reader pack writes one)")
     out = Path(cfg.out)
+    from xqa.artifacts import check_replaceable
+
+    check_replaceable(out, "the reader", _holds_reader(out), "choose another --out")
     unpack_cached(family, Path(folder), Path(cfg.base), out, log=log)
     log(f"wrote {out}")
     if cfg.int8 and family.runtime is not None and family.runtime_wanted(Path(out)):
         _runtime(family, Path(out), cfg.threads, log)
     return Path(out)
+
+
+def _holds_reader(folder: Path, role: str = "reader") -> bool:
+    """Whether ``folder`` itself is a reader (or a packed one, ``role`` "packed"), which writing
+    one there again may replace."""
+    from reader.registry import artifact
+    from xqa.errors import XqaError
+
+    try:
+        _, found_role, found = artifact(folder)
+    except XqaError:
+        return False
+    return found_role == role and found == folder
 
 
 def unpack_cached(family, packed: Path, base: Path, out: Path, log: Log = print) -> None:

