@@ -200,6 +200,32 @@ def test_answer_resumes_without_duplicates_then_eval_scores_it(tiny_pipeline, tm
     assert any(report.glob("*.md"))
 
 
+def test_answer_refuses_to_resume_a_run_made_with_other_settings(tiny_pipeline, tmp_path, test_questions, capsys):
+    """Records answered by one method (k, passages read, …) are not resumed by another: the
+    predictions would mix the two. The same settings resume; other questions may join."""
+    qs = test_questions[:4]
+    qfile = tmp_path / "q.jsonl"
+    qfile.write_text("".join(json.dumps(q.to_dict(), ensure_ascii=False) + "\n" for q in qs[:2]))
+    out = tmp_path / "run"
+    args = ["answer", "--config", str(tiny_pipeline), "--questions", str(qfile), "--out", str(out)]
+    assert main(args) == 0
+    assert json.loads((out / "run.json").read_text())["settings"]["pipeline"]["retrieval"]["method"]
+    before = (out / "records.jsonl").read_text()
+    capsys.readouterr()
+    assert main(args + ["--method", "sparse", "--n-passages", "2"]) == 1
+    err = capsys.readouterr().err
+    assert f"{out} holds answers made with other settings (" in err
+    assert "answer.n_passages" in err and 'pipeline.retrieval.method "' in err and '→ "sparse"' in err
+    assert (out / "records.jsonl").read_text() == before                   # nothing written
+    n = json.loads(Path(tiny_pipeline).read_text())["reader"]["n_passages"]
+    assert main(args + ["--n-passages", str(n)]) == 0                      # the config's own value: the same
+    more = tmp_path / "more.jsonl"
+    more.write_text("".join(json.dumps(q.to_dict(), ensure_ascii=False) + "\n" for q in qs[1:]))
+    assert main(["answer", "--config", str(tiny_pipeline), "--questions", str(more), "--out", str(out)]) == 0
+    assert "resuming: 1 of 3 questions already answered (records.jsonl also holds 1 answer to other questions)" \
+        in capsys.readouterr().out
+
+
 def test_answer_and_search_give_a_question_with_nothing_to_search_for_no_answer_and_say_so(
         tiny_pipeline, tmp_path, test_questions, capsys):
     """A blank question and one of punctuation only are not searched (a search for '???' would answer

@@ -153,10 +153,15 @@ class Answered:
     empty: int = 0                   # with abstain: predictions left empty
 
 
-def answer_questions(pipe, questions: Sequence, config: AnswerConfig) -> Answered:
+RUN_FILE = "run.json"   # in an xqa answer folder: the settings its records were answered with
+
+
+def answer_questions(pipe, questions: Sequence, config: AnswerConfig,
+                     settings: dict[str, Any] | None = None) -> Answered:
     """Answer ``questions`` with ``pipe`` (a Pipeline, or a function that makes one, called only
     if a question is left to answer) into ``config.out``, resuming a run there; then write the
-    predictions."""
+    predictions. ``settings``: what shapes the answers (:func:`answer_settings`), kept in
+    ``run.json``; resuming a run made with other settings is an error."""
     from tqdm.auto import tqdm
 
     from xqa.distributed import init_distributed, main_process, map_sharded
@@ -181,9 +186,14 @@ def answer_questions(pipe, questions: Sequence, config: AnswerConfig) -> Answere
             raise XqaError(f"{records} holds answers of " + (f"--reader {reader}" if reader else "the config's reader")
                            + "; resume it with " + (f"--reader {reader}" if reader else "no --reader")
                            + ", or answer into another --out")
+    if settings is not None:
+        _check_run_settings(out, settings, resuming=bool(finished))
     todo = [q for q in questions if q.id not in finished]
     if finished and main_process():
-        print(f"resuming: {len(finished)} of {len(questions)} questions already answered")
+        others = len(finished) - (len(questions) - len(todo))
+        print(f"resuming: {len(questions) - len(todo)} of {len(questions)} questions already answered"
+              + (f" ({records.name} also holds {others} answer{'s' if others != 1 else ''} to other questions)"
+                 if others else ""))
     info = init_distributed()  # under torchrun: join the job (and on GPUs take this process's own) before loading
     if todo and callable(pipe) and not hasattr(pipe, "answer"):
         pipe = pipe()
@@ -211,6 +221,52 @@ def answer_questions(pipe, questions: Sequence, config: AnswerConfig) -> Answere
         with open(out / "predictions.json", encoding="utf-8") as f:
             empty = sum(not a for a in json.load(f).values())
     return Answered(ids, len(finished), counts, empty)
+
+
+def answer_settings(pipeline_config, config: AnswerConfig) -> dict[str, Any]:
+    """What shapes the records of an ``xqa answer`` run: the pipeline's passages, languages,
+    retrieval and readers (command-line overrides applied; paths resolved against the config's
+    folder) and the answering options (passages read, evidence fusion, reader, --hide-gold)."""
+    d = pipeline_config.to_dict()
+    n_passages = config.n_passages or pipeline_config.reader_config(config.reader).n_passages   # as read
+    return {"pipeline": {k: d[k] for k in ("passages", "languages", "retrieval", "reader", "readers")},
+            "folder": str(Path(pipeline_config.base_dir or ".").resolve()),
+            "answer": {"n_passages": n_passages, "evidence_fusion": config.evidence_fusion,
+                       "reader": config.reader, "hide_gold": config.hide_gold}}
+
+
+def _check_run_settings(out: Path, settings: dict[str, Any], resuming: bool) -> None:
+    """Keep ``settings`` in ``out/run.json``; where a resumed run there was answered with others,
+    an error naming what differs (a folder without run.json is resumed as it is)."""
+    from xqa.artifacts import write_json_atomic
+    from xqa.distributed import main_process
+
+    path = out / RUN_FILE
+    stored = json.loads(path.read_text(encoding="utf-8")).get("settings") if path.is_file() else None
+    if resuming and stored is not None and stored != settings:
+        old, new = _flat(stored), _flat(settings)
+        diff = [k for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
+        shown = "; ".join(f"{k} {_short(old.get(k))} → {_short(new.get(k))}" for k in diff[:3])
+        more = f" and {len(diff) - 3} more" if len(diff) > 3 else ""
+        raise XqaError(f"{out} holds answers made with other settings ({shown}{more}): resume it with the "
+                       f"same, or answer into another --out")
+    if (stored is None or not resuming) and main_process():
+        write_json_atomic(path, {"settings": settings})
+
+
+def _flat(d: Any, prefix: str = "") -> dict[str, Any]:
+    """``d`` with nested objects flattened into dotted keys."""
+    if not isinstance(d, dict):
+        return {prefix: d}
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        out.update(_flat(v, f"{prefix}{k}.") if isinstance(v, dict) and v else {f"{prefix}{k}": v})
+    return out
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 40 else text[:39] + "…"
 
 
 def done_ids(records: Path) -> set[str]:

@@ -34,7 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from xqa.cli_options import load_pipeline, read_questions
-    from xqa.runs import answer_questions, warn_unaskable
+    from xqa.runs import answer_questions, answer_settings, warn_unaskable
 
     cfg = COMMAND.config(args)
     if Path(cfg.out).exists() and not Path(cfg.out).is_dir():
@@ -49,7 +49,8 @@ def run(args: argparse.Namespace) -> int:
     warn_unaskable(questions, "answer", "each gets an empty prediction")
     if cfg.reader is not None:  # an unknown reader name is an error before anything is answered
         load_pipeline(args).config.reader_config(cfg.reader)
-    done = answer_questions(lambda: load_pipeline(args), questions, cfg)
+    settings = answer_settings(load_pipeline(args).config, cfg)   # resuming with other settings is an error
+    done = answer_questions(lambda: load_pipeline(args), questions, cfg, settings)
     if not done.counts:  # another process of a torchrun job
         return 0
     out = Path(cfg.out)
