@@ -42,15 +42,15 @@ def run(args: argparse.Namespace) -> int:
                        f"predictions/): name a new or an earlier run's folder")
     from xqa.records import AUTO_LANG
 
+    pipeline = load_pipeline(args)   # its config alone: nothing loads before a question is answered
     # an id repeated within or across the files is an error; --lang auto: onto the pipeline's languages
-    languages = load_pipeline(args).config.languages if args.lang == AUTO_LANG else ()
+    languages = pipeline.config.languages if args.lang == AUTO_LANG else ()
     questions = read_questions(args, languages)
     ids = [q.id for q in questions]
     warn_unaskable(questions, "answer", "each gets an empty prediction")
-    if cfg.reader is not None:  # an unknown reader name is an error before anything is answered
-        load_pipeline(args).config.reader_config(cfg.reader)
-    settings = answer_settings(load_pipeline(args).config, cfg)   # resuming with other settings is an error
-    done = answer_questions(lambda: load_pipeline(args), questions, cfg, settings)
+    # an unknown --reader is an error before anything is answered, and so is resuming with other settings
+    settings = answer_settings(pipeline.config, cfg)
+    done = answer_questions(pipeline, questions, cfg, settings)
     if not done.counts:  # another process of a torchrun job
         return 0
     out = Path(cfg.out)
