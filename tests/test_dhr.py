@@ -227,7 +227,7 @@ def test_index_layout_and_config(tiny):
     val = np.load(root / "dhr" / "lex_val.npy", allow_pickle=False)
     assert val.shape == (64, cfg["passages"]) and val.dtype == np.float16
     assert np.load(root / "dhr" / "lex_idx.npy", allow_pickle=False).dtype == np.uint8
-    with pytest.raises(XqaError, match="exists"):
+    with pytest.raises(XqaError, match="is a finished DHR index; pass --overwrite"):
         from retriever.dhr.index import build_dhr_index
 
         build_dhr_index(root / "dense", tiny["passages"], root / "dhr", slices=64, progress=False)

@@ -585,23 +585,48 @@ def test_cli_prints_one_line_and_writes_nothing(tmp_path, command, spoiled):
 
 
 def test_an_out_folder_holding_other_files_or_a_file_is_refused_and_left_as_it_was(tmp_path):
-    """`xqa convert e5`, `xqa reader unpack|pack` write their folder whole (temp + rename): they
-    refuse an --out that holds what is not theirs to replace, and a file where a folder goes is
-    named as such, not as "[Errno 17]"."""
+    """`xqa convert e5`, `reader unpack|kit`, `train tokenizer`, `index dhr` write their folder
+    whole (temp + rename): they refuse an --out that holds what is not theirs to replace, and a
+    file where a folder goes is named as such, not as "[Errno 17]"."""
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "notes.txt").write_text("precious")
     a_file = tmp_path / "a-file"
     a_file.write_text("precious")
-    for argv in (["convert", "e5"], ["reader", "unpack", "--base", str(tmp_path / "no-encoder")]):
+    passages = str(ROOT / "xqa" / "corpus" / "passages.jsonl.gz")
+    for argv in (["convert", "e5"], ["reader", "unpack", "--base", str(tmp_path / "no-encoder")],
+                 ["reader", "kit", "--data", str(tmp_path / "no-data"), "--base", str(tmp_path / "no-encoder")],
+                 ["train", "tokenizer", "--passages", passages],
+                 ["index", "dhr", "--dense", str(tmp_path / "no-index"), "--passages", passages]):
         r = _xqa(*argv, "--out", str(mine), cwd=tmp_path)
         assert r.returncode == 1, r.stderr[-2000:]
         assert f"{mine} holds other files (notes.txt) that writing" in r.stderr and "Traceback" not in r.stderr
         r = _xqa(*argv, "--out", str(a_file), cwd=tmp_path)
         assert r.returncode == 1 and f"{a_file} is a file;" in r.stderr, r.stderr[-2000:]
-    r = _xqa("build", "--passages", str(ROOT / "xqa" / "corpus" / "passages.jsonl.gz"), "--out",
+    r = _xqa("build", "--passages", passages, "--out",
              str(a_file / "sub"), cwd=tmp_path)
     assert r.returncode == 1 and "[Errno" not in r.stderr, r.stderr[-2000:]
     assert f"{a_file / 'sub'}: Not a directory (a part of that path is a file, not a folder" in r.stderr
     assert (mine / "notes.txt").read_text() == "precious" and a_file.read_text() == "precious"
     assert sorted(p.name for p in mine.iterdir()) == ["notes.txt"]
+
+
+def test_a_tokenizer_too_small_for_its_texts_or_fed_a_bad_record_says_so_in_one_line(tmp_path):
+    """SentencePiece's own failures (fewer pieces than characters) and a bad passage record read
+    while it trains are xqa errors in words, not SentencePiece's RuntimeError, and leave no folder."""
+    from xqa.errors import InputError, XqaError
+    from xqa.tokenizer import train_tokenizer
+
+    texts = [chr(c) * 3 for c in range(0x4E00, 0x4E00 + 300)]   # 300 characters, each needs a piece
+    with pytest.raises(XqaError, match=r"--vocab-size 100 is too small: these texts need at least [3-9]\d\d pieces"):
+        train_tokenizer(texts, tmp_path / "tok", vocab_size=100)
+
+    def spoiled():
+        yield from texts[:50]
+        raise InputError("passages.jsonl", 51, "invalid JSON")
+
+    with pytest.raises(InputError, match=r"^passages\.jsonl:51: invalid JSON$"):
+        train_tokenizer(spoiled(), tmp_path / "tok", vocab_size=1000)
+    assert not (tmp_path / "tok").exists()
+    tok = train_tokenizer(texts, tmp_path / "tok", vocab_size=1000)
+    assert (tok / "config.json").is_file()

@@ -194,6 +194,15 @@ def check_replaceable(out: str | Path, what: str, ours: bool, hint: str) -> None
             raise XqaError(f"{out} holds other files ({shown}) that writing {what} there would replace; {hint}")
 
 
+def holds_kind(folder: str | Path, kind: str) -> bool:
+    """Whether ``folder`` is a finished artifact of ``kind`` (its config.json says so), which the
+    command that writes ``kind`` may write again."""
+    try:
+        return is_complete(folder) and load_config(folder).get("kind") == kind
+    except (OSError, ValueError):
+        return False
+
+
 def is_complete(folder: str | Path) -> bool:
     """True when ``folder`` is a finished artifact (it has its config.json)."""
     return (Path(folder) / CONFIG_NAME).is_file()

@@ -38,6 +38,9 @@ def make_kit(cfg: KitConfig) -> dict[str, Any]:
     from xqa.errors import XqaError
     from xqa.io import read_passages
 
+    from xqa.artifacts import check_replaceable, holds_kind
+
+    check_replaceable(cfg.out, "the kit", holds_kind(cfg.out, "span_kit"), "choose another --out")
     data = Path(cfg.data)
     for name in ("train.jsonl", "passages.jsonl"):
         if not (data / name).is_file():

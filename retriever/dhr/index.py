@@ -49,7 +49,8 @@ from pathlib import Path
 import numpy as np
 
 from retriever.base import check_k
-from xqa.artifacts import atomic_dir, folder_ref, load_config, load_finished, resolve_ref, save_config
+from xqa.artifacts import (atomic_dir, check_replaceable, folder_ref, holds_kind, load_config, load_finished,
+                           resolve_ref, save_config)
 from xqa.errors import XqaError
 from xqa.records import Hit, Passage, Question
 
@@ -148,8 +149,9 @@ def build_dhr_index(dense_index_dir: str | Path, passages: Iterable[Passage], ou
 
     t0 = time.perf_counter()
     out, dense_dir = Path(out_dir), Path(dense_index_dir)
-    if out.exists() and not overwrite:
-        raise XqaError(f"{out} exists; pass overwrite (--overwrite) to rebuild it")
+    if holds_kind(out, KIND) and not overwrite:
+        raise XqaError(f"{out} is a finished DHR index; pass --overwrite (overwrite=True) to rebuild it")
+    check_replaceable(out, "the DHR index", overwrite, "choose another --out")
     if not (lam >= 0 and np.isfinite(lam)):
         raise XqaError(f"λ must be finite and >= 0 (got {lam})")
     dcfg = index_config(dense_dir)
@@ -183,7 +185,7 @@ def build_dhr_index(dense_index_dir: str | Path, passages: Iterable[Passage], ou
     avgdl = float(lengths.mean()) if len(ids) else 1.0
     val, idx = densify(bm25_weights(counts, lengths, idf, k1, b, avgdl), vocab, m, strided=strided)
     collided = int(counts.indices.size - np.count_nonzero(val))
-    with atomic_dir(out, overwrite=overwrite) as tmp:
+    with atomic_dir(out, overwrite=True) as tmp:
         np.save(tmp / "lex_val.npy", np.ascontiguousarray(val.T), allow_pickle=False)
         np.save(tmp / "lex_idx.npy", np.ascontiguousarray(idx.T), allow_pickle=False)
         np.save(tmp / "dense.npy", vecs.astype(np.float16), allow_pickle=False)

@@ -12,8 +12,13 @@ add_arguments = COMMAND.add_arguments
 
 
 def run(args: argparse.Namespace) -> int:
+    from xqa.artifacts import holds_kind
     from xqa.training import tokenizer
 
-    out = tokenizer.train(COMMAND.config(args))
+    cfg = COMMAND.config(args)
+    if holds_kind(cfg.out, "tokenizer") and not cfg.overwrite:
+        print(f"{cfg.out} holds a tokenizer already: kept (--overwrite trains it again)")
+        return 0
+    out = tokenizer.train(cfg)
     print(f"tokenizer written to {out}")
     return 0

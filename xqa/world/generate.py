@@ -396,7 +396,7 @@ def build_world(out_dir: str | Path, size: str = "default", seed: int = 0, overw
         if out.is_dir() and not any(out.iterdir()):
             overwrite = True  # an empty folder holds nothing to lose
         else:
-            raise XqaError(f"{out} exists but is not a complete world (no config.json); pass overwrite to replace it")
+            raise XqaError(f"{out} exists but is not a complete world (no config.json); pass --overwrite (overwrite=True) to replace it")
     gen = generate(size, seed, progress=progress)
     passages, questions, stats = gen.passages, gen.questions, gen.stats
     with atomic_dir(out, overwrite=overwrite) as tmp:
