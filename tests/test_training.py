@@ -109,6 +109,39 @@ def test_finished_run_is_not_repeated(tmp_path):
     assert task.evaluations == 0 and result["step"] == 3
 
 
+def test_a_checkpoint_is_resumed_only_with_the_settings_that_made_it(tmp_path, monkeypatch):
+    """Another learning rate, batch size or command setting (a reader's --n-context) would go on
+    from a checkpoint made with the first ones as if it were theirs: refused, naming what differs;
+    how long this run trains, how often it reports and on how many threads may change."""
+    from dataclasses import replace
+
+    from xqa.errors import XqaError
+
+    b = tmp_path / "run"
+    cfg = TrainConfig(out_dir=str(b), batch_size=8, epochs=3, lr=0.05, save_every=5, log_every=1)
+    data_file = tmp_path / "train.jsonl"
+    data_file.write_text("{}\n")
+    settings = {"train": str(data_file), "n_context": 4, "threads": 2}
+    try:
+        train(DyingTask(die_at=8), DATA, cfg, progress=False, settings=settings)
+    except Killed:
+        pass
+    for changed, named in ((replace(cfg, lr=0.1), "lr 0.05 → 0.1"), (replace(cfg, batch_size=4), "batch_size 8 → 4")):
+        with pytest.raises(XqaError, match=rf"holds a checkpoint of a training run with other settings \({named}\)"):
+            train(RegressionTask(evaluate=False), DATA, changed, progress=False, settings=settings)
+    with pytest.raises(XqaError, match=r"other settings \(n_context 4 → 8\): run it with the same settings to "
+                                       r"resume it, train into another --out, or delete .*checkpoint"):
+        train(RegressionTask(evaluate=False), DATA, cfg, progress=False, settings={**settings, "n_context": 8})
+    assert json.load(open(b / "checkpoint" / "trainer_state.json"))["step"] == 5   # left as it was
+    # the same file named from elsewhere, more threads, another time limit and log interval: resumed
+    monkeypatch.chdir(tmp_path)
+    result = train(RegressionTask(evaluate=False), DATA, replace(cfg, log_every=3, max_minutes=60.0),
+                   progress=False, settings={**settings, "train": "train.jsonl", "threads": 1})
+    assert result["step"] == 24 and is_complete(b / "best")
+    with pytest.raises(XqaError, match=r"other settings \(lr 0.05 → 0.1\)"):   # a finished run as well
+        train(RegressionTask(evaluate=False), DATA, replace(cfg, lr=0.1), progress=False, settings=settings)
+
+
 def test_a_finished_run_keeps_its_state_not_a_second_copy_of_its_weights(tmp_path):
     """best/ is the model; the last checkpoint of a finished run holds its state only (the weights
     and optimizer moments would be two more copies of the model on disk)."""

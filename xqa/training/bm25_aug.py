@@ -12,7 +12,7 @@ at most ``per_set`` questions, drawn at random (seeded).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
@@ -137,4 +137,4 @@ def train(config: Bm25AugTrainConfig) -> dict:
                        max_steps=c.max_steps, lr=c.lr, weight_decay=c.weight_decay,
                        warmup_steps=c.warmup_steps, eval_every=c.eval_every, save_every=c.save_every,
                        seed=c.seed, bf16=False, max_minutes=c.max_minutes)
-    return run_loop(task, capped, loop, progress=c.progress)
+    return run_loop(task, capped, loop, progress=c.progress, settings=asdict(config))

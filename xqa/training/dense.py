@@ -14,7 +14,7 @@ dev/test subjects are unseen ones. Validation every 40 steps keeps the best mode
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 # OpenMP threads that spin while waiting are 4-5x slower than sleeping ones when the cores
@@ -207,4 +207,4 @@ def train(config: DenseTrainConfig) -> dict:
                        weight_decay=c.weight_decay, warmup_steps=c.warmup_steps, grad_accum=c.grad_accum,
                        max_grad_norm=2.0, eval_every=c.eval_every, save_every=c.save_every, seed=c.seed,
                        bf16=c.bf16, gradient_checkpointing=c.gradient_checkpointing)
-    return run_loop(task, dataset, loop, progress=c.progress)
+    return run_loop(task, dataset, loop, progress=c.progress, settings=asdict(config))

@@ -11,7 +11,7 @@ Output ``OUT/`` (:mod:`xqa.training.loop`): ``OUT/best/`` is the reader artifact
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from xqa.training.reader import ReaderTrainConfig
 
@@ -186,7 +186,7 @@ def train(config: FidTrainConfig) -> dict:
     if main_process():
         print(f"FiD reader: {n_params / 1e6:.1f}M parameters, {len(train_set)} training questions, "
               f"{len(dev_set)} dev questions, {c.n_context} passages x {max_length} tokens")
-    return run_loop(task, train_set, loop)
+    return run_loop(task, train_set, loop, settings=asdict(config))
 
 
 def _is_bert(folder: str) -> bool:
@@ -248,7 +248,7 @@ def _train_kit(c: FidTrainConfig) -> dict:
         for row in [] if c.overfit else mix_table(kit.arrays["train.set"], kit.config["sets"], alpha):
             print(f"  {row['set']:<10} {row['questions']:>6} questions  {row['share']:6.1%} of draws")
     loop = _loop(replace(c, epochs=1.0, lr=FID_KIT_LR if c.lr is None else c.lr))
-    return run_loop(task, [int(i) for i in order], loop, progress=True)
+    return run_loop(task, [int(i) for i in order], loop, progress=True, settings=asdict(c))
 
 
 def architecture(size: str, settings: list[str]):

@@ -11,7 +11,7 @@ The defaults are the embedded default's on a 2-core CPU (docs/fusion.md).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from xqa.training.dense import DEFAULT_SIZE, ModelConfig
 
@@ -110,4 +110,4 @@ def train(config: LexicalTrainConfig) -> dict:
                        weight_decay=c.weight_decay, warmup_steps=c.warmup_steps, grad_accum=c.grad_accum,
                        max_grad_norm=2.0, eval_every=c.eval_every, save_every=c.save_every, seed=c.seed,
                        bf16=c.bf16, gradient_checkpointing=c.gradient_checkpointing)
-    return run_loop(task, train_ex, loop, progress=c.progress)
+    return run_loop(task, train_ex, loop, progress=c.progress, settings=asdict(config))

@@ -278,15 +278,71 @@ class _Log:
                 f.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
-def train(task: TrainTask, dataset: Sequence[dict], config: TrainConfig, progress: bool = True) -> dict:
-    """Train ``task.model`` on ``dataset``; see the module docstring for the outputs."""
+# what a resumed run may change: where it writes, how long it trains this time, how often it
+# reports and validates, and how it computes (threads, bf16 autocast, gradient checkpointing)
+RESUMABLE = frozenset({"out", "out_dir", "max_minutes", "log_every", "save_every", "eval_every", "progress",
+                       "threads", "bf16", "gradient_checkpointing", "arrow_cache"})
+
+
+def _recorded(settings: dict[str, Any]) -> dict[str, Any]:
+    """``settings`` as config.json keeps them: JSON values, a path that exists made absolute (a
+    resumed run given it from another folder names the same file)."""
+    def one(value: Any) -> Any:
+        if isinstance(value, str) and value and os.path.exists(value):
+            return str(Path(value).resolve())
+        return value
+
+    return json.loads(json.dumps({k: one(v) for k, v in settings.items()}, default=str))
+
+
+def settings_changed(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """What differs between two runs' records (config.json's ``train_config`` and ``settings``)
+    outside :data:`RESUMABLE`, each as "name old → new"."""
+    changed: dict[str, str] = {}   # a setting in both parts (lr) is named once
+    for part in ("train_config", "settings"):
+        a, b = old.get(part), new.get(part)
+        if not isinstance(a, dict) or not isinstance(b, dict):  # a run recorded without them
+            continue
+        for name in sorted(set(a) | set(b)):
+            if name not in RESUMABLE and name not in changed and a.get(name) != b.get(name):
+                changed[name] = (f"{name} {json.dumps(a.get(name), ensure_ascii=False)} → "
+                                 f"{json.dumps(b.get(name), ensure_ascii=False)}")
+    return list(changed.values())
+
+
+def _check_resume(out: Path, record: dict[str, Any]) -> None:
+    """Refuse to go on with a checkpoint in ``out`` that a run with other settings left."""
+    if not is_complete(out / "checkpoint"):
+        return
+    try:
+        old = json.loads((out / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # no record of the run: resume as before
+    changed = settings_changed(old, record)
+    if changed:
+        shown = "; ".join(changed[:4]) + (f" and {len(changed) - 4} more" if len(changed) > 4 else "")
+        raise XqaError(f"{out} holds a checkpoint of a training run with other settings ({shown}): run it with "
+                       f"the same settings to resume it, train into another --out, or delete {out / 'checkpoint'} "
+                       f"to start over here")
+
+
+def train(task: TrainTask, dataset: Sequence[dict], config: TrainConfig, progress: bool = True,
+          settings: dict[str, Any] | None = None) -> dict:
+    """Train ``task.model`` on ``dataset``; see the module docstring for the outputs.
+
+    ``settings``: the command's own (model, data), recorded with ``config`` in ``OUT/config.json``;
+    a checkpoint left by a run with other settings (outside :data:`RESUMABLE`) is not resumed."""
     from tqdm.auto import tqdm
 
     info = init_distributed()
     out = Path(config.out_dir)
+    record = {"train_config": _recorded(asdict(config))}
+    if settings is not None:
+        record["settings"] = _recorded(settings)
+    _check_resume(out, record)
     if info.main:
         out.mkdir(parents=True, exist_ok=True)
-        save_config(out, "training_run", {"train_config": asdict(config), "processes": info.processes})
+        save_config(out, "training_run", {**record, "processes": info.processes})
     random.seed(config.seed + info.rank)
     np.random.seed(config.seed + info.rank)
     torch.manual_seed(config.seed + info.rank)

@@ -8,7 +8,7 @@ one folder. ``OUT/best`` is the reader (with a kit: what training changed).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 
 from xqa.training.reader import ReaderTrainConfig
 
@@ -117,7 +117,7 @@ def train(config: SpanTrainConfig, scorer=None) -> dict:
         f"{reader.model.encoder.config.num_hidden_layers} layers, {n_train / 1e6:.1f}M trained parameters")
     task = SpanTask(reader, passages, negatives=c.negatives, dev=dev_ex, scorer=scorer,
                     dev_questions=c.dev_limit or len(dev_ex))
-    return run_loop(task, train_ex, _loop(c), progress=True)
+    return run_loop(task, train_ex, _loop(c), progress=True, settings=asdict(config))
 
 
 def _loop(c: SpanTrainConfig):
@@ -188,4 +188,5 @@ def _train_kit(c: SpanTrainConfig) -> dict:
         for row in mix_table(kit.arrays["train.set"], kit.config["sets"], alpha):
             print(f"  {row['set']:<10} {row['questions']:>6} questions  {row['share']:6.1%} of draws  "
                   f"{row['passes_per_epoch'] * len(order) / len(kit):5.2f} passes")
-    return run_loop(task, [int(i) for i in order], _loop(replace(c, epochs=1.0)), progress=True)
+    return run_loop(task, [int(i) for i in order], _loop(replace(c, epochs=1.0)), progress=True,
+                    settings=asdict(c))
