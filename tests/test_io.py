@@ -77,6 +77,35 @@ def test_xor_jsonl_questions_and_bad_answers(tmp_path):
         read_questions(bad)
 
 
+def test_dpr_question_tsv_and_plain_text_questions(tmp_path):
+    """DPR's nq-test.qa.csv layout (question, tab, a Python list of answers; read as DPR reads it,
+    tab-separated CSV) and a text file of one question a line, each id'd by its line."""
+    qa = _write(tmp_path / "nq-test.qa.csv",
+                "who got the first nobel prize in physics\t['Wilhelm Conrad Röntgen']\n"
+                "\n"
+                'who sang "it\'s raining men"\t["The Weather Girls", \'Geri Halliwell\']\n'
+                '"""Weird Al"" Yankovic parodied which song?"\t[]\n')
+    got = read_questions(qa)
+    assert [(q.id, q.question, q.answers, q.lang) for q in got] == [
+        ("nq-test.qa:1", "who got the first nobel prize in physics", ("Wilhelm Conrad Röntgen",), "en"),
+        ("nq-test.qa:3", 'who sang "it\'s raining men"', ("The Weather Girls", "Geri Halliwell"), "en"),
+        ("nq-test.qa:4", '"Weird Al" Yankovic parodied which song?', (), "en")]
+    assert {q.lang for q in read_questions(qa, lang="de")} == {"de"}
+    for text, line, why in (("q\tShakespeare\n", 1, r"the answers \(Shakespeare\) are not a list such as"),
+                            ("q\t[1, 2]\n", 1, r"the answers \(\[1, 2\]\) are not a list of strings"),
+                            ("ok\t['a']\nno tab here\n", 2, r"expected a question, a tab and its answers"),
+                            ("\t['a']\n", 1, r"the question is empty")):
+        with pytest.raises(InputError, match=rf"bad\.tsv:{line}: {why}"):
+            read_questions(_write(tmp_path / "bad.tsv", text))
+    lines = _write(tmp_path / "mine.txt", "Who wrote Hamlet?\n\n  Wo liegt Berlin?  \n")
+    with pytest.raises(InputError, match=r"mine\.txt: a text file of questions says nothing of their language: "
+                                         r"pass --lang \(or --lang auto"):
+        read_questions(lines)
+    assert [(q.id, q.question, q.lang, q.answers) for q in read_questions(lines, lang="de")] == [
+        ("mine:1", "Who wrote Hamlet?", "de", ()), ("mine:3", "Wo liegt Berlin?", "de", ())]
+    assert {q.lang for q in read_questions(lines, lang="auto", auto=True)} == {"auto"}
+
+
 def test_empty_question_file_is_an_error(tmp_path):
     with pytest.raises(InputError, match=r"e.jsonl: the file is empty"):
         read_questions(_write(tmp_path / "e.jsonl", ""))

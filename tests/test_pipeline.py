@@ -279,6 +279,15 @@ def test_answer_and_search_with_lang_auto_identify_each_question_as_ask_does(
                  "--out", str(tmp_path / "r.jsonl")]) == 0
     results = read_results(tmp_path / "r.jsonl")
     assert [(r.question.lang, len(r.ctxs)) for r in results] == [(qs[0].lang, 2), (qs[1].lang, 2), ("und", 2)]
+    # the same questions as a text file, a question a line: the same records, ids by line
+    lines = tmp_path / "mine.txt"
+    lines.write_text("".join(q.question + "\n" for q in qs), encoding="utf-8")
+    assert main(["answer", "--config", str(tiny_pipeline), "--questions", str(lines), "--lang", "auto",
+                 "--out", str(tmp_path / "lines")]) == 0
+    by_line = [json.loads(line) for line in (tmp_path / "lines" / "records.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in by_line] == ["mine:1", "mine:2", "mine:3"]
+    assert [(r["question"], r["lang"], r["answer"]) for r in by_line] == [
+        (r["question"], r["lang"], r["answer"]) for r in records]
 
 
 def test_answer_in_two_processes_writes_what_one_process_writes(tiny_pipeline, tmp_path, test_questions):

@@ -5,8 +5,8 @@ A leaf module: ``retriever`` and ``reader`` may read JSON with :func:`jsonl_obje
 
 Passages: JSONL ``{"id","title","text","lang"}`` (also Pyserini's ``{"id","contents"}``)
 and DPR's TSV (``id, text, title``). Question sets: the XOR-TyDi / MIA / MKQA
-JSONL layout, SQuAD JSON (XQuAD, MLQA, TyDi GoldP), NQ-open JSONL and
-EntityQuestions JSON lists. Results: the DPR / FiD JSON layout with ``ctxs``, and
+JSONL layout, SQuAD JSON (XQuAD, MLQA, TyDi GoldP), NQ-open JSONL,
+EntityQuestions JSON lists, DPR's question TSV and plain text (a question a line). Results: the DPR / FiD JSON layout with ``ctxs``, and
 TREC run files.
 
 A user's file is UTF-8 (or UTF-16 declared by its byte-order mark); anything else,
@@ -446,7 +446,10 @@ def read_questions(path: str | Path, lang: str | None = None, *, auto: bool = Fa
     - XOR-TyDi / MIA / MKQA JSONL: ``{"id","question","answers","lang"}``;
     - NQ-open JSONL: ``{"question","answer"}`` (ids are ``{file}:{line}``, lang ``en``);
     - SQuAD JSON (XQuAD, MLQA, TyDi GoldP, SQuAD): language from ``lang`` or the file name;
-    - EntityQuestions JSON list: ``[{"question","answers"}]`` (ids ``{file}:{item}``, lang ``en``).
+    - EntityQuestions JSON list: ``[{"question","answers"}]`` (ids ``{file}:{item}``, lang ``en``);
+    - DPR question TSV (``.tsv``/``.csv``: DPR's ``nq-test.qa.csv``, Pyserini's ``dpr-*`` topics):
+      ``question<TAB>['answer', ...]`` (ids ``{file}:{line}``, lang ``en``);
+    - plain text (``.txt``): a question a line, no answers (ids ``{file}:{line}``; ``lang`` required).
 
     ``lang``: the language of records that carry none. With ``auto`` (a caller that identifies
     languages next: :func:`xqa.cli_options.identify_languages`), ``"auto"``
@@ -465,7 +468,12 @@ def read_questions(path: str | Path, lang: str | None = None, *, auto: bool = Fa
         known_language(lang, field="--lang")
     _not_empty(path, "questions")
     seen = _Unique(path, "question")
-    if _is_json_document(path):
+    name = path.name.lower().removesuffix(".gz")
+    if name.endswith((".tsv", ".csv")):
+        out = _read_dpr_questions(path, lang)
+    elif name.endswith(".txt"):
+        out = _read_question_lines(path, lang)
+    elif _is_json_document(path):
         if read_text(path).lstrip().startswith("["):
             out = _read_json_list(path, json_list_items(path), lang, seen)
         else:
@@ -479,6 +487,57 @@ def read_questions(path: str | Path, lang: str | None = None, *, auto: bool = Fa
     if not out:
         raise InputError(path, None, "holds no questions")
     return out
+
+
+def _read_dpr_questions(path: Path, lang: str | None) -> list[Question]:
+    """DPR's question files: ``question<TAB>answers`` a row (read as DPR reads them: tab-separated
+    CSV), the answers a Python or JSON list of strings (``['Wilhelm Conrad Röntgen']``); no
+    header, ids ``{file stem}:{line}``, English unless ``lang`` says otherwise."""
+    import ast
+
+    qlang, stem = lang or "en", _stem(path)   # read_questions checked lang
+    out = []
+    csv.field_size_limit(sys.maxsize)
+    reader = csv.reader((line for _, line in text_lines(path)), delimiter="\t")
+    try:
+        for row in reader:
+            n = reader.line_num
+            if not "".join(row).strip():
+                continue  # a blank line
+            if n == 1 and row[0].strip().lower() == "question":
+                continue  # a header
+            if len(row) < 2:
+                raise InputError(path, n, "expected a question, a tab and its answers (DPR's ['answer', ...]); "
+                                          "found no tab")
+            question, answers = row[0].strip(), row[1].strip()
+            if not question:
+                raise InputError(path, n, "the question is empty")
+            try:
+                parsed = ast.literal_eval(answers) if answers else []
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                raise InputError(path, n, f"the answers ({answers[:60]}) are not a list such as "
+                                          "['answer one', 'answer two']") from None
+            if not isinstance(parsed, list) or not all(isinstance(a, str) for a in parsed):
+                raise InputError(path, n, f"the answers ({answers[:60]}) are not a list of strings")
+            out.append(Question(id=f"{stem}:{n}", question=question, lang=qlang, answers=tuple(parsed)))
+    except csv.Error as e:
+        raise InputError(path, reader.line_num, f"malformed TSV ({e})") from None
+    return out
+
+
+def _read_question_lines(path: Path, lang: str | None) -> list[Question]:
+    """A question a line, nothing else: ids ``{file stem}:{line}``, every question in ``lang``."""
+    if not lang:
+        raise InputError(path, None, "a text file of questions says nothing of their language: pass --lang "
+                                     "(or --lang auto to identify each question's)")
+    stem = _stem(path)
+    return [Question(id=f"{stem}:{n}", question=line.strip(), lang=lang)
+            for n, line in text_lines(path) if line.strip()]
+
+
+def _stem(path: Path) -> str:
+    """The file's name without ``.gz`` and its extension (``nq-test.qa.csv.gz``: ``nq-test.qa``)."""
+    return Path(path.name.removesuffix(".gz")).stem
 
 
 def _answers(obj: dict, path, line, key: str | None = None) -> tuple[str, ...]:
