@@ -113,7 +113,7 @@ class ReaderFamily:
     """One reader family, as the registry (:mod:`reader.registry`) knows it.
 
     ``kinds``: the ``kind`` values in ``config.json`` of the folders it loads. ``fallback``: it
-    also loads what no family claims (a folder without an xqa config, or a model hub name).
+    also loads what carries no xqa kind (a folder without an xqa config, or a model hub name).
     ``load(folder)``: the :class:`Reader` in a folder it claims (import heavy code inside it).
     ``description``: one sentence on how it answers, for the demo's introduction.
     ``training``: the module that trains it for ``xqa train reader --family NAME`` (it has

@@ -88,6 +88,19 @@ def resolve(folder: str | Path) -> tuple[ReaderFamily, Path | str]:
         kind = _kind(candidate)
         if kind in by_kind:
             return by_kind[kind], candidate
+        if kind is not None and kind != TRAINING_RUN:   # another xqa artifact: no family's model folder
+            packed = {f.packed_kind: f for f in _families.values() if f.packed_kind}
+            if kind in packed:
+                raise XqaError(f"{candidate}: a packed {packed[kind].name} reader; unpack it onto its encoder "
+                               f"first (xqa reader unpack --delta {candidate} --base ENCODER --out DIR)")
+            kits = {f.kit_kind: f for f in _families.values() if f.kit_kind}
+            if kind in kits:
+                raise XqaError(f"{candidate}: a {kits[kind].name} reader trained from a kit, which holds what "
+                               f"training changed; put it onto its encoder first (xqa reader pack --reader "
+                               f"{candidate} --base ENCODER --out P, then xqa reader unpack --delta P --base "
+                               f"ENCODER --out DIR), or build with it (xqa build --reader {candidate})")
+            raise XqaError(f"{candidate}: not a reader: its config.json kind {kind!r} is none that a registered "
+                           f"reader family loads ({', '.join(sorted(by_kind))}; a Hugging Face model's has none)")
         if kind != TRAINING_RUN:
             break
     fallback = [f for f in _families.values() if f.fallback]

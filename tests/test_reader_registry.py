@@ -14,6 +14,7 @@ from reader.evidence import log_softmax, merge_duplicates, normalize_answer, pas
 from reader.registry import family_of, get, load_reader, register, unregister
 from xqa.artifacts import load_config, save_config
 from xqa.config import PipelineConfig
+from xqa.errors import XqaError
 from xqa.pipeline import Pipeline
 from xqa.records import Answer, Candidate, Context, Evidence, Question
 
@@ -112,7 +113,9 @@ def _ctx(pid: str, text: str, lang: str = "en", score: float = 1.0) -> Context:
 # ------------------------------------------------------------------ the toy answers through the pipeline
 
 def test_a_registered_family_loads_its_folder_and_an_unregistered_one_does_not(toy_folder):
-    assert family_of(toy_folder).name == "fid"            # unclaimed: the fallback family's
+    unclaimed = r"toy: not a reader: its config.json kind 'toy_reader' is none that a registered reader family loads"
+    with pytest.raises(XqaError, match=unclaimed):        # not handed to the fallback family (FiD), which fails on it
+        family_of(toy_folder)
     register(TOY)
     try:
         assert family_of(toy_folder) is TOY
@@ -123,7 +126,29 @@ def test_a_registered_family_loads_its_folder_and_an_unregistered_one_does_not(t
             register(TOY)
     finally:
         unregister(TOY.name)
-    assert family_of(toy_folder).name == "fid"
+    with pytest.raises(XqaError, match=unclaimed):
+        load_reader(toy_folder)
+
+
+def test_a_folder_of_another_artifact_is_named_as_such_not_loaded_as_a_hugging_face_model(tmp_path):
+    """A world, a packed reader, a kit run given where a reader goes: one line that says what it
+    is and what to do, not transformers' "Unrecognized model" traceback."""
+    cases = {"world": r"world: not a reader: its config\.json kind 'world' is none that a registered reader family "
+                      r"loads \(fid_reader, span_reader; a Hugging Face model's has none\)",
+             "span_reader_delta": r"packed: a packed span reader; unpack it onto its encoder first \(xqa reader "
+                                  r"unpack --delta .*packed --base ENCODER --out DIR\)",
+             "span_kit_reader": r"kit: a span reader trained from a kit, .*xqa reader pack --reader .*kit --base "
+                                r"ENCODER --out P, then xqa reader unpack"}
+    for (kind, message), name in zip(cases.items(), ("world", "packed", "kit")):
+        save_config(tmp_path / name, kind, {})
+        for call in (family_of, load_reader):
+            with pytest.raises(XqaError, match=message):
+                call(tmp_path / name)
+    run = tmp_path / "run"                                    # a training run's best/ is looked into
+    save_config(run, "training_run", {})
+    save_config(run / "best", "world", {})
+    with pytest.raises(XqaError, match=r"best: not a reader"):
+        family_of(run)
 
 
 def test_the_pipeline_answers_with_the_toy_from_given_passages(toy_pipeline):

@@ -18,6 +18,7 @@ questions in languages outside the pipeline's, :mod:`xqa.tools.lib.langid_probe`
 from __future__ import annotations
 
 import random
+import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -88,6 +89,9 @@ def load_samples(root: str | Path, per_language: int = 1000, seed: int = 0,
         by_lang: dict[str, dict[str, None]] = {}
         for pattern in qs.patterns:
             for path in sorted(root.glob(pattern)):
+                if "*" in pattern and path.stat().st_size == 0:   # a set's empty file (MKQA's pt) holds no questions
+                    print(f"{path}: empty, skipped", file=sys.stderr)
+                    continue
                 for q in read_questions(path, lang=qs.lang):
                     by_lang.setdefault(base_code(q.lang), {})[q.question.strip()] = None
         rng = random.Random(f"{seed}:{qs.name}")
