@@ -630,3 +630,29 @@ def test_a_tokenizer_too_small_for_its_texts_or_fed_a_bad_record_says_so_in_one_
     assert not (tmp_path / "tok").exists()
     tok = train_tokenizer(texts, tmp_path / "tok", vocab_size=1000)
     assert (tok / "config.json").is_file()
+
+
+def test_a_folder_that_is_not_a_model_or_a_config_that_is_not_a_pipelines_is_named_in_one_line(
+        tiny_pipeline, tmp_path, capsys):
+    """--init given a world, a file or a path that does not exist, --config given another
+    artifact's config.json: one line that says what it is, not transformers' "Unrecognized model"
+    traceback or the hub's "Repo id must be in the form" for a local path."""
+    from xqa.cli import main
+
+    world = tiny_pipeline.parent / "world"
+    q, p = str(world / "test.jsonl"), str(world / "passages.jsonl")
+    for init, said in ((world, f"{world}: an xqa 'world' artifact, not a model folder (the encoder to start from)"),
+                       (tmp_path / "nope", f"{tmp_path / 'nope'}: no such folder (the encoder to start from)"),
+                       (world / "test.jsonl", f"{world / 'test.jsonl'} is a file; the encoder to start from is a "
+                                              "model folder")):
+        assert main(["train", "retriever", "--init", str(init), "--train", q, "--passages", p,
+                     "--out", str(tmp_path / "run"), "--max-steps", "1"]) == 1
+        assert said in capsys.readouterr().err
+    for family, what in (("span", "the encoder a span reader starts from"), ("fid", "a FiD reader or a T5/mT5 model")):
+        assert main(["train", "reader", "--family", family, "--init", str(world), "--train", q, "--passages", p,
+                     "--out", str(tmp_path / "run")]) == 1
+        assert f"{world}: an xqa 'world' artifact, not a model folder ({what})" in capsys.readouterr().err
+    assert main(["ask", "what?", "--config", str(world / "config.json")]) == 1
+    assert (f"{world / 'config.json'}: an xqa 'world' artifact's config, not a pipeline config"
+            in capsys.readouterr().err)
+    assert not (tmp_path / "run").exists()

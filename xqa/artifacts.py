@@ -194,6 +194,33 @@ def check_replaceable(out: str | Path, what: str, ours: bool, hint: str) -> None
             raise XqaError(f"{out} holds other files ({shown}) that writing {what} there would replace; {hint}")
 
 
+def check_model_source(name: str | Path, what: str) -> None:
+    """Refuse ``name`` as a Hugging Face model (``what``: "the encoder to start from") where it
+    cannot be one: a path that does not exist (a hub name is left to the hub), a file, a folder
+    without a config.json or with an xqa artifact's (its ``kind``) or one without ``model_type``."""
+    from xqa.errors import XqaError
+
+    path = Path(name)
+    text = str(name)
+    if not path.exists():
+        if path.is_absolute() or text.startswith((".", "~")) or text.count("/") > 1 or "\\" in text:
+            raise XqaError(f"{name}: no such folder ({what})")
+        return   # a model hub name ("org/model"): the hub, or its local cache, says
+    if not path.is_dir():
+        raise XqaError(f"{name} is a file; {what} is a model folder")
+    cfg = path / CONFIG_NAME
+    if not cfg.is_file():
+        raise XqaError(f"{name}: no {CONFIG_NAME}: not a model folder ({what})")
+    try:
+        data = json.loads(cfg.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise XqaError(f"{cfg}: not readable JSON ({e})") from None
+    if isinstance(data, dict) and "model_type" not in data:
+        kind = data.get("kind")
+        raise XqaError(f"{name}: " + (f"an xqa {kind!r} artifact, not a model folder ({what})" if kind else
+                                      f"its {CONFIG_NAME} has no model_type: not a Hugging Face model ({what})"))
+
+
 def holds_kind(folder: str | Path, kind: str) -> bool:
     """Whether ``folder`` is a finished artifact of ``kind`` (its config.json says so), which the
     command that writes ``kind`` may write again."""

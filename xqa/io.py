@@ -395,26 +395,33 @@ def _passage(obj: dict, path: Path, n: int, lang: str | None, seen: _Unique) -> 
     return Passage(id=pid, title=title, text=text, lang=plang, meta=meta)
 
 
-def _read_dpr_tsv(path: Path, lang: str | None, seen: _Unique) -> Iterator[tuple[int, Passage]]:
-    if not lang:
-        raise XqaError(f"{path}: DPR TSV has no language column; pass the passages' language (--lang)")
+def _tsv_rows(path: Path, header: str) -> Iterator[tuple[int, list[str]]]:
+    """``(line, columns)`` of a tab-separated file read as DPR reads its files (CSV with tabs: a
+    field in double quotes may hold a tab); blank lines and a first row whose first column is
+    ``header`` are skipped."""
     csv.field_size_limit(sys.maxsize)
     reader = csv.reader((line for _, line in text_lines(path)), delimiter="\t")
     try:
         for row in reader:
-            n = reader.line_num
             if not "".join(row).strip():
-                continue  # a blank line
-            if n == 1 and row[:1] == ["id"]:
-                continue  # header
-            if len(row) < 3:
-                raise InputError(path, n, f"expected 3 tab-separated columns (id, text, title), found {len(row)}")
-            if not row[0].strip():
-                raise InputError(path, n, "column 'id' is empty")
-            seen.add(row[0], n)
-            yield n, Passage(id=row[0], text=row[1], title=row[2], lang=lang)
+                continue
+            if reader.line_num == 1 and row[0].strip().lower() == header:
+                continue
+            yield reader.line_num, row
     except csv.Error as e:
         raise InputError(path, reader.line_num, f"malformed TSV ({e})") from None
+
+
+def _read_dpr_tsv(path: Path, lang: str | None, seen: _Unique) -> Iterator[tuple[int, Passage]]:
+    if not lang:
+        raise XqaError(f"{path}: DPR TSV has no language column; pass the passages' language (--lang)")
+    for n, row in _tsv_rows(path, "id"):
+        if len(row) < 3:
+            raise InputError(path, n, f"expected 3 tab-separated columns (id, text, title), found {len(row)}")
+        if not row[0].strip():
+            raise InputError(path, n, "column 'id' is empty")
+        seen.add(row[0], n)
+        yield n, Passage(id=row[0], text=row[1], title=row[2], lang=lang)
 
 
 def write_passages(path: str | Path, passages: Iterable[Passage]) -> int:
@@ -497,31 +504,21 @@ def _read_dpr_questions(path: Path, lang: str | None) -> list[Question]:
 
     qlang, stem = lang or "en", _stem(path)   # read_questions checked lang
     out = []
-    csv.field_size_limit(sys.maxsize)
-    reader = csv.reader((line for _, line in text_lines(path)), delimiter="\t")
-    try:
-        for row in reader:
-            n = reader.line_num
-            if not "".join(row).strip():
-                continue  # a blank line
-            if n == 1 and row[0].strip().lower() == "question":
-                continue  # a header
-            if len(row) < 2:
-                raise InputError(path, n, "expected a question, a tab and its answers (DPR's ['answer', ...]); "
-                                          "found no tab")
-            question, answers = row[0].strip(), row[1].strip()
-            if not question:
-                raise InputError(path, n, "the question is empty")
-            try:
-                parsed = ast.literal_eval(answers) if answers else []
-            except (ValueError, SyntaxError, MemoryError, RecursionError):
-                raise InputError(path, n, f"the answers ({answers[:60]}) are not a list such as "
-                                          "['answer one', 'answer two']") from None
-            if not isinstance(parsed, list) or not all(isinstance(a, str) for a in parsed):
-                raise InputError(path, n, f"the answers ({answers[:60]}) are not a list of strings")
-            out.append(Question(id=f"{stem}:{n}", question=question, lang=qlang, answers=tuple(parsed)))
-    except csv.Error as e:
-        raise InputError(path, reader.line_num, f"malformed TSV ({e})") from None
+    for n, row in _tsv_rows(path, "question"):
+        if len(row) < 2:
+            raise InputError(path, n, "expected a question, a tab and its answers (DPR's ['answer', ...]); "
+                                      "found no tab")
+        question, answers = row[0].strip(), row[1].strip()
+        if not question:
+            raise InputError(path, n, "the question is empty")
+        try:
+            parsed = ast.literal_eval(answers) if answers else []
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            raise InputError(path, n, f"the answers ({answers[:60]}) are not a list such as "
+                                      "['answer one', 'answer two']") from None
+        if not isinstance(parsed, list) or not all(isinstance(a, str) for a in parsed):
+            raise InputError(path, n, f"the answers ({answers[:60]}) are not a list of strings")
+        out.append(Question(id=f"{stem}:{n}", question=question, lang=qlang, answers=tuple(parsed)))
     return out
 
 

@@ -26,7 +26,7 @@ from reader.fid.data import copy_attention_targets, encode_passages, encode_prom
 from reader.fid import warm
 from reader.fid.model import FiD, DecoderPrompt, Search, SpanHooks, build_t5, load_t5
 from reader.fid.warm import WarmStart
-from xqa.artifacts import CONFIG_NAME, atomic_dir, save_config, save_tokenizer
+from xqa.artifacts import CONFIG_NAME, atomic_dir, check_model_source, save_config, save_tokenizer
 from xqa.errors import XqaError
 from xqa.records import Answer, Context, Question
 
@@ -146,11 +146,13 @@ class FiDReader:
             return reader
         if folder.exists() and not (folder / CONFIG_NAME).is_file():
             raise FileNotFoundError(f"{folder}: neither an xqa reader nor a Hugging Face model folder")
+        check_model_source(name_or_folder, "a FiD reader or a T5/mT5 model")
         try:
             t5 = load_t5(str(name_or_folder))
             tok = AutoTokenizer.from_pretrained(str(name_or_folder))
         except OSError as e:  # not a folder, and not on the hub (or the hub is offline)
-            raise XqaError(f"{name_or_folder}: no xqa reader, HF folder or reachable hub model ({e})") from None
+            raise XqaError(f"{name_or_folder}: no xqa reader, HF folder or reachable hub model "
+                           f"({' '.join(str(e).split())})") from None
         return cls(FiD(t5, generator_share=None if share is ... else share), tok, base=str(name_or_folder),
                    device=device, **overrides)
 

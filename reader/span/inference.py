@@ -26,7 +26,7 @@ import torch
 
 from reader.span.data import Encoded, RowLayout, Window, encode, pad_rows, span_text, windows
 from reader.span.model import SpanHeads, SpanModel, build_encoder, load_encoder
-from xqa.artifacts import atomic_dir, load_config, save_config, save_tokenizer
+from xqa.artifacts import atomic_dir, check_model_source, load_config, save_config, save_tokenizer
 from xqa.encoders.info import autocast
 from xqa.encoders.runtime import READER_RECORD
 from xqa.errors import XqaError
@@ -142,6 +142,7 @@ class SpanReader:
         """A new reader on a pretrained encoder folder (e.g. ``xqa convert e5``'s), heads at random."""
         from transformers import AutoTokenizer
 
+        check_model_source(folder, "the encoder a span reader starts from")
         encoder = load_encoder(str(folder), layers)
         tok = AutoTokenizer.from_pretrained(str(folder))
         return cls(SpanModel(encoder), tok, SpanSettings(**settings), base=str(folder), device=device)

@@ -34,7 +34,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from xqa.artifacts import atomic_dir, load_config, save_config, save_tokenizer
+from xqa.artifacts import atomic_dir, check_model_source, load_config, save_config, save_tokenizer
 from xqa.encoders.info import autocast as _precision_autocast
 from xqa.encoders.info import read_info
 from xqa.encoders.runtime import resolve_precision
@@ -296,8 +296,13 @@ class BiEncoder(nn.Module):
 
         if _is_bi_encoder(Path(name)) or _is_bi_encoder(Path(name) / "best"):
             return cls.load(name)  # continue from an xqa model (or its training run)
+        check_model_source(name, "the encoder to start from")
         info = read_info(name)  # a converted text-embedding model (xqa convert e5) says how it is used
-        hf_cfg = AutoConfig.from_pretrained(name)
+        try:
+            hf_cfg = AutoConfig.from_pretrained(name)
+        except OSError as e:  # not on the hub, or the hub is offline
+            raise XqaError(f"{name}: no such folder, and no model of that name on the hub or in its local cache "
+                           f"({' '.join(str(e).split())})") from None
         mtype = hf_cfg.model_type
         if mtype == "dpr":
             q_cls, p_cls = "DPRQuestionEncoder", "DPRContextEncoder"
