@@ -290,6 +290,39 @@ def test_answer_and_search_with_lang_auto_identify_each_question_as_ask_does(
         (r["question"], r["lang"], r["answer"]) for r in records]
 
 
+def test_a_second_answer_or_build_into_a_folder_being_written_is_refused_at_once(
+        tiny_pipeline, tmp_path, test_questions, capsys):
+    """Two `xqa answer` runs into one --out would append the same questions twice; two builds of
+    one folder would train and index over each other: the second stops, naming the lock."""
+    qfile = tmp_path / "q.jsonl"
+    qfile.write_text("".join(json.dumps(q.to_dict(), ensure_ascii=False) + "\n" for q in test_questions[:2]))
+    from xqa.artifacts import lock_file
+
+    holders = []
+    try:
+        for folder in (tmp_path / "run", tmp_path / "build"):
+            holders.append(subprocess.Popen(
+                [sys.executable, "-c", "import sys, filelock; lock = filelock.FileLock(sys.argv[1]); lock.acquire(); "
+                 "print('locked', flush=True); sys.stdin.read()", str(lock_file(folder))],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
+            assert holders[-1].stdout.readline().strip() == "locked"
+        assert main(["answer", "--config", str(tiny_pipeline), "--questions", str(qfile),
+                     "--out", str(tmp_path / "run")]) == 1
+        assert (f"{tmp_path / 'run'} is being written by another xqa answer (it holds {tmp_path / '.run.lock'})"
+                in capsys.readouterr().err)
+        assert not (tmp_path / "run" / "records.jsonl").exists()
+        assert main(["build", "--passages", str(tiny_pipeline.parent / "world" / "passages.jsonl"),
+                     "--out", str(tmp_path / "build")]) == 1
+        assert f"{tmp_path / 'build'} is being built by another process" in capsys.readouterr().err
+    finally:
+        for holder in holders:
+            holder.kill()
+            holder.wait()
+    assert main(["answer", "--config", str(tiny_pipeline), "--questions", str(qfile),
+                 "--out", str(tmp_path / "run")]) == 0
+    assert len((tmp_path / "run" / "records.jsonl").read_text().splitlines()) == 2
+
+
 def test_answer_in_two_processes_writes_what_one_process_writes(tiny_pipeline, tmp_path, test_questions):
     """torchrun: each process answers a strided share of every round, rank 0 writes them in order."""
     import os

@@ -25,7 +25,7 @@ from retriever.sparse import (
     java,
 )
 from retriever.sparse import index as sparse_index
-from xqa.artifacts import is_complete, load_config
+from xqa.artifacts import is_complete, load_config, lock_file
 from xqa.errors import XqaError
 from xqa.records import Passage, Question
 
@@ -305,7 +305,7 @@ def test_concurrent_builds_are_refused_and_a_dead_builds_lock_is_free(tmp_path):
     out = tmp_path / "bm25"
     holder = subprocess.Popen(   # another process holds the build lock of `out`
         [sys.executable, "-c", "import sys, filelock; lock = filelock.FileLock(sys.argv[1]); lock.acquire(); "
-         "print('locked', flush=True); sys.stdin.read()", str(sparse_index.lock_path(out))],
+         "print('locked', flush=True); sys.stdin.read()", str(lock_file(out))],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "locked"

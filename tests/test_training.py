@@ -126,7 +126,8 @@ def test_a_checkpoint_is_resumed_only_with_the_settings_that_made_it(tmp_path, m
         train(DyingTask(die_at=8), DATA, cfg, progress=False, settings=settings)
     except Killed:
         pass
-    for changed, named in ((replace(cfg, lr=0.1), "lr 0.05 → 0.1"), (replace(cfg, batch_size=4), "batch_size 8 → 4")):
+    for changed, named in ((replace(cfg, lr=0.1), "lr 0.05 → 0.1"),
+                           (replace(cfg, batch_size=4), "batch_size 8 → 4")):
         with pytest.raises(XqaError, match=rf"holds a checkpoint of a training run with other settings \({named}\)"):
             train(RegressionTask(evaluate=False), DATA, changed, progress=False, settings=settings)
     with pytest.raises(XqaError, match=r"other settings \(n_context 4 → 8\): run it with the same settings to "
@@ -140,6 +141,31 @@ def test_a_checkpoint_is_resumed_only_with_the_settings_that_made_it(tmp_path, m
     assert result["step"] == 24 and is_complete(b / "best")
     with pytest.raises(XqaError, match=r"other settings \(lr 0.05 → 0.1\)"):   # a finished run as well
         train(RegressionTask(evaluate=False), DATA, replace(cfg, lr=0.1), progress=False, settings=settings)
+
+
+def test_two_runs_into_one_folder_at_once_are_refused_and_a_dead_runs_lock_is_free(tmp_path):
+    """A second run into OUT while another process trains there would interleave two runs'
+    checkpoints: refused at once; the lock dies with its process."""
+    import subprocess
+    import sys
+
+    from xqa.errors import XqaError
+
+    cfg = TrainConfig(out_dir=str(tmp_path / "run"), batch_size=8, max_steps=3, log_every=1)
+    holder = subprocess.Popen(   # another process trains into run/
+        [sys.executable, "-c", "import sys, filelock; lock = filelock.FileLock(sys.argv[1]); lock.acquire(); "
+         "print('locked', flush=True); sys.stdin.read()", str(tmp_path / ".run.lock")],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(XqaError, match=r"run is being written by another training run \(it holds .*/\.run\.lock\); "
+                                           r"wait for it to finish, or write into another folder"):
+            train(RegressionTask(), DATA, cfg, progress=False)
+        assert not (tmp_path / "run" / "config.json").exists()
+    finally:
+        holder.kill()   # dies without releasing: the OS frees the lock
+        holder.wait()
+    assert train(RegressionTask(), DATA, cfg, progress=False)["step"] == 3
 
 
 def test_a_finished_run_keeps_its_state_not_a_second_copy_of_its_weights(tmp_path):

@@ -297,6 +297,38 @@ def atomic_dir(target: str | Path, overwrite: bool = False) -> Iterator[Path]:
         raise
 
 
+def lock_file(folder: str | Path) -> Path:
+    """The lock file of the job that writes ``folder``: a hidden sibling, ``.NAME.lock``, so that
+    the folder holds only what the job writes."""
+    folder = Path(folder).absolute()
+    return folder.with_name(f".{folder.name}.lock")
+
+
+@contextlib.contextmanager
+def exclusive(folder: str | Path, busy: str) -> Iterator[None]:
+    """Hold the OS file lock of ``folder`` (:func:`lock_file`) while the block runs, or fail at
+    once, saying ``busy`` ("OUT is being written by another xqa answer"), when another process
+    holds it.
+
+    The kernel releases the lock when its process dies, so a killed job leaves none behind (the
+    empty file stays), and two jobs that start together cannot both take it."""
+    from filelock import FileLock, Timeout
+
+    from xqa.errors import XqaError
+
+    lock = lock_file(folder)
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    held = FileLock(str(lock), timeout=0)
+    try:
+        held.acquire()
+    except Timeout:
+        raise XqaError(f"{busy} (it holds {lock}); wait for it to finish, or write into another folder") from None
+    try:
+        yield
+    finally:
+        held.release()
+
+
 @contextlib.contextmanager
 def quiet_model_bars() -> Iterator[None]:
     """transformers' own progress bars ("Loading weights", "Writing model shards") off, then as

@@ -162,10 +162,10 @@ def answer_questions(pipe, questions: Sequence, config: AnswerConfig,
     """Answer ``questions`` with ``pipe`` (a Pipeline, or a function that makes one, called only
     if a question is left to answer) into ``config.out``, resuming a run there; then write the
     predictions. ``settings``: what shapes the answers (:func:`answer_settings`), kept in
-    ``run.json``; resuming a run made with other settings is an error."""
-    from tqdm.auto import tqdm
-
-    from xqa.distributed import init_distributed, main_process, map_sharded
+    ``run.json``; resuming a run made with other settings is an error. Another process answering
+    into the same folder is an error too (an OS lock, :func:`xqa.artifacts.exclusive`)."""
+    from xqa.artifacts import exclusive
+    from xqa.distributed import main_process
 
     ids = [q.id for q in questions]
     if len(set(ids)) != len(ids):
@@ -173,6 +173,18 @@ def answer_questions(pipe, questions: Sequence, config: AnswerConfig,
         raise XqaError(f"question id {dup!r} occurs more than once in the question set")
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
+    with (exclusive(out, f"{out} is being written by another xqa answer") if main_process()
+          else contextlib.nullcontext()):   # under torchrun rank 0 alone writes
+        return _answer_into(pipe, questions, ids, out, config, settings)
+
+
+def _answer_into(pipe, questions: Sequence, ids: list[str], out: Path, config: AnswerConfig,
+                 settings: dict[str, Any] | None) -> Answered:
+    """:func:`answer_questions` in ``out``, which this process alone writes."""
+    from tqdm.auto import tqdm
+
+    from xqa.distributed import init_distributed, main_process, map_sharded
+
     records = out / "records.jsonl"
     finished = done_ids(records)
     if finished:

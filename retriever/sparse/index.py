@@ -37,7 +37,7 @@ from tqdm import tqdm
 
 from retriever.sparse import analyzers, roman
 from retriever.sparse.java import anserini_version, ensure_jvm, jclass, lucene_version
-from xqa.artifacts import atomic_dir, is_complete, load_config, save_config
+from xqa.artifacts import atomic_dir, exclusive, is_complete, load_config, save_config
 from xqa.errors import XqaError
 from xqa.records import Passage
 
@@ -225,31 +225,6 @@ def _index_language(lang: str, spooled: dict[str, Any], choice: analyzers.Analyz
     return config
 
 
-def lock_path(out_dir: str | Path) -> Path:
-    """The lock file that one build of ``out_dir`` holds (hidden sibling, beside the work folder)."""
-    out = Path(out_dir)
-    return out.with_name(f".{out.name}.lock")
-
-
-@contextlib.contextmanager
-def _build_lock(out: Path) -> Iterator[None]:
-    """Hold ``out``'s build lock, or fail at once when another build holds it.
-
-    An OS file lock (``filelock``): the kernel releases it when its process dies, so a
-    killed build leaves no lock behind, and two builds that start together cannot both
-    take it."""
-    from filelock import FileLock, Timeout
-
-    path = lock_path(out)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        with FileLock(str(path), timeout=0):
-            yield
-    except Timeout:
-        raise XqaError(f"{out} is being written by another build (it holds {path}); wait for it to "
-                       "finish") from None
-
-
 def _reusable(target: Path, spooled: dict[str, Any], choice: analyzers.AnalyzerChoice,
               stop_fraction: float | None = None) -> dict[str, Any] | None:
     if not is_complete(target):
@@ -286,7 +261,7 @@ def build_sparse_indexes(passages: Iterable[Passage], out_dir: str | Path, threa
     """
     out = Path(out_dir)
     _check_target(out, overwrite)
-    with _build_lock(out):
+    with exclusive(out, f"{out} is being written by another build"):
         _check_target(out, overwrite)  # again: another build may have finished while we waited to lock
         runtime = ensure_jvm()
         work = work_dir(out)

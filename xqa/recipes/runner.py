@@ -72,11 +72,14 @@ class Build:
         print(f"pipeline ready in {self.out} ({seconds:.0f} s); pipeline config: {self.config_path}", flush=True)
 
     def run(self) -> Path:
+        from xqa.artifacts import exclusive
+
         self.check_out()
         self.out.mkdir(parents=True, exist_ok=True)
-        t0 = time.perf_counter()
-        times = run_stages(self.stages())
-        self.finish(times, time.perf_counter() - t0)
+        with exclusive(self.out, f"{self.out} is being built by another process"):
+            t0 = time.perf_counter()
+            times = run_stages(self.stages())
+            self.finish(times, time.perf_counter() - t0)
         return self.config_path
 
 

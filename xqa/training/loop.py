@@ -19,6 +19,7 @@ Running again with the same ``OUT`` resumes where the last checkpoint left off.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -32,7 +33,7 @@ import numpy as np
 import torch
 
 from xqa.distributed import DistInfo, _barrier, _mean_across, _reached, init_distributed, main_process, map_sharded  # noqa: F401
-from xqa.artifacts import atomic_dir, is_complete, save_config, write_json_atomic, write_text_atomic
+from xqa.artifacts import atomic_dir, exclusive, is_complete, save_config, write_json_atomic, write_text_atomic
 from xqa.errors import XqaError
 
 
@@ -331,11 +332,19 @@ def train(task: TrainTask, dataset: Sequence[dict], config: TrainConfig, progres
     """Train ``task.model`` on ``dataset``; see the module docstring for the outputs.
 
     ``settings``: the command's own (model, data), recorded with ``config`` in ``OUT/config.json``;
-    a checkpoint left by a run with other settings (outside :data:`RESUMABLE`) is not resumed."""
-    from tqdm.auto import tqdm
-
+    a checkpoint left by a run with other settings (outside :data:`RESUMABLE`) is not resumed, nor
+    is ``OUT`` trained into by two runs at once (an OS lock, :func:`xqa.artifacts.exclusive`)."""
     info = init_distributed()
     out = Path(config.out_dir)
+    with (exclusive(out, f"{out} is being written by another training run") if info.main
+          else contextlib.nullcontext()):   # rank 0 alone writes the folder
+        return _train(task, dataset, config, progress, settings, info, out)
+
+
+def _train(task: TrainTask, dataset: Sequence[dict], config: TrainConfig, progress: bool,
+           settings: dict[str, Any] | None, info: DistInfo, out: Path) -> dict:
+    from tqdm.auto import tqdm
+
     record = {"train_config": _recorded(asdict(config))}
     if settings is not None:
         record["settings"] = _recorded(settings)
