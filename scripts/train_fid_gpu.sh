@@ -34,7 +34,8 @@ BUDGET_S=${BUDGET_S:-540}     # the whole script, under the 600 s a lent machine
 start=$(date +%s)
 export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1
 REPORT=$WORK/report
-rm -rf "$WORK/kit" "$REPORT"; mkdir -p "$WORK/kit" "$REPORT" "$OUT"
+# a rerun starts over: its run is sized to the time left, and a checkpoint of other settings is not resumed
+rm -rf "$WORK/kit" "$WORK/speed" "$WORK/run" "$REPORT"; mkdir -p "$WORK/kit" "$REPORT" "$OUT"
 exec > >(tee -a "$REPORT/log.txt") 2>&1
 tar -xJf "$KIT_TAR" -C "$WORK/kit"
 KIT=$(echo "$WORK"/kit/*)

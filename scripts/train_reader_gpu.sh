@@ -18,7 +18,8 @@ WORK=${WORK:-/tmp/xqa-reader}
 BATCH=${BATCH:-64}
 LR=${LR:-1e-4}
 export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1
-rm -rf "$WORK/kit"; mkdir -p "$WORK/kit" "$OUT"
+# a rerun starts over: its run is sized anew, and a checkpoint of other settings is not resumed
+rm -rf "$WORK/kit" "$WORK/speed" "$WORK/run"; mkdir -p "$WORK/kit" "$OUT"
 tar -xJf "$KIT_TAR" -C "$WORK/kit"
 KIT=$(echo "$WORK"/kit/*)
 $PY -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__, \
