@@ -121,7 +121,7 @@ def test_a_checkpoint_is_resumed_only_with_the_settings_that_made_it(tmp_path, m
     cfg = TrainConfig(out_dir=str(b), batch_size=8, epochs=3, lr=0.05, save_every=5, log_every=1)
     data_file = tmp_path / "train.jsonl"
     data_file.write_text("{}\n")
-    settings = {"train": str(data_file), "n_context": 4, "threads": 2}
+    settings = {"train": str(data_file), "n_context": 4, "threads": 2, "lang": "en"}
     try:
         train(DyingTask(die_at=8), DATA, cfg, progress=False, settings=settings)
     except Killed:
@@ -135,7 +135,9 @@ def test_a_checkpoint_is_resumed_only_with_the_settings_that_made_it(tmp_path, m
         train(RegressionTask(evaluate=False), DATA, cfg, progress=False, settings={**settings, "n_context": 8})
     assert json.load(open(b / "checkpoint" / "trainer_state.json"))["step"] == 5   # left as it was
     # the same file named from elsewhere, more threads, another time limit and log interval: resumed
+    # ("en" is a word, not the folder of that name at hand)
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "en").mkdir()
     result = train(RegressionTask(evaluate=False), DATA, replace(cfg, log_every=3, max_minutes=60.0),
                    progress=False, settings={**settings, "train": "train.jsonl", "threads": 1})
     assert result["step"] == 24 and is_complete(b / "best")

@@ -35,10 +35,9 @@ def make_kit(cfg: KitConfig) -> dict[str, Any]:
     from reader.fid.data import KIT_MARKERS
     from reader.span.kit import prepare
     from reader.span.task import load_training_questions
+    from xqa.artifacts import check_replaceable, holds_kind
     from xqa.errors import XqaError
     from xqa.io import read_passages
-
-    from xqa.artifacts import check_replaceable, holds_kind
 
     check_replaceable(cfg.out, "the kit", holds_kind(cfg.out, "span_kit"), "choose another --out")
     data = Path(cfg.data)

@@ -287,9 +287,11 @@ RESUMABLE = frozenset({"out", "out_dir", "max_minutes", "log_every", "save_every
 
 def _recorded(settings: dict[str, Any]) -> dict[str, Any]:
     """``settings`` as config.json keeps them: JSON values, a path that exists made absolute (a
-    resumed run given it from another folder names the same file)."""
+    resumed run given it from another folder names the same file). A path is a string with a
+    separator or a dot in it: a word such as a language code ("en") stays a word even where a
+    folder of that name is at hand."""
     def one(value: Any) -> Any:
-        if isinstance(value, str) and value and os.path.exists(value):
+        if isinstance(value, str) and (os.sep in value or "." in value) and os.path.exists(value):
             return str(Path(value).resolve())
         return value
 

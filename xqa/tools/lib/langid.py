@@ -89,7 +89,7 @@ def load_samples(root: str | Path, per_language: int = 1000, seed: int = 0,
         by_lang: dict[str, dict[str, None]] = {}
         for pattern in qs.patterns:
             for path in sorted(root.glob(pattern)):
-                if "*" in pattern and path.stat().st_size == 0:   # a set's empty file (MKQA's pt) holds no questions
+                if "*" in pattern and path.stat().st_size == 0:   # a set's empty file (MKQA's pt)
                     print(f"{path}: empty, skipped", file=sys.stderr)
                     continue
                 for q in read_questions(path, lang=qs.lang):
