@@ -109,6 +109,10 @@ def test_dpr_question_tsv_and_plain_text_questions(tmp_path):
 def test_empty_question_file_is_an_error(tmp_path):
     with pytest.raises(InputError, match=r"e.jsonl: the file is empty"):
         read_questions(_write(tmp_path / "e.jsonl", ""))
+    with pytest.raises(XqaError, match=r"is a folder; name the question files in it \(.*/\*\.jsonl\)"):
+        read_questions(tmp_path)
+    with pytest.raises(XqaError, match=r"none\.jsonl: no such question file"):
+        read_questions(tmp_path / "none.jsonl")
 
 
 def test_results_round_trip_and_trec(tmp_path):

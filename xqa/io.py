@@ -469,6 +469,8 @@ def read_questions(path: str | Path, lang: str | None = None, *, auto: bool = Fa
     strings, an unknown language code and a file without questions.
     """
     path = Path(path)
+    if path.is_dir():
+        raise XqaError(f"{path} is a folder; name the question files in it ({path}/*.jsonl)")
     if not path.is_file():
         raise XqaError(f"{path}: no such question file")
     if lang is not None and not (auto and lang == AUTO_LANG):
