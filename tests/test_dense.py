@@ -602,6 +602,31 @@ def test_killed_shard_resumes_without_recomputing_finished_chunks(model, passage
     assert [h.id for h in got] == [passages[j].id for j in np.argsort(-s)[:5]]
 
 
+def test_a_shard_being_encoded_by_another_process_is_refused_not_encoded_twice(model, passages, tmp_path):
+    """A second process on the same shard would delete the first one's chunk being written: it
+    stops at once; another shard of the same folder is encoded meanwhile."""
+    import subprocess
+    import sys
+
+    from xqa.artifacts import lock_file
+
+    out = tmp_path / "idx"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, filelock; lock = filelock.FileLock(sys.argv[1]); lock.acquire(); "
+         "print('locked', flush=True); sys.stdin.read()", str(lock_file(shard_dir(out, 0, 2)))],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(XqaError, match=r"shard 0 of .*idx is being encoded by another process \(it holds "):
+            encode_shard(model.encode_passages, passages, out, 0, 2, progress=False)
+        assert not list(shard_dir(out, 0, 2).glob("chunk-*"))
+        assert encode_shard(model.encode_passages, passages, out, 1, 2, progress=False)["encoded"] > 0
+    finally:
+        holder.kill()
+        holder.wait()
+    assert encode_shard(model.encode_passages, passages, out, 0, 2, progress=False)["encoded"] > 0
+
+
 def test_cli_shards_resume_and_retriever_matches_brute_force(model, model_dir, world, passages, tmp_path):
     out = tmp_path / "dense"
     common = ["index", "dense", "--model", str(model_dir), "--passages", str(world / "passages.jsonl"),

@@ -31,7 +31,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from xqa.artifacts import is_complete, save_config, write_file_atomic, write_json_atomic, write_text_atomic
+from xqa.artifacts import exclusive, is_complete, save_config, write_file_atomic, write_json_atomic, write_text_atomic
 from xqa.errors import XqaError
 from xqa.records import Passage
 
@@ -85,6 +85,14 @@ def encode_shard(encode: Callable[[Sequence[Passage]], np.ndarray], passages: It
         stats["skipped"] = json.loads((folder / "done.json").read_text())["passages"]
         return stats
     folder.mkdir(parents=True, exist_ok=True)
+    with exclusive(folder, f"shard {shard_id} of {out_dir} is being encoded by another process"):
+        return _encode_into(encode, passages, folder, shard_id, num_shards, fp16, chunk_size, progress, meta, stats)
+
+
+def _encode_into(encode: Callable[[Sequence[Passage]], np.ndarray], passages: Iterable[Passage], folder: Path,
+                 shard_id: int, num_shards: int, fp16: bool, chunk_size: int, progress: bool, meta: dict | None,
+                 stats: dict) -> dict:
+    """:func:`encode_shard` into the shard's ``folder``, which this process alone writes."""
     for stale in folder.glob(".chunk-*.tmp"):  # a chunk being written when a run of this shard was killed
         stale.unlink(missing_ok=True)
     bar = None
