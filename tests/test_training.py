@@ -141,8 +141,10 @@ def test_a_checkpoint_is_resumed_only_with_the_settings_that_made_it(tmp_path, m
     result = train(RegressionTask(evaluate=False), DATA, replace(cfg, log_every=3, max_minutes=60.0),
                    progress=False, settings={**settings, "train": "train.jsonl", "threads": 1})
     assert result["step"] == 24 and is_complete(b / "best")
-    with pytest.raises(XqaError, match=r"other settings \(lr 0.05 → 0.1\)"):   # a finished run as well
-        train(RegressionTask(evaluate=False), DATA, replace(cfg, lr=0.1), progress=False, settings=settings)
+    with pytest.raises(XqaError, match=r"other settings \(lr 0.05 → 0.1\): .* to start over here \(to train its "
+                                       r"model further, start from it: --init .*run/best and another --out\)"):
+        train(RegressionTask(evaluate=False), DATA, replace(cfg, lr=0.1), progress=False, settings=settings,
+              init_from_best=True)
 
 
 def test_two_runs_into_one_folder_at_once_are_refused_and_a_dead_runs_lock_is_free(tmp_path):

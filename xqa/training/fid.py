@@ -186,7 +186,7 @@ def train(config: FidTrainConfig) -> dict:
     if main_process():
         print(f"FiD reader: {n_params / 1e6:.1f}M parameters, {len(train_set)} training questions, "
               f"{len(dev_set)} dev questions, {c.n_context} passages x {max_length} tokens")
-    return run_loop(task, train_set, loop, settings=asdict(config))
+    return run_loop(task, train_set, loop, settings=asdict(config), init_from_best=True)
 
 
 def _is_bert(folder: str) -> bool:

@@ -313,8 +313,10 @@ def settings_changed(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return list(changed.values())
 
 
-def _check_resume(out: Path, record: dict[str, Any]) -> None:
-    """Refuse to go on with a checkpoint in ``out`` that a run with other settings left."""
+def _check_resume(out: Path, record: dict[str, Any], init_from_best: bool = False) -> None:
+    """Refuse to go on with a checkpoint in ``out`` that a run with other settings left; with
+    ``init_from_best`` (its command's --init takes ``OUT/best``), say how to train a finished
+    run's model further."""
     if not is_complete(out / "checkpoint"):
         return
     try:
@@ -324,33 +326,41 @@ def _check_resume(out: Path, record: dict[str, Any]) -> None:
     changed = settings_changed(old, record)
     if changed:
         shown = "; ".join(changed[:4]) + (f" and {len(changed) - 4} more" if len(changed) > 4 else "")
+        try:
+            done = json.loads((out / "checkpoint" / "trainer_state.json").read_text(encoding="utf-8")).get("done")
+        except (OSError, ValueError):
+            done = False
+        further = (f" (to train its model further, start from it: --init {out / 'best'} and another --out)"
+                   if init_from_best and done and is_complete(out / "best") else "")
         raise XqaError(f"{out} holds a checkpoint of a training run with other settings ({shown}): run it with "
                        f"the same settings to resume it, train into another --out, or delete {out / 'checkpoint'} "
-                       f"to start over here")
+                       f"to start over here{further}")
 
 
 def train(task: TrainTask, dataset: Sequence[dict], config: TrainConfig, progress: bool = True,
-          settings: dict[str, Any] | None = None) -> dict:
+          settings: dict[str, Any] | None = None, init_from_best: bool = False) -> dict:
     """Train ``task.model`` on ``dataset``; see the module docstring for the outputs.
 
     ``settings``: the command's own (model, data), recorded with ``config`` in ``OUT/config.json``;
     a checkpoint left by a run with other settings (outside :data:`RESUMABLE`) is not resumed, nor
-    is ``OUT`` trained into by two runs at once (an OS lock, :func:`xqa.artifacts.exclusive`)."""
+    is ``OUT`` trained into by two runs at once (an OS lock, :func:`xqa.artifacts.exclusive`).
+    ``init_from_best``: the command's --init takes ``OUT/best`` (said when a finished run is
+    given other settings)."""
     info = init_distributed()
     out = Path(config.out_dir)
     with (exclusive(out, f"{out} is being written by another training run") if info.main
           else contextlib.nullcontext()):   # rank 0 alone writes the folder
-        return _train(task, dataset, config, progress, settings, info, out)
+        return _train(task, dataset, config, progress, settings, info, out, init_from_best)
 
 
 def _train(task: TrainTask, dataset: Sequence[dict], config: TrainConfig, progress: bool,
-           settings: dict[str, Any] | None, info: DistInfo, out: Path) -> dict:
+           settings: dict[str, Any] | None, info: DistInfo, out: Path, init_from_best: bool) -> dict:
     from tqdm.auto import tqdm
 
     record = {"train_config": _recorded(asdict(config))}
     if settings is not None:
         record["settings"] = _recorded(settings)
-    _check_resume(out, record)
+    _check_resume(out, record, init_from_best)
     if info.main:
         out.mkdir(parents=True, exist_ok=True)
         save_config(out, "training_run", {**record, "processes": info.processes})

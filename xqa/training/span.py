@@ -117,7 +117,7 @@ def train(config: SpanTrainConfig, scorer=None) -> dict:
         f"{reader.model.encoder.config.num_hidden_layers} layers, {n_train / 1e6:.1f}M trained parameters")
     task = SpanTask(reader, passages, negatives=c.negatives, dev=dev_ex, scorer=scorer,
                     dev_questions=c.dev_limit or len(dev_ex))
-    return run_loop(task, train_ex, _loop(c), progress=True, settings=asdict(config))
+    return run_loop(task, train_ex, _loop(c), progress=True, settings=asdict(config), init_from_best=True)
 
 
 def _loop(c: SpanTrainConfig):
