@@ -613,11 +613,11 @@ def test_a_shard_being_encoded_by_another_process_is_refused_not_encoded_twice(m
     out = tmp_path / "idx"
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, filelock; lock = filelock.FileLock(sys.argv[1]); lock.acquire(); "
-         "print('locked', flush=True); sys.stdin.read()", str(lock_file(shard_dir(out, 0, 2)))],
+         "print('locked', flush=True); sys.stdin.read()", str(lock_file(out, shard_dir(out, 0, 2).name))],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "locked"
-        with pytest.raises(XqaError, match=r"shard 0 of .*idx is being encoded by another process \(it holds "):
+        with pytest.raises(XqaError, match=r"shard 0 of .*idx is being encoded by another process; wait for it"):
             encode_shard(model.encode_passages, passages, out, 0, 2, progress=False)
         assert not list(shard_dir(out, 0, 2).glob("chunk-*"))
         assert encode_shard(model.encode_passages, passages, out, 1, 2, progress=False)["encoded"] > 0

@@ -169,7 +169,7 @@ def test_search_cli_writes_dpr_layout(tiny_pipeline, tmp_path, test_questions):
     assert len((tmp_path / "r.trec").read_text().splitlines()) == sum(len(r.ctxs) for r in results)
 
 
-def test_answer_resumes_without_duplicates_then_eval_scores_it(tiny_pipeline, tmp_path, test_questions):
+def test_answer_resumes_without_duplicates_then_eval_scores_it(tiny_pipeline, tmp_path, test_questions, capsys):
     qs = test_questions[:24]
     qfile = tmp_path / "q.jsonl"
     qfile.write_text("".join(json.dumps(q.to_dict(), ensure_ascii=False) + "\n" for q in qs))
@@ -180,7 +180,9 @@ def test_answer_resumes_without_duplicates_then_eval_scores_it(tiny_pipeline, tm
     records = (out / "records.jsonl").read_text().splitlines()
     # Simulate a kill: keep 9 records and a torn tenth line, then run again.
     (out / "records.jsonl").write_text("\n".join(records[:9]) + "\n" + records[9][:25])
+    capsys.readouterr()
     assert main(args) == 0
+    said = capsys.readouterr().out.splitlines()[-1]
     again = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
     assert sorted(r["id"] for r in again) == sorted(q.id for q in qs)
     first = {json.loads(line)["id"]: json.loads(line)["answer"] for line in records}
@@ -198,6 +200,10 @@ def test_answer_resumes_without_duplicates_then_eval_scores_it(tiny_pipeline, tm
     data = json.loads(scores.read_text())
     assert data  # per-language figures written
     assert any(report.glob("*.md"))
+    # xqa answer's own last line: the macro EM/F1 xqa eval computes, over every question of the run
+    macro = data["end_to_end"]["macro"]
+    assert said.startswith(f"official MIA EM {macro['em']:.2f} / F1 {macro['f1']:.2f} on the 24 question(s) "
+                           f"with answers (macro over {len(data['end_to_end']['per_language'])} language"), said
 
 
 def test_answer_refuses_to_resume_a_run_made_with_other_settings(tiny_pipeline, tmp_path, test_questions, capsys):
@@ -308,8 +314,8 @@ def test_a_second_answer_or_build_into_a_folder_being_written_is_refused_at_once
             assert holders[-1].stdout.readline().strip() == "locked"
         assert main(["answer", "--config", str(tiny_pipeline), "--questions", str(qfile),
                      "--out", str(tmp_path / "run")]) == 1
-        assert (f"{tmp_path / 'run'} is being written by another xqa answer (it holds {tmp_path / '.run.lock'})"
-                in capsys.readouterr().err)
+        assert (f"{tmp_path / 'run'} is being written by another xqa answer; wait for it to finish, or write into "
+                f"another folder (the lock it holds: {lock_file(tmp_path / 'run')})" in capsys.readouterr().err)
         assert not (tmp_path / "run" / "records.jsonl").exists()
         assert main(["build", "--passages", str(tiny_pipeline.parent / "world" / "passages.jsonl"),
                      "--out", str(tmp_path / "build")]) == 1

@@ -153,17 +153,19 @@ def test_two_runs_into_one_folder_at_once_are_refused_and_a_dead_runs_lock_is_fr
     import subprocess
     import sys
 
+    from xqa.artifacts import lock_file
     from xqa.errors import XqaError
 
     cfg = TrainConfig(out_dir=str(tmp_path / "run"), batch_size=8, max_steps=3, log_every=1)
     holder = subprocess.Popen(   # another process trains into run/
         [sys.executable, "-c", "import sys, filelock; lock = filelock.FileLock(sys.argv[1]); lock.acquire(); "
-         "print('locked', flush=True); sys.stdin.read()", str(tmp_path / ".run.lock")],
+         "print('locked', flush=True); sys.stdin.read()", str(lock_file(tmp_path / "run"))],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "locked"
-        with pytest.raises(XqaError, match=r"run is being written by another training run \(it holds .*/\.run\.lock\); "
-                                           r"wait for it to finish, or write into another folder"):
+        with pytest.raises(XqaError, match=r"run is being written by another training run; wait for it to finish, "
+                                           r"or write into another folder \(the lock it holds: "
+                                           r".*/xqa-locks-\d+/run-\w+\.lock\)"):
             train(RegressionTask(), DATA, cfg, progress=False)
         assert not (tmp_path / "run" / "config.json").exists()
     finally:

@@ -297,18 +297,23 @@ def atomic_dir(target: str | Path, overwrite: bool = False) -> Iterator[Path]:
         raise
 
 
-def lock_file(folder: str | Path) -> Path:
-    """The lock file of the job that writes ``folder``: a hidden sibling, ``.NAME.lock``, so that
-    the folder holds only what the job writes."""
-    folder = Path(folder).absolute()
-    return folder.with_name(f".{folder.name}.lock")
+def lock_file(folder: str | Path, part: str = "") -> Path:
+    """The lock file of the job that writes ``folder`` (or its ``part``, e.g. a shard): in this
+    user's lock folder under the system's temporary folder, named by the folder's real path, so
+    that no folder a job writes, nor the one above it, holds anything but what the job writes."""
+    import hashlib
+    import tempfile
+
+    key = f"{Path(folder).resolve()}\0{part}"
+    name = f"{Path(folder).name or 'root'}-{hashlib.sha256(key.encode('utf-8', 'surrogateescape')).hexdigest()[:16]}"
+    return Path(tempfile.gettempdir()) / f"xqa-locks-{os.getuid() if hasattr(os, 'getuid') else 0}" / f"{name}.lock"
 
 
 @contextlib.contextmanager
-def exclusive(folder: str | Path, busy: str) -> Iterator[None]:
-    """Hold the OS file lock of ``folder`` (:func:`lock_file`) while the block runs, or fail at
-    once, saying ``busy`` ("OUT is being written by another xqa answer"), when another process
-    holds it.
+def exclusive(folder: str | Path, busy: str, part: str = "") -> Iterator[None]:
+    """Hold the OS file lock of ``folder`` (or of its ``part``; :func:`lock_file`) while the block
+    runs, or fail at once, saying ``busy`` ("OUT is being written by another xqa answer"), when
+    another process holds it.
 
     The kernel releases the lock when its process dies, so a killed job leaves none behind (the
     empty file stays), and two jobs that start together cannot both take it."""
@@ -316,13 +321,14 @@ def exclusive(folder: str | Path, busy: str) -> Iterator[None]:
 
     from xqa.errors import XqaError
 
-    lock = lock_file(folder)
+    lock = lock_file(folder, part)
     lock.parent.mkdir(parents=True, exist_ok=True)
     held = FileLock(str(lock), timeout=0)
     try:
         held.acquire()
     except Timeout:
-        raise XqaError(f"{busy} (it holds {lock}); wait for it to finish, or write into another folder") from None
+        raise XqaError(f"{busy}; wait for it to finish, or write into another folder (the lock it holds: "
+                       f"{lock})") from None
     try:
         yield
     finally:

@@ -303,6 +303,30 @@ def done_ids(records: Path) -> set[str]:
     return ids
 
 
+def score_line(questions: Sequence, out: Path) -> str | None:
+    """One line of the official MIA 2022 EM/F1 of ``out/predictions.json`` on ``questions`` (those
+    with gold answers; macro-averaged over their languages, as ``xqa eval`` reports), or None
+    where no question has answers."""
+    from xqa.evaluation.languages import KNOWN_LANGUAGES
+    from xqa.evaluation.mia import evaluate
+
+    gold = [q for q in questions if q.answers]
+    scored = [q for q in gold if q.lang in KNOWN_LANGUAGES]   # a language the metric segments (not und)
+    if not scored:
+        return None
+    predictions = json.loads((out / "predictions.json").read_text(encoding="utf-8"))
+    scores = evaluate(scored, predictions)
+    if not scores.n:
+        return None
+    langs = len(scores.per_language)
+    unscored = sorted({q.lang for q in gold} - KNOWN_LANGUAGES)
+    left = (f"; {len(gold) - len(scored)} in {', '.join(unscored)}, which the metric does not score, left out"
+            if unscored else "")
+    return (f"official MIA EM {scores.macro_em:.2f} / F1 {scores.macro_f1:.2f} on the {scores.n} question(s) with "
+            f"answers (macro over {langs} language{'s' if langs != 1 else ''}{left}; xqa eval --predictions "
+            f"{out / 'predictions.json'} scores each language)")
+
+
 def write_predictions(out: Path, records: Path, order: list[str], abstain: bool = False) -> dict[str, int]:
     """The predictions of ``records`` in ``order``; with ``abstain``, an empty answer where the
     record says the answer is not ``answered`` (below the calibrated threshold)."""

@@ -85,7 +85,8 @@ def encode_shard(encode: Callable[[Sequence[Passage]], np.ndarray], passages: It
         stats["skipped"] = json.loads((folder / "done.json").read_text())["passages"]
         return stats
     folder.mkdir(parents=True, exist_ok=True)
-    with exclusive(folder, f"shard {shard_id} of {out_dir} is being encoded by another process"):
+    with exclusive(out_dir, f"shard {shard_id} of {out_dir} is being encoded by another process",
+                   part=folder.name):
         return _encode_into(encode, passages, folder, shard_id, num_shards, fp16, chunk_size, progress, meta, stats)
 
 

@@ -34,7 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from xqa.cli_options import load_pipeline, read_questions
-    from xqa.runs import answer_questions, answer_settings, warn_unaskable
+    from xqa.runs import answer_questions, answer_settings, score_line, warn_unaskable
 
     cfg = COMMAND.config(args)
     if Path(cfg.out).exists() and not Path(cfg.out).is_dir():
@@ -59,4 +59,7 @@ def run(args: argparse.Namespace) -> int:
     if cfg.abstain:
         print(f"--abstain: {done.empty} of {len(ids)} predictions empty (calibrated probability below "
               f"reader.answerability_threshold, or a blank question)")
+    line = score_line(questions, out)
+    if line:
+        print(line)
     return 0
