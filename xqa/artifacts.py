@@ -305,7 +305,8 @@ def lock_file(folder: str | Path, part: str = "") -> Path:
     import tempfile
 
     key = f"{Path(folder).resolve()}\0{part}"
-    name = f"{Path(folder).name or 'root'}-{hashlib.sha256(key.encode('utf-8', 'surrogateescape')).hexdigest()[:16]}"
+    digest = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    name = f"{(Path(folder).name or 'root')[:64]}-{digest}"   # the name to read, the digest to be unique
     return Path(tempfile.gettempdir()) / f"xqa-locks-{os.getuid() if hasattr(os, 'getuid') else 0}" / f"{name}.lock"
 
 
