@@ -13,9 +13,10 @@ Output folder ``OUT``::
     OUT/best/          the artifact to use (best validation; last if no validation)
     OUT/checkpoint/    resume state: model, optimizer, scheduler, step, data position, RNG
     OUT/metrics.jsonl  one JSON object per log / validation event
-    OUT/config.json    the TrainConfig of the run
+    OUT/config.json    the TrainConfig of the run and its command's settings
 
-Running again with the same ``OUT`` resumes where the last checkpoint left off.
+Running again with the same ``OUT`` and settings resumes where the last checkpoint left off
+(other settings are refused: :func:`settings_changed`).
 """
 from __future__ import annotations
 
