@@ -454,7 +454,7 @@ def read_questions(path: str | Path, lang: str | None = None, *, auto: bool = Fa
     - NQ-open JSONL: ``{"question","answer"}`` (ids are ``{file}:{line}``, lang ``en``);
     - SQuAD JSON (XQuAD, MLQA, TyDi GoldP, SQuAD): language from ``lang`` or the file name;
     - EntityQuestions JSON list: ``[{"question","answers"}]`` (ids ``{file}:{item}``, lang ``en``);
-    - DPR question TSV (``.tsv``/``.csv``: DPR's ``nq-test.qa.csv``, Pyserini's ``dpr-*`` topics):
+    - DPR question TSV (``.tsv``/``.csv``: DPR's ``nq-test.qa.csv`` and the like):
       ``question<TAB>['answer', ...]`` (ids ``{file}:{line}``, lang ``en``);
     - plain text (``.txt``): a question a line, no answers (ids ``{file}:{line}``; ``lang`` required).
 
