@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -257,14 +257,26 @@ def _check_run_settings(out: Path, settings: dict[str, Any], resuming: bool) -> 
     path = out / RUN_FILE
     stored = json.loads(path.read_text(encoding="utf-8")).get("settings") if path.is_file() else None
     if resuming and stored is not None and stored != settings:
-        old, new = _flat(stored), _flat(settings)
-        diff = [k for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
-        shown = "; ".join(f"{k} {_short(old.get(k))} → {_short(new.get(k))}" for k in diff[:3])
-        more = f" and {len(diff) - 3} more" if len(diff) > 3 else ""
-        raise XqaError(f"{out} holds answers made with other settings ({shown}{more}): resume it with the "
+        shown = said_changes(changed_settings(stored, settings).values())
+        raise XqaError(f"{out} holds answers made with other settings ({shown}): resume it with the "
                        f"same, or answer into another --out")
     if (stored is None or not resuming) and main_process():
         write_json_atomic(path, {"settings": settings})
+
+
+def changed_settings(old: dict[str, Any], new: dict[str, Any], ignore: Collection[str] = ()) -> dict[str, str]:
+    """Each setting that differs between two records of settings (nested objects as dotted
+    names; a name in ``ignore`` is skipped), by name: "name old → new"."""
+    a, b = _flat(old), _flat(new)
+    return {k: f"{k} {_short(a.get(k))} → {_short(b.get(k))}" for k in sorted(set(a) | set(b))
+            if k not in ignore and a.get(k) != b.get(k)}
+
+
+def said_changes(changes: Iterable[str], shown: int = 3) -> str:
+    """The first ``shown`` of ``changes`` (:func:`changed_settings`'s), and how many more."""
+    changes = list(changes)
+    more = f" and {len(changes) - shown} more" if len(changes) > shown else ""
+    return "; ".join(changes[:shown]) + more
 
 
 def _flat(d: Any, prefix: str = "") -> dict[str, Any]:

@@ -301,16 +301,15 @@ def _recorded(settings: dict[str, Any]) -> dict[str, Any]:
 
 def settings_changed(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """What differs between two runs' records (config.json's ``train_config`` and ``settings``)
-    outside :data:`RESUMABLE`, each as "name old → new"."""
+    outside :data:`RESUMABLE`, each as "name old → new" (:func:`xqa.runs.changed_settings`)."""
+    from xqa.runs import changed_settings
+
     changed: dict[str, str] = {}   # a setting in both parts (lr) is named once
     for part in ("train_config", "settings"):
         a, b = old.get(part), new.get(part)
-        if not isinstance(a, dict) or not isinstance(b, dict):  # a run recorded without them
-            continue
-        for name in sorted(set(a) | set(b)):
-            if name not in RESUMABLE and name not in changed and a.get(name) != b.get(name):
-                changed[name] = (f"{name} {json.dumps(a.get(name), ensure_ascii=False)} → "
-                                 f"{json.dumps(b.get(name), ensure_ascii=False)}")
+        if isinstance(a, dict) and isinstance(b, dict):  # a run recorded without them: not compared
+            for name, said in changed_settings(a, b, RESUMABLE).items():
+                changed.setdefault(name, said)
     return list(changed.values())
 
 
@@ -324,9 +323,11 @@ def _check_resume(out: Path, record: dict[str, Any], init_from_best: bool = Fals
         old = json.loads((out / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return  # no record of the run: resume as before
+    from xqa.runs import said_changes
+
     changed = settings_changed(old, record)
     if changed:
-        shown = "; ".join(changed[:4]) + (f" and {len(changed) - 4} more" if len(changed) > 4 else "")
+        shown = said_changes(changed)
         try:
             done = json.loads((out / "checkpoint" / "trainer_state.json").read_text(encoding="utf-8")).get("done")
         except (OSError, ValueError):
