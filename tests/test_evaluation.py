@@ -240,6 +240,24 @@ def test_gold_with_unknown_language_names_the_file(tmp_path):
         load_gold([g])
 
 
+def test_a_gold_folder_reads_dpr_question_files_and_gzipped_jsonl_beside_json(tmp_path):
+    import gzip
+
+    folder = tmp_path / "gold"
+    folder.mkdir()
+    write(folder / "nq-test.qa.csv", "who wrote hamlet?\t['Shakespeare']\n")
+    with gzip.open(folder / "de.jsonl.gz", "wt", encoding="utf-8") as f:
+        f.write(json.dumps({"id": "q1", "question": "Wer?", "answers": ["er"], "lang": "de"}) + "\n")
+    write(folder / "notes.txt", "not a gold file\n")
+    gold = load_gold([folder])
+    assert sorted((q.id, q.lang, tuple(q.answers)) for q in gold) == [
+        ("nq-test.qa:1", "en", ("Shakespeare",)), ("q1", "de", ("er",))]
+    (folder / "nq-test.qa.csv").unlink()
+    (folder / "de.jsonl.gz").unlink()
+    with pytest.raises(XqaError, match=r"gold: folder holds no gold files \(none ends in .json, .jsonl, .tsv, .csv"):
+        load_gold([folder])
+
+
 # --------------------------------------------------------------------------- retrieval
 
 

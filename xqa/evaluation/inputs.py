@@ -20,16 +20,20 @@ from xqa.io import read_questions, record_id
 from xqa.records import Question
 
 _SUFFIXES = (".json", ".jsonl")
+#: Gold files in a folder: xqa's JSON layouts and DPR's question TSV (``nq-test.qa.csv``).
+_GOLD_SUFFIXES = (".json", ".jsonl", ".tsv", ".csv", ".jsonl.gz", ".tsv.gz", ".csv.gz")
 
 
-def expand_paths(paths: Iterable[str | Path], what: str) -> list[Path]:
-    """Files named by ``paths``; a folder stands for its ``*.json``/``*.jsonl`` files (sorted)."""
+def expand_paths(paths: Iterable[str | Path], what: str,
+                 suffixes: tuple[str, ...] = _SUFFIXES) -> list[Path]:
+    """Files named by ``paths``; a folder stands for its files ending in ``suffixes`` (sorted)."""
     out: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            found = sorted(f for f in p.iterdir() if f.is_file() and f.suffix in _SUFFIXES)
+            found = sorted(f for f in p.iterdir() if f.is_file()
+                           and f.name.lower().endswith(suffixes))
             if not found:
-                raise XqaError(f"{p}: folder holds no .json or .jsonl {what} files")
+                raise XqaError(f"{p}: folder holds no {what} files (none ends in {', '.join(suffixes)})")
             out.extend(found)
         elif p.is_file():
             out.append(p)
@@ -52,7 +56,7 @@ def load_gold(paths: Iterable[str | Path], lang: str | None = None) -> list[Ques
 
     read: list[tuple[Path, Question]] = []
     seen: dict[str, Path] = {}
-    for path in expand_paths(paths, "gold"):
+    for path in expand_paths(paths, "gold", _GOLD_SUFFIXES):
         for q in read_questions(path, lang=lang, auto=True):
             if q.id in seen:
                 raise InputError(path, None, f"question id {q.id!r} also appears in {seen[q.id]}")
