@@ -178,6 +178,93 @@ def test_answer_reader_records_it_and_resumes_only_with_it(two_readers, tmp_path
     assert "resume it with --reader short" in capsys.readouterr().err
 
 
+# ------------------------------------------------------------------ a reader's folder as --reader
+
+CALIBRATOR = {"features": ["log_p"], "mean": [0.0], "scale": [1.0], "coef": [0.0], "intercept": 10.0}
+
+
+@pytest.fixture(scope="module")
+def calibrated(tiny_pipeline, tmp_path_factory) -> Path:
+    """The small build's pipeline.json (paths absolute) whose default reader has a calibrator."""
+    path = _two_readers(Path(tiny_pipeline), tmp_path_factory.mktemp("calibrated"))
+    cfg = PipelineConfig.load(path)
+    cfg.readers, cfg.reader.answerability = {}, CALIBRATOR
+    cfg.save(path)
+    return path
+
+
+def test_ask_reads_with_a_readers_folder_under_the_configs_settings_without_its_calibrator(calibrated, capsys):
+    run = Path(PipelineConfig.load(calibrated).reader.model).parent   # a training run's folder (its best/)
+    q = ["ask", "What continent is Mexico in?", "--config", str(calibrated), "--json", "--lang", "en"]
+    assert main(q) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert main([*q, "--reader", str(run)]) == 0
+    captured = capsys.readouterr()
+    folder = json.loads(captured.out)
+    assert plain["confidence"] is not None and folder["confidence"] is None
+    assert f"reader {run}: read with the config's reader settings; its answers carry no P(right)" in captured.err
+    assert len(folder["evidence"]) == len(plain["evidence"]) == 4   # the config's passages read
+    assert folder["answer"] == plain["answer"]   # the same model as the config's reader
+
+
+def test_reader_folders_that_are_not_readers_are_said_before_anything_loads(calibrated, tiny_pipeline, tmp_path,
+                                                                              capsys):
+    from xqa.cli_options import reader_choice
+
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "file.txt").write_text("x")
+    cfg = PipelineConfig.load(calibrated)
+    for value, said in ((Path(tiny_pipeline).parent / "world", "not a reader: its config.json kind 'world'"),
+                        (tmp_path / "empty", "no config.json in it or in its best/: not a reader's folder"),
+                        (tmp_path / "file.txt", "is a file; give a reader's folder or the name of one"),
+                        (tmp_path / "none", "no such reader folder")):
+        with pytest.raises(XqaError, match=said):
+            reader_choice(cfg, str(value))
+    assert cfg.readers == {}
+    assert reader_choice(cfg, "fid") == "fid" and reader_choice(cfg, "nope") == "nope" and cfg.readers == {}
+    assert main(["ask", "Who?", "--config", str(calibrated), "--reader", str(tmp_path / "empty")]) == 1
+    assert "not a reader's folder" in capsys.readouterr().err
+
+
+def test_answer_records_a_readers_folder_by_its_path_and_resumes_with_it(calibrated, pipe, tmp_path, capsys):
+    questions = tmp_path / "q.jsonl"
+    questions.write_text("".join(json.dumps({"id": q.id, "question": q.question, "lang": q.lang,
+                                             "answers": list(q.answers)}) + "\n" for q in _questions(pipe, 2)))
+    run = Path(PipelineConfig.load(calibrated).reader.model).parent
+    out = tmp_path / "run"
+    args = ["answer", "--questions", str(questions), "--config", str(calibrated), "--out", str(out)]
+    assert main([*args, "--reader", f"{run}/"]) == 0
+    records = [json.loads(line) for line in open(out / "records.jsonl", encoding="utf-8")]
+    assert [r["reader"] for r in records] == [str(run)] * 2 and all(r["confidence"] is None for r in records)
+    settings = json.loads((out / "run.json").read_text())["settings"]
+    assert settings["pipeline"]["readers"][str(run)]["model"] == str(run.resolve())
+    (out / "records.jsonl").write_text(json.dumps(records[0]) + "\n")   # as if killed after one question
+    capsys.readouterr()
+    assert main([*args, "--reader", str(run)]) == 0
+    assert "resuming: 1 of 2" in capsys.readouterr().out
+    assert main(args) == 1
+    assert f"resume it with --reader {run}" in capsys.readouterr().err
+
+
+def test_demo_also_reader_offers_the_folder_beside_the_configs_readers(calibrated, tmp_path, monkeypatch, capsys):
+    import apps.demo
+
+    offered = []
+
+    def build_app(pipeline, **_):
+        offered.append((list(pipeline.readers), pipeline.config.readers))
+        raise XqaError("not served in a test")
+
+    monkeypatch.setattr(apps.demo, "build_app", build_app)
+    run = Path(PipelineConfig.load(calibrated).reader.model).parent
+    assert main(["demo", "--config", str(calibrated), "--also-reader", str(run)]) == 1
+    [(names, readers)] = offered
+    assert names == ["fid", str(run)] and readers[str(run)].answerability is None
+    assert "no P(right)" in capsys.readouterr().err
+    assert main(["demo", "--config", str(calibrated), "--also-reader", "nope"]) == 1
+    assert "--also-reader nope: no such reader folder" in capsys.readouterr().err and len(offered) == 1
+
+
 # ------------------------------------------------------------------ the batcher
 
 def test_the_batcher_answers_each_reader_apart():

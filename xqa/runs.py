@@ -101,8 +101,10 @@ class SearchConfig:
     batch_size: int = field(default=SEARCH_BATCH_SIZE, metadata={"min": 1, "help": "questions per search call"})
 
 
-READER_HELP = ("the reader that answers, by name: the pipeline config's reader (reader.name, else its "
-               "family's name) or one of its readers (default: the config's reader)")
+READER_HELP = ("the reader that answers: by name, the pipeline config's reader (reader.name, else its "
+               "family's name) or one of its readers; or a reader's folder (a trained or adapted reader, "
+               "e.g. xqa train reader's OUT), read with the config's reader settings, its answers "
+               "without P(right) (default: the config's reader)")
 
 
 @dataclass
@@ -118,7 +120,7 @@ class AskConfig:
                 "the index of every language written in the question's script, as when the language is not "
                 "identified among the pipeline's)"})
     n_passages: int | None = field(default=None, metadata={"min": 1, "help": "passages given to the reader"})
-    reader: str | None = field(default=None, metadata={"metavar": "NAME", "help": READER_HELP})
+    reader: str | None = field(default=None, metadata={"metavar": "NAME|FOLDER", "help": READER_HELP})
     show: int = field(default=5, metadata={"help": "evidence passages to print"})
     json: bool = field(default=False, metadata={"help": "print the answer record as JSON"})
 
@@ -129,7 +131,7 @@ class AnswerConfig:
     batch_size: int = field(default=16, metadata={"min": 1, "help": "questions per batch"})
     n_passages: int | None = field(default=None, metadata={"min": 1,   # None: the config's
         "help": "passages given to the reader"})
-    reader: str | None = field(default=None, metadata={"metavar": "NAME", "help": READER_HELP})
+    reader: str | None = field(default=None, metadata={"metavar": "NAME|FOLDER", "help": READER_HELP})
     evidence_fusion: bool = field(default=True, metadata={
         "help": "answer with the reader's own best candidate (for comparison)"})
     evidence: int = field(default=5, metadata={"help": "evidence passages kept per record"})

@@ -33,7 +33,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from xqa.cli_options import load_pipeline, read_questions
+    from xqa.cli_options import load_pipeline, read_questions, reader_choice
     from xqa.runs import answer_questions, answer_settings, score_line, warn_unaskable
 
     cfg = COMMAND.config(args)
@@ -43,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
     from xqa.records import AUTO_LANG
 
     pipeline = load_pipeline(args)   # its config alone: nothing loads before a question is answered
+    cfg.reader = reader_choice(pipeline.config, cfg.reader, say=_say)   # a reader folder joins its readers
     # an id repeated within or across the files is an error; --lang auto: onto the pipeline's languages
     languages = pipeline.config.languages if args.lang == AUTO_LANG else ()
     questions = read_questions(args, languages)
@@ -63,3 +64,9 @@ def run(args: argparse.Namespace) -> int:
     if line:
         print(line)
     return 0
+
+
+def _say(line: str) -> None:
+    import sys
+
+    print(f"xqa answer: {line}", file=sys.stderr, flush=True)

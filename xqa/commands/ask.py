@@ -17,13 +17,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from xqa.cli_options import load_pipeline
+    from xqa.cli_options import load_pipeline, reader_choice
     from xqa.pipeline import AUTO, given_language, question_text
 
     cfg = COMMAND.config(args)
     stream = cfg.question == STDIN
     text = None if stream else question_text(cfg.question)
     pipe = load_pipeline(args, say=_say)
+    cfg.reader = reader_choice(pipe.config, cfg.reader, say=_say)   # a reader folder joins the config's readers
     pipe.check(reader=cfg.reader)  # a missing index or reader is an error now, before anything loads
     if cfg.lang != AUTO:
         given_language(cfg.lang, pipe.config.languages)   # so is an unknown --lang

@@ -4,6 +4,7 @@ Examples::
 
     xqa demo                                   # the embedded default (make demo builds it)
     xqa demo --config /data/mia/pipeline.json --port 8080
+    xqa demo --also-reader runs/mine-reader        # an adapted reader selectable beside the config's
     XQA_DEMO_AUTH=ann:s3cret xqa demo --host 0.0.0.0  # served to the network, behind a login
     xqa demo --host 0.0.0.0 --auth-file ~/.xqa-demo-users   # USER:PASSWORD lines
 
@@ -36,6 +37,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pipeline", dest="config", default=argparse.SUPPRESS, metavar="CONFIG",
                    help="alias of --config")
     COMMAND.add_arguments(p)
+    p.add_argument("--also-reader", action="append", default=[], metavar="FOLDER",
+                   help="a reader's folder the page offers beside the config's readers (repeatable), e.g. "
+                        "an adapted reader (xqa train reader's OUT); read with the config's reader settings, "
+                        "its answers without P(right)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,9 +65,13 @@ def run(args: argparse.Namespace) -> int:
     if warning:
         print(warning, file=sys.stderr, flush=True)
     t0 = time.perf_counter()
-    from xqa.cli_options import config_path, load_pipeline
+    from xqa.cli_options import config_path, load_pipeline, reader_choice
 
     pipeline = load_pipeline(args)
+    for folder in args.also_reader:   # each joins the reader selector, named by its path
+        if reader_choice(pipeline.config, folder, say=lambda line: print(f"xqa demo: {line}", file=sys.stderr)) \
+                not in pipeline.readers:
+            raise XqaError(f"--also-reader {folder}: no such reader folder")
     source = config_path(args) or "the indexes named on the command line"
     if not pipeline.methods:
         raise XqaError(f"{source}: names no sparse, dense or SPAR index; nothing to retrieve with")
