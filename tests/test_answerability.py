@@ -245,6 +245,38 @@ def test_tune_answerability_fits_writes_and_updates_the_config(tmp_path, capsys)
         selective.load_calibrator(tmp_path / "sel.json")
 
 
+def test_tune_answerability_writes_into_the_reader_that_answered_the_records(tmp_path, capsys):
+    from xqa.cli import main
+    from xqa.config import ReaderConfig
+
+    rows = [("Helsinki" if i % 2 == 0 else "Turku", ["Helsinki"], 0.5, 0.8 if i % 2 == 0 else 0.2)
+            for i in range(60)]
+
+    def answered_by(path, reader):
+        _records(path, rows)
+        lines = [json.loads(line) for line in path.read_text().splitlines()]
+        path.write_text("".join(json.dumps({**r, "reader": reader} if reader else r) + "\n" for r in lines))
+        return path
+
+    cfg = tmp_path / "pipeline.json"
+    PipelineConfig(readers={"short": ReaderConfig(model="elsewhere")}).save(cfg)
+    short = answered_by(tmp_path / "short.jsonl", "short")
+    args = ["tune", "answerability", "--out", str(tmp_path / "fit"), "--config", str(cfg), "--write-config"]
+    assert main([*args, "--records", str(short)]) == 0
+    loaded = PipelineConfig.load(cfg)
+    assert loaded.readers["short"].answerability is not None and loaded.reader.answerability is None
+    assert "answerability.short" in loaded.tuned and "answerability" not in loaded.tuned
+    assert json.loads((tmp_path / "fit" / "config.json").read_text())["reader"] == "short"
+    assert "(readers.short.answerability, readers.short.answerability_threshold" in capsys.readouterr().out
+    mine = answered_by(tmp_path / "mine.jsonl", "runs/mine")   # xqa answer --reader FOLDER
+    assert main([*args, "--records", str(mine)]) == 1
+    assert "answered with --reader runs/mine, which" in capsys.readouterr().err
+    assert main([*args, "--records", str(short), str(answered_by(tmp_path / "plain.jsonl", None))]) == 1
+    err = capsys.readouterr().err
+    assert "answered by 2 readers (--reader short at" in err and "the config's reader at" in err
+    assert PipelineConfig.load(cfg).reader.answerability is None   # neither refusal wrote anything
+
+
 def test_the_pipeline_config_checks_the_calibrator(tmp_path):
     bad = tmp_path / "p.json"
     bad.write_text(json.dumps({"reader": {"answerability": {"features": ["log_p"], "mean": [0], "scale": [0],

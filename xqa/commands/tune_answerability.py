@@ -9,7 +9,7 @@ the lowest calibrated probability at which the shown answers are right at least
 ``--not-found-share`` of the answerable questions fall (between the two, an answer is shown as
 uncertain). Writes ``OUT/config.json``, and with ``--write-config`` puts the calibrator and
 thresholds into the pipeline config (``reader.answerability``, ``reader.answerability_threshold``,
-``reader.not_found_threshold``). The fit is :func:`xqa.evaluation.tuning.tune_answerability`.
+``reader.not_found_threshold``; those of ``readers.NAME`` for records of ``xqa answer --reader NAME``). The fit is :func:`xqa.evaluation.tuning.tune_answerability`.
 
 Example (the shipped corpus's tuning questions)::
 
@@ -26,7 +26,8 @@ from xqa.cli_options import pipeline_config_option, write_config_option
 from xqa.evaluation.tuning import AnswerabilityTuneConfig
 
 COMMAND = ConfigCommand(AnswerabilityTuneConfig, exclude=("write_config",), extra=(
-    pipeline_config_option(), write_config_option("write the calibrator and threshold into the pipeline config")),
+    pipeline_config_option(), write_config_option("write the calibrator and threshold into the pipeline config, into the settings "
+                        "of the reader that answered the records")),
     groups={None: ("records", "out", "precision", "not_found_share", "not_found_score", "l2", "config",
                    "write_config")})
 add_arguments = COMMAND.add_arguments
@@ -70,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
         print("no not-found threshold: the records hold no --hide-gold run (or no run without it)")
     print(f"calibrator: {Path(cfg.out) / 'config.json'}")
     if write is not None:
-        print(f"written into {write} (reader.answerability, reader.answerability_threshold, "
-              "reader.answerable, reader.not_found_threshold)")
+        at = "reader" if result.reader is None else f"readers.{result.reader}"
+        print(f"written into {write} ({at}.answerability, {at}.answerability_threshold, "
+              f"{at}.answerable, {at}.not_found_threshold)")
     return 0

@@ -354,9 +354,11 @@ class Fit:
     not_found_threshold: float | None = None   # below it: "not found in this collection"
     not_found: dict[str, Any] = field(default_factory=dict)   # how that threshold splits the fit's answers
     answerable: Any = None          # Calibrator of P(answerable), the not-found score; None: P(right) is
+    reader: str | None = None       # the xqa answer --reader whose answers it saw; None: the config's reader
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": "answerability", "calibrator": self.calibrator.to_dict(), "threshold": self.threshold,
+        return {"kind": "answerability", "reader": self.reader, "calibrator": self.calibrator.to_dict(),
+                "threshold": self.threshold,
                 "precision": self.precision, "answerable": self.answerable.to_dict() if self.answerable else None,
                 "not_found_threshold": self.not_found_threshold, "not_found": self.not_found,
                 "train": {k: v for k, v in self.train.to_dict().items() if k != "reliability"}}

@@ -67,16 +67,17 @@ def check_writable(path: str | Path | None, what: str = "value") -> Path:
 
 
 def write_tuned(path: str | Path, retrieval: dict[str, Any] | None = None, reader: dict[str, Any] | None = None,
-                tuned: dict[str, Any] | None = None) -> Path:
-    """Set the ``retrieval`` and ``reader`` fields of the pipeline config at ``path`` and record
-    ``tuned`` (default: the retrieval values) under its ``tuned``; returns the file written."""
+                tuned: dict[str, Any] | None = None, reader_name: str | None = None) -> Path:
+    """Set the ``retrieval`` fields and those of the reader ``reader_name`` (a name of the config's
+    readers; None: its default reader) of the pipeline config at ``path`` and record ``tuned``
+    (default: the retrieval values) under its ``tuned``; returns the file written."""
     from xqa.config import PipelineConfig
 
     path = check_writable(path)
     from xqa.methods import tunable_setting
 
     cfg = PipelineConfig.load(path)
-    for section, values in ((cfg.retrieval, retrieval or {}), (cfg.reader, reader or {})):
+    for section, values in ((cfg.retrieval, retrieval or {}), (cfg.reader_config(reader_name), reader or {})):
         for name, value in values.items():
             if section is cfg.retrieval and not hasattr(section, name) and tunable_setting(name) is not None:
                 section.settings[name] = value   # a registered method's own setting
@@ -454,17 +455,43 @@ def tune_answerability(config: AnswerabilityTuneConfig):
     if not 0.0 <= c.not_found_share < 1.0:
         raise XqaError(f"--not-found-share {c.not_found_share}: a share in [0, 1)")
     records = selective.read_records(c.records)
+    reader = records_reader(records)
+    if c.write_config is not None:
+        from xqa.config import PipelineConfig
+
+        names = PipelineConfig.load(c.write_config).reader_names()
+        if reader is not None and reader not in names:
+            raise XqaError(f"the records were answered with --reader {reader}, which {c.write_config} does not "
+                           f"name (its readers: {', '.join(names)}): its calibrator belongs to no reader there; "
+                           f"fit it without --write-config (into --out)")
     result = selective.fit(records, c.precision, c.l2, not_found_share=c.not_found_share,
                            not_found_score=c.not_found_score)
+    result.reader = reader
     cal = result.calibrator
     cal.fitted_on["records"] = [str(p) for p in c.records]
     write_json_atomic(Path(c.out) / "config.json", result.to_dict())
     if c.write_config is not None:
+        key = "answerability" if reader is None else f"answerability.{reader}"
         write_tuned(c.write_config,
                     reader={"answerability": cal.to_dict(), "answerability_threshold": result.threshold,
                             "answerable": result.answerable.to_dict() if result.answerable else None,
                             "not_found_threshold": result.not_found_threshold},
-                    tuned={"answerability": {"threshold": result.threshold, "precision": result.precision,
-                                             "not_found_threshold": result.not_found_threshold,
-                                             "records": cal.fitted_on["records"]}})
+                    tuned={key: {"threshold": result.threshold, "precision": result.precision,
+                                 "not_found_threshold": result.not_found_threshold,
+                                 "records": cal.fitted_on["records"]}},
+                    reader_name=reader)
     return result
+
+
+def records_reader(records: list[dict[str, Any]]) -> str | None:
+    """The ``--reader`` that answered every record of ``records`` (None: the config's reader); an
+    error where they were answered by different readers, whose scores one calibrator cannot share."""
+    readers: dict[str | None, str] = {}
+    for rec in records:
+        readers.setdefault(rec.get("reader"), rec["_source"])
+    if len(readers) > 1:
+        said = "; ".join((f"--reader {name}" if name else "the config's reader") + f" at {where}"
+                         for name, where in readers.items())
+        raise XqaError(f"the records were answered by {len(readers)} readers ({said}): a calibrator is fitted "
+                       f"on one reader's answers; give the records of one")
+    return next(iter(readers), None)
