@@ -668,6 +668,7 @@ def test_answer_records_carry_the_calibrated_probability_and_abstain_writes_empt
     assert sure_preds == {r["id"]: r["answer"] for r in sure}     # every answer shown
     assert set(unsure_preds.values()) == {""}                     # none: each below the threshold
     assert [r["answer"] for r in unsure] == [r["answer"] for r in sure]   # the records keep the guesses
+
     cal = runs[0.0][0]
     order = sorted(cal, key=lambda r: r["features"]["log_p"])
     same_agreement = [r for r in order if r["features"]["agreement"] == order[0]["features"]["agreement"]]
@@ -677,6 +678,16 @@ def test_answer_records_carry_the_calibrated_probability_and_abstain_writes_empt
     assert out.returncode == 0, out.stderr
     assert "answer: no answer found in this collection (P(right)" in out.stdout
     assert f"best guess: {unsure[0]['answer']}" in out.stdout
+
+
+def test_abstain_with_a_reader_without_a_calibrator_is_refused(tiny_pipeline, tmp_path, test_questions, capsys):
+    qfile = tmp_path / "q.jsonl"
+    qfile.write_text(json.dumps(test_questions[0].to_dict(), ensure_ascii=False) + "\n")
+    out = tmp_path / "run"
+    assert main(["answer", "--config", str(tiny_pipeline), "--questions", str(qfile), "--out", str(out),
+                 "--abstain"]) == 1
+    assert "--abstain leaves out answers by their calibrated probability, and the reader fid has no " \
+           "calibrator" in capsys.readouterr().err and not out.exists()
 
 
 def test_the_not_found_threshold_applies_to_p_answerable_and_splits_uncertain_from_not_found(

@@ -44,6 +44,10 @@ def run(args: argparse.Namespace) -> int:
 
     pipeline = load_pipeline(args)   # its config alone: nothing loads before a question is answered
     cfg.reader = reader_choice(pipeline.config, cfg.reader, say=_say)   # a reader folder joins its readers
+    if cfg.abstain and pipeline.config.reader_config(cfg.reader).answerability is None:
+        raise XqaError(f"--abstain leaves out answers by their calibrated probability, and the reader "
+                       f"{pipeline.config.reader_name() if cfg.reader is None else cfg.reader} has no calibrator "
+                       f"(reader.answerability; xqa tune answerability fits one): nothing would be left out")
     # an id repeated within or across the files is an error; --lang auto: onto the pipeline's languages
     languages = pipeline.config.languages if args.lang == AUTO_LANG else ()
     questions = read_questions(args, languages)
