@@ -271,7 +271,8 @@ def selective_text(e: Any) -> str:
     lines = [f"{len(records)} answers: " + ", ".join(f"{name} {int(m.sum())} ({right[m].mean():.1%} right)"
                                                      for name, m in halves if m.any())]
     if not e.calibrated:
-        lines.append("the records carry no calibrated confidence (the pipeline config had no reader.answerability)")
+        lines.append("the records carry no calibrated confidence (their reader had no calibrator: no "
+                     "reader.answerability in the pipeline config, or a reader's folder given as --reader)")
     width = max(len(sc.name) for sc, _, _ in results) + 2
     lines.append(f"\n{'':<22}" + "".join(f"{sc.name:>{width}}" for sc, _, _ in results))
 
