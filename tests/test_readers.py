@@ -261,8 +261,12 @@ def test_demo_also_reader_offers_the_folder_beside_the_configs_readers(calibrate
     [(names, readers)] = offered
     assert names == ["fid", str(run)] and readers[str(run)].answerability is None
     assert "no P(right)" in capsys.readouterr().err
+    assert main(["demo", "--config", str(calibrated), "--also-reader", f"mine={run}", "--also-reader", str(run)]) == 1
+    assert offered[-1][0] == ["fid", "mine", str(run)]   # NAME=FOLDER, as xqa build --also-reader takes it
     assert main(["demo", "--config", str(calibrated), "--also-reader", "nope"]) == 1
-    assert "--also-reader nope: no such reader folder" in capsys.readouterr().err and len(offered) == 1
+    assert "--also-reader nope: no such reader folder" in capsys.readouterr().err
+    assert main(["demo", "--config", str(calibrated), "--also-reader", f"fid={run}"]) == 1
+    assert "--also-reader fid=" in capsys.readouterr().err and len(offered) == 2
 
 
 # ------------------------------------------------------------------ the batcher

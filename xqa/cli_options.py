@@ -174,34 +174,42 @@ def load_pipeline(args: argparse.Namespace, needed: Sequence[str] = (), say=None
     return Pipeline(cfg, say=say)
 
 
-def reader_choice(config, value: str | None, say=None) -> str | None:
+def reader_choice(config, value: str | None, say=None, flag: str = "--reader") -> str | None:
     """``--reader``'s value as the name of one of ``config``'s readers (a
     :class:`~xqa.config.PipelineConfig`, changed in place). A name of its readers stays as it is. A
     folder (a reader, a training run's folder, one unpacked with ``xqa reader unpack``) joins
-    ``config.readers``, named by its path as given, with the default reader's settings (passages
-    read, n-best, evidence fusion's weights) but none of its calibrators: those were fitted on the
-    default reader's scores, so the folder's answers carry no P(right) (``say``, where given, is
-    told so when the config has them). Not a reader: an error now, before anything loads."""
+    ``config.readers``, named by its path as given (``NAME=FOLDER``: by NAME), with the default
+    reader's settings (passages read, n-best, evidence fusion's weights) but none of its
+    calibrators: those were fitted on the default reader's scores, so the folder's answers carry
+    no P(right) (``say``, where given, is told so when the config has them). Not a reader: an
+    error naming ``flag``, now, before anything loads."""
+    from xqa.config import READER_NAME
     from xqa.errors import XqaError
 
     if value is None or value in config.reader_names():
         return value
-    path = Path(value).expanduser()
+    name, sep, folder = value.partition("=")
+    if not sep or Path(value).expanduser().exists() or not READER_NAME.fullmatch(name.strip()):
+        name, folder = os.path.normpath(value), value
+    elif name.strip() in config.reader_names():
+        raise XqaError(f"{flag} {value}: {name.strip()!r} is already the name of one of the pipeline's readers "
+                       f"({', '.join(config.reader_names())})")
+    name = name.strip()
+    path = Path(folder).expanduser()
     if not path.exists():
-        if os.sep in value or "/" in value or value.startswith((".", "~")):
-            raise XqaError(f"--reader {value}: no such reader folder")
+        if sep or os.sep in folder or "/" in folder or folder.startswith((".", "~")):
+            raise XqaError(f"{flag} {value}: no such reader folder")
         return value   # an unknown name: reader_config names the readers there are
     if not path.is_dir():
-        raise XqaError(f"--reader {value} is a file; give a reader's folder or the name of one of "
+        raise XqaError(f"{flag} {value} is a file; give a reader's folder or the name of one of "
                        f"the pipeline's readers ({', '.join(config.reader_names())})")
     from dataclasses import replace
 
     from reader.registry import family_of
 
     if not any((where / "config.json").is_file() for where in (path, path / "best")):
-        raise XqaError(f"--reader {value}: no config.json in it or in its best/: not a reader's folder")
+        raise XqaError(f"{flag} {value}: no config.json in it or in its best/: not a reader's folder")
     family_of(path)   # another kind of xqa folder is said here
-    name = os.path.normpath(value)
     config.readers[name] = replace(config.reader, name=None, model=str(path.resolve()), answerability=None,
                                    answerable=None, not_found_threshold=None)
     if say is not None and config.reader.answerability is not None:

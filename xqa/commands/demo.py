@@ -4,7 +4,7 @@ Examples::
 
     xqa demo                                   # the embedded default (make demo builds it)
     xqa demo --config /data/mia/pipeline.json --port 8080
-    xqa demo --also-reader runs/mine-reader        # an adapted reader selectable beside the config's
+    xqa demo --also-reader mine=runs/mine-reader   # an adapted reader selectable beside the config's
     XQA_DEMO_AUTH=ann:s3cret xqa demo --host 0.0.0.0  # served to the network, behind a login
     xqa demo --host 0.0.0.0 --auth-file ~/.xqa-demo-users   # USER:PASSWORD lines
 
@@ -37,10 +37,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pipeline", dest="config", default=argparse.SUPPRESS, metavar="CONFIG",
                    help="alias of --config")
     COMMAND.add_arguments(p)
-    p.add_argument("--also-reader", action="append", default=[], metavar="FOLDER",
+    p.add_argument("--also-reader", action="append", default=[], metavar="[NAME=]FOLDER",
                    help="a reader's folder the page offers beside the config's readers (repeatable), e.g. "
-                        "an adapted reader (xqa train reader's OUT); read with the config's reader settings, "
-                        "its answers without P(right)")
+                        "an adapted reader (xqa train reader's OUT), named NAME or by its path; read with "
+                        "the config's reader settings, its answers without P(right)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -68,9 +68,9 @@ def run(args: argparse.Namespace) -> int:
     from xqa.cli_options import config_path, load_pipeline, reader_choice
 
     pipeline = load_pipeline(args)
-    for folder in args.also_reader:   # each joins the reader selector, named by its path
-        if reader_choice(pipeline.config, folder, say=lambda line: print(f"xqa demo: {line}", file=sys.stderr)) \
-                not in pipeline.readers:
+    for folder in args.also_reader:   # each joins the reader selector (NAME=FOLDER: as NAME)
+        if reader_choice(pipeline.config, folder, say=lambda line: print(f"xqa demo: {line}", file=sys.stderr),
+                         flag="--also-reader") not in pipeline.readers:
             raise XqaError(f"--also-reader {folder}: no such reader folder")
     source = config_path(args) or "the indexes named on the command line"
     if not pipeline.methods:
