@@ -672,7 +672,14 @@ def test_cli_errors_name_the_problem(world, model_dir, tmp_path, capsys):
     assert f"{bad}:2" in capsys.readouterr().err
     assert cli(["index", "dense", "--model", str(tmp_path / "nope"), "--passages", str(world / "passages.jsonl"),
                 "--out", str(tmp_path / "o2"), "--quiet"]) == 1
-    assert "nope" in capsys.readouterr().err
+    assert f"--model {tmp_path / 'nope'}: no such folder" in capsys.readouterr().err
+    # what is not an encoder, or no passage file, is said before --out is written: a rerun with
+    # the right model is not refused for "shards encoded by" the wrong one
+    for model, passages, said in ((world, world / "passages.jsonl", "not an xqa artifact folder (no config.json)"),
+                                  (model_dir, tmp_path / "none.jsonl", "none.jsonl: no such passage file")):
+        assert cli(["index", "dense", "--model", str(model), "--passages", str(passages),
+                    "--out", str(tmp_path / "o2"), "--quiet"]) == 1
+        assert said in capsys.readouterr().err and not (tmp_path / "o2").exists()
     assert cli(["train", "retriever", "--train", str(world / "passages.jsonl"), "--passages",
                 str(world / "passages.jsonl"), "--out", str(tmp_path / "t"), "--config", "tiny"]) == 1
 

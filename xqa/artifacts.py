@@ -167,6 +167,8 @@ def load_config(folder: str | Path, kind: str | None = None) -> dict[str, Any]:
     """Read ``folder/config.json``; check its ``kind`` when one is given."""
     path = Path(folder) / CONFIG_NAME
     if not path.is_file():
+        if not Path(folder).exists():
+            raise FileNotFoundError(f"{folder}: no such folder")
         raise FileNotFoundError(f"{folder}: not an xqa artifact folder (no {CONFIG_NAME})")
     with open(path, encoding="utf-8") as f:
         try:

@@ -182,18 +182,24 @@ def build_dense(cfg: DenseIndexConfig, log: Log = print) -> dict[str, Any] | Non
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
 
+    if not Path(cfg.passages).is_file():   # said before --out is written
+        raise XqaError(f"{cfg.passages}: " + ("is a folder; --passages is a passage file (JSONL or DPR TSV)"
+                                              if Path(cfg.passages).is_dir() else "no such passage file"))
     model_dir = Path(cfg.model)
+    if not model_dir.is_dir():
+        raise XqaError(f"--model {model_dir}: " + ("is a file; " if model_dir.exists() else "no such folder; ")
+                       + "give a bi-encoder folder (xqa train retriever OUT, or xqa convert e5 OUT)")
     info = model_info(model_dir, out)
     _check_same_model(out, info, cfg.fp16)
+    todo = [cfg.shard_id] if cfg.shard_id is not None else list(range(n))
+    todo = [s for s in todo if not shard_done(out, s, n)]
+    if todo:   # loaded before anything is written: a folder that is no encoder leaves --out as it was
+        device = cfg.device or ("cuda" if torch.cuda.is_available() else "cpu")
+        model = BiEncoder.load(model_dir, device=device)
     out.mkdir(parents=True, exist_ok=True)
     write_json_atomic(out / "encoding.json", {"model": info, "num_shards": n, "fp16": cfg.fp16,
                                               **({"max_length": cfg.max_length} if cfg.max_length else {})})
-
-    todo = [cfg.shard_id] if cfg.shard_id is not None else list(range(n))
-    todo = [s for s in todo if not shard_done(out, s, n)]
     if todo:
-        device = cfg.device or ("cuda" if torch.cuda.is_available() else "cpu")
-        model = BiEncoder.load(model_dir, device=device)
         if cfg.max_length:
             model.config.passage_max_length = cfg.max_length
         if cfg.precision:
