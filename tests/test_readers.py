@@ -376,6 +376,47 @@ def test_build_refuses_an_other_reader_named_like_the_builds_reader(tiny_pipelin
     assert not (build.out / "readers" / "fid").exists()
 
 
+def test_a_build_rerun_with_another_reader_folder_places_that_one(tiny_pipeline, tmp_path, capsys):
+    """The reader stages are done only for the folder they placed (build.json's ``placed``): a
+    rerun that names another --reader or --also-reader folder places it, instead of keeping the first."""
+    from xqa.recipes.corpus import CorpusBuild
+
+    fid = Path(tiny_pipeline).parent / "reader" / "best"
+    other = tmp_path / "other"
+    shutil.copytree(fid, other)
+    (other / "marker.txt").write_text("the other reader")
+    build = _build_with_a_reader(tmp_path, fid, {"x": fid})
+    for name in ("reader", "reader x (--also-reader)"):
+        stage = {s.name: s for s in build.stages()}[name]
+        stage.run()
+        assert stage.done()
+    assert json.loads((build.out / "build.json").read_text())["placed"] == {"reader": str(fid.resolve()),
+                                                                            "readers/x": str(fid.resolve())}
+    (build.out / "tuned").mkdir()
+    (build.out / "tuned" / "fusion.json").write_text("{}")   # tuned for the first reader
+    again = CorpusBuild(build.source, build.out, reader=other, readers={"x": other})
+    for name, placed in (("reader", build.out / "reader"), ("reader x (--also-reader)", build.out / "readers" / "x")):
+        stage = {s.name: s for s in again.stages()}[name]
+        assert not stage.done() and not (placed / "marker.txt").exists()
+        stage.run()
+        assert stage.done() and (placed / "marker.txt").read_text() == "the other reader"
+    assert "placed from" in capsys.readouterr().out
+    assert not (build.out / "tuned" / "fusion.json").exists()   # evidence fusion is tuned again for it
+    build.write_config()   # the recipe's record keeps what was placed
+    assert json.loads((build.out / "build.json").read_text())["placed"]["reader"] == str(other.resolve())
+
+
+def test_a_build_given_a_folder_that_is_no_reader_stops_before_building(tiny_pipeline, tmp_path):
+    from xqa.cli import main
+
+    passages = tmp_path / "passages.jsonl"
+    passages.write_text(json.dumps({"id": "1", "title": "t", "text": "x", "lang": "en"}) + "\n")
+    world = Path(tiny_pipeline).parent / "world"
+    for args in (["--reader", str(world)], ["--also-reader", f"x={world}"], ["--reader", str(passages)]):
+        assert main(["build", "--passages", str(passages), "--out", str(tmp_path / "out"), *args]) == 1
+        assert not (tmp_path / "out").exists()
+
+
 def test_an_other_readers_fusion_json_sets_how_the_build_reads_it(tiny_pipeline, tmp_path):
     """``xqa tune fusion --out READER/fusion.json``: a build that takes that reader (``--also-reader``,
     or the shipped FiD) reads it with the passages, beams and weights it was tuned with."""

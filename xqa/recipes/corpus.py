@@ -187,9 +187,11 @@ class CorpusBuild(Build):
                                      self._passages_done, self.split_documents)]
         return [
             *first,
-            Stage("reader", lambda: is_complete(o / "reader"), self.make_reader),
+            Stage("reader", lambda: is_complete(o / "reader") and self._placed_from("reader", self._reader_src),
+                  self.make_reader),
             *[Stage(f"reader {name} (--also-reader)",
-                    lambda name=name: reader_placed(self.other_readers[name], o / "readers" / name),
+                    lambda name=name: (reader_placed(self.other_readers[name], o / "readers" / name)
+                                       and self._placed_from(f"readers/{name}", self.other_readers[name])),
                     lambda name=name: self.make_other_reader(name)) for name in self.other_readers],
             Stage("int8 runtimes of the encoder and the reader, checked and timed", self._runtimes_done,
                   self.build_runtimes),
@@ -410,10 +412,38 @@ class CorpusBuild(Build):
                                            passages=self.passages, out=o / "spar"))
         _say(describe_spar(index, o / "spar"))
 
-    def make_reader(self) -> None:
+    @property
+    def _reader_src(self) -> Path:
         from xqa.data.corpus import SHIPPED_READER
 
-        self._copy_reader(self.reader_source or SHIPPED_READER, self.out / "reader")
+        return Path(self.reader_source or SHIPPED_READER)
+
+    def make_reader(self) -> None:
+        self._copy_reader(self._reader_src, self.out / "reader")
+        self._record_placed("reader", self._reader_src)
+
+    def _placed_from(self, where: str, src: Path) -> bool:
+        """Whether the reader at ``out/where`` was placed from ``src`` (as ``build.json``'s
+        ``placed`` records; a build without that record keeps its reader). Placed from another
+        folder: the reader stage runs again, and evidence fusion is tuned again for it."""
+        built = self.out / "build.json"
+        placed = json.loads(built.read_text(encoding="utf-8")).get("placed", {}) if built.is_file() else {}
+        before = placed.get(where)
+        if before is None or before == str(Path(src).resolve()):
+            return True
+        _say(f"{self.out / where}: placed from {before}; placing {src} there instead")
+        if where == "reader":
+            (self.out / "tuned" / "fusion.json").unlink(missing_ok=True)
+        return False
+
+    def _record_placed(self, where: str, src: Path) -> None:
+        """Keep in ``build.json`` the folder the reader at ``out/where`` was placed from."""
+        from xqa.artifacts import write_json_atomic
+
+        built = self.out / "build.json"
+        record = json.loads(built.read_text(encoding="utf-8")) if built.is_file() else {}
+        record.setdefault("placed", {})[where] = str(Path(src).resolve())
+        write_json_atomic(built, record)
 
     def make_other_reader(self, name: str) -> None:
         """The reader ``name`` of ``--also-reader`` into ``readers/NAME``; a name the default
@@ -425,6 +455,7 @@ class CorpusBuild(Build):
             raise XqaError(f"--also-reader {name}={self.other_readers[name]}: {name!r} is the name of the "
                            f"build's reader (its family's); give the other reader another name")
         self._copy_reader(self.other_readers[name], self.out / "readers" / name)
+        self._record_placed(f"readers/{name}", self.other_readers[name])
 
     def _copy_reader(self, src: Path, dest: Path) -> None:
         place_reader(src, self.out / "encoder", dest)
@@ -456,7 +487,10 @@ class CorpusBuild(Build):
         for kind in index_kinds():
             set_index(cfg.retrieval, kind, kind.built_value(self))
         cfg.save(self.config_path)
-        write_json_atomic(self.out / "build.json", {"recipe": asdict(r), "source": str(self.source)})
+        built = self.out / "build.json"
+        placed = json.loads(built.read_text(encoding="utf-8")).get("placed") if built.is_file() else None
+        write_json_atomic(built, {"recipe": asdict(r), "source": str(self.source),
+                                  **({"placed": placed} if placed else {})})
 
     def _reader_config(self, model: str, **settings: Any):
         """The ``ReaderConfig`` of the reader in ``model`` (relative to ``out``): the recipe's
@@ -697,15 +731,34 @@ def place_reader(src: Path, encoder: Path, dest: Path) -> None:
             _copy_atomic(fusion, made / FUSION_FILE)
         _say(f"wrote {made}")
         return
+    check_reader(src)
     if not (src / "encoder").is_dir() and not (src / "model").is_dir() and is_complete(src / "best"):
         src = src / "best"   # a training run folder: its best reader
-    if not is_complete(src):
-        raise XqaError(f"{src}: not a reader folder (a span or FiD reader, a packed one, or a kit run)")
     dest.parent.mkdir(parents=True, exist_ok=True)
     with atomic_dir(dest, overwrite=True) as tmp:
         shutil.copytree(src, tmp, dirs_exist_ok=True, copy_function=_link_weights)
         if fusion is not None:
             shutil.copy(fusion, Path(tmp) / FUSION_FILE)
+
+
+def check_reader(src: str | Path, flag: str = "--reader") -> None:
+    """Raise where ``src`` is nothing :func:`place_reader` places: no folder, another kind of xqa
+    folder (a world, an index), a folder without a config.json (said before a build starts)."""
+    from reader.registry import artifact, resolve
+
+    src = Path(src)
+    if not src.is_dir():
+        raise XqaError(f"{flag} {src}: " + ("is a file; give a reader's folder" if src.exists()
+                                            else "no such reader folder"))
+    try:
+        artifact(src)   # a reader, a packed reader or a kit run
+        return
+    except XqaError:
+        pass
+    resolve(src)   # another kind of xqa folder is said here
+    if not is_complete(src) and not is_complete(src / "best"):
+        raise XqaError(f"{flag} {src}: not a reader folder (a span or FiD reader, a packed one, a kit run, or a "
+                       f"training run's folder)")
 
 
 def _link_weights(src: str, dst: str) -> None:
@@ -797,13 +850,16 @@ def corpus_build(config: BuildConfig) -> CorpusBuild:
         raise XqaError(f"--method {c.method!r} is not one of {', '.join(method_names())}")
     if c.bm25_aug and not os.path.isdir(c.bm25_aug):
         raise XqaError(f"--bm25-aug {c.bm25_aug}: no such model folder (xqa train bm25-aug writes OUT/best)")
+    others = other_readers(c.also_reader)
+    for folder in ([c.reader] if c.reader else []) + list(others.values()):
+        check_reader(folder, "--reader" if folder == c.reader else "--also-reader")   # before anything is built
     recipe = Recipe(method=c.method, k=c.k, n_passages=c.n_passages, dense_max_length=c.dense_max_length,
                     lexical_steps=c.lexical_steps, precision=c.precision, dhr_slices=c.dhr_slices,
                     pieces=c.pieces, bm25_aug=os.path.abspath(c.bm25_aug) if c.bm25_aug else "",
                     answerability=shipped_answerability() if c.reader is None else {})
     build = CorpusBuild(c.passages or c.documents, c.out, lang=c.lang, dev=c.dev, reader=c.reader, recipe=recipe,
-                        threads=c.threads, documents=split, readers=shipped_readers(other_readers(c.also_reader)) if c.reader is None
-                         else other_readers(c.also_reader))
+                        threads=c.threads, documents=split, readers=shipped_readers(others) if c.reader is None
+                         else others)
     missing = [kind for kind in map(index_kind, needs(c.method)) if kind.built_value(build) is None]
     if missing:
         hints = " and ".join(k.build_hint for k in missing if k.build_hint)
