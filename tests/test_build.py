@@ -161,3 +161,22 @@ def test_passages_from_another_collection_are_refused(real_build, tmp_path, caps
     other.write_text(json.dumps({"id": "a", "title": "", "text": "x", "lang": "en"}) + "\n")
     assert main(["build", "--passages", str(other), "--out", str(out)]) == 1
     assert "another passage collection" in capsys.readouterr().err
+
+
+def test_retrieval_tuned_on_other_dev_questions_is_tuned_again(tmp_path, capsys):
+    """tuned/retrieval.done names the --dev file it was tuned on; a rerun with another --dev tunes
+    both stages again instead of keeping weights chosen on the first questions."""
+    from xqa.recipes.corpus import CorpusBuild
+
+    out, first, second = tmp_path / "out", tmp_path / "dev1.jsonl", tmp_path / "dev2.jsonl"
+    (out / "tuned").mkdir(parents=True)
+    (out / "tuned" / "retrieval.done").write_text(f"α tuned on {first.resolve()}\n")
+    (out / "tuned" / "fusion.json").write_text("{}")
+    stages = {s.name.split(" ")[1]: s for s in CorpusBuild(tmp_path / "p.jsonl", out, dev=first).stages()
+              if s.name.startswith("tune ")}
+    assert stages["α"].done() and stages["β,"].done()
+    stages = {s.name.split(" ")[1]: s for s in CorpusBuild(tmp_path / "p.jsonl", out, dev=second).stages()
+              if s.name.startswith("tune ")}
+    assert not stages["α"].done() and not stages["β,"].done() and not (out / "tuned").exists()
+    assert f"tuned on {first.resolve()}; tuning again on {second}" in capsys.readouterr().out
+    assert CorpusBuild(tmp_path / "p.jsonl", out).stages()[-1].done()   # no --dev: nothing to tune

@@ -425,15 +425,20 @@ class CorpusBuild(Build):
     def _placed_from(self, where: str, src: Path) -> bool:
         """Whether the reader at ``out/where`` was placed from ``src`` (as ``build.json``'s
         ``placed`` records; a build without that record keeps its reader). Placed from another
-        folder: the reader stage runs again, and evidence fusion is tuned again for it."""
+        folder: its stage runs again, and for the build's reader the pipeline config is written
+        and tuned again."""
         built = self.out / "build.json"
         placed = json.loads(built.read_text(encoding="utf-8")).get("placed", {}) if built.is_file() else {}
         before = placed.get(where)
         if before is None or before == str(Path(src).resolve()):
             return True
-        _say(f"{self.out / where}: placed from {before}; placing {src} there instead")
-        if where == "reader":
-            (self.out / "tuned" / "fusion.json").unlink(missing_ok=True)
+        if where == "reader":   # the config's weights were chosen for the reader it replaces
+            _say(f"{self.out / where}: placed from {before}; placing {src} there instead (the pipeline config is "
+                 f"written again, and tuned again with --dev)")
+            self.config_path.unlink(missing_ok=True)
+            shutil.rmtree(self.out / "tuned", ignore_errors=True)
+        else:
+            _say(f"{self.out / where}: placed from {before}; placing {src} there instead")
         return False
 
     def _record_placed(self, where: str, src: Path) -> None:
@@ -533,7 +538,15 @@ class CorpusBuild(Build):
         cfg.save(self.config_path)
 
     def _tuned_retrieval(self) -> bool:
-        return self.dev is None or (self.out / "tuned" / "retrieval.done").is_file()
+        done = self.out / "tuned" / "retrieval.done"
+        if self.dev is None or not done.is_file():
+            return self.dev is None
+        before = done.read_text(encoding="utf-8").strip().rpartition(" tuned on ")[2]
+        if before and Path(before).resolve() != self.dev.resolve():   # tuned on other questions
+            _say(f"{self.out / 'tuned'}: tuned on {before}; tuning again on {self.dev}")
+            shutil.rmtree(self.out / "tuned")
+            return False
+        return True
 
     def _tuned_fusion(self) -> bool:
         return self.dev is None or (self.out / "tuned" / "fusion.json").is_file()
@@ -559,7 +572,7 @@ class CorpusBuild(Build):
                                                               write_config=c)).report)
             done.append(t.symbol)
         (self.out / "tuned").mkdir(exist_ok=True)
-        (self.out / "tuned" / "retrieval.done").write_text(f"{', '.join(done) or 'nothing'} tuned on {d}\n")
+        (self.out / "tuned" / "retrieval.done").write_text(f"{', '.join(done) or 'nothing'} tuned on {d.resolve()}\n")
 
     def tune_fusion(self) -> None:
         assert self.dev is not None
