@@ -392,6 +392,7 @@ def test_a_build_rerun_with_another_reader_folder_places_that_one(tiny_pipeline,
         assert stage.done()
     assert json.loads((build.out / "build.json").read_text())["placed"] == {"reader": str(fid.resolve()),
                                                                             "readers/x": str(fid.resolve())}
+    build.write_config()
     (build.out / "tuned").mkdir()
     (build.out / "tuned" / "fusion.json").write_text("{}")   # tuned for the first reader
     again = CorpusBuild(build.source, build.out, reader=other, readers={"x": other})
@@ -401,7 +402,8 @@ def test_a_build_rerun_with_another_reader_folder_places_that_one(tiny_pipeline,
         stage.run()
         assert stage.done() and (placed / "marker.txt").read_text() == "the other reader"
     assert "placed from" in capsys.readouterr().out
-    assert not (build.out / "tuned" / "fusion.json").exists()   # evidence fusion is tuned again for it
+    # the config's weights were chosen for the reader replaced: it is written, and tuned, again
+    assert not (build.out / "tuned").exists() and not build.config_path.exists()
     build.write_config()   # the recipe's record keeps what was placed
     assert json.loads((build.out / "build.json").read_text())["placed"]["reader"] == str(other.resolve())
 
