@@ -690,6 +690,33 @@ def test_abstain_with_a_reader_without_a_calibrator_is_refused(tiny_pipeline, tm
            "calibrator" in capsys.readouterr().err and not out.exists()
 
 
+def test_answer_submission_writes_the_mia_eval_ai_file_that_xqa_eval_reads(tiny_pipeline, tmp_path,
+                                                                           test_questions, capsys):
+    qs = test_questions[:4]
+    records = [q.to_dict() for q in qs]
+    for i, r in enumerate(records[2:]):   # two MKQA questions: ids NUMBER_LANG, as the MKQA files write them
+        r["id"] = f"-40{i}_{r['lang']}"
+    qfile = tmp_path / "q.jsonl"
+    qfile.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+    out = tmp_path / "run"
+    assert main(["answer", "--config", str(tiny_pipeline), "--questions", str(qfile), "--out", str(out),
+                 "--submission"]) == 0
+    said = capsys.readouterr().out
+    submission = json.loads((out / "submission.json").read_text())
+    predictions = json.loads((out / "predictions.json").read_text())
+    mkqa = {f"mkqa-{r['lang']}" for r in records[2:]}
+    assert set(submission) == {"xor-tydi", *mkqa}
+    assert submission["xor-tydi"] == {r["id"]: predictions[r["id"]] for r in records[:2]}
+    assert sum(len(v) for v in submission.values()) == 4
+    assert "MIA submission → " in said and "eval.ai wants every subset, and it lacks mkqa-ar" in said
+    # xqa eval reads it as the eval.ai object and scores what predictions.json scores
+    scores = []
+    for predicted in (out / "submission.json", out / "predictions.json"):
+        assert main(["eval", "--gold", str(qfile), "--predictions", str(predicted), "--mia"]) == 0
+        scores.append(capsys.readouterr().out)
+    assert scores[0] == scores[1] and "MIA" in scores[0]
+
+
 def test_the_not_found_threshold_applies_to_p_answerable_and_splits_uncertain_from_not_found(
         tiny_pipeline, tmp_path, test_questions):
     qs = test_questions[:6]

@@ -143,6 +143,10 @@ class AnswerConfig:
         "help": "answer as if the collection lacked each question's own paragraphs (its positive_ids "
                 "and those of its parallel versions, xling.*.positive_ids): the made-unanswerable "
                 "half that xqa tune answerability and xqa eval --selective read"})
+    submission: bool = field(default=False, metadata={
+        "help": "also write OUT/submission.json, the MIA 2022 shared task's eval.ai submission: "
+                "{\"xor-tydi\": {id: answer}, \"mkqa-LANG\": {id: answer}, ...} (a question is MKQA's by its "
+                "'source', else by an id NUMBER_LANG, as xqa eval --mia splits them)"})
 
 
 @dataclass
@@ -363,6 +367,27 @@ def write_predictions(out: Path, records: Path, order: list[str], abstain: bool 
         write_json_atomic(out / "predictions" / f"{lang}.json", preds)
     write_json_atomic(out / "predictions.json", {qid: shown(by_id[qid]) for qid in order})
     return {lang: len(p) for lang, p in per_lang.items()}
+
+
+# The subsets of an MIA 2022 eval.ai submission (the shared task's README, "Submission").
+MIA_SUBSETS = ("xor-tydi", *(f"mkqa-{lang}" for lang in
+                             ("ar", "en", "es", "fi", "ja", "km", "ko", "ms", "ru", "sv", "tr", "zh_cn")))
+
+
+def write_submission(out: Path, questions: Sequence) -> tuple[dict[str, int], list[str]]:
+    """``out/submission.json`` from ``out/predictions.json`` (the answers as written, --abstain's
+    empty ones included): the questions of MKQA (:func:`xqa.evaluation.mia.is_mkqa`) under
+    ``mkqa-LANG``, the others under ``xor-tydi``, each keyed by the question's id. Returns the
+    predictions per subset and the subsets of :data:`MIA_SUBSETS` it lacks."""
+    from xqa.artifacts import write_json_atomic
+    from xqa.evaluation.mia import is_mkqa
+
+    predictions = json.loads((out / "predictions.json").read_text(encoding="utf-8"))
+    parts: dict[str, dict[str, str]] = {}
+    for q in questions:
+        parts.setdefault(f"mkqa-{q.lang}" if is_mkqa(q) else "xor-tydi", {})[q.id] = predictions[q.id]
+    write_json_atomic(out / "submission.json", parts)
+    return {k: len(v) for k, v in parts.items()}, [k for k in MIA_SUBSETS if k not in parts]
 
 
 def gold_passages(q) -> set[str]:

@@ -64,6 +64,12 @@ def run(args: argparse.Namespace) -> int:
     if cfg.abstain:
         print(f"--abstain: {done.empty} of {len(ids)} predictions empty (calibrated probability below "
               f"reader.answerability_threshold, or a blank question)")
+    if cfg.submission:
+        from xqa.runs import write_submission
+
+        parts, lacking = write_submission(out, questions)
+        print(f"MIA submission → {out / 'submission.json'} ({', '.join(f'{k}: {v}' for k, v in parts.items())})"
+              + (f"; eval.ai wants every subset, and it lacks {', '.join(lacking)}" if lacking else ""))
     line = score_line(questions, out)
     if line:
         print(line)
