@@ -80,6 +80,16 @@ def test_a_pipeline_is_described_from_its_files(built):
     assert f"transformers 0.0.1 (installed {library_versions()['transformers']})" in text
 
 
+def test_the_folder_xqa_build_placed_a_reader_from_is_said(built):
+    assert "placed_from" not in describe(built)["readers"][0]   # a folder laid out by hand: not recorded
+    _write(built.parent / "build.json", {"recipe": {}, "placed": {"reader": "/runs/mine-reader/best",
+                                                                  "readers/other": "/elsewhere"}})
+    [reader] = describe(built)["readers"]
+    assert reader["placed_from"] == "/runs/mine-reader/best"
+    assert "reader     span (default)" in (text := "\n".join(render(describe(built))))
+    assert "           placed from /runs/mine-reader/best" in text
+
+
 def test_what_is_missing_is_said_and_counts_come_from_an_index(built):
     cfg = json.loads(built.read_text())
     del cfg["about"]

@@ -222,6 +222,12 @@ def describe(config_path: str | Path) -> dict[str, Any]:
     out["readers"] = [_reader(name, cfg.reader_config(name), Path(cfg.path(cfg.reader_config(name).model)),
                               i == 0)
                       for i, name in enumerate(cfg.reader_names()) if cfg.reader_config(name).model]
+    placed = (_json(path.parent / "build.json") or {}).get("placed")   # xqa build: what each reader came from
+    if isinstance(placed, dict):
+        for rd in out["readers"]:
+            where = Path(rd["folder"]).resolve()
+            rd["placed_from"] = next((src for rel, src in placed.items()
+                                      if (path.parent / rel).resolve() == where), None)
     out["disk"] = _disk(path.parent)
     out["machine"] = {"cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
                       "cpu": _cpu()}
@@ -323,6 +329,8 @@ def render(d: dict[str, Any]) -> list[str]:
             facts.append(f"{rd['parameters'] / 1e6:.1f}M parameters")
         facts.append(_bytes(rd.get("size")))
         lines.append(f"{label}  {rd['folder']}  ({'; '.join(facts)})")
+        if rd.get("placed_from"):
+            lines.append(f"           placed from {rd['placed_from']}")
         reads = f"reads {rd['n_passages']} passages"
         if rd.get("window"):
             reads += f" in windows of {rd['window']['max_length']} tokens (stride {rd['window']['stride']})"

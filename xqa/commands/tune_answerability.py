@@ -9,7 +9,8 @@ the lowest calibrated probability at which the shown answers are right at least
 ``--not-found-share`` of the answerable questions fall (between the two, an answer is shown as
 uncertain). Writes ``OUT/config.json``, and with ``--write-config`` puts the calibrator and
 thresholds into the pipeline config (``reader.answerability``, ``reader.answerability_threshold``,
-``reader.not_found_threshold``; those of ``readers.NAME`` for records of ``xqa answer --reader NAME``). The fit is :func:`xqa.evaluation.tuning.tune_answerability`.
+``reader.not_found_threshold``; those of ``readers.NAME`` for records of ``xqa answer --reader
+NAME``). The fit is :func:`xqa.evaluation.tuning.tune_answerability`.
 
 Example (the shipped corpus's tuning questions)::
 
@@ -25,9 +26,10 @@ from xqa.cli_config import ConfigCommand
 from xqa.cli_options import pipeline_config_option, write_config_option
 from xqa.evaluation.tuning import AnswerabilityTuneConfig
 
+WRITE_HELP = ("write the calibrator and threshold into the pipeline config, into the settings of the reader "
+              "that answered the records")
 COMMAND = ConfigCommand(AnswerabilityTuneConfig, exclude=("write_config",), extra=(
-    pipeline_config_option(), write_config_option("write the calibrator and threshold into the pipeline config, into the settings "
-                        "of the reader that answered the records")),
+    pipeline_config_option(), write_config_option(WRITE_HELP)),
     groups={None: ("records", "out", "precision", "not_found_share", "not_found_score", "l2", "config",
                    "write_config")})
 add_arguments = COMMAND.add_arguments

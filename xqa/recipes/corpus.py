@@ -572,7 +572,8 @@ class CorpusBuild(Build):
                                                               write_config=c)).report)
             done.append(t.symbol)
         (self.out / "tuned").mkdir(exist_ok=True)
-        (self.out / "tuned" / "retrieval.done").write_text(f"{', '.join(done) or 'nothing'} tuned on {d.resolve()}\n")
+        (self.out / "tuned" / "retrieval.done").write_text(
+            f"{', '.join(done) or 'nothing'} tuned on {d.resolve()}\n")
 
     def tune_fusion(self) -> None:
         assert self.dev is not None
