@@ -134,6 +134,36 @@ def test_a_line_that_is_not_json_and_an_id_used_twice_are_named(tmp_path):
         read_own(str(path), lang="de")
 
 
+def test_a_spreadsheets_csv_or_tsv_is_read_by_its_header_and_rows_are_named_by_their_first_line(tmp_path):
+    """Excel writes UTF-8 CSV with a byte-order mark; a quoted cell may span lines."""
+    csv_file = tmp_path / "mine.csv"
+    csv_file.write_bytes("\ufeffQuestion,Answer,Context,Lang,ID\n"
+                         f"Hauptstadt?,Berlin,\"{BERLIN}\",de,\n"
+                         "Wo?,Tokio,\"Er wohnt\nin Tokio.\",de,w1\n"
+                         "\n"
+                         f"Einwohner?,\"[\"\"3,7 Millionen\"\", \"\"etwa 3,7 Millionen\"\"]\",\"{BERLIN}\",,\n"
+                         .encode("utf-8"))
+    qs = read_own(str(csv_file), lang="de")
+    assert [(q.id, q.answers, q.lang) for q in qs] == [
+        ("mine:2", ["Berlin"], "de"), ("w1", ["Tokio"], "de"),
+        ("mine:6", ["3,7 Millionen", "etwa 3,7 Millionen"], "de")]   # the line the row starts on
+    assert qs[1].context == "Er wohnt\nin Tokio."
+    tsv = tmp_path / "mine.tsv"
+    tsv.write_text(f"question\tanswers\tcontext\tanswer_start\nStadt?\tStadt\t{BERLIN}\t{BERLIN.index('Stadt hat')}\n",
+                   encoding="utf-8")
+    [q] = read_own(f"{tsv}:de")
+    assert q.starts == [BERLIN.index("Stadt hat")]
+
+    for text, said in (("frage,answer,context\nx,y,z\n", r":1: the first row names no 'question' column"),
+                       ("question,answer,answer,context\n", r":1: the first row names 'answer' twice"),
+                       ("question,answer,context\nHauptstadt?,Berlin\n", r":2: 2 cells, where the first row names 3"),
+                       (f"question,answer,context,answer_start\nH?,Berlin,\"{BERLIN}\",vorn\n",
+                        r":2: column 'answer_start' should be an offset, found 'vorn'")):
+        csv_file.write_text(text, encoding="utf-8")
+        with pytest.raises(InputError, match=rf"{csv_file}{said}"):
+            read_own(str(csv_file), lang="de")
+
+
 def _own_sets(tmp_path: Path) -> tuple[list[str], Path]:
     """Training files (a German SQuAD file named with its language, a JSONL file whose record
     names its own) and a dev file."""

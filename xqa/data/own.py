@@ -1,13 +1,16 @@
 """A user's own question-answer sets as span-reader training data (``xqa data own``).
 
-Two layouts, told apart by the file's content:
+Three layouts, told apart by the file's name and content:
 
 - **SQuAD JSON**: ``{"data": [{"title", "paragraphs": [{"context", "qas": [{"id", "question",
   "answers": [{"text", "answer_start"}]}]}]}]}`` (``id`` and ``answer_start`` optional);
 - **JSONL**, one question a line: ``{"question", "answers", "context"}`` and optionally ``id``,
   ``lang``, ``title`` and ``answer_start``. ``answers`` is a list of strings (or of SQuAD's
   ``{"text", "answer_start"}`` objects, or one string); ``answer_start`` is an offset, or a list of
-  offsets beside the answers.
+  offsets beside the answers;
+- **CSV/TSV** (``.csv``, ``.tsv``), a spreadsheet's export: the first row names the columns
+  (``question``, ``answer`` or ``answers``, ``context``; optionally ``id``, ``lang``, ``title``,
+  ``answer_start``), one question a row; an ``answers`` cell holds one answer or a JSON list.
 
 A question's language is its record's ``lang`` (JSONL), else the file's: ``FILE:LANG`` on the
 command line, else ``--lang``. Every answer must occur in its context (at ``answer_start`` when
@@ -42,8 +45,9 @@ class OwnDataConfig:
 
     train: list[str] = field(metadata={
         "required": True, "nargs": "+", "metavar": "FILE[:LANG]",
-        "help": "your training sets: SQuAD-layout JSON or JSONL (question, answers, context; optionally id, "
-                "lang, title, answer_start); ':LANG' after a file name gives its language"})
+        "help": "your training sets: SQuAD-layout JSON, JSONL (question, answers, context; optionally id, "
+                "lang, title, answer_start) or a CSV/TSV table with those columns named in its first row; "
+                "':LANG' after a file name gives its language"})
     out: str = field(metadata={"help": "output folder (passages.jsonl, train.jsonl, dev.jsonl, bm25/)"})
     dev: list[str] = field(default_factory=list, metadata={
         "nargs": "+", "metavar": "FILE[:LANG]",
@@ -117,7 +121,13 @@ def read_own(spec: str, lang: str | None = None, problems: Problems | None = Non
     counts = Counter() if counts is None else counts
     out: list[OwnQuestion] = []
     before = len(problems.errors) if problems is not None else 0
-    records = _squad_records(path, default) if _is_json_document(path) else _jsonl_records(path, default)
+    name = path.name.lower().removesuffix(".gz")
+    if name.endswith((".csv", ".tsv")):
+        records = _table_records(path, default, "\t" if name.endswith(".tsv") else ",")
+    elif _is_json_document(path):
+        records = _squad_records(path, default)
+    else:
+        records = _jsonl_records(path, default)
     for rec in records:
         try:
             if isinstance(rec, InputError):
@@ -151,6 +161,73 @@ def _jsonl_records(path: Path, lang: str | None) -> Iterator[dict | InputError]:
             yield {"line": n, "place": "", "id": obj.get("id", f"{path.stem}:{n}"), **_jsonl_fields(obj, lang)}
     except InputError as e:   # a line that is not JSON: nothing after it can be read reliably
         yield e
+
+
+# A table's columns (CSV/TSV, the first row names them): needed, and read where present.
+TABLE_NEEDS = ("question", "context")
+TABLE_COLUMNS = ("question", "answer", "answers", "context", "id", "lang", "title", "answer_start")
+
+
+def _table_records(path: Path, lang: str | None, delimiter: str) -> Iterator[dict | InputError]:
+    """A spreadsheet's export: CSV (``,``) or TSV (tab), the first row naming the columns (any
+    case and order): ``question``, ``answer`` (or ``answers``: one answer a cell, or a JSON list
+    of them), ``context``, and optionally ``id``, ``lang``, ``title``, ``answer_start``. A record's
+    line is the line its row starts on (a quoted cell may span lines); an empty optional cell is
+    as if the column were not there."""
+    import csv
+    import io
+
+    from xqa.io import read_text
+
+    rows = csv.reader(io.StringIO(read_text(path), newline=""), delimiter=delimiter)
+    layout = "TSV" if delimiter == "\t" else "CSV"
+    try:
+        header = [cell.strip().lower() for cell in next(rows)]
+    except StopIteration:
+        return
+    except csv.Error as e:
+        yield InputError(path, 1, f"not readable as {layout}: {e}")
+        return
+    lacking = [c for c in TABLE_NEEDS if c not in header] + ([] if {"answer", "answers"} & set(header)
+                                                               else ["answer"])
+    repeated = sorted({c for c in header if c and header.count(c) > 1})
+    if lacking or repeated:
+        yield InputError(path, 1, (f"the first row names no {', '.join(repr(c) for c in lacking)} column"
+                                   if lacking else f"the first row names {', '.join(map(repr, repeated))} twice")
+                         + f" (it names: {', '.join(repr(c) for c in header)}; a table's columns: "
+                           f"{', '.join(TABLE_COLUMNS)})")
+        return
+    start = rows.line_num + 1
+    while True:
+        try:
+            row = next(rows)
+        except StopIteration:
+            return
+        except csv.Error as e:
+            yield InputError(path, start, f"not readable as {layout}: {e}")
+            return
+        line, start = start, rows.line_num + 1
+        if not any(cell.strip() for cell in row):
+            continue   # a blank line
+        if len(row) != len(header):
+            yield InputError(path, line, f"{len(row)} cells, where the first row names {len(header)} columns")
+            continue
+        obj = {k: v for k, v in zip(header, row) if k and (k in TABLE_NEEDS or v.strip())}
+        for key in ("answer", "answers"):
+            text = obj.get(key, "").strip()
+            if text.startswith("[") and text.endswith("]"):
+                try:
+                    obj[key] = json.loads(text)
+                except ValueError:
+                    pass   # an answer that looks like a list
+        if "answer_start" in obj:
+            try:
+                obj["answer_start"] = int(obj["answer_start"])
+            except ValueError:
+                yield InputError(path, line, f"column 'answer_start' should be an offset, found "
+                                             f"{obj['answer_start']!r}")
+                continue
+        yield {"line": line, "place": "", "id": obj.get("id", f"{path.stem}:{line}"), **_jsonl_fields(obj, lang)}
 
 
 def _jsonl_fields(obj: dict, lang: str | None) -> dict:
