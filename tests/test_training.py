@@ -288,3 +288,19 @@ def test_a_flag_has_its_config_fields_default(case):
         assert getattr(args, f.name) == default, (words, f.name)
         checked += 1
     assert checked >= 2, words
+
+
+def test_a_training_given_a_folder_that_is_no_encoder_stops_before_writing(tiny_pipeline, tmp_path, capsys):
+    """``--init`` a world (no model) is said before anything is written into --out: train lexical
+    wrote its BM25 teacher's data first, and train bm25-aug ended in a transformers traceback."""
+    from xqa.cli import main
+
+    build = Path(tiny_pipeline).parent
+    world = build / "world"
+    for argv in (["train", "lexical", "--passages", str(world / "passages.jsonl"), "--bm25", str(build / "bm25")],
+                 ["train", "bm25-aug", "--train", str(world / "train.jsonl"), "--passages",
+                  str(world / "passages.jsonl")]):
+        out = tmp_path / argv[1]
+        assert main([*argv, "--init", str(world), "--out", str(out)]) == 1
+        assert f"{world}: an xqa 'world' artifact, not a model folder" in capsys.readouterr().err
+        assert not out.exists()

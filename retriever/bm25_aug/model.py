@@ -37,7 +37,7 @@ import torch
 from torch import nn
 
 from retriever.base import check_k
-from xqa.artifacts import folder_ref, is_complete, load_config, resolve_ref, save_config
+from xqa.artifacts import check_model_source, folder_ref, is_complete, load_config, resolve_ref, save_config
 from xqa.errors import XqaError
 from xqa.records import Hit, Question
 
@@ -99,6 +99,10 @@ class AugmentationModel(nn.Module):
         from .pieces import load_tokenizer
 
         encoder_dir = Path(encoder_dir)
+        if not encoder_dir.is_dir():
+            raise XqaError(f"{encoder_dir}: no such folder (the encoder BM25 augmentation starts from: "
+                           f"xqa convert e5 OUT)")
+        check_model_source(encoder_dir, "the encoder BM25 augmentation starts from")
         cfg = AutoConfig.from_pretrained(str(encoder_dir))
         cfg.attention_probs_dropout_prob = 0.0  # fused attention kernels need it
         encoder = BertModel.from_pretrained(str(encoder_dir), config=cfg, add_pooling_layer=False)

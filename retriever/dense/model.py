@@ -134,6 +134,16 @@ def _tower_name(hf_cfg) -> str:
             "roberta": "RobertaModel", "distilbert": "DistilBertModel"}.get(hf_cfg.model_type, arch)
 
 
+def check_init(name: str | Path) -> bool:
+    """Whether ``name`` is an xqa bi-encoder (or its training run) to continue from; otherwise
+    it must be what :meth:`BiEncoder.from_pretrained` starts from (a Hugging Face model folder or
+    hub name), or an error says what it is (said before a training writes anything)."""
+    if _is_bi_encoder(Path(name)) or _is_bi_encoder(Path(name) / "best"):
+        return True
+    check_model_source(name, "the encoder to start from")
+    return False
+
+
 def _is_bi_encoder(folder: Path) -> bool:
     try:
         load_config(folder, KIND)
@@ -294,9 +304,8 @@ class BiEncoder(nn.Module):
         """
         from transformers import AutoConfig, AutoTokenizer
 
-        if _is_bi_encoder(Path(name)) or _is_bi_encoder(Path(name) / "best"):
+        if check_init(name):
             return cls.load(name)  # continue from an xqa model (or its training run)
-        check_model_source(name, "the encoder to start from")
         info = read_info(name)  # a converted text-embedding model (xqa convert e5) says how it is used
         try:
             hf_cfg = AutoConfig.from_pretrained(name)

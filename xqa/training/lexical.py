@@ -95,6 +95,10 @@ def train(config: LexicalTrainConfig) -> dict:
     tcfg = TeacherConfig(depth=c.depth, positives=c.positives, negatives=c.negatives,
                          sentences_per_passage=c.sentences_per_passage, min_words=c.min_words,
                          max_queries=c.max_queries, seed=c.seed)
+    if c.init:
+        from retriever.dense.model import check_init
+
+        check_init(c.init)   # before the teacher's data is written into OUT
     dev_q = read_questions(c.dev, lang=c.lang) if c.dev else None
     with SparseRetriever.load(c.bm25) as teacher:
         train_ex, dev_ex, meta = teacher_data(
