@@ -84,3 +84,12 @@ def test_unknown_language_searches_every_question_as_und_in_the_indexes_of_its_s
     table = json.loads(out.read_text())
     assert table["unknown_language"] is True
     assert {key.split("-")[1] for key in table["pairs"]["sparse"]} <= {r["lang"] for r in rows}
+
+
+def test_a_file_that_holds_no_questions_is_named_by_file_and_line(tiny_pipeline, tmp_path, capsys):
+    from xqa.cli import main
+
+    passages = tiny_pipeline.parent / "world" / "passages.jsonl"
+    assert main(["report", "pairs", "--config", str(tiny_pipeline), "--questions", str(passages),
+                 "--out", str(tmp_path / "pairs.json")]) == 1
+    assert f"{passages}:1: question record without 'question'" in capsys.readouterr().err

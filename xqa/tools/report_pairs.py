@@ -41,12 +41,19 @@ def run(args: argparse.Namespace) -> int:
     import time
 
     from xqa.config import PipelineConfig
-    from xqa.errors import XqaError
+    from xqa.errors import InputError, XqaError
     from xqa.io import jsonl_objects
     from xqa.pipeline import Pipeline
     from xqa.records import UNKNOWN_LANG, Question
 
-    questions = [q for _, q in jsonl_objects(args.questions) if args.split is None or q.get("split") == args.split]
+    questions = []
+    for line, q in jsonl_objects(args.questions):
+        lacking = [key for key in ("id", "question", "lang") if not isinstance(q.get(key), str)]
+        if lacking:   # the shipped corpus's layout (xqa data corpus): each names its paragraphs too
+            raise InputError(args.questions, line, f"question record without {', '.join(map(repr, lacking))} "
+                                                   "(xqa report pairs reads xqa data corpus's questions.jsonl)")
+        if args.split is None or q.get("split") == args.split:
+            questions.append(q)
     if not questions:
         raise XqaError(f"{args.questions}: no questions" + (f" of split {args.split}" if args.split else ""))
     cfg = PipelineConfig.load(args.config)
