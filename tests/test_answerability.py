@@ -275,6 +275,11 @@ def test_tune_answerability_writes_into_the_reader_that_answered_the_records(tmp
     err = capsys.readouterr().err
     assert "answered by 2 readers (--reader short at" in err and "the config's reader at" in err
     assert PipelineConfig.load(cfg).reader.answerability is None   # neither refusal wrote anything
+    # the default reader named (--reader default) is the config's reader, as records without a name are
+    named = answered_by(tmp_path / "named.jsonl", PipelineConfig.load(cfg).reader_name())
+    assert main([*args, "--records", str(named), str(tmp_path / "plain.jsonl")]) == 0
+    written = PipelineConfig.load(cfg)
+    assert written.reader.answerability is not None and "answerability" in written.tuned
 
 
 def test_the_pipeline_config_checks_the_calibrator(tmp_path):

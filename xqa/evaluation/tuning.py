@@ -455,11 +455,13 @@ def tune_answerability(config: AnswerabilityTuneConfig):
     if not 0.0 <= c.not_found_share < 1.0:
         raise XqaError(f"--not-found-share {c.not_found_share}: a share in [0, 1)")
     records = selective.read_records(c.records)
-    reader = records_reader(records)
+    names = None
     if c.write_config is not None:
         from xqa.config import PipelineConfig
 
         names = PipelineConfig.load(c.write_config).reader_names()
+    reader = records_reader(records, default=names[0] if names else None)
+    if names is not None:
         if reader is not None and reader not in names:
             raise XqaError(f"the records were answered with --reader {reader}, which {c.write_config} does not "
                            f"name (its readers: {', '.join(names)}): its calibrator belongs to no reader there; "
@@ -483,12 +485,14 @@ def tune_answerability(config: AnswerabilityTuneConfig):
     return result
 
 
-def records_reader(records: list[dict[str, Any]]) -> str | None:
-    """The ``--reader`` that answered every record of ``records`` (None: the config's reader); an
-    error where they were answered by different readers, whose scores one calibrator cannot share."""
+def records_reader(records: list[dict[str, Any]], default: str | None = None) -> str | None:
+    """The ``--reader`` that answered every record of ``records`` (None: the config's reader, whose
+    name ``default`` is, where known); an error where they were answered by different readers,
+    whose scores one calibrator cannot share."""
     readers: dict[str | None, str] = {}
     for rec in records:
-        readers.setdefault(rec.get("reader"), rec["_source"])
+        name = rec.get("reader")
+        readers.setdefault(None if name == default else name, rec["_source"])
     if len(readers) > 1:
         said = "; ".join((f"--reader {name}" if name else "the config's reader") + f" at {where}"
                          for name, where in readers.items())
