@@ -180,3 +180,17 @@ def test_retrieval_tuned_on_other_dev_questions_is_tuned_again(tmp_path, capsys)
     assert not stages["α"].done() and not stages["β,"].done() and not (out / "tuned").exists()
     assert f"tuned on {first.resolve()}; tuning again on {second}" in capsys.readouterr().out
     assert CorpusBuild(tmp_path / "p.jsonl", out).stages()[-1].done()   # no --dev: nothing to tune
+
+
+def test_a_collection_changed_since_its_build_is_said_so_not_called_another(tmp_path):
+    from xqa.errors import XqaError
+    from xqa.recipes.corpus import CorpusBuild
+
+    src = tmp_path / "mine.jsonl"
+    src.write_text(json.dumps({"id": "a", "title": "", "text": "x", "lang": "en"}) + "\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "passages.jsonl").write_text("")
+    (out / "source.json").write_text(json.dumps({"path": str(src.resolve()), "sha256": "0" * 64}))
+    with pytest.raises(XqaError, match=rf"was built from {src.resolve()} as it was then; build {src} into another"):
+        CorpusBuild(src, out).stages()[0].done()

@@ -284,8 +284,12 @@ class CorpusBuild(Build):
             return False
         old = json.loads(meta.read_text(encoding="utf-8"))
         if old.get("sha256") != self._source_digest():
-            raise XqaError(f"{self.out} was built from another passage collection ({old.get('path')}); "
-                           f"build {self.source} into another --out, or delete {self.out}")
+            same = old.get("path") == str(self.source.resolve())
+            what = (f"{old.get('path')} as it was then" + (", or with other --split, --max-tokens, --overlap or "
+                                                            "--lang" if self.documents is not None else "")
+                    if same else f"another passage collection ({old.get('path')})")
+            raise XqaError(f"{self.out} was built from {what}; build {self.source} into another --out, "
+                           f"or delete {self.out}")
         return True
 
     def copy_passages(self) -> None:
