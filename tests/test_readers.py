@@ -207,6 +207,23 @@ def test_ask_reads_with_a_readers_folder_under_the_configs_settings_without_its_
     assert folder["answer"] == plain["answer"]   # the same model as the config's reader
 
 
+def test_a_readers_folder_with_a_fusion_json_reads_with_the_settings_tuned_for_it(calibrated, tmp_path, capsys):
+    """``xqa tune fusion --out FOLDER/fusion.json``: --reader FOLDER reads as it was tuned to, as a
+    build that takes the folder does."""
+    from xqa.recipes.corpus import FUSION_FILE
+
+    tuned = tmp_path / "tuned-fid"
+    shutil.copytree(Path(PipelineConfig.load(calibrated).reader.model), tuned)
+    (tuned / FUSION_FILE).write_text(json.dumps({"beta": 0.4, "gamma": 0.7, "n_context": 2, "beams": 1,
+                                                 "n_best": 1, "span_beams": 0, "tuned": ["beta", "gamma"]}))
+    assert main(["ask", "What continent is Mexico in?", "--config", str(calibrated), "--json", "--lang", "en",
+                 "--reader", str(tuned)]) == 0
+    captured = capsys.readouterr()
+    record = json.loads(captured.out)
+    assert len(record["evidence"]) == 2 and len(record["candidates"]) == 1 and record["confidence"] is None
+    assert f"read with the settings of its {tuned / FUSION_FILE}; its answers carry no P(right)" in captured.err
+
+
 def test_reader_folders_that_are_not_readers_are_said_before_anything_loads(calibrated, tiny_pipeline, tmp_path,
                                                                               capsys):
     from xqa.cli_options import reader_choice

@@ -179,10 +179,11 @@ def reader_choice(config, value: str | None, say=None, flag: str = "--reader") -
     :class:`~xqa.config.PipelineConfig`, changed in place). A name of its readers stays as it is. A
     folder (a reader, a training run's folder, one unpacked with ``xqa reader unpack``) joins
     ``config.readers``, named by its path as given (``NAME=FOLDER``: by NAME), with the default
-    reader's settings (passages read, n-best, evidence fusion's weights) but none of its
-    calibrators: those were fitted on the default reader's scores, so the folder's answers carry
-    no P(right) (``say``, where given, is told so when the config has them). Not a reader: an
-    error naming ``flag``, now, before anything loads."""
+    reader's settings (passages read, n-best, evidence fusion's weights), or those of the
+    ``fusion.json`` it carries (``xqa tune fusion --out FOLDER/fusion.json``), but none of the
+    config's calibrators: those were fitted on the default reader's scores, so the folder's
+    answers carry no P(right) (``say``, where given, is told so when the config has them). Not a
+    reader: an error naming ``flag``, now, before anything loads."""
     from xqa.config import READER_NAME
     from xqa.errors import XqaError
 
@@ -210,11 +211,17 @@ def reader_choice(config, value: str | None, say=None, flag: str = "--reader") -
     if not any((where / "config.json").is_file() for where in (path, path / "best")):
         raise XqaError(f"{flag} {value}: no config.json in it or in its best/: not a reader's folder")
     family_of(path)   # another kind of xqa folder is said here
+    from xqa.recipes.corpus import reader_fusion_file, tuned_reader_settings
+
+    fusion = reader_fusion_file(path)   # xqa tune fusion --out FOLDER/fusion.json: how it reads best
+    tuned = tuned_reader_settings(fusion.parent) if fusion is not None else {}
     config.readers[name] = replace(config.reader, name=None, model=str(path.resolve()), answerability=None,
-                                   answerable=None, not_found_threshold=None)
-    if say is not None and config.reader.answerability is not None:
-        say(f"reader {name}: read with the config's reader settings; its answers carry no P(right) "
-            f"(the config's calibrators were fitted on its own reader's scores)")
+                                   answerable=None, not_found_threshold=None, **tuned)
+    if say is not None and (tuned or config.reader.answerability is not None):
+        say(f"reader {name}: read with " + (f"the settings of its {fusion}" if tuned else
+                                            "the config's reader settings")
+            + ("; its answers carry no P(right) (the config's calibrators were fitted on its own reader's scores)"
+               if config.reader.answerability is not None else ""))
     return name
 
 
