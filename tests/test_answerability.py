@@ -271,6 +271,9 @@ def test_tune_answerability_writes_into_the_reader_that_answered_the_records(tmp
     mine = answered_by(tmp_path / "mine.jsonl", "runs/mine")   # xqa answer --reader FOLDER
     assert main([*args, "--records", str(mine)]) == 1
     assert "answered with --reader runs/mine, which" in capsys.readouterr().err
+    (tmp_path / "none.jsonl").write_text("")
+    assert main([*args, "--records", str(tmp_path / "none.jsonl")]) == 1
+    assert "none.jsonl: no answer records" in capsys.readouterr().err
     assert main([*args, "--records", str(short), str(answered_by(tmp_path / "plain.jsonl", None))]) == 1
     err = capsys.readouterr().err
     assert "answered by 2 readers (--reader short at" in err and "the config's reader at" in err

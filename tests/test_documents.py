@@ -113,6 +113,21 @@ def test_mixed_and_unknown_documents_are_reported(tmp_path):
     assert {v for k, v in langs.items() if k.startswith("numbers")} == {"und"}
 
 
+def test_a_folder_without_documents_is_said_before_anything_is_built_and_leaves_nothing(tmp_path, capsys):
+    from xqa.cli import main
+
+    docs = tmp_path / "docs"
+    (docs / ".hidden").mkdir(parents=True)
+    (docs / ".hidden" / "a.txt").write_text("hidden, so left out")
+    out = tmp_path / "build"
+    assert main(["build", "--documents", str(docs), "--out", str(out)]) == 1
+    assert f"--documents {docs}: holds no documents" in capsys.readouterr().err and not out.exists()
+    (docs / "empty.txt").write_text("")
+    with pytest.raises(XqaError, match=r"no passages from its 1 file: 1 skipped \(empty.txt: empty"):
+        write_passages(docs, tmp_path / "p.jsonl", MiaSplit(), log=lambda s: None)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["docs"]   # no partial passage file, no progress
+
+
 # ----------------------------------------------------------------------------- splitting
 
 

@@ -132,6 +132,8 @@ def test_a_line_that_is_not_json_and_an_id_used_twice_are_named(tmp_path):
     _jsonl(path, [{"id": "a", "question": "Hauptstadt?", "answers": ["Berlin"], "context": BERLIN}] * 2)
     with pytest.raises(InputError, match=rf"{path}:2: duplicate question id 'a' \(first at {path}:1\)"):
         read_own(str(path), lang="de")
+    with pytest.raises(XqaError, match=rf"{tmp_path} is a folder; name the files in it"):
+        read_own(str(tmp_path), lang="de")
 
 
 def test_a_spreadsheets_csv_or_tsv_is_read_by_its_header_and_rows_are_named_by_their_first_line(tmp_path):

@@ -111,6 +111,8 @@ def read_own(spec: str, lang: str | None = None, problems: Problems | None = Non
     from xqa.io import _is_json_document, known_language
 
     path, file_lang = split_spec(spec)
+    if path.is_dir():
+        raise XqaError(f"{path} is a folder; name the files in it")
     if not path.is_file():
         raise XqaError(f"{path}: no such file")
     if path.stat().st_size == 0:

@@ -187,9 +187,15 @@ class Collector:
             fh.flush()
             os.fsync(fh.fileno())
         seconds = seconds_before + time.perf_counter() - t0
-        if not c["passages"]:
-            raise XqaError(f"{root}: no passages: {c['files']['found']} files, {c['files']['skipped']} skipped "
-                           f"({'; '.join(s['file'] + ': ' + s['reason'] for s in c['skipped'][:3])})")
+        if not c["passages"]:   # nothing to resume: the partial file and its progress go
+            self.part.unlink(missing_ok=True)
+            self.progress.unlink(missing_ok=True)
+            found, skipped = c["files"]["found"], c["files"]["skipped"]
+            if not found:
+                raise XqaError(f"{root}: holds no documents (hidden files and folders are left out)")
+            why = "; ".join(s["file"] + ": " + s["reason"] for s in c["skipped"][:3])
+            raise XqaError(f"{root}: no passages from its {found} file{'s' * (found != 1)}: "
+                           + (f"{skipped} skipped ({why})" if skipped else "each was empty"))
         report = {"documents_folder": str(root.resolve()), **stamp, **c, "seconds": round(seconds, 2),
                   "documents_per_second": round(c["documents"] / seconds, 1) if seconds else None}
         write_json_atomic(self.report, report)

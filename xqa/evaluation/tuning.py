@@ -455,6 +455,8 @@ def tune_answerability(config: AnswerabilityTuneConfig):
     if not 0.0 <= c.not_found_share < 1.0:
         raise XqaError(f"--not-found-share {c.not_found_share}: a share in [0, 1)")
     records = selective.read_records(c.records)
+    if not records:
+        raise XqaError(f"{', '.join(map(str, c.records))}: no answer records (xqa answer --out writes them)")
     names = None
     if c.write_config is not None:
         from xqa.config import PipelineConfig

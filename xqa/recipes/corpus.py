@@ -862,9 +862,14 @@ def corpus_build(config: BuildConfig) -> CorpusBuild:
         raise XqaError("give one of --passages FILE and --documents DIR")
     split = None
     if c.documents:
+        from xqa.documents.formats import document_files
         from xqa.documents.split import make_split
 
         make_split(c.split, max_tokens=c.max_tokens, overlap=c.overlap)   # checked before anything is built
+        if not Path(c.documents).exists():
+            raise XqaError(f"--documents {c.documents}: no such folder or file")
+        if not document_files(Path(c.documents)):
+            raise XqaError(f"--documents {c.documents}: holds no documents (hidden files and folders are left out)")
         split = {"split": c.split, "max_tokens": c.max_tokens, "overlap": c.overlap, "strict": c.strict}
     if not is_method(c.method):
         raise XqaError(f"--method {c.method!r} is not one of {', '.join(method_names())}")
