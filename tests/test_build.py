@@ -194,3 +194,16 @@ def test_a_collection_changed_since_its_build_is_said_so_not_called_another(tmp_
     (out / "source.json").write_text(json.dumps({"path": str(src.resolve()), "sha256": "0" * 64}))
     with pytest.raises(XqaError, match=rf"was built from {src.resolve()} as it was then; build {src} into another"):
         CorpusBuild(src, out).stages()[0].done()
+
+
+def test_passages_given_their_language_by_another_lang_are_refused(tmp_path):
+    from xqa.errors import XqaError
+    from xqa.recipes.corpus import CorpusBuild
+
+    src = tmp_path / "mine.jsonl"
+    src.write_text(json.dumps({"id": "a", "title": "", "text": "x"}) + "\n")   # no 'lang': --lang gives it
+    out = tmp_path / "out"
+    CorpusBuild(src, out, lang="de").copy_passages()
+    assert CorpusBuild(src, out, lang="de").stages()[0].done()
+    with pytest.raises(XqaError, match="was built with --lang de, not fr"):
+        CorpusBuild(src, out, lang="fr").stages()[0].done()

@@ -292,6 +292,9 @@ class CorpusBuild(Build):
                     if same else f"another passage collection ({old.get('path')})")
             raise XqaError(f"{self.out} was built from {what}; build {self.source} into another --out, "
                            f"or delete {self.out}")
+        if self.documents is None and "lang" in old and old["lang"] != self.lang:   # passages without a 'lang'
+            raise XqaError(f"{self.out} was built with --lang {old['lang'] or '(none)'}, not "
+                           f"{self.lang or '(none)'}: build into another --out, or delete {self.out}")
         return True
 
     def copy_passages(self) -> None:
@@ -313,7 +316,7 @@ class CorpusBuild(Build):
         self.out.mkdir(parents=True, exist_ok=True)
         write_text_atomic(self.passages, "".join(line + "\n" for line in lines))
         write_json_atomic(self.out / "source.json", {"path": str(self.source.resolve()),
-                                                     "sha256": self._source_digest(),
+                                                     "sha256": self._source_digest(), "lang": self.lang,
                                                      "passages": len(lines), "languages": langs})
 
     def split_documents(self) -> None:
