@@ -32,6 +32,17 @@ def test_a_reader_of_another_profile_is_not_silently_reused(tmp_path):
     assert not WorldBuild(tmp_path, profile="long")._reader_finished()
 
 
+def test_a_world_of_another_size_or_seed_is_refused_not_built_upon(tmp_path):
+    (tmp_path / "world").mkdir()
+    (tmp_path / "world" / "config.json").write_text(json.dumps({"kind": "world", "size": "small", "seed": 0}))
+    world_stage = lambda build: build.stages()[0]   # noqa: E731
+    assert world_stage(WorldBuild(tmp_path, profile="small")).done()
+    with pytest.raises(XqaError, match="holds a world of size 'small' and seed 0, not the 'small' world of seed 3"):
+        world_stage(WorldBuild(tmp_path, profile="small", seed=3)).done()
+    with pytest.raises(XqaError, match="not the 'default' world of seed 0"):
+        world_stage(WorldBuild(tmp_path, profile="world")).done()
+
+
 def test_a_reader_without_a_recorded_recipe_is_trained_again(tmp_path, capsys):
     state = tmp_path / "reader" / "checkpoint" / "trainer_state.json"
     state.parent.mkdir(parents=True)

@@ -134,7 +134,7 @@ class WorldBuild(Build):
         """(name, is_done, run) for each stage, in order."""
         w = self.world
         return [
-            Stage("world", lambda: is_complete(w), self.make_world),
+            Stage("world", lambda: is_complete(w) and self._world_current(), self.make_world),
             Stage("tokenizer", lambda: is_complete(self.tok), self.train_tokenizer),
             Stage("BM25 indexes", lambda: is_complete(self.bm25), self.index_sparse),
             Stage("cross-script BM25 index", lambda: is_complete(self.roman) and self._roman_current(),
@@ -158,6 +158,16 @@ class WorldBuild(Build):
         ]
 
     # ------------------------------------------------------------------ stages
+
+    def _world_current(self) -> bool:
+        """The world there is the one this build makes (its size and seed); another is an error:
+        every later stage was made from it."""
+        made = json.loads((self.world / "config.json").read_text(encoding="utf-8"))
+        if (made.get("size"), made.get("seed")) != (self.p.world_scale, self.seed):
+            raise XqaError(f"{self.out} holds a world of size {made.get('size')!r} and seed {made.get('seed')}, "
+                           f"not the {self.p.world_scale!r} world of seed {self.seed} this build makes: give its "
+                           f"--profile and --seed to go on with it, or build into another --out")
+        return True
 
     def make_world(self) -> None:
         from xqa.world.generate import build_world, describe_build
