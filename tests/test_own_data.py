@@ -255,6 +255,7 @@ def test_a_span_reader_continued_on_own_data_stops_on_time_resumes_and_loads_as_
     second = train_reader()
     assert second.returncode == 0, second.stderr[-2000:]
     assert "resuming from" in second.stdout
+    assert f"answer with it: xqa ask \"…\" --reader {out}" in second.stdout and "--reader" not in first.stdout
     assert json.loads((out / "checkpoint" / "trainer_state.json").read_text())["step"] == 4
     # continued from the given reader: its weights moved, its settings kept
     before = load_file(str(start / "encoder" / "model.safetensors"))

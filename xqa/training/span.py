@@ -43,7 +43,10 @@ def summary(result: dict, config: SpanTrainConfig) -> str:
     what = ("what training changed (xqa reader pack --reader OUT adds it to the encoder)" if config.kit
             else "span reader")
     state = "stopped at the time limit, " if result.get("stopped") else ""
-    return f"{what} written to {config.out}/best ({state}step {result['step']}, best f1 {result.get('best')})"
+    done = f"{what} written to {config.out}/best ({state}step {result['step']}, best f1 {result.get('best')})"
+    if config.kit or result.get("stopped"):
+        return done
+    return done + f"\nanswer with it: xqa ask \"…\" --reader {config.out} (or xqa answer … --reader {config.out})"
 
 
 def train(config: SpanTrainConfig, scorer=None) -> dict:
