@@ -163,7 +163,8 @@ class WorldBuild(Build):
         """The world there is the one this build makes (its size and seed); another is an error:
         every later stage was made from it."""
         made = json.loads((self.world / "config.json").read_text(encoding="utf-8"))
-        if (made.get("size"), made.get("seed")) != (self.p.world_scale, self.seed):
+        recorded = {k: made[k] for k in ("size", "seed") if k in made}   # as the world recorded them
+        if recorded != {k: v for k, v in (("size", self.p.world_scale), ("seed", self.seed)) if k in recorded}:
             raise XqaError(f"{self.out} holds a world of size {made.get('size')!r} and seed {made.get('seed')}, "
                            f"not the {self.p.world_scale!r} world of seed {self.seed} this build makes: give its "
                            f"--profile and --seed to go on with it, or build into another --out")
