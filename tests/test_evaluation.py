@@ -208,6 +208,17 @@ def test_predictions_layouts(tmp_path):
     assert dict(preds) == {"1_ja": "東京", "2": "Paris", "3": "x", "4_ar": "y"}
 
 
+def test_an_answer_folder_stands_for_its_predictions_json(tmp_path):
+    run = tmp_path / "run"
+    (run / "predictions").mkdir(parents=True)
+    write(run / "records.jsonl", json.dumps({"id": "q1", "answer": "a", "candidates": []}) + "\n")
+    write(run / "run.json", json.dumps({"settings": {"pipeline": {"k": 5}}}))
+    write(run / "predictions.json", json.dumps({"q1": "a", "q2": "b"}))
+    write(run / "predictions" / "en.json", json.dumps({"q1": "a", "q2": "b"}))
+    assert dict(load_predictions([run])) == {"q1": "a", "q2": "b"}
+    assert dict(load_predictions([run / "predictions"])) == {"q1": "a", "q2": "b"}
+
+
 def test_ambiguous_bare_ids_across_files_are_an_error(tmp_path):
     a = write(tmp_path / "ja.json", json.dumps({"7": "東京"}))
     b = write(tmp_path / "ar.json", json.dumps({"7": "طوكيو"}))

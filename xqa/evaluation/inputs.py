@@ -131,12 +131,17 @@ def load_predictions(paths: Iterable[str | Path]) -> Predictions:
       or one for everything);
     * a JSON object of such objects (the MIA eval.ai submission:
       ``{"xor-tydi": {...}, "mkqa-ja": {...}}``);
-    * JSONL of answer records ``{"id": ..., "answer": ...}`` (``Answer.to_dict``).
+    * JSONL of answer records ``{"id": ..., "answer": ...}`` (``Answer.to_dict``);
+
+    a folder holds such files, and an ``xqa answer`` folder stands for its ``predictions.json``.
 
     ``null`` answers count as missing. An empty file, an id given twice in one
     file (a repeated key in a JSON object included) and an empty id are errors.
     """
     preds = Predictions()
+    # an xqa answer folder (records.jsonl, run.json, ...) stands for its predictions.json
+    paths = [Path(p) / "predictions.json" if (Path(p) / "records.jsonl").is_file()
+             and (Path(p) / "predictions.json").is_file() else p for p in paths]
     for path in expand_paths(paths, "prediction"):
         if path.stat().st_size == 0:
             raise InputError(path, None, "the file is empty")

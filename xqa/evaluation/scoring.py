@@ -34,8 +34,8 @@ class EvalConfig(QuestionSelection):
     predictions: list[str] | None = field(default=None, metadata={
         "nargs": "+", "metavar": _PATH,
         "help": "predictions of one system: JSON objects id -> answer (one file, several "
-                "per-language files or a folder of them), an MIA submission file, or "
-                "JSONL answer records {id, answer}"})
+                "per-language files or a folder of them), an MIA submission file, "
+                "JSONL answer records {id, answer}, or an xqa answer folder (its predictions.json)"})
     mode: str = field(default="official", metadata={
         "choices": ("official", "lang_aware"),
         "help": "official: segment exactly the codes the MIA scripts know (ja, zh_cn/hk/tw, "
