@@ -224,6 +224,36 @@ def test_a_readers_folder_with_a_fusion_json_reads_with_the_settings_tuned_for_i
     assert f"read with the settings of its {tuned / FUSION_FILE}; its answers carry no P(right)" in captured.err
 
 
+@pytest.mark.slow
+def test_a_packed_reader_as_reader_is_unpacked_onto_the_pipelines_encoder_once(converted_e5, tmp_path, monkeypatch):
+    """--reader PACKED (xqa reader pack's folder, the shipped one included) is unpacked onto the
+    encoder the pipeline's dense index was made with, as xqa build does, into a folder reused
+    until the packed files change."""
+    from xqa.cli_options import pipeline_encoder, reader_choice
+    from xqa.data.corpus import SHIPPED_READER
+    from xqa.pipeline import reader_family
+
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))   # the unpacked folder goes under tmp_path
+    index = tmp_path / "dense"
+    index.mkdir()
+    (index / "config.json").write_text(json.dumps({"kind": "dense_index", "model": {
+        "path": "../nowhere", "abs_path": str(converted_e5)}}))
+    cfg = PipelineConfig()
+    cfg.retrieval.dense_index = str(index)
+    assert pipeline_encoder(cfg) == converted_e5
+    name = reader_choice(cfg, str(SHIPPED_READER))
+    first = Path(cfg.readers[name].model)
+    assert first.parent.name.startswith("xqa-readers-") and reader_family(str(first)).name == "span"
+    again = PipelineConfig(retrieval=cfg.retrieval)
+    stamp = (first / "config.json").stat().st_mtime_ns
+    assert Path(again.readers[reader_choice(again, str(SHIPPED_READER))].model) == first   # reused, not made again
+    assert (first / "config.json").stat().st_mtime_ns == stamp
+    with pytest.raises(XqaError, match="a packed reader, and this pipeline names no encoder"):
+        reader_choice(PipelineConfig(), str(SHIPPED_READER))
+
+
 def test_reader_folders_that_are_not_readers_are_said_before_anything_loads(calibrated, tiny_pipeline, tmp_path,
                                                                               capsys):
     from xqa.cli_options import reader_choice

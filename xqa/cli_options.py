@@ -206,16 +206,27 @@ def reader_choice(config, value: str | None, say=None, flag: str = "--reader") -
                        f"the pipeline's readers ({', '.join(config.reader_names())})")
     from dataclasses import replace
 
-    from reader.registry import family_of
+    from reader.registry import artifact, family_of
 
     if not any((where / "config.json").is_file() for where in (path, path / "best")):
         raise XqaError(f"{flag} {value}: no config.json in it or in its best/: not a reader's folder")
-    family_of(path)   # another kind of xqa folder is said here
     from xqa.recipes.corpus import reader_fusion_file, tuned_reader_settings
 
     fusion = reader_fusion_file(path)   # xqa tune fusion --out FOLDER/fusion.json: how it reads best
+    model = path.resolve()
+    try:
+        packed = artifact(path)[1] == "packed"
+    except XqaError:
+        packed = False
+    if packed:   # xqa reader pack's 21.8 MB: unpacked onto the pipeline's encoder, as xqa build does
+        encoder = pipeline_encoder(config)
+        if encoder is None:
+            raise XqaError(f"{flag} {value}: a packed reader, and this pipeline names no encoder (a dense index's) "
+                           f"to unpack it onto: xqa reader unpack --delta {value} --base ENCODER --out DIR")
+        model = unpacked_reader(path, encoder, log=say or (lambda line: None))
+    family_of(model)   # another kind of xqa folder is said here
     tuned = tuned_reader_settings(fusion.parent) if fusion is not None else {}
-    config.readers[name] = replace(config.reader, name=None, model=str(path.resolve()), answerability=None,
+    config.readers[name] = replace(config.reader, name=None, model=str(model), answerability=None,
                                    answerable=None, not_found_threshold=None, **tuned)
     if say is not None and (tuned or config.reader.answerability is not None):
         say(f"reader {name}: read with " + (f"the settings of its {fusion}" if tuned else
@@ -223,6 +234,31 @@ def reader_choice(config, value: str | None, say=None, flag: str = "--reader") -
             + ("; its answers carry no P(right) (the config's calibrators were fitted on its own reader's scores)"
                if config.reader.answerability is not None else ""))
     return name
+
+
+def unpacked_reader(packed: Path, encoder: Path, log) -> Path:
+    from xqa.reader_artifacts import unpacked_reader as unpack
+
+    return unpack(packed, encoder, log=log)
+
+
+def pipeline_encoder(config) -> Path | None:
+    """The encoder folder the pipeline's dense index was encoded with (a packed reader's base in
+    a pipeline ``xqa build`` made), or None where it names no dense index or the encoder is gone."""
+    from xqa.artifacts import is_complete
+
+    index = config.path(config.retrieval.dense_index) if config.retrieval.dense_index else None
+    if index is None or not is_complete(index):
+        return None
+    import json
+
+    model = json.loads((Path(index) / "config.json").read_text(encoding="utf-8")).get("model")
+    if not isinstance(model, dict):
+        return None
+    for where in ((Path(index) / model.get("path", "")).resolve(), Path(model.get("abs_path", ""))):
+        if is_complete(where):
+            return where
+    return None
 
 
 def add_selection_arguments(p: argparse.ArgumentParser) -> None:

@@ -139,6 +139,31 @@ def _holds_reader(folder: Path, role: str = "reader") -> bool:
     return found_role == role and found == folder
 
 
+def unpacked_reader(packed: str | Path, base: str | Path, log: Log = print) -> Path:
+    """The packed reader ``packed`` unpacked onto the encoder ``base``, for a command that reads
+    with it (``xqa ask --reader PACKED``): in a folder of the temporary directory named by both
+    (and by the packed files' sizes and times, so that a reader packed again is unpacked again),
+    made once and reused, each file from xqa's cache where it holds it."""
+    import hashlib
+    import os
+    import tempfile
+
+    from reader.registry import artifact
+    from xqa.artifacts import is_complete
+
+    family, role, folder = artifact(packed)
+    folder, base = Path(folder).resolve(), Path(base).resolve()
+    stamp = [str(folder), str(base)] + [f"{f.name}:{f.stat().st_size}:{f.stat().st_mtime_ns}"
+                                        for f in sorted(folder.iterdir()) if f.is_file()]
+    key = hashlib.sha256("\0".join(stamp).encode()).hexdigest()[:16]
+    uid = os.getuid() if hasattr(os, "getuid") else "user"
+    out = Path(tempfile.gettempdir()) / f"xqa-readers-{uid}" / f"{folder.name[:48]}-{key}"
+    if not is_complete(out):
+        out.parent.mkdir(parents=True, exist_ok=True)
+        unpack_cached(family, folder, base, out, log=log)
+    return out
+
+
 def unpack_cached(family, packed: Path, base: Path, out: Path, log: Log = print) -> None:
     """The family's unpack of the packed reader ``packed`` onto the encoder ``base`` into ``out``,
     or xqa's cache's copy of the same (:mod:`xqa.runtime_cache`)."""
