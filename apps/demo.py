@@ -280,7 +280,10 @@ def build_app(pipeline, *, max_chars: int = render.MAX_QUESTION_CHARS, batch: in
     readers = answerer.readers
     k_max = max(100, cfg.retrieval.k)
     n_max = max(50, *(cfg.reader_config(name).n_passages for name in readers))
-    descriptions = [(name, reader_description(cfg, name)) for name in readers]
+    uncalibrated = " Its answers carry no calibrated P(right)."   # where the page's other readers' do
+    descriptions = [(name, reader_description(cfg, name)
+                     + (uncalibrated if cfg.reader.answerability is not None
+                        and cfg.reader_config(name).answerability is None else "")) for name in readers]
 
     with gr.Blocks(title="xqa — multilingual question answering", analytics_enabled=False) as demo:
         gr.Markdown(render.intro_markdown(cfg.about, cfg.languages, cfg.retrieval.method,

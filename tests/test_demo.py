@@ -758,3 +758,18 @@ def test_the_demo_routes_to_the_chosen_reader_of_a_real_pipeline(tiny_pipeline, 
     assert len(short["candidates"]) == 1
     assert default["reader"] == "fid" and default["n_passages"] == 4 and len(default["evidence"]) == 4
 
+
+
+def test_the_intro_says_which_readers_answers_carry_no_calibrated_probability(tiny_pipeline, tmp_path):
+    from test_readers import CALIBRATOR, _two_readers
+
+    from xqa.config import PipelineConfig
+
+    path = _two_readers(Path(tiny_pipeline), tmp_path)
+    cfg = PipelineConfig.load(path)
+    cfg.reader.answerability = CALIBRATOR   # the default reader's; "short" has none (an --also-reader folder's lot)
+    cfg.save(path)
+    intro = _by_id(build_app(Pipeline.load(path), batch=1), "intro").value
+    fid, short = (line for line in intro.splitlines() if line.startswith("- **"))
+    assert fid.startswith("- **fid**") and "no calibrated P(right)" not in fid
+    assert short.startswith("- **short**") and short.endswith("Its answers carry no calibrated P(right).")
