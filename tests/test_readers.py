@@ -205,6 +205,7 @@ def test_ask_reads_with_a_readers_folder_under_the_configs_settings_without_its_
     assert f"reader {run}: read with the config's reader settings; its answers carry no P(right)" in captured.err
     assert len(folder["evidence"]) == len(plain["evidence"]) == 4   # the config's passages read
     assert folder["answer"] == plain["answer"]   # the same model as the config's reader
+    assert folder["reader"] == str(run) and "reader" not in plain   # named as xqa answer's records name it
 
 
 def test_a_readers_folder_with_a_fusion_json_reads_with_the_settings_tuned_for_it(calibrated, tmp_path, capsys):

@@ -52,7 +52,10 @@ def _answer(pipe, cfg, args: argparse.Namespace, text: str, found: str | None = 
     asked = pipe.ask(text, cfg.lang, question_id=question_id, n_passages=cfg.n_passages, reader=cfg.reader,
                      found=found)
     if cfg.json:
-        print(json.dumps(asked.answer.to_dict(), ensure_ascii=False, indent=None if jsonl else 1), flush=True)
+        record = asked.answer.to_dict()
+        if cfg.reader is not None:   # as xqa answer's records name it
+            record["reader"] = cfg.reader
+        print(json.dumps(record, ensure_ascii=False, indent=None if jsonl else 1), flush=True)
         return
     lang = asked.question.lang
     rc = pipe.config.reader_config(cfg.reader)
