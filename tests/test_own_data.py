@@ -156,6 +156,10 @@ def test_a_spreadsheets_csv_or_tsv_is_read_by_its_header_and_rows_are_named_by_t
     [q] = read_own(f"{tsv}:de")
     assert q.starts == [BERLIN.index("Stadt hat")]
 
+    workbook = tmp_path / "mine.xlsx"
+    workbook.write_bytes(b"PK\x03\x04")
+    with pytest.raises(XqaError, match="a spreadsheet workbook; save the sheet as CSV"):
+        read_own(str(workbook), lang="de")
     for text, said in (("frage,answer,context\nx,y,z\n", r":1: the first row names no 'question' column"),
                        ("question,answer,answer,context\n", r":1: the first row names 'answer' twice"),
                        ("question,answer,context\nHauptstadt?,Berlin\n", r":2: 2 cells, where the first row names 3"),

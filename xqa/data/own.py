@@ -115,8 +115,11 @@ def read_own(spec: str, lang: str | None = None, problems: Problems | None = Non
         raise XqaError(f"{path} is a folder; name the files in it")
     if not path.is_file():
         raise XqaError(f"{path}: no such file")
+    if path.name.lower().endswith((".xlsx", ".xls", ".ods", ".numbers")):
+        raise XqaError(f"{path}: a spreadsheet workbook; save the sheet as CSV (UTF-8), with the column "
+                       f"names in its first row, and give the .csv file")
     if path.stat().st_size == 0:
-        raise InputError(path, None, "the file is empty (expected SQuAD-layout JSON or JSONL questions)")
+        raise InputError(path, None, "the file is empty (expected SQuAD-layout JSON, JSONL or CSV questions)")
     if file_lang is None and lang is not None:
         known_language(lang, field="--lang")
     default = file_lang or lang
