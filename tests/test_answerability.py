@@ -271,6 +271,17 @@ def test_tune_answerability_writes_into_the_reader_that_answered_the_records(tmp
     mine = answered_by(tmp_path / "mine.jsonl", "runs/mine")   # xqa answer --reader FOLDER
     assert main([*args, "--records", str(mine)]) == 1
     assert "answered with --reader runs/mine, which" in capsys.readouterr().err
+    # an xqa answer folder's run.json says which folder --reader runs/mine was: it joins the readers
+    answered = tmp_path / "answered"
+    answered.mkdir()
+    answered_by(answered / "records.jsonl", "runs/mine/best")
+    (answered / "run.json").write_text(json.dumps({"settings": {"pipeline": {"readers": {"runs/mine/best": {
+        "model": str(tmp_path / "runs" / "mine" / "best"), "n_passages": 3, "beta": 0.5}}}}}))
+    assert main([*args, "--records", str(answered)]) == 0
+    assert "(readers.mine.answerability" in capsys.readouterr().out
+    mine = PipelineConfig.load(cfg).readers["mine"]
+    assert mine.model == str(tmp_path / "runs" / "mine" / "best") and mine.n_passages == 3 and mine.beta == 0.5
+    assert mine.answerability is not None and PipelineConfig.load(cfg).reader.answerability is None
     (tmp_path / "none.jsonl").write_text("")
     assert main([*args, "--records", str(tmp_path / "none.jsonl")]) == 1
     assert "none.jsonl: no answer records" in capsys.readouterr().err

@@ -10,7 +10,8 @@ the lowest calibrated probability at which the shown answers are right at least
 uncertain). Writes ``OUT/config.json``, and with ``--write-config`` puts the calibrator and
 thresholds into the pipeline config (``reader.answerability``, ``reader.answerability_threshold``,
 ``reader.not_found_threshold``; those of ``readers.NAME`` for records of ``xqa answer --reader
-NAME``). The fit is :func:`xqa.evaluation.tuning.tune_answerability`.
+NAME``, and a reader's folder given as ``--reader DIR`` joins ``readers`` under its folder's name).
+The fit is :func:`xqa.evaluation.tuning.tune_answerability`.
 
 Example (the shipped corpus's tuning questions)::
 
@@ -75,5 +76,6 @@ def run(args: argparse.Namespace) -> int:
     if write is not None:
         at = "reader" if result.reader is None else f"readers.{result.reader}"
         print(f"written into {write} ({at}.answerability, {at}.answerability_threshold, "
-              f"{at}.answerable, {at}.not_found_threshold)")
+              f"{at}.answerable, {at}.not_found_threshold)"
+              + (f"; xqa ask --reader {result.reader} answers with it" if result.reader else ""))
     return 0

@@ -18,6 +18,7 @@ Each retrieval grid is one :func:`grid_search`: every value is scored on the que
 """
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -463,13 +464,24 @@ def tune_answerability(config: AnswerabilityTuneConfig):
 
         names = PipelineConfig.load(c.write_config).reader_names()
     reader = records_reader(records, default=names[0] if names else None)
-    if names is not None:
-        if reader is not None and reader not in names:
+    added = None   # a reader's folder (xqa answer --reader DIR): it joins the config's readers
+    if names is not None and reader is not None and reader not in names:
+        stored = _answered_with(c.records, reader)
+        if stored is None:
             raise XqaError(f"the records were answered with --reader {reader}, which {c.write_config} does not "
-                           f"name (its readers: {', '.join(names)}): its calibrator belongs to no reader there; "
-                           f"fit it without --write-config (into --out)")
+                           f"name (its readers: {', '.join(names)}), and no run.json beside them says which "
+                           f"folder it was: fit it without --write-config (into --out)")
+        added = (_new_reader_name(reader, names), stored)
     result = selective.fit(records, c.precision, c.l2, not_found_share=c.not_found_share,
                            not_found_score=c.not_found_score)
+    if added is not None:
+        from xqa.config import PipelineConfig
+
+        cfg = PipelineConfig.load(c.write_config)
+        d = cfg.to_dict()
+        d["readers"][added[0]] = {**added[1], "name": None}
+        PipelineConfig.from_dict(d, base_dir=cfg.base_dir).save(c.write_config)
+        reader = added[0]
     result.reader = reader
     cal = result.calibrator
     cal.fitted_on["records"] = [str(p) for p in c.records]
@@ -485,6 +497,35 @@ def tune_answerability(config: AnswerabilityTuneConfig):
                                  "records": cal.fitted_on["records"]}},
                     reader_name=reader)
     return result
+
+
+def _answered_with(paths: list[str], reader: str) -> dict[str, Any] | None:
+    """The settings ``xqa answer --reader`` read the records in ``paths`` with (its ``run.json``:
+    model folder, passages read, fusion weights), or None where no run.json has them."""
+    for path in map(Path, paths):
+        run = (path if path.is_dir() else path.parent) / "run.json"
+        try:
+            stored = json.loads(run.read_text(encoding="utf-8"))["settings"]["pipeline"]["readers"][reader]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if isinstance(stored, dict) and stored.get("model"):
+            return stored
+    return None
+
+
+def _new_reader_name(path: str, taken: list[str]) -> str:
+    """A reader name (:data:`xqa.config.READER_NAME`) for the folder ``path``: its last part
+    (its parent's for a training run's ``best``), made a name, not one of ``taken``."""
+    import re
+
+    parts = [p for p in Path(path).parts if p not in ("/", ".", "..")]
+    if len(parts) > 1 and parts[-1] == "best":
+        parts = parts[:-1]
+    base = re.sub(r"[^A-Za-z0-9_.+-]", "-", parts[-1] if parts else "reader").lstrip("_.+-")[:60] or "reader"
+    name, n = base, 2
+    while name in taken:
+        name, n = f"{base}-{n}", n + 1
+    return name
 
 
 def records_reader(records: list[dict[str, Any]], default: str | None = None) -> str | None:
