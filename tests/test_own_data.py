@@ -150,6 +150,10 @@ def test_a_spreadsheets_csv_or_tsv_is_read_by_its_header_and_rows_are_named_by_t
         ("mine:2", ["Berlin"], "de"), ("w1", ["Tokio"], "de"),
         ("mine:6", ["3,7 Millionen", "etwa 3,7 Millionen"], "de")]   # the line the row starts on
     assert qs[1].context == "Er wohnt\nin Tokio."
+    semicolons = tmp_path / "excel-de.csv"   # German Excel's "CSV": ';' between cells, commas inside them
+    semicolons.write_text(f"Frage;question;Answer;Context\nx;Einwohner?;3,7 Millionen;{BERLIN}\n", encoding="utf-8")
+    [q] = read_own(f"{semicolons}:de")
+    assert q.answers == ["3,7 Millionen"] and q.context == BERLIN
     tsv = tmp_path / "mine.tsv"
     tsv.write_text(f"question\tanswers\tcontext\tanswer_start\nStadt?\tStadt\t{BERLIN}\t{BERLIN.index('Stadt hat')}\n",
                    encoding="utf-8")

@@ -174,8 +174,8 @@ TABLE_COLUMNS = ("question", "answer", "answers", "context", "id", "lang", "titl
 
 
 def _table_records(path: Path, lang: str | None, delimiter: str) -> Iterator[dict | InputError]:
-    """A spreadsheet's export: CSV (``,``) or TSV (tab), the first row naming the columns (any
-    case and order): ``question``, ``answer`` (or ``answers``: one answer a cell, or a JSON list
+    """A spreadsheet's export: CSV (``,``, or ``;`` or tab where those separate the first row's
+    column names) or TSV (tab), the first row naming the columns (any case and order): ``question``, ``answer`` (or ``answers``: one answer a cell, or a JSON list
     of them), ``context``, and optionally ``id``, ``lang``, ``title``, ``answer_start``. A record's
     line is the line its row starts on (a quoted cell may span lines); an empty optional cell is
     as if the column were not there."""
@@ -184,7 +184,11 @@ def _table_records(path: Path, lang: str | None, delimiter: str) -> Iterator[dic
 
     from xqa.io import read_text
 
-    rows = csv.reader(io.StringIO(read_text(path), newline=""), delimiter=delimiter)
+    text = read_text(path)
+    if delimiter == ",":   # Excel writes ';' where the decimal mark is a comma: the one that names the columns
+        first = text.split("\n", 1)[0].lower()
+        delimiter = max((",", ";", "\t"), key=lambda d: sum(c.strip(' "') in TABLE_COLUMNS for c in first.split(d)))
+    rows = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
     layout = "TSV" if delimiter == "\t" else "CSV"
     try:
         header = [cell.strip().lower() for cell in next(rows)]
