@@ -177,7 +177,9 @@ def load_pipeline(args: argparse.Namespace, needed: Sequence[str] = (), say=None
 def reader_choice(config, value: str | None, say=None, flag: str = "--reader") -> str | None:
     """``--reader``'s value as the name of one of ``config``'s readers (a
     :class:`~xqa.config.PipelineConfig`, changed in place). A name of its readers stays as it is. A
-    folder (a reader, a training run's folder, one unpacked with ``xqa reader unpack``) joins
+    folder (a reader, a training run's folder, one unpacked with ``xqa reader unpack``, or a packed
+    one, unpacked onto the encoder of the pipeline's dense index by
+    :func:`xqa.reader_artifacts.unpacked_reader`) joins
     ``config.readers``, named by its path as given (``NAME=FOLDER``: by NAME), with the default
     reader's settings (passages read, n-best, evidence fusion's weights), or those of the
     ``fusion.json`` it carries (``xqa tune fusion --out FOLDER/fusion.json``), but none of the
@@ -223,6 +225,8 @@ def reader_choice(config, value: str | None, say=None, flag: str = "--reader") -
         if encoder is None:
             raise XqaError(f"{flag} {value}: a packed reader, and this pipeline names no encoder (a dense index's) "
                            f"to unpack it onto: xqa reader unpack --delta {value} --base ENCODER --out DIR")
+        from xqa.reader_artifacts import unpacked_reader
+
         model = unpacked_reader(path, encoder, log=say or (lambda line: None))
     family_of(model)   # another kind of xqa folder is said here
     tuned = tuned_reader_settings(fusion.parent) if fusion is not None else {}
@@ -236,29 +240,23 @@ def reader_choice(config, value: str | None, say=None, flag: str = "--reader") -
     return name
 
 
-def unpacked_reader(packed: Path, encoder: Path, log) -> Path:
-    from xqa.reader_artifacts import unpacked_reader as unpack
-
-    return unpack(packed, encoder, log=log)
-
-
 def pipeline_encoder(config) -> Path | None:
     """The encoder folder the pipeline's dense index was encoded with (a packed reader's base in
     a pipeline ``xqa build`` made), or None where it names no dense index or the encoder is gone."""
+    import json
+
+    from retriever.dense.encode import resolve_model_dir
     from xqa.artifacts import is_complete
+    from xqa.errors import XqaError
 
     index = config.path(config.retrieval.dense_index) if config.retrieval.dense_index else None
     if index is None or not is_complete(index):
         return None
-    import json
-
     model = json.loads((Path(index) / "config.json").read_text(encoding="utf-8")).get("model")
-    if not isinstance(model, dict):
+    try:
+        return resolve_model_dir(index, model) if isinstance(model, dict) else None
+    except (XqaError, KeyError):
         return None
-    for where in ((Path(index) / model.get("path", "")).resolve(), Path(model.get("abs_path", ""))):
-        if is_complete(where):
-            return where
-    return None
 
 
 def add_selection_arguments(p: argparse.ArgumentParser) -> None:
