@@ -82,8 +82,8 @@ def test_a_pipeline_is_described_from_its_files(built):
 
 def test_the_folder_xqa_build_placed_a_reader_from_is_said(built):
     assert "placed_from" not in describe(built)["readers"][0]   # a folder laid out by hand: not recorded
-    _write(built.parent / "build.json", {"recipe": {}, "placed": {"reader": "/runs/mine-reader/best",
-                                                                  "readers/other": "/elsewhere"}})
+    _write(built.parent / "build.json", {"recipe": {}, "placed": {
+        "reader": {"path": "/runs/mine-reader/best", "stamp": "0123"}, "readers/other": {"path": "/elsewhere"}}})
     [reader] = describe(built)["readers"]
     assert reader["placed_from"] == "/runs/mine-reader/best"
     assert "reader     span (default)" in (text := "\n".join(render(describe(built))))

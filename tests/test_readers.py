@@ -425,21 +425,25 @@ def test_build_refuses_an_other_reader_named_like_the_builds_reader(tiny_pipelin
 
 
 def test_a_build_rerun_with_another_reader_folder_places_that_one(tiny_pipeline, tmp_path, capsys):
-    """The reader stages are done only for the folder they placed (build.json's ``placed``): a
-    rerun that names another --reader or --also-reader folder places it, instead of keeping the first."""
-    from xqa.recipes.corpus import CorpusBuild
+    """The reader stages are done only for the reader they placed (build.json's ``placed``: its
+    folder and a stamp of its files): a rerun that names another --reader or --also-reader places
+    it, instead of keeping the first; the same files in another folder (a moved checkout) are the same."""
+    from xqa.recipes.corpus import CorpusBuild, reader_stamp
 
     fid = Path(tiny_pipeline).parent / "reader" / "best"
-    other = tmp_path / "other"
+    other, moved = tmp_path / "other", tmp_path / "moved"
     shutil.copytree(fid, other)
+    shutil.copytree(fid, moved)
     (other / "marker.txt").write_text("the other reader")
     build = _build_with_a_reader(tmp_path, fid, {"x": fid})
     for name in ("reader", "reader x (--also-reader)"):
         stage = {s.name: s for s in build.stages()}[name]
         stage.run()
         assert stage.done()
-    assert json.loads((build.out / "build.json").read_text())["placed"] == {"reader": str(fid.resolve()),
-                                                                            "readers/x": str(fid.resolve())}
+    first = {"path": str(fid.resolve()), "stamp": reader_stamp(fid)}
+    assert json.loads((build.out / "build.json").read_text())["placed"] == {"reader": first, "readers/x": first}
+    assert reader_stamp(fid.parent) == reader_stamp(fid)   # a training run's folder: its best reader
+    assert {s.name: s for s in CorpusBuild(build.source, build.out, reader=moved).stages()}["reader"].done()
     build.write_config()
     (build.out / "tuned").mkdir()
     (build.out / "tuned" / "fusion.json").write_text("{}")   # tuned for the first reader
@@ -453,7 +457,7 @@ def test_a_build_rerun_with_another_reader_folder_places_that_one(tiny_pipeline,
     # the config's weights were chosen for the reader replaced: it is written, and tuned, again
     assert not (build.out / "tuned").exists() and not build.config_path.exists()
     build.write_config()   # the recipe's record keeps what was placed
-    assert json.loads((build.out / "build.json").read_text())["placed"]["reader"] == str(other.resolve())
+    assert json.loads((build.out / "build.json").read_text())["placed"]["reader"]["path"] == str(other.resolve())
 
 
 def test_a_build_given_a_folder_that_is_no_reader_stops_before_building(tiny_pipeline, tmp_path):

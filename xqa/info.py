@@ -226,8 +226,8 @@ def describe(config_path: str | Path) -> dict[str, Any]:
     if isinstance(placed, dict):
         for rd in out["readers"]:
             where = Path(rd["folder"]).resolve()
-            rd["placed_from"] = next((src for rel, src in placed.items()
-                                      if (path.parent / rel).resolve() == where), None)
+            rd["placed_from"] = next(((src.get("path") if isinstance(src, dict) else src)
+                                      for rel, src in placed.items() if (path.parent / rel).resolve() == where), None)
     out["disk"] = _disk(path.parent)
     out["machine"] = {"cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
                       "cpu": _cpu()}

@@ -433,30 +433,34 @@ class CorpusBuild(Build):
 
     def _placed_from(self, where: str, src: Path) -> bool:
         """Whether the reader at ``out/where`` was placed from ``src`` (as ``build.json``'s
-        ``placed`` records; a build without that record keeps its reader). Placed from another
-        folder: its stage runs again, and for the build's reader the pipeline config is written
-        and tuned again."""
+        ``placed`` records: the folder and a stamp of its files, so that the same reader in a
+        moved checkout is the same, and one trained again in its folder is not; a build without
+        that record keeps its reader). Placed from another: its stage runs again, and for the
+        build's reader the pipeline config is written and tuned again."""
         built = self.out / "build.json"
         placed = json.loads(built.read_text(encoding="utf-8")).get("placed", {}) if built.is_file() else {}
         before = placed.get(where)
-        if before is None or before == str(Path(src).resolve()):
+        if before is None:
             return True
+        if isinstance(before, dict) and before.get("stamp") == reader_stamp(src):
+            return True
+        was = before.get("path") if isinstance(before, dict) else before
         if where == "reader":   # the config's weights were chosen for the reader it replaces
-            _say(f"{self.out / where}: placed from {before}; placing {src} there instead (the pipeline config is "
-                 f"written again, and tuned again with --dev)")
+            _say(f"{self.out / where}: placed from {was}, not {src} as it is now; placing it (the pipeline "
+                 f"config is written again, and tuned again with --dev)")
             self.config_path.unlink(missing_ok=True)
             shutil.rmtree(self.out / "tuned", ignore_errors=True)
         else:
-            _say(f"{self.out / where}: placed from {before}; placing {src} there instead")
+            _say(f"{self.out / where}: placed from {was}, not {src} as it is now; placing it")
         return False
 
     def _record_placed(self, where: str, src: Path) -> None:
-        """Keep in ``build.json`` the folder the reader at ``out/where`` was placed from."""
+        """Keep in ``build.json`` the folder the reader at ``out/where`` was placed from, and its stamp."""
         from xqa.artifacts import write_json_atomic
 
         built = self.out / "build.json"
         record = json.loads(built.read_text(encoding="utf-8")) if built.is_file() else {}
-        record.setdefault("placed", {})[where] = str(Path(src).resolve())
+        record.setdefault("placed", {})[where] = {"path": str(Path(src).resolve()), "stamp": reader_stamp(src)}
         write_json_atomic(built, record)
 
     def make_other_reader(self, name: str) -> None:
@@ -810,6 +814,24 @@ def reader_fusion_file(src: Path) -> Path | None:
         pass
     folders.append(src / "best")
     return next((f / FUSION_FILE for f in folders if (f / FUSION_FILE).is_file()), None)
+
+
+def reader_stamp(src: str | Path) -> str:
+    """What tells one reader folder from another, wherever it lies: a digest of its config.json and
+    of its files' names and sizes (the reader's own folder: a training run's ``best``, a packed
+    reader's or a kit run's folder)."""
+    from reader.registry import artifact
+
+    src = Path(src)
+    try:
+        folder = Path(artifact(src)[2])
+    except XqaError:
+        folder = src / "best" if is_complete(src / "best") and not is_complete(src) else src
+    h = hashlib.sha256((folder / "config.json").read_bytes() if (folder / "config.json").is_file() else b"")
+    for f in sorted(folder.rglob("*")):
+        if f.is_file():
+            h.update(f"\0{f.relative_to(folder)}:{f.stat().st_size}".encode())
+    return h.hexdigest()[:16]
 
 
 def reader_placed(src: Path, dest: Path) -> bool:
