@@ -444,6 +444,11 @@ def test_a_build_rerun_with_another_reader_folder_places_that_one(tiny_pipeline,
     assert json.loads((build.out / "build.json").read_text())["placed"] == {"reader": first, "readers/x": first}
     assert reader_stamp(fid.parent) == reader_stamp(fid)   # a training run's folder: its best reader
     assert {s.name: s for s in CorpusBuild(build.source, build.out, reader=moved).stages()}["reader"].done()
+    weights = next(f for f in sorted(moved.rglob("*.safetensors")))
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 1   # trained again in its folder: the same files, the same sizes, other weights
+    weights.write_bytes(bytes(data))
+    assert reader_stamp(moved) != reader_stamp(fid)
     build.write_config()
     (build.out / "tuned").mkdir()
     (build.out / "tuned" / "fusion.json").write_text("{}")   # tuned for the first reader

@@ -433,7 +433,7 @@ class CorpusBuild(Build):
 
     def _placed_from(self, where: str, src: Path) -> bool:
         """Whether the reader at ``out/where`` was placed from ``src`` (as ``build.json``'s
-        ``placed`` records: the folder and a stamp of its files, so that the same reader in a
+        ``placed`` records: the folder and a digest of its files, so that the same reader in a
         moved checkout is the same, and one trained again in its folder is not; a build without
         that record keeps its reader). Placed from another: its stage runs again, and for the
         build's reader the pipeline config is written and tuned again."""
@@ -817,20 +817,21 @@ def reader_fusion_file(src: Path) -> Path | None:
 
 
 def reader_stamp(src: str | Path) -> str:
-    """What tells one reader folder from another, wherever it lies: a digest of its config.json and
-    of its files' names and sizes (the reader's own folder: a training run's ``best``, a packed
-    reader's or a kit run's folder)."""
+    """What tells one reader from another, wherever its folder lies: a digest of its files' names
+    and contents (the reader's own folder: a training run's ``best``, a packed reader's or a kit
+    run's folder; each file hashed once a process, :func:`xqa.encoders.e5.file_sha256`)."""
     from reader.registry import artifact
+    from xqa.encoders.e5 import file_sha256
 
     src = Path(src)
     try:
         folder = Path(artifact(src)[2])
     except XqaError:
         folder = src / "best" if is_complete(src / "best") and not is_complete(src) else src
-    h = hashlib.sha256((folder / "config.json").read_bytes() if (folder / "config.json").is_file() else b"")
+    h = hashlib.sha256()
     for f in sorted(folder.rglob("*")):
         if f.is_file():
-            h.update(f"\0{f.relative_to(folder)}:{f.stat().st_size}".encode())
+            h.update(f"\0{f.relative_to(folder)}:{file_sha256(f)}".encode())
     return h.hexdigest()[:16]
 
 
