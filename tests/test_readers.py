@@ -263,7 +263,7 @@ def test_reader_folders_that_are_not_readers_are_said_before_anything_loads(cali
     (tmp_path / "file.txt").write_text("x")
     cfg = PipelineConfig.load(calibrated)
     for value, said in ((Path(tiny_pipeline).parent / "world", "not a reader: its config.json kind 'world'"),
-                        (tmp_path / "empty", "no config.json in it or in its best/: not a reader's folder"),
+                        (tmp_path / "empty", "empty: not a reader folder"),
                         (tmp_path / "file.txt", "is a file; give a reader's folder or the name of one"),
                         (tmp_path / "none", "no such reader folder")):
         with pytest.raises(XqaError, match=said):
@@ -271,7 +271,7 @@ def test_reader_folders_that_are_not_readers_are_said_before_anything_loads(cali
     assert cfg.readers == {}
     assert reader_choice(cfg, "fid") == "fid" and reader_choice(cfg, "nope") == "nope" and cfg.readers == {}
     assert main(["ask", "Who?", "--config", str(calibrated), "--reader", str(tmp_path / "empty")]) == 1
-    assert "not a reader's folder" in capsys.readouterr().err
+    assert "not a reader folder" in capsys.readouterr().err
 
 
 def test_answer_records_a_readers_folder_by_its_path_and_resumes_with_it(calibrated, pipe, tmp_path, capsys):

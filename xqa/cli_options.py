@@ -209,10 +209,9 @@ def reader_choice(config, value: str | None, say=None, flag: str = "--reader") -
     from dataclasses import replace
 
     from reader.registry import artifact, family_of
+    from xqa.recipes.corpus import check_reader, reader_fusion_file, tuned_reader_settings
 
-    if not any((where / "config.json").is_file() for where in (path, path / "best")):
-        raise XqaError(f"{flag} {value}: no config.json in it or in its best/: not a reader's folder")
-    from xqa.recipes.corpus import reader_fusion_file, tuned_reader_settings
+    check_reader(path, flag)   # what xqa build --reader takes, said as it says it
 
     fusion = reader_fusion_file(path)   # xqa tune fusion --out FOLDER/fusion.json: how it reads best
     model = path.resolve()
