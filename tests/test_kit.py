@@ -360,7 +360,7 @@ def test_fid_rows_cut_from_the_kit_are_the_rows_the_fid_reader_reads(kit, conver
 
 @pytest.mark.slow
 def test_a_fid_kit_run_stops_on_time_resumes_and_becomes_the_reader_it_trained(kit, converted_e5, tmp_path,
-                                                                                monkeypatch):
+                                                                                monkeypatch, real_build):
     import contextlib
     import io
 
@@ -458,6 +458,35 @@ def test_a_fid_kit_run_stops_on_time_resumes_and_becomes_the_reader_it_trained(k
     assert shipped_readers({"other": "x"}) == {"other": "x", "fid": str(tmp_path / "packed")}
     monkeypatch.setattr(shipped, "SHIPPED_FID", tmp_path / "none")
     assert shipped_readers() == {}
+    # xqa ask --reader RUN answers with the run as it stands: its reader made over the encoder of the
+    # pipeline's dense index, into a folder of the temporary directory that is made once
+    import tempfile
+
+    from xqa.cli_options import reader_choice
+    from xqa.config import PipelineConfig
+    from xqa.errors import XqaError
+
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    _, build, asked = real_build
+    for _ in range(2):
+        said, logged = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(said), contextlib.redirect_stderr(logged):
+            assert main(["ask", asked[0]["question"], "--config", str(build / "pipeline.json"), "--reader", str(out),
+                         "--json"]) == 0
+        record = json.loads(said.getvalue())
+        assert record["evidence"] and record["answer"] is not None
+        made = sorted((tmp_path / "tmp").glob("xqa-readers-*/*"))
+        assert len(made) == 1 and (made[0] / "config.json").is_file()
+        if _ == 0:
+            assert "a kit run's reader, made over" in logged.getvalue()
+            stamp = (made[0] / "config.json").stat().st_mtime_ns
+    assert "a kit run's reader" not in logged.getvalue()                   # the second ask reused it
+    assert (made[0] / "config.json").stat().st_mtime_ns == stamp
+    chosen = FiDReader.load(made[0])
+    assert torch.equal(chosen.model.t5.decoder.cls.predictions.bias, reader.model.t5.decoder.cls.predictions.bias)
+    with pytest.raises(XqaError, match="a reader trained from a kit, and this pipeline names no encoder"):
+        reader_choice(PipelineConfig(), str(out))
 
 
 def test_fid_kit_copy_targets_point_at_the_answer_in_the_gold_row(kit, converted_e5):

@@ -178,7 +178,7 @@ def reader_choice(config, value: str | None, say=None, flag: str = "--reader") -
     """``--reader``'s value as the name of one of ``config``'s readers (a
     :class:`~xqa.config.PipelineConfig`, changed in place). A name of its readers stays as it is. A
     folder (a reader, a training run's folder, one unpacked with ``xqa reader unpack``, or a packed
-    one, unpacked onto the encoder of the pipeline's dense index by
+    one or a kit run, made over the encoder of the pipeline's dense index by
     :func:`xqa.reader_artifacts.unpacked_reader`) joins
     ``config.readers``, named by its path as given (``NAME=FOLDER``: by NAME), with the default
     reader's settings (passages read, n-best, evidence fusion's weights), or those of the
@@ -216,14 +216,17 @@ def reader_choice(config, value: str | None, say=None, flag: str = "--reader") -
     fusion = reader_fusion_file(path)   # xqa tune fusion --out FOLDER/fusion.json: how it reads best
     model = path.resolve()
     try:
-        packed = artifact(path)[1] == "packed"
+        role = artifact(path)[1]
     except XqaError:
-        packed = False
-    if packed:   # xqa reader pack's 21.8 MB: unpacked onto the pipeline's encoder, as xqa build does
-        encoder = pipeline_encoder(config)
+        role = "reader"
+    if role in ("packed", "kit"):   # xqa reader pack's 21.8 MB, or a kit run's shards: made over the
+        encoder = pipeline_encoder(config)   # pipeline's encoder, as xqa build does
         if encoder is None:
-            raise XqaError(f"{flag} {value}: a packed reader, and this pipeline names no encoder (a dense index's) "
-                           f"to unpack it onto: xqa reader unpack --delta {value} --base ENCODER --out DIR")
+            raise XqaError(f"{flag} {value}: a {'packed reader' if role == 'packed' else 'reader trained from a kit'}"
+                           f", and this pipeline names no encoder (a dense index's) to put it onto: "
+                           + (f"xqa reader unpack --delta {value} --base ENCODER --out DIR" if role == "packed" else
+                              f"xqa reader pack --reader {value} --base ENCODER --out P, then xqa reader unpack "
+                              f"--delta P --base ENCODER --out DIR"))
         from xqa.reader_artifacts import unpacked_reader
 
         model = unpacked_reader(path, encoder, log=say or (lambda line: None))

@@ -140,10 +140,11 @@ def _holds_reader(folder: Path, role: str = "reader") -> bool:
 
 
 def unpacked_reader(packed: str | Path, base: str | Path, log: Log = print) -> Path:
-    """The packed reader ``packed`` unpacked onto the encoder ``base``, for a command that reads
-    with it (``xqa ask --reader PACKED``): in a folder of the temporary directory named by both
-    (and by the packed files' sizes and times, so that a reader packed again is unpacked again),
-    made once and reused, each file from xqa's cache where it holds it."""
+    """The packed reader ``packed`` unpacked onto the encoder ``base`` (or a kit run's reader made
+    over it, its family's ``from_kit``), for a command that reads with it (``xqa ask --reader
+    PACKED``): in a folder of the temporary directory named by both (and by the packed files'
+    sizes and times, so that a reader packed or trained again is made again), made once and
+    reused, an unpacked one's files from xqa's cache where it holds them."""
     import hashlib
     import os
     import tempfile
@@ -160,7 +161,11 @@ def unpacked_reader(packed: str | Path, base: str | Path, log: Log = print) -> P
     out = Path(tempfile.gettempdir()) / f"xqa-readers-{uid}" / f"{folder.name[:48]}-{key}"
     if not is_complete(out):
         out.parent.mkdir(parents=True, exist_ok=True)
-        unpack_cached(family, folder, base, out, log=log)
+        if role == "kit":
+            log(f"{folder}: a kit run's reader, made over {base} into {out}")
+            family.from_kit(folder, base, out)
+        else:
+            unpack_cached(family, folder, base, out, log=log)
     return out
 
 

@@ -103,7 +103,8 @@ class SearchConfig:
 
 READER_HELP = ("the reader that answers: by name, the pipeline config's reader (reader.name, else its "
                "family's name) or one of its readers; or a reader's folder (a trained or adapted reader, "
-               "e.g. xqa train reader's OUT, or a packed one, unpacked onto the pipeline's encoder), read "
+               "e.g. xqa train reader's OUT, a --kit run's too, or a packed one: these made over the pipeline's "
+               "encoder), read "
                "with the config's reader settings (or its own fusion.json's, from xqa tune fusion), its "
                "answers without P(right) (default: the config's reader)")
 
