@@ -477,7 +477,7 @@ def test_a_fid_kit_run_stops_on_time_resumes_and_becomes_the_reader_it_trained(k
         record = json.loads(said.getvalue())
         assert record["evidence"] and record["answer"] is not None
         made = sorted((tmp_path / "tmp").glob("xqa-readers-*/*"))
-        assert len(made) == 1 and (made[0] / "config.json").is_file()
+        assert len(made) == 1 and (made[0] / "config.json").is_file() and made[0].name.startswith("run-best-")
         if _ == 0:
             assert "a kit run's reader, made over" in logged.getvalue()
             stamp = (made[0] / "config.json").stat().st_mtime_ns

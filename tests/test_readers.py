@@ -253,6 +253,18 @@ def test_a_packed_reader_as_reader_is_unpacked_onto_the_pipelines_encoder_once(c
     assert (first / "config.json").stat().st_mtime_ns == stamp
     with pytest.raises(XqaError, match="a packed reader, and this pipeline names no encoder"):
         reader_choice(PipelineConfig(), str(SHIPPED_READER))
+    # packed again (here: its files touched), it is made again and the folder of its earlier files goes
+    import os
+    import shutil
+
+    copy = Path(shutil.copytree(SHIPPED_READER, tmp_path / "packed"))
+    said = []
+    made = Path(again.readers[reader_choice(again, str(copy), say=said.append)].model)
+    os.utime(copy / "config.json", ns=(1, 1))
+    newer = Path(again.readers[reader_choice(again, f"again={copy}", say=said.append)].model)
+    assert newer != made and (newer / "config.json").is_file() and not made.exists()
+    assert first.exists()                                   # another packed folder's reader stays
+    assert f"removed {made}: made from {copy.resolve()} as it was before" in said
 
 
 def test_reader_folders_that_are_not_readers_are_said_before_anything_loads(calibrated, tiny_pipeline, tmp_path,
@@ -535,3 +547,34 @@ def test_a_reader_folder_placed_in_a_build_links_its_weights_and_copies_its_reco
     assert (dest / "config.json").stat().st_ino != (src / "config.json").stat().st_ino
     assert (dest / "heads.safetensors").read_bytes() == b"small"
     assert (dest / "heads.safetensors").stat().st_ino != (src / "heads.safetensors").stat().st_ino
+
+
+@pytest.mark.slow
+def test_report_gold_reads_a_packed_reader_put_onto_the_base_it_is_given(converted_e5, tmp_path, monkeypatch, capsys):
+    """xqa report gold --model PACKED --base ENCODER scores the packed reader as its unpacked
+    form; without --base (or with --base for a whole reader) it says what to give."""
+    import tempfile
+
+    from xqa.data.corpus import SHIPPED_READER
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    own = tmp_path / "own.jsonl"
+    rows = [{"id": "capital", "question": "Was ist die Hauptstadt Deutschlands?", "answers": ["Berlin"],
+             "context": "Berlin ist die Hauptstadt Deutschlands. Die Stadt hat etwa 3,7 Millionen Einwohner."},
+            {"id": "people", "question": "Wie viele Einwohner hat Berlin?", "answers": ["etwa 3,7 Millionen"],
+             "context": "Berlin ist die Hauptstadt Deutschlands. Die Stadt hat etwa 3,7 Millionen Einwohner."}]
+    own.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    args = ["report", "gold", "--model", str(SHIPPED_READER), "--file", f"{own}:de", "--json", str(tmp_path / "g.json")]
+    assert main(args) == 1
+    assert "a packed reader, which holds what training changed; give the encoder it was trained from: --base" \
+        in capsys.readouterr().err
+    assert main(args + ["--base", str(tmp_path / "none")]) == 1
+    assert "--base " in capsys.readouterr().err and not (tmp_path / "g.json").exists()
+    assert main(args + ["--base", str(converted_e5)]) == 0
+    report = json.loads((tmp_path / "g.json").read_text())
+    assert report["summary"]["questions"] == 2 and report["table"][0]["n"] == 2
+    assert report["predictions"]["own.jsonl"]["capital"] == "Berlin" and report["table"][0]["em"] >= 0.5
+    made = [p for p in tmp_path.glob("xqa-readers-*/*")]
+    assert len(made) == 1 and made[0].name.startswith("span-reader-")
+    assert main(["report", "gold", "--model", str(made[0]), "--base", str(converted_e5), "--file", f"{own}:de"]) == 1
+    assert "is a whole reader; --base is for a packed reader or a kit run" in capsys.readouterr().err

@@ -142,11 +142,14 @@ def _holds_reader(folder: Path, role: str = "reader") -> bool:
 def unpacked_reader(packed: str | Path, base: str | Path, log: Log = print) -> Path:
     """The packed reader ``packed`` unpacked onto the encoder ``base`` (or a kit run's reader made
     over it, its family's ``from_kit``), for a command that reads with it (``xqa ask --reader
-    PACKED``): in a folder of the temporary directory named by both (and by the packed files'
-    sizes and times, so that a reader packed or trained again is made again), made once and
-    reused, an unpacked one's files from xqa's cache where it holds them."""
+    PACKED``): in a folder of the temporary directory named by both and by the packed files'
+    sizes and times, made once and reused, an unpacked one's files from xqa's cache where it holds
+    them. A reader packed or trained again is made again, and the folder made from its earlier
+    files is removed (a 12-layer reader takes half a gigabyte, and the temporary directory may be
+    held in memory)."""
     import hashlib
     import os
+    import shutil
     import tempfile
 
     from reader.registry import artifact
@@ -154,18 +157,29 @@ def unpacked_reader(packed: str | Path, base: str | Path, log: Log = print) -> P
 
     family, role, folder = artifact(packed)
     folder, base = Path(folder).resolve(), Path(base).resolve()
-    stamp = [str(folder), str(base)] + [f"{f.name}:{f.stat().st_size}:{f.stat().st_mtime_ns}"
-                                        for f in sorted(folder.iterdir()) if f.is_file()]
-    key = hashlib.sha256("\0".join(stamp).encode()).hexdigest()[:16]
+
+    def digest(parts: list[str]) -> str:
+        return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:12]
+
+    source = digest([str(folder), str(base)])
+    stamp = digest([f"{f.name}:{f.stat().st_size}:{f.stat().st_mtime_ns}" for f in sorted(folder.iterdir())
+                    if f.is_file()])
+    label = f"{folder.parent.name}-{folder.name}" if folder.name == "best" else folder.name
     uid = os.getuid() if hasattr(os, "getuid") else "user"
-    out = Path(tempfile.gettempdir()) / f"xqa-readers-{uid}" / f"{folder.name[:48]}-{key}"
+    made = Path(tempfile.gettempdir()) / f"xqa-readers-{uid}"
+    out = made / f"{label[:48]}-{source}-{stamp}"
     if not is_complete(out):
-        out.parent.mkdir(parents=True, exist_ok=True)
+        made.mkdir(parents=True, exist_ok=True)
         if role == "kit":
             log(f"{folder}: a kit run's reader, made over {base} into {out}")
             family.from_kit(folder, base, out)
         else:
             unpack_cached(family, folder, base, out, log=log)
+        prefix = f"{label[:48]}-{source}-"
+        for old in made.iterdir():   # made from this folder's earlier files
+            if old.name.startswith(prefix) and len(old.name) == len(out.name) and old != out and old.is_dir():
+                shutil.rmtree(old, ignore_errors=True)
+                log(f"removed {old}: made from {folder} as it was before")
     return out
 
 
