@@ -1,5 +1,5 @@
-"""``xqa reader unpack``: a packed span reader (``xqa reader pack``) added onto its base encoder,
-with its int8 CPU runtime (``reader.span.runtime``) checked and timed on this CPU."""
+"""``xqa reader unpack``: a packed reader (``xqa reader pack``; span or FiD) added onto its base
+encoder, with its family's CPU runtime checked and timed on this CPU."""
 from __future__ import annotations
 
 import argparse

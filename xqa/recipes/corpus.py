@@ -672,8 +672,9 @@ class BuildConfig:
         "help": "questions with answers to tune the fusion weights on (α, μ, w, β, γ); "
                 "without: the default recipe's weights"})
     reader: str | None = field(default=None, metadata={
-        "help": "reader to use: a span or FiD reader folder, or a packed span reader "
-                "(default: the shipped span reader, xqa/models/span-reader)"})
+        "help": "reader to use: a span or FiD reader folder (or a training run's), a packed reader (xqa reader "
+                "pack), or a run of xqa train reader --kit, made over the build's encoder (default: the shipped "
+                "span reader, xqa/models/span-reader)"})
     also_reader: list[str] = field(default_factory=list, metadata={
         "append": True, "metavar": "NAME=FOLDER",
         "help": "one more reader the pipeline can answer with (xqa ask --reader NAME, the demo's reader "
