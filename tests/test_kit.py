@@ -485,7 +485,7 @@ def test_a_fid_kit_run_stops_on_time_resumes_and_becomes_the_reader_it_trained(k
     assert (made[0] / "config.json").stat().st_mtime_ns == stamp
     chosen = FiDReader.load(made[0])
     assert torch.equal(chosen.model.t5.decoder.cls.predictions.bias, reader.model.t5.decoder.cls.predictions.bias)
-    with pytest.raises(XqaError, match="a reader trained from a kit, and this pipeline names no encoder"):
+    with pytest.raises(XqaError, match="a reader trained from a kit, and this pipeline has no converted encoder"):
         reader_choice(PipelineConfig(), str(out))
 
 

@@ -251,8 +251,26 @@ def test_a_packed_reader_as_reader_is_unpacked_onto_the_pipelines_encoder_once(c
     stamp = (first / "config.json").stat().st_mtime_ns
     assert Path(again.readers[reader_choice(again, str(SHIPPED_READER))].model) == first   # reused, not made again
     assert (first / "config.json").stat().st_mtime_ns == stamp
-    with pytest.raises(XqaError, match="a packed reader, and this pipeline names no encoder"):
+    with pytest.raises(XqaError, match="a packed reader, and this pipeline has no converted encoder"):
         reader_choice(PipelineConfig(), str(SHIPPED_READER))
+    # a dense index encoded by a trained retriever (no converted encoder): the build's encoder/ is the base
+    retriever = tmp_path / "retriever"
+    retriever.mkdir()
+    (retriever / "config.json").write_text(json.dumps({"kind": "bi_encoder"}))
+    tuned = tmp_path / "dense-ft"
+    tuned.mkdir()
+    (tuned / "config.json").write_text(json.dumps({"kind": "dense_index", "model": {
+        "path": "../nowhere", "abs_path": str(retriever)}}))
+    built = tmp_path / "build"
+    built.mkdir()
+    (built / "encoder").symlink_to(converted_e5, target_is_directory=True)
+    other = PipelineConfig(base_dir=str(built))
+    other.retrieval.dense_index = str(tuned)
+    assert pipeline_encoder(other) == built / "encoder"
+    assert Path(other.readers[reader_choice(other, str(SHIPPED_READER))].model) == first
+    other = PipelineConfig()
+    other.retrieval.dense_index = str(tuned)
+    assert pipeline_encoder(other) is None
     # packed again (here: its files touched), it is made again and the folder of its earlier files goes
     import os
     import shutil

@@ -223,7 +223,8 @@ def reader_choice(config, value: str | None, say=None, flag: str = "--reader") -
         encoder = pipeline_encoder(config)   # pipeline's encoder, as xqa build does
         if encoder is None:
             raise XqaError(f"{flag} {value}: a {'packed reader' if role == 'packed' else 'reader trained from a kit'}"
-                           f", and this pipeline names no encoder (a dense index's) to put it onto: "
+                           f", and this pipeline has no converted encoder (its dense index's, or its build's "
+                           f"encoder/) to put it onto: "
                            + (f"xqa reader unpack --delta {value} --base ENCODER --out DIR" if role == "packed" else
                               f"xqa reader pack --reader {value} --base ENCODER --out P, then xqa reader unpack "
                               f"--delta P --base ENCODER --out DIR"))
@@ -243,22 +244,31 @@ def reader_choice(config, value: str | None, say=None, flag: str = "--reader") -
 
 
 def pipeline_encoder(config) -> Path | None:
-    """The encoder folder the pipeline's dense index was encoded with (a packed reader's base in
-    a pipeline ``xqa build`` made), or None where it names no dense index or the encoder is gone."""
+    """The converted encoder (``xqa convert e5``'s folder) a packed reader or a kit run is put onto
+    in this pipeline: the one its dense index was encoded with, else, where that index was encoded
+    by another model (a retriever of ``xqa train retriever``), the ``encoder/`` of the build the
+    config is in; None where there is neither."""
     import json
 
     from retriever.dense.encode import resolve_model_dir
     from xqa.artifacts import is_complete
+    from xqa.encoders.info import read_info
     from xqa.errors import XqaError
 
+    candidates = []
     index = config.path(config.retrieval.dense_index) if config.retrieval.dense_index else None
-    if index is None or not is_complete(index):
-        return None
-    model = json.loads((Path(index) / "config.json").read_text(encoding="utf-8")).get("model")
-    try:
-        return resolve_model_dir(index, model) if isinstance(model, dict) else None
-    except (XqaError, KeyError):
-        return None
+    if index is not None and is_complete(index):
+        model = json.loads((Path(index) / "config.json").read_text(encoding="utf-8")).get("model")
+        try:
+            candidates.append(resolve_model_dir(index, model) if isinstance(model, dict) else None)
+        except (XqaError, KeyError):
+            pass
+    if config.base_dir:
+        candidates.append(Path(config.base_dir) / "encoder")
+    for folder in candidates:
+        if folder is not None and is_complete(folder) and read_info(folder) is not None:
+            return Path(folder)
+    return None
 
 
 def add_selection_arguments(p: argparse.ArgumentParser) -> None:

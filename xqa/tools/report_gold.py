@@ -91,17 +91,19 @@ def _reader_folder(model: str, base: str | None) -> str:
         role = "reader"
     if role == "reader":
         if base is not None:
-            raise XqaError(f"--base {base}: --model {model} is a whole reader; --base is for a packed reader or a kit run")
+            raise XqaError(f"--base {base}: --model {model} is a whole reader; --base is for a packed reader "
+                           f"or a kit run")
         return model
     if base is None:
-        raise XqaError(f"--model {model}: {'a packed reader' if role == 'packed' else 'a run of xqa train reader --kit'}"
-                       f", which holds what training changed; give the encoder it was trained from: --base ENCODER "
-                       f"(xqa convert e5's folder)")
+        what = "a packed reader" if role == "packed" else "a run of xqa train reader --kit"
+        raise XqaError(f"--model {model}: {what}, which holds what training changed; give the encoder it was "
+                       f"trained from: --base ENCODER (xqa convert e5's folder)")
+    from xqa.encoders.info import read_info
     from xqa.reader_artifacts import unpacked_reader
 
-    if not (Path(base) / "config.json").is_file():
+    if not Path(base).is_dir() or read_info(base) is None:
         raise XqaError(f"--base {base}: " + ("no such folder" if not Path(base).exists() else
-                                             "not an encoder folder (no config.json): xqa convert e5 --out DIR makes one"))
+                                             "not a converted encoder (xqa convert e5 --out DIR makes one)"))
     return str(unpacked_reader(model, base, log=lambda line: print(line, flush=True)))
 
 
