@@ -322,6 +322,25 @@ def test_answer_records_a_readers_folder_by_its_path_and_resumes_with_it(calibra
     assert "resuming: 1 of 2" in capsys.readouterr().out
     assert main(args) == 1
     assert f"resume it with --reader {run}" in capsys.readouterr().err
+    # the reader trained again in its folder (here: a copy of the run, whose best/ config.json is
+    # then written anew): a resumed run would mix two readers' answers, so it stops
+    import os
+
+    stamp = settings["answer"]["reader_files"]
+    again = tmp_path / "again"
+    shutil.copytree(run, again)
+    (out / "records.jsonl").write_text(json.dumps({**records[0], "reader": str(again)}) + "\n")
+    settings["pipeline"]["readers"] = {str(again): {**settings["pipeline"]["readers"][str(run)],
+                                                    "model": str(again.resolve())}}
+    settings["answer"]["reader"] = str(again)
+    (out / "run.json").write_text(json.dumps({"settings": settings}))
+    assert main([*args, "--reader", str(again)]) == 0   # the copy is the same files: it resumes
+    assert "resuming: 1 of 2" in capsys.readouterr().out
+    (out / "records.jsonl").write_text(json.dumps({**records[0], "reader": str(again)}) + "\n")
+    os.utime(again / "best" / "config.json", ns=(1, 1))
+    assert main([*args, "--reader", str(again)]) == 1
+    err = capsys.readouterr().err
+    assert f'{out} holds answers made with other settings (answer.reader_files "{stamp}" → "' in err
 
 
 def test_demo_also_reader_offers_the_folder_beside_the_configs_readers(calibrated, tmp_path, monkeypatch, capsys):

@@ -237,6 +237,18 @@ def is_complete(folder: str | Path) -> bool:
     return (Path(folder) / CONFIG_NAME).is_file()
 
 
+def files_stamp(folder: str | Path) -> str:
+    """A short digest of the names, sizes and modification times of the files under ``folder``:
+    what tells a folder written again (a reader trained or packed again) from the one seen
+    before, without reading its contents."""
+    import hashlib
+
+    folder = Path(folder)
+    parts = sorted(f"{f.relative_to(folder).as_posix()}:{st.st_size}:{st.st_mtime_ns}"
+                   for f in folder.rglob("*") if f.is_file() for st in (f.stat(),))
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:12]
+
+
 def load_finished(folder: str | Path, kind: str, what: str) -> dict[str, Any]:
     """``folder``'s config, checked to be a finished artifact of ``kind``; otherwise an error
     that says so with ``what`` (e.g. "DHR index (run `xqa index dhr`)")."""

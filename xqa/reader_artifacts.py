@@ -153,17 +153,12 @@ def unpacked_reader(packed: str | Path, base: str | Path, log: Log = print) -> P
     import tempfile
 
     from reader.registry import artifact
-    from xqa.artifacts import is_complete
+    from xqa.artifacts import files_stamp, is_complete
 
     family, role, folder = artifact(packed)
     folder, base = Path(folder).resolve(), Path(base).resolve()
-
-    def digest(parts: list[str]) -> str:
-        return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:12]
-
-    source = digest([str(folder), str(base)])
-    stamp = digest([f"{f.name}:{f.stat().st_size}:{f.stat().st_mtime_ns}" for f in sorted(folder.iterdir())
-                    if f.is_file()])
+    source = hashlib.sha256(f"{folder}\0{base}".encode()).hexdigest()[:12]
+    stamp = files_stamp(folder)
     label = f"{folder.parent.name}-{folder.name}" if folder.name == "best" else folder.name
     uid = os.getuid() if hasattr(os, "getuid") else "user"
     made = Path(tempfile.gettempdir()) / f"xqa-readers-{uid}"

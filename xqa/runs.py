@@ -244,16 +244,25 @@ def _answer_into(pipe, questions: Sequence, ids: list[str], out: Path, config: A
     return Answered(ids, len(finished), counts, empty)
 
 
-def answer_settings(pipeline_config, config: AnswerConfig) -> dict[str, Any]:
+def answer_settings(pipeline_config, config: AnswerConfig, reader_folder: bool = False) -> dict[str, Any]:
     """What shapes the records of an ``xqa answer`` run: the pipeline's passages, languages,
     retrieval and readers (command-line overrides applied; paths resolved against the config's
-    folder) and the answering options (passages read, evidence fusion, reader, --hide-gold)."""
+    folder) and the answering options (passages read, evidence fusion, reader, --hide-gold).
+    ``reader_folder``: the reader was given as a folder (``--reader DIR``), whose files are
+    stamped too (:func:`xqa.artifacts.files_stamp`), so that a reader trained again in it is not
+    taken for the one a resumed run began with."""
     d = pipeline_config.to_dict()
-    n_passages = config.n_passages or pipeline_config.reader_config(config.reader).n_passages   # as read
+    reader = pipeline_config.reader_config(config.reader)
+    n_passages = config.n_passages or reader.n_passages   # as read
+    answer = {"n_passages": n_passages, "evidence_fusion": config.evidence_fusion, "reader": config.reader,
+              "hide_gold": config.hide_gold}
+    if reader_folder and reader.model and Path(reader.model).is_dir():
+        from reader.registry import resolve
+        from xqa.artifacts import files_stamp
+
+        answer["reader_files"] = files_stamp(resolve(reader.model)[1])   # a training run: its best/
     return {"pipeline": {k: d[k] for k in ("passages", "languages", "retrieval", "reader", "readers")},
-            "folder": str(Path(pipeline_config.base_dir or ".").resolve()),
-            "answer": {"n_passages": n_passages, "evidence_fusion": config.evidence_fusion,
-                       "reader": config.reader, "hide_gold": config.hide_gold}}
+            "folder": str(Path(pipeline_config.base_dir or ".").resolve()), "answer": answer}
 
 
 def _check_run_settings(out: Path, settings: dict[str, Any], resuming: bool) -> None:

@@ -43,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
     from xqa.records import AUTO_LANG
 
     pipeline = load_pipeline(args)   # its config alone: nothing loads before a question is answered
+    folder = cfg.reader is not None and cfg.reader not in pipeline.config.reader_names()
     cfg.reader = reader_choice(pipeline.config, cfg.reader, say=_say)   # a reader folder joins its readers
     if cfg.abstain and pipeline.config.reader_config(cfg.reader).answerability is None:
         raise XqaError(f"--abstain leaves out answers by their calibrated probability, and the reader "
@@ -54,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     ids = [q.id for q in questions]
     warn_unaskable(questions, "answer", "each gets an empty prediction")
     # an unknown --reader is an error before anything is answered, and so is resuming with other settings
-    settings = answer_settings(pipeline.config, cfg)
+    settings = answer_settings(pipeline.config, cfg, reader_folder=folder)
     done = answer_questions(pipeline, questions, cfg, settings)
     if not done.counts:  # another process of a torchrun job
         return 0
