@@ -207,3 +207,49 @@ def test_passages_given_their_language_by_another_lang_are_refused(tmp_path):
     assert CorpusBuild(src, out, lang="de").stages()[0].done()
     with pytest.raises(XqaError, match="was built with --lang de, not fr"):
         CorpusBuild(src, out, lang="fr").stages()[0].done()
+
+
+@pytest.mark.slow
+def test_a_build_with_a_trained_retriever_encodes_its_dense_index_and_spar_with_it(converted_e5, tmp_path, capsys):
+    """--dense-model: the retriever of xqa train retriever is copied into the build and encodes the
+    dense index (and SPAR's dense half); a rerun skips it, and one without the flag encodes with
+    the build's encoder again."""
+    from retriever.dense.encode import resolve_model_dir
+    from test_kit import _write_data
+
+    _write_data(tmp_path / "data")
+    assert main(["train", "retriever", "--init", str(converted_e5), "--freeze-embeddings", "--train",
+                 str(tmp_path / "data" / "train.jsonl"), "--passages", str(tmp_path / "data" / "passages.jsonl"),
+                 "--batch-size", "2", "--max-steps", "1", "--out", str(tmp_path / "ft")]) == 0
+    rows, asked = _dozen()
+    src = tmp_path / "passages.jsonl"
+    src.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    out = tmp_path / "build"
+    args = ["build", "--passages", str(src), "--out", str(out), "--lexical-steps", "2", "--k", "6",
+            "--n-passages", "3"]
+    assert main([*args, "--dense-model", str(tmp_path / "data")]) == 1
+    assert "not a dense retriever (xqa train retriever's OUT" in capsys.readouterr().err and not out.exists()
+    assert main([*args, "--dense-model", str(tmp_path / "ft")]) == 0
+    capsys.readouterr()
+
+    def encoded_by(index: str) -> Path:
+        cfg = json.loads((out / index / "config.json").read_text())
+        return resolve_model_dir(out / index, cfg["model" if index == "dense" else "dense_model"]).resolve()
+
+    assert json.loads((out / "dense-model" / "config.json").read_text())["kind"] == "bi_encoder"
+    assert encoded_by("dense") == encoded_by("spar") == (out / "dense-model").resolve()
+    assert json.loads((out / "build.json").read_text())["placed"]["dense-model"]["path"] == str(tmp_path / "ft")
+    assert main(["ask", asked[0]["question"], "--config", str(out / "pipeline.json"), "--method", "dense",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["evidence"]
+    assert main(["info", "--config", str(out / "pipeline.json")]) == 0
+    assert f"encoder {out / 'dense-model'}: 12 layers × 384\n           placed from {tmp_path / 'ft'}" \
+        in capsys.readouterr().out
+    assert main([*args, "--dense-model", str(tmp_path / "ft")]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("[")]
+    assert "dense model (--dense-model): built" in "\n".join(lines) and all(line.endswith(": built") for line in lines)
+    assert main(args) == 0   # without it: the build's encoder again, and the copy goes
+    printed = capsys.readouterr().out
+    assert "encoded by another model than" in printed and not (out / "dense-model").exists()
+    assert encoded_by("dense") == encoded_by("spar") == (out / "encoder").resolve()
+    assert "dense-model" not in json.loads((out / "build.json").read_text())["placed"]

@@ -113,6 +113,8 @@ def _encoder(folder: Path) -> dict[str, Any]:
 
     out: dict[str, Any] = {"folder": str(folder), "size": _size(folder)}
     hf = _json(folder / "config.json") or {}
+    if hf.get("kind") == "bi_encoder":   # xqa train retriever's: the question tower's shape
+        hf = _json(folder / "query_encoder" / "config.json") or {}
     out["layers"] = hf.get("num_hidden_layers")
     out["hidden"] = hf.get("hidden_size")
     info = read_info(folder)
@@ -223,11 +225,17 @@ def describe(config_path: str | Path) -> dict[str, Any]:
                               i == 0)
                       for i, name in enumerate(cfg.reader_names()) if cfg.reader_config(name).model]
     placed = (_json(path.parent / "build.json") or {}).get("placed")   # xqa build: what each reader came from
-    if isinstance(placed, dict):
+    if isinstance(placed, dict):   # (and the dense model, --dense-model)
+        def placed_from(folder: str) -> str | None:
+            where = Path(folder).resolve()
+            return next(((src.get("path") if isinstance(src, dict) else src)
+                         for rel, src in placed.items() if (path.parent / rel).resolve() == where), None)
+
         for rd in out["readers"]:
-            where = Path(rd["folder"]).resolve()
-            rd["placed_from"] = next(((src.get("path") if isinstance(src, dict) else src)
-                                      for rel, src in placed.items() if (path.parent / rel).resolve() == where), None)
+            rd["placed_from"] = placed_from(rd["folder"])
+        for enc in {id(e): e for e in encoders.values()}.values():
+            if placed_from(enc["folder"]):
+                enc["placed_from"] = placed_from(enc["folder"])
     out["disk"] = _disk(path.parent)
     out["machine"] = {"cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
                       "cpu": _cpu()}
@@ -314,6 +322,8 @@ def render(d: dict[str, Any]) -> list[str]:
             shape = f"{enc['layers']} layers × {enc['hidden']}" if enc.get("layers") else ""
             text = ", ".join(x for x in (origin, shape, _runtime_text(enc.get("runtime"))) if x)
             lines.append(f"           encoder {enc['folder']}" + (f": {text}" if text else ""))
+            if enc.get("placed_from"):
+                lines.append(f"           placed from {enc['placed_from']}")
     for rd in d["readers"]:
         label = f"reader     {rd['name']}" + (" (default)" if rd["default"] else "")
         if rd.get("hub"):

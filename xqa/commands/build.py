@@ -17,7 +17,8 @@ from xqa.cli_config import ConfigCommand
 
 COMMAND = ConfigCommand(BuildConfig, settings=True, exclusive=[("passages", "documents")], groups={
     None: ("passages", "documents", "out", "lang", "dev", "reader", "also_reader", "method", "k", "n_passages",
-           "dense_max_length", "lexical_steps", "precision", "dhr_slices", "pieces", "bm25_aug", "threads"),
+           "dense_model", "dense_max_length", "lexical_steps", "precision", "dhr_slices", "pieces", "bm25_aug",
+           "threads"),
     "with --documents": ("split", "max_tokens", "overlap", "strict")})
 add_arguments = COMMAND.add_arguments
 

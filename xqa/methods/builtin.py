@@ -116,7 +116,7 @@ INDEX_KINDS: tuple[IndexKind, ...] = (
     # the dense index and Λ reuse the shipped vectors and Λ where they apply (CorpusBuild.prebuilt)
     IndexKind("dense", "--dense-index", "dense FAISS index folder (xqa index dense)", _load_dense,
               field="dense_index", alias="--dense",
-              stages=(BuildStep("dense index", "dense", lambda b: b.index_dense()),)),
+              stages=(BuildStep("dense index", "dense", lambda b: b.index_dense(), done=lambda b: b.dense_done()),)),
     IndexKind("spar", "--spar-index", "SPAR index folder (xqa index spar)", _load_spar,
               field="spar_index", alias="--spar",
               stages=(BuildStep("lexical model Λ", "lexical", lambda b: b.train_lexical(),

@@ -3,8 +3,8 @@
 
 Stages (each the library function of one of xqa's commands, run by :mod:`xqa.recipes.runner`;
 a stage whose artifact is complete is skipped, and the long ones resume, so a killed build
-continues where it stopped; ``build.json`` records the folder each reader was placed from, so a
-rerun that names another places it, and ``tuned/retrieval.done`` the ``--dev`` file the weights
+continues where it stopped; ``build.json`` records the folder each reader (and the dense model)
+was placed from, so a rerun that names another places it, and ``tuned/retrieval.done`` the ``--dev`` file the weights
 were tuned on, so that another is tuned on again):
 
 | stage | folder | the command it does the work of |
@@ -14,10 +14,11 @@ were tuned on, so that another is tuned on again):
 | encoder | ``encoder/`` | ``xqa convert e5 --no-int8`` (or xqa's cache's copy, :mod:`xqa.runtime_cache`) |
 | reader | ``reader/`` | ``xqa reader unpack --no-int8`` (the shipped span reader; or the cache's copy), or a given one |
 | each other reader (``--also-reader NAME=FOLDER``) | ``readers/NAME/`` | as the reader |
+| dense model (optional, ``--dense-model``: a retriever of ``xqa train retriever``) | ``dense-model/`` | (copied; the dense index, SPAR and DHR are then encoded with it) |
 | int8 runtimes | ``encoder/``, ``reader/``, ``readers/*/`` | ``xqa convert e5``, ``xqa reader runtime``: side by side, or copied from xqa's cache |
 | BM25, one index per language | ``bm25/`` | ``xqa index sparse`` |
 | cross-script BM25 | ``roman/`` | ``xqa index sparse --cross-script --stop-fraction 0.1`` |
-| dense index | ``dense/`` | ``xqa index dense --model encoder`` (int8 runtime where it passed its check) |
+| dense index | ``dense/`` | ``xqa index dense --model encoder`` (int8 runtime where it passed its check; ``--model dense-model`` with ``--dense-model``) |
 | Λ (SPAR's lexical model) | ``lexical/`` | ``xqa train lexical --init encoder --layers 2`` |
 | SPAR index | ``spar/`` | ``xqa index spar`` |
 | DHR index (optional, ``--dhr-slices``) | ``dhr/`` | ``xqa index dhr`` |
@@ -149,8 +150,11 @@ class CorpusBuild(Build):
                  dev: str | Path | None = None, reader: str | Path | None = None,
                  recipe: Recipe | None = None, examples: list[dict] | None = None,
                  about: dict[str, Any] | None = None, threads: int = 0, documents: dict[str, Any] | None = None,
-                 readers: dict[str, str | Path] | None = None):
+                 readers: dict[str, str | Path] | None = None, dense_model: str | Path | None = None):
         self.source = Path(passages)
+        # a retriever of xqa train retriever (or another converted encoder) that encodes the dense index's
+        # passages and questions, copied into dense-model/; None: the build's encoder
+        self.dense_model_source = Path(dense_model) if dense_model else None
         # with documents ({"split", "max_tokens", "overlap", "strict"}): ``passages`` is a folder of documents,
         # cut into passages by xqa.documents after the encoder stage (the packed split counts its tokens)
         self.documents = documents
@@ -195,6 +199,10 @@ class CorpusBuild(Build):
                     lambda name=name: (reader_placed(self.other_readers[name], o / "readers" / name)
                                        and self._placed_from(f"readers/{name}", self.other_readers[name])),
                     lambda name=name: self.make_other_reader(name)) for name in self.other_readers],
+            *([Stage("dense model (--dense-model)",
+                     lambda: (is_complete(o / DENSE_MODEL)
+                              and self._placed_from(DENSE_MODEL, self.dense_model_source)),
+                     self.place_dense_model)] if self.dense_model_source is not None else []),
             Stage("int8 runtimes of the encoder and the reader, checked and timed", self._runtimes_done,
                   self.build_runtimes),
             *indexes,
@@ -352,7 +360,10 @@ class CorpusBuild(Build):
         from xqa import prebuilt
 
         r = self.recipe
-        return prebuilt.build_key(self.passages, self.out / "encoder", {"max_length": r.dense_max_length},
+        dense = {"max_length": r.dense_max_length}
+        if self.dense_model_source is not None:   # the shipped vectors are e5's: none apply
+            dense["model"] = reader_stamp(self.dense_model_source)
+        return prebuilt.build_key(self.passages, self.out / "encoder", dense,
                                   {"layers": r.lexical_layers, "steps": r.lexical_steps,
                                    "batch": r.lexical_batch, **LEXICAL_SETTINGS})
 
@@ -365,7 +376,7 @@ class CorpusBuild(Build):
         from xqa.indexes import DenseIndexConfig, build_dense
 
         o, r = self.out, self.recipe
-        cfg = DenseIndexConfig(model=o / "encoder", passages=self.passages, out=o / "dense",
+        cfg = DenseIndexConfig(model=self.dense_encoder, passages=self.passages, out=o / "dense",
                                max_length=r.dense_max_length, chunk_size=500, precision=r.precision)
         found = self.prebuilt()
         if found is not None:
@@ -445,7 +456,11 @@ class CorpusBuild(Build):
         if isinstance(before, dict) and before.get("stamp") == reader_stamp(src):
             return True
         was = before.get("path") if isinstance(before, dict) else before
-        if where == "reader":   # the config's weights were chosen for the reader it replaces
+        if where == DENSE_MODEL:   # what it encoded goes with it
+            _say(f"{self.out / where}: placed from {was}, not {src} as it is now; placing it (and encoding the "
+                 f"dense index again)")
+            self._forget_dense_index()
+        elif where == "reader":   # the config's weights were chosen for the reader it replaces
             _say(f"{self.out / where}: placed from {was}, not {src} as it is now; placing it (the pipeline "
                  f"config is written again, and tuned again with --dev)")
             self.config_path.unlink(missing_ok=True)
@@ -454,14 +469,64 @@ class CorpusBuild(Build):
             _say(f"{self.out / where}: placed from {was}, not {src} as it is now; placing it")
         return False
 
-    def _record_placed(self, where: str, src: Path) -> None:
-        """Keep in ``build.json`` the folder the reader at ``out/where`` was placed from, and its stamp."""
+    def _record_placed(self, where: str, src: Path | None) -> None:
+        """Keep in ``build.json`` the folder the reader (or dense model) at ``out/where`` was placed
+        from, and its stamp; None: forget it."""
         from xqa.artifacts import write_json_atomic
 
         built = self.out / "build.json"
         record = json.loads(built.read_text(encoding="utf-8")) if built.is_file() else {}
-        record.setdefault("placed", {})[where] = {"path": str(Path(src).resolve()), "stamp": reader_stamp(src)}
+        if src is None:   # nothing placed there any more
+            record.get("placed", {}).pop(where, None)
+        else:
+            record.setdefault("placed", {})[where] = {"path": str(Path(src).resolve()), "stamp": reader_stamp(src)}
         write_json_atomic(built, record)
+
+    @property
+    def dense_encoder(self) -> Path:
+        """The model the dense index is encoded with: ``dense-model/`` (``--dense-model``) or the encoder."""
+        return self.out / (DENSE_MODEL if self.dense_model_source is not None else "encoder")
+
+    def place_dense_model(self) -> None:
+        """``--dense-model`` (a training run: its ``best/``) copied into ``dense-model/`` (its weights
+        linked where the file system allows), and recorded as placed."""
+        from xqa.artifacts import atomic_dir
+
+        src = dense_model_folder(self.dense_model_source)
+        self._forget_dense_index()
+        with atomic_dir(self.out / DENSE_MODEL, overwrite=True) as tmp:
+            shutil.copytree(src, tmp, dirs_exist_ok=True, copy_function=_link_weights)
+        self._record_placed(DENSE_MODEL, self.dense_model_source)
+        _say(f"wrote {self.out / DENSE_MODEL} (from {src})")
+
+    def dense_done(self) -> bool:
+        """The dense index is built, by the model this build encodes with (one built by another:
+        made again, with what was built from it, after ``--dense-model`` was given, changed or left out)."""
+        from retriever.dense.encode import resolve_model_dir
+
+        o = self.out
+        if not is_complete(o / "dense"):
+            return False
+        try:
+            model = json.loads((o / "dense" / "config.json").read_text(encoding="utf-8"))["model"]
+            same = resolve_model_dir(o / "dense", model).resolve() == self.dense_encoder.resolve()
+        except (XqaError, KeyError, TypeError, ValueError):
+            same = False
+        if same:
+            return True
+        _say(f"{o / 'dense'}: encoded by another model than {self.dense_encoder}; encoding it again")
+        self._forget_dense_index()
+        if self.dense_model_source is None and (o / DENSE_MODEL).exists():   # --dense-model left out
+            shutil.rmtree(o / DENSE_MODEL)
+            self._record_placed(DENSE_MODEL, None)
+        return False
+
+    def _forget_dense_index(self) -> None:
+        """Remove the dense index and what was built or tuned from it (SPAR, DHR, the tuned weights;
+        the pipeline config is written again)."""
+        for part in ("dense", "spar", "dhr", "tuned"):
+            shutil.rmtree(self.out / part, ignore_errors=True)
+        self.config_path.unlink(missing_ok=True)
 
     def make_other_reader(self, name: str) -> None:
         """The reader ``name`` of ``--also-reader`` into ``readers/NAME``; a name the default
@@ -699,6 +764,11 @@ class BuildConfig:
         "metavar": "MODEL",
         "help": "a learned BM25 query augmentation (xqa train bm25-aug) for method bm25-aug; "
                 "builds the pieces index it searches"})
+    dense_model: str | None = field(default=None, metadata={
+        "metavar": "DIR",
+        "help": "the dense retriever that encodes the passages and questions of the dense index (and so of "
+                "SPAR and DHR): xqa train retriever's OUT (its best/) or OUT/best, copied into OUT/dense-model "
+                "(default: the build's encoder, multilingual-e5-small)"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     split: str = split_field()
     max_tokens: int = max_tokens_field()
@@ -708,6 +778,30 @@ class BuildConfig:
 
 # ``xqa tune fusion --out`` kept beside a reader's files: the settings a build reads that reader with
 FUSION_FILE = "fusion.json"
+
+# where a build keeps its --dense-model
+DENSE_MODEL = "dense-model"
+
+
+def dense_model_folder(src: str | Path, flag: str = "--dense-model") -> Path:
+    """The model folder of ``src``: a dense retriever (``xqa train retriever``'s artifact, or its
+    training run's ``best/``) or a converted encoder (``xqa convert e5``); anything else is an error
+    naming ``flag``, said before a build starts."""
+    from retriever.dense.model import KIND
+    from xqa.encoders.info import read_info
+
+    src = Path(src)
+    if not src.is_dir():
+        raise XqaError(f"{flag} {src}: " + ("is a file; give a retriever's folder" if src.exists()
+                                            else "no such folder"))
+    for folder in (src, src / "best"):
+        if not is_complete(folder):
+            continue
+        if read_info(folder) is not None or json.loads((folder / "config.json").read_text(encoding="utf-8")).get(
+                "kind") == KIND:
+            return folder
+    raise XqaError(f"{flag} {src}: not a dense retriever (xqa train retriever's OUT or OUT/best, or a converted "
+                   f"encoder of xqa convert e5)")
 
 
 def tuned_reader_settings(folder: Path) -> dict[str, Any]:
@@ -905,13 +999,15 @@ def corpus_build(config: BuildConfig) -> CorpusBuild:
     others = other_readers(c.also_reader)
     for folder in ([c.reader] if c.reader else []) + list(others.values()):
         check_reader(folder, "--reader" if folder == c.reader else "--also-reader")   # before anything is built
+    if c.dense_model:
+        dense_model_folder(c.dense_model)
     recipe = Recipe(method=c.method, k=c.k, n_passages=c.n_passages, dense_max_length=c.dense_max_length,
                     lexical_steps=c.lexical_steps, precision=c.precision, dhr_slices=c.dhr_slices,
                     pieces=c.pieces, bm25_aug=os.path.abspath(c.bm25_aug) if c.bm25_aug else "",
                     answerability=shipped_answerability() if c.reader is None else {})
     build = CorpusBuild(c.passages or c.documents, c.out, lang=c.lang, dev=c.dev, reader=c.reader, recipe=recipe,
                         threads=c.threads, documents=split, readers=shipped_readers(others) if c.reader is None
-                         else others)
+                         else others, dense_model=os.path.abspath(c.dense_model) if c.dense_model else None)
     missing = [kind for kind in map(index_kind, needs(c.method)) if kind.built_value(build) is None]
     if missing:
         hints = " and ".join(k.build_hint for k in missing if k.build_hint)
