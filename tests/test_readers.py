@@ -615,3 +615,12 @@ def test_report_gold_reads_a_packed_reader_put_onto_the_base_it_is_given(convert
     assert len(made) == 1 and made[0].name.startswith("span-reader-")
     assert main(["report", "gold", "--model", str(made[0]), "--base", str(converted_e5), "--file", f"{own}:de"]) == 1
     assert "is a whole reader; --base is for a packed reader or a kit run" in capsys.readouterr().err
+    # xqa bench reader takes it the same way, and times the reader it makes
+    bench = ["bench", "reader", "--reader", str(SHIPPED_READER), "--passages", "1", "--questions", "1",
+             "--precisions", "fp32", "--json", str(tmp_path / "bench.json")]
+    assert main(bench) == 1
+    assert "--reader " + str(SHIPPED_READER) + ": a packed reader" in capsys.readouterr().err
+    assert main([*bench, "--base", str(converted_e5)]) == 0
+    timed = json.loads((tmp_path / "bench.json").read_text())
+    assert timed["family"] == "span" and timed["rows"][0]["passages"] == 1
+    assert [p for p in tmp_path.glob("xqa-readers-*/*")] == made                 # the same folder, reused

@@ -178,6 +178,41 @@ def unpacked_reader(packed: str | Path, base: str | Path, log: Log = print) -> P
     return out
 
 
+def add_base_argument(p, flag: str = "--model") -> None:
+    """``--base ENCODER``: what a packed reader or a kit run given as ``flag`` is put onto
+    (:func:`readable_reader`)."""
+    p.add_argument("--base", default=None, metavar="ENCODER",
+                   help=f"the encoder (xqa convert e5's folder) a packed reader or a kit run given as {flag} is put "
+                        f"onto, once, into a folder of the temporary directory that later runs reuse")
+
+
+def readable_reader(model: str | Path, base: str | Path | None, log: Log = print, flag: str = "--model") -> str:
+    """``model`` (a command's ``flag``) as a folder a reader family loads: a packed reader or a kit
+    run made over ``base`` (:func:`unpacked_reader`), anything else as given; what is missing or
+    does not fit is an error naming the options."""
+    from reader.registry import artifact
+    from xqa.encoders.info import read_info
+    from xqa.errors import XqaError
+
+    try:
+        role = artifact(model)[1]
+    except XqaError:
+        role = "reader"
+    if role == "reader":
+        if base is not None:
+            raise XqaError(f"--base {base}: {flag} {model} is a whole reader; --base is for a packed reader "
+                           f"or a kit run")
+        return str(model)
+    if base is None:
+        what = "a packed reader" if role == "packed" else "a run of xqa train reader --kit"
+        raise XqaError(f"{flag} {model}: {what}, which holds what training changed; give the encoder it was "
+                       f"trained from: --base ENCODER (xqa convert e5's folder)")
+    if not Path(base).is_dir() or read_info(base) is None:
+        raise XqaError(f"--base {base}: " + ("no such folder" if not Path(base).exists() else
+                                             "not a converted encoder (xqa convert e5 --out DIR makes one)"))
+    return str(unpacked_reader(model, base, log=log))
+
+
 def unpack_cached(family, packed: Path, base: Path, out: Path, log: Log = print) -> None:
     """The family's unpack of the packed reader ``packed`` onto the encoder ``base`` into ``out``,
     or xqa's cache's copy of the same (:mod:`xqa.runtime_cache`)."""

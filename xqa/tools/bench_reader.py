@@ -37,8 +37,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch default)")
     p.add_argument("--json", help="also write the figures to this JSON file")
     p.add_argument("--span", "--reader", dest="span", metavar="DIR",
-                   help="a reader folder (span or FiD): time reading real shipped paragraphs per question "
-                        "(--passages counts, --questions of them) instead of random-weight FiD configs")
+                   help="a reader folder (span or FiD; a packed reader or a kit run with --base): time reading "
+                        "real shipped paragraphs per question (--passages counts, --questions of them) instead "
+                        "of random-weight FiD configs")
+    from xqa.reader_artifacts import add_base_argument
+
+    add_base_argument(p, "--reader")
     p.add_argument("--questions", type=int, default=20, help="--span: questions timed per passage count")
     p.add_argument("--precisions", default="fp32,int8",
                    help="--span: CPU precisions timed in turn (fp32, bf16, int8: a span reader's int8 runtime "
@@ -114,7 +118,10 @@ def _bench_span(args: argparse.Namespace) -> int:
     from xqa.pipeline import load_reader
     from xqa.records import Context, Question
 
-    reader = load_reader(args.span)
+    from xqa.reader_artifacts import readable_reader
+
+    folder = readable_reader(args.span, args.base, log=lambda line: print(line, flush=True), flag="--reader")
+    reader = load_reader(folder)
     with gzip.open(CORPUS_DIR / "passages.jsonl.gz", "rt", encoding="utf-8") as f:
         paras = [json.loads(line) for line in f][::5]
     with gzip.open(CORPUS_DIR / "questions.jsonl.gz", "rt", encoding="utf-8") as f:
@@ -124,7 +131,7 @@ def _bench_span(args: argparse.Namespace) -> int:
     converts = hasattr(reader, "with_precision")   # a FiD: a copy of it in each precision
     if not converts and not hasattr(reader, "settings"):    # a reader with one precision: timed as it loads
         precisions = ["as loaded"]
-    if (not converts and "int8" in precisions and not (Path(args.span) / INT8_FILE).is_file()
+    if (not converts and "int8" in precisions and not (Path(folder) / INT8_FILE).is_file()
             and hasattr(reader, "cpu_precision")):
         print(f"{args.span} has no {INT8_FILE} (xqa reader unpack writes it): int8 not timed")
         precisions.remove("int8")
@@ -155,7 +162,7 @@ def _bench_span(args: argparse.Namespace) -> int:
                   flush=True)
     from reader.registry import family_of
 
-    family = family_of(args.span).name
+    family = family_of(folder).name
     print("\n| precision | passages read | p50 s/question | p95 s/question |\n|---|---:|---:|---:|")
     for r in rows:
         print(f"| {r['precision']} | {r['passages']} | {r['p50_s']:.3f} | {r['p95_s']:.3f} |")

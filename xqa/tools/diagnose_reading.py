@@ -26,7 +26,11 @@ from collections import defaultdict
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True, help="reader artifact (or training run folder)")
+    from xqa.reader_artifacts import add_base_argument
+
+    p.add_argument("--model", required=True, help="reader artifact (or training run folder); a packed reader or a "
+                                                  "run of xqa train reader --kit with --base")
+    add_base_argument(p)
     p.add_argument("--results", required=True, help="retrieval results with answers (JSON list or JSONL)")
     p.add_argument("--limit", type=int, default=400, help="questions with such a passage to read (0: all)")
     p.add_argument("--batch-size", type=int, default=16, help="questions per batch")
@@ -80,7 +84,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    reader = FiDReader.load(args.model)
+    from xqa.reader_artifacts import readable_reader
+
+    reader = FiDReader.load(readable_reader(args.model, args.base, log=lambda line: print(line, flush=True)))
     scorer = make_scorer(args.eval_mode)
     picked, skipped = [], 0
     for r in load_results(args.results):

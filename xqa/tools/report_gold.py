@@ -17,18 +17,17 @@ from __future__ import annotations
 
 import argparse
 import random
-from pathlib import Path
 
 SINGLE_SETS = ("jaquad-dev", "jsquad-valid", "iapp-test", "arcd-test", "cmrc-dev", "drcd-dev", "squad-dev")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from xqa.reader_artifacts import add_base_argument
+
     p.add_argument("--model", required=True,
                    help="reader folder (any reader family's, or its training run); a packed reader or a run of "
                         "xqa train reader --kit with --base")
-    p.add_argument("--base", default=None, metavar="ENCODER",
-                   help="the encoder (xqa convert e5's folder) a packed reader or a kit run is put onto, once, into a "
-                        "folder of the temporary directory that later runs reuse")
+    add_base_argument(p)
     p.add_argument("--data", default=None, help="the real QA sets folder (default: $XQA_DATA or ../shared/data)")
     p.add_argument("--limit", type=int, default=500, help="questions per set or pair, sampled by --seed (0: all)")
     p.add_argument("--crosslingual", action="store_true", help="also MLQA's 42 cross-lingual pairs")
@@ -79,34 +78,6 @@ def _own_questions(spec: str, lang: str | None, limit: int, seed: int) -> list[t
     return rows
 
 
-def _reader_folder(model: str, base: str | None) -> str:
-    """``--model`` as a folder a reader family loads: a packed reader or a kit run made over
-    ``--base`` (:func:`xqa.reader_artifacts.unpacked_reader`), anything else as given."""
-    from reader.registry import artifact
-    from xqa.errors import XqaError
-
-    try:
-        role = artifact(model)[1]
-    except XqaError:
-        role = "reader"
-    if role == "reader":
-        if base is not None:
-            raise XqaError(f"--base {base}: --model {model} is a whole reader; --base is for a packed reader "
-                           f"or a kit run")
-        return model
-    if base is None:
-        what = "a packed reader" if role == "packed" else "a run of xqa train reader --kit"
-        raise XqaError(f"--model {model}: {what}, which holds what training changed; give the encoder it was "
-                       f"trained from: --base ENCODER (xqa convert e5's folder)")
-    from xqa.encoders.info import read_info
-    from xqa.reader_artifacts import unpacked_reader
-
-    if not Path(base).is_dir() or read_info(base) is None:
-        raise XqaError(f"--base {base}: " + ("no such folder" if not Path(base).exists() else
-                                             "not a converted encoder (xqa convert e5 --out DIR makes one)"))
-    return str(unpacked_reader(model, base, log=lambda line: print(line, flush=True)))
-
-
 def run(args: argparse.Namespace) -> int:
     import time
 
@@ -121,7 +92,9 @@ def run(args: argparse.Namespace) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     root = data_root(args.data) if not args.file else None
-    reader = load_reader(_reader_folder(args.model, args.base))
+    from xqa.reader_artifacts import readable_reader
+
+    reader = load_reader(readable_reader(args.model, args.base, log=lambda line: print(line, flush=True)))
     timed = hasattr(reader, "cpu_precision")   # a reader whose CPU precision is a setting
     if args.precision:
         if not timed:

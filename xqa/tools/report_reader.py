@@ -19,8 +19,11 @@ METHODS = ("greedy", "beam", "fusion")
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from xqa.cli_options import add_reading_arguments
+    from xqa.reader_artifacts import add_base_argument
 
-    p.add_argument("--model", required=True, help="reader artifact (or training run folder)")
+    p.add_argument("--model", required=True, help="reader artifact (or training run folder); a packed reader or a "
+                                                  "run of xqa train reader --kit with --base")
+    add_base_argument(p)
     p.add_argument("--test", required=True, help="test retrieval results with answers")
     p.add_argument("--dev", help="dev retrieval results to tune fusion on (unless --fusion)")
     p.add_argument("--fusion", help="tuned fusion JSON (xqa tune fusion) instead of tuning on --dev")
@@ -115,7 +118,9 @@ def run(args: argparse.Namespace) -> int:
         raise XqaError("give --dev to tune evidence fusion, or --fusion with tuned weights")
     scorer = make_scorer(args.eval_mode)
     labels = load_labels(args.labels)
-    reader = FiDReader.load(args.model)
+    from xqa.reader_artifacts import readable_reader
+
+    reader = FiDReader.load(readable_reader(args.model, args.base, log=lambda line: print(line, flush=True)))
     n_context = args.n_context or reader.n_context
     cache = Path(args.cache) if args.cache else None
     if args.fusion:
