@@ -624,3 +624,5 @@ def test_report_gold_reads_a_packed_reader_put_onto_the_base_it_is_given(convert
     timed = json.loads((tmp_path / "bench.json").read_text())
     assert timed["family"] == "span" and timed["rows"][0]["passages"] == 1
     assert [p for p in tmp_path.glob("xqa-readers-*/*")] == made                 # the same folder, reused
+    assert main(["tune", "fusion", "--model", str(SHIPPED_READER), "--dev", str(own), "--out", str(tmp_path / "f")]) == 1
+    assert f"--model {SHIPPED_READER}: a packed reader" in capsys.readouterr().err

@@ -404,4 +404,4 @@ def add_reading_arguments(p: argparse.ArgumentParser) -> None:
     from xqa.evaluation.tuning import READING_FIELDS, FusionTuneConfig
 
     ConfigCommand(FusionTuneConfig, groups={None: READING_FIELDS},
-                  exclude=("model", "dev", "out", "passes", "write_config")).add_arguments(p)
+                  exclude=("model", "dev", "out", "passes", "base", "write_config")).add_arguments(p)

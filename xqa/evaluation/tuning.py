@@ -355,7 +355,8 @@ READING_FIELDS = ("n_context", "beams", "n_best", "span_beams", "batch_size", "l
 
 @dataclass
 class FusionTuneConfig:
-    model: str = field(metadata={"help": "reader artifact (or training run folder)"})
+    model: str = field(metadata={"help": "reader artifact (or training run folder); a packed reader or a run of "
+                                         "xqa train reader --kit with --base"})
     dev: str = field(metadata={"help": "dev retrieval results (JSON list or JSONL) with answers"})
     out: str = field(metadata={"help": "JSON file for the tuned beta, gamma, miss"})
     # 0: the model's setting (span reader: 10)
@@ -377,6 +378,10 @@ class FusionTuneConfig:
         "help": "folder for reader outputs (JSONL), reused when present"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch default)"})
     passes: int = field(default=3, metadata={"min": 1, "help": "grid passes (1 coarse + finer ones)"})
+    base: str | None = field(default=None, metadata={
+        "metavar": "ENCODER",
+        "help": "the encoder (xqa convert e5's folder) a packed reader or a kit run given as --model is put onto, "
+                "once, into a folder of the temporary directory that later runs reuse"})
     write_config: str | Path | None = None  # pipeline config to store the weights in (reader.*)
 
 
@@ -398,7 +403,9 @@ def tune_fusion(config: FusionTuneConfig) -> dict | None:
         torch.set_num_threads(c.threads)
     init_distributed()  # under torchrun: join the job (and on GPUs take this process's own) before loading
     labels = load_labels(c.labels)  # before the reading: a bad table fails fast
-    reader = load_reader(c.model)
+    from xqa.reader_artifacts import readable_reader
+
+    reader = load_reader(readable_reader(c.model, c.base, log=lambda line: print(line, flush=True)))
     n_context = c.n_context or reader.n_context
     results = [r for r in load_results(c.dev, c.limit) if r.question.answers]
     key = reader.settings_key(n_context=n_context, beams=c.beams, span_beams=c.span_beams, n_best=c.n_best)
