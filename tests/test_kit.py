@@ -469,7 +469,7 @@ def test_a_fid_kit_run_stops_on_time_resumes_and_becomes_the_reader_it_trained(k
     (tmp_path / "tmp").mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     _, build, asked = real_build
-    for _ in range(2):
+    for attempt in range(2):
         said, logged = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(said), contextlib.redirect_stderr(logged):
             assert main(["ask", asked[0]["question"], "--config", str(build / "pipeline.json"), "--reader", str(out),
@@ -478,7 +478,7 @@ def test_a_fid_kit_run_stops_on_time_resumes_and_becomes_the_reader_it_trained(k
         assert record["evidence"] and record["answer"] is not None
         made = sorted((tmp_path / "tmp").glob("xqa-readers-*/*"))
         assert len(made) == 1 and (made[0] / "config.json").is_file() and made[0].name.startswith("run-best-")
-        if _ == 0:
+        if attempt == 0:
             assert "a kit run's reader, made over" in logged.getvalue()
             stamp = (made[0] / "config.json").stat().st_mtime_ns
     assert "a kit run's reader" not in logged.getvalue()                   # the second ask reused it

@@ -233,9 +233,8 @@ def describe(config_path: str | Path) -> dict[str, Any]:
 
         for rd in out["readers"]:
             rd["placed_from"] = placed_from(rd["folder"])
-        for enc in {id(e): e for e in encoders.values()}.values():
-            if placed_from(enc["folder"]):
-                enc["placed_from"] = placed_from(enc["folder"])
+        for enc in encoders.values():   # one record per folder, shared by the indexes it encoded
+            enc["placed_from"] = placed_from(enc["folder"])
     out["disk"] = _disk(path.parent)
     out["machine"] = {"cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
                       "cpu": _cpu()}

@@ -4,8 +4,8 @@
 Stages (each the library function of one of xqa's commands, run by :mod:`xqa.recipes.runner`;
 a stage whose artifact is complete is skipped, and the long ones resume, so a killed build
 continues where it stopped; ``build.json`` records the folder each reader (and the dense model)
-was placed from, so a rerun that names another places it, and ``tuned/retrieval.done`` the ``--dev`` file the weights
-were tuned on, so that another is tuned on again):
+was placed from, so a rerun that names another places it, and ``tuned/retrieval.done`` the
+``--dev`` file the weights were tuned on, so that another is tuned on again):
 
 | stage | folder | the command it does the work of |
 | --- | --- | --- |
