@@ -138,6 +138,16 @@ def test_cpu_precisions_read_and_a_quantised_reader_is_not_saved(tokenizer, tmp_
     assert any("quantized" in k for k in kinds)
     assert not any("quantized" in type(m).__module__ for m in reader.model.modules())   # the original is left
     assert int8.read([question], [_contexts()], beams=2, n_best=2)[0].candidates
+    # int8 quantises activations with one scale per batch: each question is read as its own batch,
+    # so its answer does not depend on the questions read beside it
+    from xqa.records import Context
+
+    other = Question(id="q2", question="Which river flows through the city of Rome in central Italy?", lang="en")
+    long = [Context(id="x", title="Tiber", text="The Tiber flows through Rome. " * 5, lang="en", score=1.0,
+                    source="test")]
+    together = int8.read([question, other], [_contexts(), long], beams=2, n_best=2, batch_size=8)
+    alone = [int8.read([q], [c], beams=2, n_best=2)[0] for q, c in ((question, _contexts()), (other, long))]
+    assert [o.candidates for o in together] == [o.candidates for o in alone]
     assert reader.with_precision("bf16").read([question], [_contexts()], beams=2, n_best=2)[0].candidates
     with pytest.raises(XqaError, match="int8"):
         int8.save(tmp_path / "q")

@@ -284,6 +284,10 @@ class FiDReader:
 
         cast = (torch.autocast("cpu", dtype=torch.bfloat16)
                 if self.device.type == "cpu" and self.cpu_precision() == "bf16" else contextlib.nullcontext())
+        if self.device.type == "cpu" and self.cpu_precision() == "int8":
+            # one question a batch (its passages are the batch's rows): int8 activations are quantised
+            # with one scale per batch, so another question's passages would change this one's answer
+            batch_size = 1
         for start in _batches(len(examples), batch_size, progress):
             chunk = examples[start:start + batch_size]
             # Never pad beyond the largest passage list in the chunk: padding rows cost encoder time.

@@ -274,15 +274,20 @@ class SpanReader:
                     cache[key] = (t, x)
                 title, text = cache[key]
                 rows += [(qi, w) for w in windows(qe, title, text, self.cls_id, self.sep_id, layout, pi)]
-        results = self._score_rows([w for _, w in rows], A, n_best, batch_size)
+        results = self._score_rows([w for _, w in rows], A, n_best, batch_size, [qi for qi, _ in rows])
         per_q: list[list[tuple[Window, Any]]] = [[] for _ in questions]
         for (qi, w), res in zip(rows, results):
             per_q[qi].append((w, res))
         return [self._assemble(ctxs, items, n_best) for ctxs, items in zip(contexts, per_q)]
 
     @torch.inference_mode()
-    def _score_rows(self, rows: list[Window], A: int, k: int, batch_size: int) -> list[Any]:
-        """Per row: (relevance, log-normaliser, [(score, s, e)] best k spans in text-token indexes)."""
+    def _score_rows(self, rows: list[Window], A: int, k: int, batch_size: int,
+                    owners: Sequence[int] | None = None) -> list[Any]:
+        """Per row: (relevance, log-normaliser, [(score, s, e)] best k spans in text-token indexes).
+        ``owners``: each row's question. In the int8 runtime a batch holds one question's rows
+        only: activations are quantised with one scale per batch, so rows batched with another
+        question's would score by their company, and a question would be answered otherwise
+        alone (``xqa ask``) than in a batch of ``xqa answer``, or in a resumed run."""
         out: list[Any] = [None] * len(rows)
         order = sorted(range(len(rows)), key=lambda i: len(rows[i].ids), reverse=True)
         precision = self.cpu_precision()
@@ -290,9 +295,14 @@ class SpanReader:
             from xqa.encoders.runtime import INT8_FILE, Int8Encoder
 
             self._int8 = Int8Encoder(Path(self.runtime_dir) / INT8_FILE)
+        batches = [order[b: b + batch_size] for b in range(0, len(order), batch_size)]
+        if precision == "int8" and owners is not None:
+            by_owner: dict[int, list[int]] = {}
+            for i in order:
+                by_owner.setdefault(owners[i], []).append(i)
+            batches = [mine[b: b + batch_size] for mine in by_owner.values() for b in range(0, len(mine), batch_size)]
         with autocast(self.device, "fp32" if precision == "int8" else precision):
-            for b in range(0, len(order), batch_size):
-                idx = order[b: b + batch_size]
+            for idx in batches:
                 batch = pad_rows([rows[i].ids for i in idx], self.pad_id)
                 if precision == "int8":
                     hidden = torch.from_numpy(self._int8.hidden(batch["input_ids"].numpy(),
