@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from dataclasses import replace
@@ -230,6 +231,38 @@ def test_answer_refuses_to_resume_a_run_made_with_other_settings(tiny_pipeline, 
     assert main(["answer", "--config", str(tiny_pipeline), "--questions", str(more), "--out", str(out)]) == 0
     assert "resuming: 1 of 3 questions already answered (records.jsonl also holds 1 answer to other questions)" \
         in capsys.readouterr().out
+
+
+def test_answer_refuses_to_resume_a_run_whose_pipeline_was_rebuilt_in_place(tiny_pipeline, tmp_path,
+                                                                           test_questions, capsys):
+    """An index written again under the same path (``xqa build`` rerun with another dense model)
+    leaves the settings as they were; its config.json's time tells it, and the resume stops
+    rather than mix the two indexes' answers. A run.json kept without these stamps resumes."""
+    import os
+
+    dense = tmp_path / "dense"
+    shutil.copytree(Path(tiny_pipeline).parent / "dense", dense)
+    qfile = tmp_path / "q.jsonl"
+    qfile.write_text("".join(json.dumps(q.to_dict(), ensure_ascii=False) + "\n" for q in test_questions[:2]))
+    out = tmp_path / "run"
+    args = ["answer", "--config", str(tiny_pipeline), "--dense-index", str(dense), "--questions", str(qfile),
+            "--out", str(out)]
+    assert main(args) == 0
+    built = json.loads((out / "run.json").read_text())["settings"]["built"]
+    assert {"passages", "reader.model", "retrieval.dense_index", "retrieval.sparse_index"} <= set(built)
+    first = (out / "records.jsonl").read_text().splitlines(keepends=True)[0]
+    (out / "records.jsonl").write_text(first)                           # as if killed after one question
+    os.utime(dense / "config.json", ns=(1, 1))                           # the dense index written again
+    capsys.readouterr()
+    assert main(args) == 1
+    assert (f"{out} holds answers of a pipeline whose retrieval.dense_index was written again since (rebuilt "
+            f"in place)") in capsys.readouterr().err
+    assert (out / "records.jsonl").read_text() == first                 # nothing written
+    settings = json.loads((out / "run.json").read_text())["settings"]
+    del settings["built"]
+    (out / "run.json").write_text(json.dumps({"settings": settings}))
+    assert main(args) == 0
+    assert "resuming: 1 of 2" in capsys.readouterr().out
 
 
 def test_answer_and_search_give_a_question_with_nothing_to_search_for_no_answer_and_say_so(

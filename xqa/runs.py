@@ -262,7 +262,34 @@ def answer_settings(pipeline_config, config: AnswerConfig, reader_folder: bool =
 
         answer["reader_files"] = files_stamp(resolve(reader.model)[1])   # a training run: its best/
     return {"pipeline": {k: d[k] for k in ("passages", "languages", "retrieval", "reader", "readers")},
-            "folder": str(Path(pipeline_config.base_dir or ".").resolve()), "answer": answer}
+            "folder": str(Path(pipeline_config.base_dir or ".").resolve()), "answer": answer,
+            BUILT: built_stamps(pipeline_config, reader)}
+
+
+BUILT = "built"   # run.json settings: when each index, the passages and the reader were written
+
+
+def built_stamps(pipeline_config, reader) -> dict[str, str]:
+    """The size and modification time of what each of the pipeline's parts was written with (an
+    index's or a model's ``config.json``, which xqa writes last; the passages file), by the
+    config's name for it: what tells a pipeline rebuilt in place (``xqa build`` again with
+    another ``--dense-model``, ``--reader`` or passages) from the one a run began with, without
+    reading any of it. A part that is not there is left out (loading it is what fails then)."""
+    r = pipeline_config.retrieval
+    parts = {"passages": pipeline_config.passages, "reader.model": reader.model,
+             **{f"retrieval.{name}": getattr(r, name) for name in (
+                 "sparse_index", "dense_index", "dense_model", "spar_index", "roman_index", "dhr_index",
+                 "pieces_index", "bm25_aug_model")},
+             **{f"retrieval.indexes.{kind}": folder for kind, folder in sorted(r.indexes.items())}}
+    stamps = {}
+    for name, value in parts.items():
+        path = Path(pipeline_config.path(value)) if value else None
+        if path is not None and path.is_dir():
+            path = path / "config.json"
+        if path is not None and path.is_file():
+            st = path.stat()
+            stamps[name] = f"{st.st_size}:{st.st_mtime_ns}"
+    return stamps
 
 
 def _check_run_settings(out: Path, settings: dict[str, Any], resuming: bool) -> None:
@@ -273,6 +300,14 @@ def _check_run_settings(out: Path, settings: dict[str, Any], resuming: bool) -> 
 
     path = out / RUN_FILE
     stored = json.loads(path.read_text(encoding="utf-8")).get("settings") if path.is_file() else None
+    if resuming and stored is not None and BUILT not in stored:   # kept by an xqa that did not stamp them
+        settings = {k: v for k, v in settings.items() if k != BUILT}
+    if resuming and stored is not None and stored.get(BUILT, {}) != settings.get(BUILT, {}):
+        before, now = stored[BUILT], settings[BUILT]
+        again = [k for k in sorted(set(before) | set(now)) if before.get(k) != now.get(k)]
+        raise XqaError(f"{out} holds answers of a pipeline whose {', '.join(again)} "
+                       f"{'was' if len(again) == 1 else 'were'} written again since (rebuilt in place): a resumed "
+                       f"run would mix the two pipelines' answers; answer into another --out")
     if resuming and stored is not None and stored != settings:
         shown = said_changes(changed_settings(stored, settings).values())
         raise XqaError(f"{out} holds answers made with other settings ({shown}): resume it with the "
