@@ -201,6 +201,14 @@ def test_the_shipped_parts_are_those_of_a_default_build_of_the_shipped_corpus(tm
     for change in ({"dense": {"max_length": 128}}, {"passages_sha256": "0" * 64}, {"encoder_sha256": "1" * 64},
                    {"lexical": {**key["lexical"], "steps": 61}}):
         assert prebuilt.find({**key, **change}) is None
+    # each part by its own stage's settings: a dense index another model encodes keeps the shipped Λ
+    other_model = {**key, "dense": {**key["dense"], "model": "0123456789ab"}}
+    assert prebuilt.find(other_model, parts=("dense",)) is None
+    assert prebuilt.find(other_model, parts=("lexical",)) == prebuilt.SHIPPED
+    other_lexical = {**key, "lexical": {**key["lexical"], "steps": 61}}
+    assert prebuilt.find(other_lexical, parts=("dense",)) == prebuilt.SHIPPED
+    assert prebuilt.find(other_lexical, parts=("lexical",)) is None
+    assert prebuilt.find({**other_model, "encoder_sha256": "1" * 64}, parts=("lexical",)) is None
 
 
 def test_a_damaged_shipped_file_is_not_used(tmp_path, converted_e5):

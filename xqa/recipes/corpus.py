@@ -35,9 +35,10 @@ A learned BM25 query augmentation (``xqa train bm25-aug``, trained on question-p
 not on the corpus) is named with ``--bm25-aug MODEL``: the pipeline config then points at it.
 
 The dense vectors, Λ and Λ's vectors of the shipped corpus ship with the repository
-(:mod:`xqa.prebuilt`); a build whose passages, encoder file and stage settings are exactly
-those they were made from reuses them instead of encoding and training; any other build
-computes its own.
+(:mod:`xqa.prebuilt`); a build whose passages and encoder file are those they were made from
+reuses the vectors where its dense stage's settings are theirs, and Λ with Λ's vectors where
+its Λ stage's are (a dense index encoded by ``--dense-model`` keeps the shipped Λ), instead of
+encoding and training; any other build computes its own.
 
 Without ``--dev`` the weights are the recipe's defaults (tuned once on the shipped corpus's
 tuning questions, see :data:`DEFAULT_WEIGHTS`). ``--dev`` tunes the default reader's evidence
@@ -344,17 +345,19 @@ class CorpusBuild(Build):
                                                      "sha256": self._source_digest(), "split": rule.settings(),
                                                      "passages": sum(langs.values()), "languages": langs})
 
-    def prebuilt(self) -> Path | None:
-        """The shipped parts made from these very passages, encoder and recipe (xqa.prebuilt),
-        or None: then the stages compute them."""
+    def prebuilt(self, part: str = "dense") -> Path | None:
+        """The shipped parts made from these very passages and encoder, with this recipe's
+        settings of ``part`` ("dense": the dense vectors; "lexical": Λ and Λ's vectors;
+        xqa.prebuilt), or None: then the stages compute them."""
         from xqa import prebuilt
 
-        if not hasattr(self, "_prebuilt"):
-            self._prebuilt = prebuilt.find(self.prebuilt_key())
-            if self._prebuilt is not None:
-                print(f"  the shipped vectors and Λ of these passages apply ({self._prebuilt}): reusing them",
-                      flush=True)
-        return self._prebuilt
+        found = self.__dict__.setdefault("_prebuilt", {})
+        if part not in found:
+            found[part] = prebuilt.find(self.prebuilt_key(), parts=(part,))
+            if found[part] is not None:
+                what = "dense vectors" if part == "dense" else "Λ and Λ's vectors"
+                print(f"  the shipped {what} of these passages apply ({found[part]}): reusing them", flush=True)
+        return found[part]
 
     def prebuilt_key(self) -> dict[str, Any]:
         from xqa import prebuilt
@@ -401,7 +404,7 @@ class CorpusBuild(Build):
 
     def train_lexical(self) -> None:
         o, r = self.out, self.recipe
-        found = self.prebuilt()
+        found = self.prebuilt("lexical")
         if found is not None:
             from xqa.prebuilt import seed_lexical
 
@@ -422,7 +425,7 @@ class CorpusBuild(Build):
         from xqa.indexes import SparIndexConfig, build_spar, describe_spar
 
         o = self.out
-        found = self.prebuilt()
+        found = self.prebuilt("lexical")
         if found is not None and (o / "lexical" / "prebuilt.json").is_file():
             from xqa.prebuilt import seed_spar
 
