@@ -209,6 +209,12 @@ def test_the_shipped_parts_are_those_of_a_default_build_of_the_shipped_corpus(tm
     assert prebuilt.find(other_lexical, parts=("dense",)) == prebuilt.SHIPPED
     assert prebuilt.find(other_lexical, parts=("lexical",)) is None
     assert prebuilt.find({**other_model, "encoder_sha256": "1" * 64}, parts=("lexical",)) is None
+    # the build's own choice: with --dense-model, its dense index is encoded, its Λ the shipped one
+    from xqa.recipes.corpus import CorpusBuild
+    from xqa.data.corpus import CORPUS_DIR
+
+    b = CorpusBuild(CORPUS_DIR / "passages.jsonl.gz", tmp_path / "b", dense_model=converted_e5)
+    assert b.prebuilt("dense") is None and b.prebuilt("lexical") == prebuilt.SHIPPED
 
 
 def test_a_damaged_shipped_file_is_not_used(tmp_path, converted_e5):
