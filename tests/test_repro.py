@@ -27,7 +27,7 @@ def test_every_cell_of_the_real_text_table_is_a_row(matrix):
         for metric in ("r1", "r5", "r20", "em", "f1"):
             row = matrix.rows[f"default.{lang}.{metric}"]
             assert not row.needs and not row.slow and not row.informational
-    assert matrix.rows["default.de.r5"].expected == 0.853
+    assert matrix.rows["default.de.r5"].expected == 0.846
     assert matrix.rows["default.mean.f1"].path == ["end_to_end", "macro", "f1"]
     for rid in ("xling.f1", "mlqa.f1", "mlqa.zh.f1", "gold.mlqa.script-f1", "selective.auroc", "selective.right",
                 "speed.encode.int8", "speed.query.ratio", "speed.read5.fp32", "speed.gold-f1.int8"):
@@ -167,7 +167,7 @@ def test_a_table_renders_as_the_documentation_writes_it(matrix):
 def test_repro_list_and_dry_run(tmp_path, capsys):
     assert main(["repro", "--list", "default.de"]) == 0
     out = capsys.readouterr().out
-    assert "default.de.r5" in out and "0.853" in out and "5 rows" in out
+    assert "default.de.r5" in out and "0.846" in out and "5 rows" in out
     assert main(["repro", "--list", "--all"]) == 0
     out = capsys.readouterr().out
     assert "gold.mlqa.f1" in out and "[shared-data, slow]" in out
