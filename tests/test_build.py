@@ -58,6 +58,47 @@ def test_a_build_with_the_shipped_reader_gets_the_shipped_answerability_calibrat
 
 
 @pytest.mark.slow
+def test_answer_with_a_packed_reader_resumes_after_the_temporary_directory_was_emptied(real_build, tmp_path,
+                                                                                       monkeypatch, capsys):
+    """xqa answer --reader PACKED reads with the packed reader unpacked into the temporary
+    directory; emptied between a killed run and its resume (a reboot), the folder is made again
+    from the same files and the run resumes; packed again, the reader is another and it stops."""
+    import os
+    import shutil
+    import tempfile
+
+    from xqa.data.corpus import SHIPPED_READER
+
+    _, out, asked = real_build
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    packed = Path(shutil.copytree(SHIPPED_READER, tmp_path / "packed"))
+    questions = tmp_path / "q.jsonl"
+    questions.write_text("".join(json.dumps({"id": f"q{i}", "question": q["question"], "lang": q["lang"],
+                                             "answers": q["answers"]}, ensure_ascii=False) + "\n"
+                                 for i, q in enumerate(asked[:2])), encoding="utf-8")
+    run = tmp_path / "run"
+    args = ["answer", "--questions", str(questions), "--config", str(out / "pipeline.json"), "--out", str(run),
+            "--reader", str(packed)]
+    assert main(args) == 0
+    first = (run / "records.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(first) == 2
+    (run / "records.jsonl").write_text(first[0] + "\n", encoding="utf-8")   # as if killed after one question
+    made = list((tmp_path / "tmp").glob("xqa-readers-*/*"))
+    assert len(made) == 1
+    shutil.rmtree(made[0].parent)                                            # the temporary directory emptied
+    capsys.readouterr()
+    assert main(args) == 0
+    assert "resuming: 1 of 2" in capsys.readouterr().out
+    assert list((tmp_path / "tmp").glob("xqa-readers-*/*")) == made          # made again, where it was
+    assert (run / "records.jsonl").read_text(encoding="utf-8").splitlines()[1] == first[1]
+    (run / "records.jsonl").write_text(first[0] + "\n", encoding="utf-8")
+    os.utime(packed / "config.json", ns=(1, 1))                              # packed again
+    assert main(args) == 1
+    assert f"{run} holds answers of a pipeline whose reader.model was written again since" in capsys.readouterr().err
+
+
+@pytest.mark.slow
 def test_a_build_reads_and_searches_in_int8_where_the_check_passed_and_int8_agrees_with_fp32(real_build):
     """The encoder's and the reader's int8 runtimes were built, checked and chosen on this CPU;
     the reader's answers to the German questions are the ones fp32 gives."""

@@ -8,6 +8,7 @@ Importing this module loads nothing heavy.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -176,6 +177,20 @@ def unpacked_reader(packed: str | Path, base: str | Path, log: Log = print) -> P
                 shutil.rmtree(old, ignore_errors=True)
                 log(f"removed {old}: made from {folder} as it was before")
     return out
+
+
+_UNPACKED = re.compile(r".+-[0-9a-f]{12}-[0-9a-f]{12}")
+
+
+def unpacked_identity(folder: str | Path) -> str | None:
+    """For a folder :func:`unpacked_reader` made, what it was made from: its name, which holds the
+    packed folder's and the encoder's paths and the packed files' sizes and times, the same when it
+    is made again from the same files (the temporary directory emptied between two runs); None for
+    any other folder, whose own files are what tell it apart."""
+    folder = Path(folder)
+    if folder.parent.name.startswith("xqa-readers-") and _UNPACKED.fullmatch(folder.name):
+        return f"unpacked:{folder.name}"
+    return None
 
 
 def add_base_argument(p, flag: str = "--model") -> None:

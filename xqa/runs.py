@@ -259,8 +259,10 @@ def answer_settings(pipeline_config, config: AnswerConfig, reader_folder: bool =
     if reader_folder and reader.model and Path(reader.model).is_dir():
         from reader.registry import resolve
         from xqa.artifacts import files_stamp
+        from xqa.reader_artifacts import unpacked_identity
 
-        answer["reader_files"] = files_stamp(resolve(reader.model)[1])   # a training run: its best/
+        answer["reader_files"] = (unpacked_identity(reader.model)   # a packed reader: its packed files
+                                  or files_stamp(resolve(reader.model)[1]))   # a training run: its best/
     return {"pipeline": {k: d[k] for k in ("passages", "languages", "retrieval", "reader", "readers")},
             "folder": str(Path(pipeline_config.base_dir or ".").resolve()), "answer": answer,
             BUILT: built_stamps(pipeline_config, reader)}
@@ -274,16 +276,23 @@ def built_stamps(pipeline_config, reader) -> dict[str, str]:
     index's or a model's ``config.json``, which xqa writes last; the passages file), by the
     config's name for it: what tells a pipeline rebuilt in place (``xqa build`` again with
     another ``--dense-model``, ``--reader`` or passages) from the one a run began with, without
-    reading any of it. A part that is not there is left out (loading it is what fails then)."""
+    reading any of it. A packed reader unpacked into the temporary directory is stamped by what it
+    was made from (:func:`xqa.reader_artifacts.unpacked_identity`). A part that is not there is
+    left out (loading it is what fails then)."""
     r = pipeline_config.retrieval
     parts = {"passages": pipeline_config.passages, "reader.model": reader.model,
              **{f"retrieval.{name}": getattr(r, name) for name in (
                  "sparse_index", "dense_index", "dense_model", "spar_index", "roman_index", "dhr_index",
                  "pieces_index", "bm25_aug_model")},
              **{f"retrieval.indexes.{kind}": folder for kind, folder in sorted(r.indexes.items())}}
+    from xqa.reader_artifacts import unpacked_identity
+
     stamps = {}
     for name, value in parts.items():
         path = Path(pipeline_config.path(value)) if value else None
+        if path is not None and unpacked_identity(path):   # made again alike where the temporary
+            stamps[name] = unpacked_identity(path)           # directory was emptied between runs
+            continue
         if path is not None and path.is_dir():
             path = path / "config.json"
         if path is not None and path.is_file():
