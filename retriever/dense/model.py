@@ -505,13 +505,14 @@ class BiEncoder(nn.Module):
     # ------------------------------------------------------------- inference
     def encode_queries(self, questions: Sequence[str], batch_size: int = 128,
                        progress: bool = False) -> np.ndarray:
-        """Question vectors ``[n, d]`` float32 (inference mode). In the int8 runtime each question
-        is encoded alone (``batch_size`` is not used there): its activations are quantised with one
-        scale per batch, so a question batched with others would get a vector that depends on them
-        (and on their padding); alone, a question's vector is the same in ``xqa ask`` and in any
-        batch of ``xqa answer``, is closer to fp32's, and costs no more for questions this short."""
+        """Question vectors ``[n, d]`` float32 (inference mode). On a CPU in int8 or bf16 each
+        question is encoded alone (``batch_size`` is not used there): int8 quantises activations
+        with one scale per batch, and bf16 rounds each product of a kernel chosen by the batch's
+        shape, so a question batched with others would get a vector that depends on them (and on
+        their padding); alone, a question's vector is the same in ``xqa ask`` and in any batch of
+        ``xqa answer``. fp32 batches (its vectors move by ~1e-7 with their company)."""
         return self._encode(list(questions), self.tokenize_queries, self.embed_queries,
-                            batch_size, progress, key=len, int8_alone=True)
+                            batch_size, progress, key=len, alone=True)
 
     def encode_passages(self, passages: Sequence[Passage], batch_size: int = 64,
                         progress: bool = False) -> np.ndarray:
@@ -551,15 +552,15 @@ class BiEncoder(nn.Module):
         return torch.nn.functional.normalize(vec, dim=-1) if self.config.normalize else vec
 
     def _encode(self, items: list, tokenize, embed, batch_size: int, progress: bool, key,
-                int8_alone: bool = False) -> np.ndarray:
+                alone: bool = False) -> np.ndarray:
         out = np.zeros((len(items), self.dim), dtype=np.float32)
         if not items:
             return out
         precision = self.cpu_precision()
         if precision == "int8" and self.config.shared and self.config.pooling in ("mean", "cls"):
             embed = self._int8_embed
-            if int8_alone:
-                batch_size = 1
+        if alone and self.device.type == "cpu" and precision in ("int8", "bf16"):
+            batch_size = 1   # a text's vector not shaped by its batch (encode_queries)
         # Length-sorted batches waste little on padding; the output keeps input order.
         order = sorted(range(len(items)), key=lambda i: key(items[i]), reverse=True)
         was_training = self.training
