@@ -103,6 +103,7 @@ def test_a_build_reads_and_searches_in_int8_where_the_check_passed_and_int8_agre
     """The encoder's and the reader's int8 runtimes were built, checked and chosen on this CPU;
     the reader's answers to the German questions are the ones fp32 gives."""
     from reader.span.inference import RUNTIME_RECORD, SpanReader
+    from xqa.encoders import runtime
     from xqa.encoders.info import read_info
     from xqa.records import Context, Question
 
@@ -114,7 +115,7 @@ def test_a_build_reads_and_searches_in_int8_where_the_check_passed_and_int8_agre
     # the smoothing's measurements of the shipped encoder and reader came with the repository
     assert enc["int8"]["smoothing_statistics"] == rec["int8"]["smoothing_statistics"] == "shipped"
     dense = json.loads((out / "dense" / "config.json").read_text())
-    assert dense["precisions"] == [enc["choice"]]
+    assert dense["precisions"] == [runtime.recorded_choice(enc)]
     passages = {json.loads(line)["id"]: json.loads(line) for line in open(out / "passages.jsonl", encoding="utf-8")}
     qs = [Question(q["id"], q["question"], q["lang"]) for q in asked]
     ctxs = [[Context(p["id"], p["title"], p["text"], p["lang"], 1.0, "gold")

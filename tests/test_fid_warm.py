@@ -197,6 +197,7 @@ def test_the_cpu_check_records_each_precision_and_auto_takes_a_passed_one(tokeni
     assert read_record(tmp_path / "fid") == record
     assert {"fp32", "int8"} <= set(record["measured"]) and record["cpu"] == rt.cpu_features()
     assert record["measured"][record["choice"]]["passed"]
+    assert record["choice"] == rt.choose(record["measured"], "questions_per_s")
     for name, r in record["measured"].items():
         assert r["questions_per_s"] > 0 and (name == "fp32" or 0 <= r["agreement"] <= 1)
     assert FiDReader.load(tmp_path / "fid").cpu_precision() == record["choice"]

@@ -26,7 +26,33 @@ def test_int8_vectors_stay_close_to_fp32_ones_on_real_text(converted_e5):
     assert runs["int8"]["cosine_min"] >= runtime.MIN_COSINE, runs["int8"]
     record = read_info(converted_e5).runtime
     assert record["int8"]["passed"] and record["int8"]["fused"]["Attention"] == record["int8"]["layers"]
-    assert record["choice"] in record["measured"]
+    assert record["measured"][record["choice"]]["passed"]
+
+
+def test_auto_chooses_the_precision_closest_to_fp32_within_the_margin_of_the_fastest(monkeypatch):
+    """Of the precisions that passed, fp32, then bf16, then int8, the first whose speed is within
+    CHOICE_MARGIN of the fastest's: bf16 and int8 at about the same speed give bf16 whichever
+    way the timings fall, so two builds on one machine choose alike."""
+    def m(failed=(), **speeds):
+        return {k: {"rows_per_s": v, "passed": k not in failed} for k, v in speeds.items()}
+
+    choose = runtime.choose
+    assert choose(m(fp32=7.72, bf16=19.85, int8=21.97), "rows_per_s") == "bf16"   # AVX-512 BF16, no AMX
+    assert choose(m(fp32=5.39, bf16=13.63, int8=13.08), "rows_per_s") == "bf16"   # the same machine again
+    assert choose(m(fp32=8.0, int8=13.1), "rows_per_s") == "int8"                 # no native bf16
+    assert choose(m(fp32=5.0, bf16=30.0, int8=20.0), "rows_per_s") == "bf16"      # AMX
+    assert choose(m(fp32=10.0, bf16=10.5, int8=11.0), "rows_per_s") == "fp32"     # none clearly faster
+    edge = 1.0 - runtime.CHOICE_MARGIN
+    assert choose(m(bf16=edge * 20.0, int8=20.0), "rows_per_s") == "bf16"
+    assert choose(m(bf16=edge * 20.0 - 0.01, int8=20.0), "rows_per_s") == "int8"
+    assert choose(m(fp32=7.72, bf16=19.85, int8=21.97, failed=("bf16",)), "rows_per_s") == "int8"
+    with pytest.raises(ValueError, match="no precision passed"):
+        choose(m(int8=3.0, failed=("int8",)), "rows_per_s")
+    # the conversion's check records the choice by this rule
+    timed = {k: {"passages_per_s": v["rows_per_s"], "passed": True}
+             for k, v in m(fp32=7.72, bf16=19.85, int8=21.97).items()}
+    monkeypatch.setattr(runtime, "compare", lambda *a, **k: timed)
+    assert runtime.measure("unused")["choice"] == "bf16"
 
 
 @pytest.mark.slow
@@ -157,6 +183,19 @@ def test_auto_takes_the_measured_choice_only_on_a_cpu_like_the_one_it_was_measur
     info.save(tmp_path)
     assert runtime.resolve_precision(tmp_path, "auto") == "fp32"          # measured here: fp32 was faster
     assert runtime.resolve_precision(tmp_path, "int8") == "int8"          # said explicitly
+    # a record that took the fastest (int8) of two about as fast reads as choose() takes now
+    info.runtime["measured"] = {"fp32": {"passages_per_s": 7.7, "passed": True},
+                                "bf16": {"passages_per_s": 19.8, "passed": True},
+                                "int8": {"passages_per_s": 22.0, "passed": True}}
+    info.runtime["choice"] = "int8"
+    info.save(tmp_path)
+    assert runtime.recorded_choice(info.runtime) == "bf16"
+    assert runtime.resolve_precision(tmp_path, "auto") == "bf16"
+    assert "auto on this CPU" in runtime.describe(info.runtime) and ": bf16 (" in runtime.describe(info.runtime)
+    del info.runtime["measured"]
+    info.runtime["choice"] = "fp32"
+    info.save(tmp_path)
+    assert runtime.recorded_choice(info.runtime) == "fp32"               # no measurements: its choice
     info.runtime["cpu"] = {**here, "amx_int8": not here["amx_int8"]}      # measured on another CPU
     info.save(tmp_path)
     assert runtime.resolve_precision(tmp_path, "auto") == "int8"          # the rule: int8 where it passed

@@ -146,8 +146,8 @@ class DenseIndexConfig:
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     precision: str | None = field(default=None, metadata={
         "choices": ("auto", "fp32", "bf16", "int8"),
-        "help": "CPU precision of a converted encoder (default: its own setting, auto: the fastest that "
-                "passed the conversion's check on this CPU; int8 is its ONNX Runtime file)"})
+        "help": "CPU precision of a converted encoder (default: its own setting, auto: as the "
+                "conversion's check on this CPU chose; int8 is its ONNX Runtime file)"})
     encode_only: bool = field(default=False, metadata={
         "help": "encode the shard(s) and stop; a later run without it builds the indexes (so that processes "
                 "encoding shards side by side never build them twice)"})

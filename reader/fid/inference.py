@@ -64,8 +64,8 @@ class FiDReader:
                  n_context: int = 20, base: str = "", device: str | torch.device | None = "cpu",
                  decoder_prompt: bool = False, precision: str = "fp32"):
         self.model, self.tokenizer = model, tokenizer
-        # CPU reading: fp32 | bf16 | int8 | auto (reader.fid.runtime: the fastest that passed its check
-        # here). A reader saved without one reads in fp32.
+        # CPU reading: fp32 | bf16 | int8 | auto (as reader.fid.runtime's check here chose:
+        # xqa.encoders.runtime.choose). A reader saved without one reads in fp32.
         self.precision = precision
         self.runtime_dir: Path | None = None   # the loaded folder, whose runtime.json records the check
         self._quantized = False

@@ -39,8 +39,8 @@ def resolve(folder: str | Path | None, precision: str) -> str:
     if precision != "auto":
         return precision
     record = read_record(folder)
-    if record and record.get("cpu") == rt.cpu_features() and record.get("choice"):
-        return record["choice"]
+    if record and record.get("cpu") == rt.cpu_features() and rt.recorded_choice(record):
+        return rt.recorded_choice(record)
     return "bf16" if bf16_supported() else "fp32"
 
 

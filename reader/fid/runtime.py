@@ -6,8 +6,9 @@ it); attention, norms and embeddings stay fp32. The check reads shipped tuning q
 with its gold paragraph among the next questions' paragraphs, in fp32 and in each candidate
 precision: a precision passes where its best answer is fp32's for at least
 :data:`MIN_AGREEMENT` of the questions. The record goes into ``runtime.json`` beside the
-reader's ``config.json``; ``precision: auto`` takes the fastest that passed on a CPU with the
-same features.
+reader's ``config.json``; ``precision: auto`` takes, on a CPU with the same features, the one
+:func:`xqa.encoders.runtime.choose` took: of those that passed, the closest to fp32 within 15 %
+of the fastest.
 """
 from __future__ import annotations
 
@@ -60,8 +61,7 @@ def build(folder: str | Path, threads: int = 0, progress=print, questions: int =
         agree = sum(a == b for a, b in zip(ref, answers)) / len(ref)
         measured[name] = {"questions_per_s": round(n / dt, 3), "agreement": round(agree, 4),
                           "passed": agree >= MIN_AGREEMENT}
-    passed = {k: v for k, v in measured.items() if v["passed"]}
-    record = {"measured": measured, "choice": max(passed, key=lambda k: passed[k]["questions_per_s"]),
+    record = {"measured": measured, "choice": rt.choose(measured, "questions_per_s"),
               "cpu": rt.cpu_features(), "threads": threads or torch.get_num_threads(),
               "sample": {"questions": n, "passages": PASSAGES,
                          "source": "the shipped corpus's tuning questions, each with its gold paragraph "
@@ -77,7 +77,8 @@ def describe(record: dict[str, Any]) -> str:
         extra = f", same best answer as fp32 for {r['agreement']:.0%} of questions" if "agreement" in r else ""
         lines.append(f"  {name}: {r['questions_per_s']:.2f} questions/s{extra}"
                      f"{'' if r.get('passed') else ' (check failed: not used)'}")
-    lines.append(f"  precision auto on this CPU ({rt.cpu_summary(record.get('cpu'))}): {record.get('choice')}")
+    lines.append(f"  precision auto on this CPU ({rt.cpu_summary(record.get('cpu'))}): {rt.recorded_choice(record)}"
+                 f" (of those that passed, the closest to fp32 within {rt.CHOICE_MARGIN * 100:.0f} % of the fastest)")
     return "\n".join(lines)
 
 

@@ -44,7 +44,7 @@ class SpanSettings:
     max_title: int = 24
     stride: int = 64           # tokens two windows of a long passage share
     max_answer_len: int = 24   # answer tokens
-    precision: str = "auto"    # CPU inference: fp32 | bf16 | int8 | auto (the fastest that passed its check here)
+    precision: str = "auto"    # CPU inference: fp32 | bf16 | int8 | auto (as its check here chose: xqa.encoders.runtime.choose)
 
     @property
     def layout(self) -> RowLayout:

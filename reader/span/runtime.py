@@ -7,7 +7,8 @@ title + paragraph windows) of shipped tuning questions and their gold paragraphs
 check runs on other tuning questions: the hidden states of the paragraph tokens (cosine
 to fp32) and the best span of every row, which must be the same span as fp32's in at least
 :data:`MIN_SPAN_AGREEMENT` of the rows. The record goes into ``runtime.json`` beside the
-reader's ``config.json``; ``precision: auto`` uses int8 where it passed and is the faster.
+reader's ``config.json``; ``precision: auto`` uses the one :func:`xqa.encoders.runtime.choose`
+took: of those that passed, the closest to fp32 within 15 % of the fastest.
 """
 from __future__ import annotations
 
@@ -109,8 +110,7 @@ def build(folder: str | Path, threads: int = 0, progress=print) -> dict[str, Any
                           "cosine_min": round(float(np.min(cos)), 5), "span_agreement": round(agree, 4),
                           "passed": bool(np.mean(cos) >= rt.MIN_MEAN_COSINE and np.min(cos) >= rt.MIN_COSINE
                                          and agree >= MIN_SPAN_AGREEMENT)}
-    passed = {k: v for k, v in measured.items() if v["passed"]}
-    record = {"measured": measured, "choice": max(passed, key=lambda k: passed[k]["rows_per_s"]),
+    record = {"measured": measured, "choice": rt.choose(measured, "rows_per_s"),
               "cpu": rt.cpu_features(), "threads": threads or torch.get_num_threads(),
               "sample": {"rows": len(rows), "questions": CHECK_QUESTIONS,
                          "source": "the shipped corpus's tuning questions and their gold paragraphs"},
@@ -128,7 +128,8 @@ def describe(record: dict[str, Any]) -> str:
         extra = (f", cosine to fp32 mean {r['cosine_mean']:.4f} / min {r['cosine_min']:.4f}, "
                  f"same best span in {r['span_agreement']:.0%} of rows" if "cosine_mean" in r else "")
         lines.append(f"  {name}: {r['rows_per_s']:.1f} rows/s{extra}{'' if r.get('passed') else ' (check failed: not used)'}")
-    lines.append(f"  precision auto on this CPU ({rt.cpu_summary(record.get('cpu'))}): {record.get('choice')}")
+    lines.append(f"  precision auto on this CPU ({rt.cpu_summary(record.get('cpu'))}): {rt.recorded_choice(record)}"
+                 f" (of those that passed, the closest to fp32 within {rt.CHOICE_MARGIN * 100:.0f} % of the fastest)")
     return "\n".join(lines)
 
 

@@ -27,7 +27,7 @@ class EncoderInfo:
     normalize: bool = True           # L2-normalise the pooled vector
     query_prefix: str = "query: "
     passage_prefix: str = "passage: "
-    precision: str = "auto"          # auto: the fastest that passed its check (xqa.encoders.runtime)
+    precision: str = "auto"          # auto: as its check chose (xqa.encoders.runtime.choose)
     source: dict[str, Any] = field(default_factory=dict)
     runtime: dict[str, Any] = field(default_factory=dict)   # the int8 file, its check, the CPU's choice
 

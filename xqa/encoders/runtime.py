@@ -12,7 +12,8 @@ Int8 changes the vectors a little, so the conversion measures it before anything
 in fp32 torch and in the int8 runtime and compares the vectors (cosine); the int8 file is
 used only when the mean cosine is at least :data:`MIN_MEAN_COSINE` and the lowest at least
 :data:`MIN_COSINE`. It also times each precision on the CPU it runs on, and records the
-fastest one that passed (``xqa_encoder.json`` ``runtime``). ``precision: auto`` then means:
+one :func:`choose` takes (``xqa_encoder.json`` ``runtime``): of those that passed, the closest
+to fp32 within :data:`CHOICE_MARGIN` of the fastest. ``precision: auto`` then means:
 that choice on a CPU with the same features; elsewhere int8 when it passed, bf16 where the
 CPU has native bf16, fp32 otherwise (:func:`resolve_precision`).
 
@@ -38,6 +39,8 @@ READER_RECORD = "runtime.json"   # a span reader's record of its runtime's check
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"   # the shipped corpus (xqa.data.corpus.CORPUS_DIR)
 MIN_MEAN_COSINE = 0.99
 MIN_COSINE = 0.97
+CHOICE_MARGIN = 0.15   # auto: a precision closer to fp32 is taken while at most this much slower
+FAITHFUL = ("fp32", "bf16", "int8")   # the CPU precisions, closest to fp32's results first
 CPU_FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_bf16", "amx_int8")
 SAMPLE_PASSAGES = 32
 SAMPLE_QUESTIONS = 32
@@ -343,7 +346,7 @@ def resolve_precision(folder: str | Path | None, precision: str, info: EncoderIn
         return "int8"
     if precision != "auto":
         return precision
-    choice = runtime.get("choice")
+    choice = recorded_choice(runtime, () if has_int8 else ("int8",))
     if choice and runtime.get("cpu") == cpu_features() and (choice != "int8" or has_int8):
         return choice
     if has_int8:
@@ -486,6 +489,36 @@ def compare(folder: str | Path, passages: Sequence[str], questions: Sequence[str
     return runs
 
 
+def choose(measured: dict[str, dict[str, Any]], speed: str) -> str:
+    """What ``precision: auto`` takes from a check's measurements (``measured[precision][speed]``,
+    the larger the faster, and ``passed``): of the precisions that passed, the one closest to
+    fp32 (fp32, then bf16, then int8) whose speed is within :data:`CHOICE_MARGIN` of the
+    fastest's. Where two run at about the same speed (bf16 and int8 on a CPU with native bf16 and
+    no AMX), the timing's noise would otherwise choose, and two builds on one machine would answer
+    differently."""
+    passed = {k: float(v[speed]) for k, v in measured.items() if v.get("passed")}
+    if not passed:
+        raise ValueError("no precision passed its check")
+    floor = (1.0 - CHOICE_MARGIN) * max(passed.values())
+    ranked = [k for k in FAITHFUL if k in passed] + sorted(k for k in passed if k not in FAITHFUL)
+    return next(k for k in ranked if passed[k] >= floor)
+
+
+def recorded_choice(record: dict[str, Any] | None, unavailable: Sequence[str] = ()) -> str | None:
+    """The precision a check's record (an encoder's ``runtime``, a reader's ``runtime.json``)
+    makes ``auto`` take: :func:`choose` over its measurements but the ``unavailable`` ones (int8
+    where its file is gone), so that a record written when the fastest was taken reads as one
+    written now; its ``choice`` where it holds no measurements."""
+    if not record:
+        return None
+    measured = {k: v for k, v in (record.get("measured") or {}).items() if k not in unavailable}
+    speeds = {k for v in measured.values() for k in v if k.endswith("_per_s")}
+    if len(speeds) == 1 and all(k in v for v in measured.values() for k in speeds):
+        with contextlib.suppress(ValueError, TypeError):
+            return choose(measured, speeds.pop())
+    return record.get("choice")
+
+
 def measure(folder: str | Path, threads: int = 0) -> dict[str, Any]:
     """Check the int8 file against fp32 on the shipped sample, time each precision, and choose.
 
@@ -494,9 +527,7 @@ def measure(folder: str | Path, threads: int = 0) -> dict[str, Any]:
     """
     passages, questions = sample_texts()
     runs = compare(folder, passages, questions, threads=threads)
-    passed = {k: v for k, v in runs.items() if v.get("passed")}
-    choice = max(passed, key=lambda k: passed[k]["passages_per_s"])
-    return {"measured": runs, "choice": choice, "cpu": cpu_features(),
+    return {"measured": runs, "choice": choose(runs, "passages_per_s"), "cpu": cpu_features(),
             "threads": threads or _torch_threads(),
             "sample": {"passages": len(passages), "questions": len(questions),
                        "source": "the shipped corpus (xqa/corpus), round-robin over its languages"}}
@@ -532,5 +563,6 @@ def describe(record: dict[str, Any]) -> str:
                if "cosine_mean" in r else "")
         lines.append(f"  {name}: {r['passages_per_s']:.1f} passages/s{cos}"
                      f"{'' if r.get('passed') else ' (check failed: not used)'}")
-    lines.append(f"  precision auto on this CPU ({cpu_summary(record.get('cpu'))}): {record.get('choice')}")
+    lines.append(f"  precision auto on this CPU ({cpu_summary(record.get('cpu'))}): {recorded_choice(record)}"
+                 f" (of those that passed, the closest to fp32 within {CHOICE_MARGIN * 100:.0f} % of the fastest)")
     return "\n".join(lines)

@@ -8,7 +8,7 @@ Measured in one run, on real text (the shipped corpus's paragraphs and questions
   (4-bit weights, int8 activations; its own tokenizer; no truncation);
 * queries/s in batches, and the p50/p95 of one query encoded alone (what a user waits for);
 * the cosine of bf16, int8-runtime and engine vectors to fp32 ones over many real texts
-  (``precision: auto`` uses the fastest that passed the conversion's check,
+  (``precision: auto`` uses what the conversion's check chose,
   :func:`xqa.encoders.runtime.resolve_precision`);
 * what ``xqa build`` runs: ``xqa index dense --encode-only`` in two one-thread processes side
   by side, fp32 against int8, loading included;
