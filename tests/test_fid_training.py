@@ -106,6 +106,25 @@ def test_two_process_gloo_training_via_torchrun(tokenizer, tmp_path):
     assert FiDReader.load(tmp_path / "run").read_examples([example_from_record(record(0))], beams=1)
 
 
+def test_a_command_that_succeeds_leaves_its_process_group_and_one_that_fails_stays(tmp_path, monkeypatch):
+    """A torchrun process that finished its command destroys its gloo process group before the
+    interpreter exits (left to the teardown, gloo's threads can abort the process after its work
+    is done); one whose command failed leaves it, since the others may wait for it in a collective."""
+    import torch.distributed as dist
+
+    from xqa.cli import main
+
+    monkeypatch.setenv("XQA_CACHE", str(tmp_path / "cache"))
+    for command, code in ((["cache"], 0), (["info", "--config", str(tmp_path / "none.json")], 1)):
+        dist.init_process_group("gloo", init_method=f"file://{tmp_path / command[0]}", rank=0, world_size=1)
+        try:
+            assert main(command) == code
+            assert dist.is_initialized() is (code != 0), command
+        finally:
+            if dist.is_initialized():
+                dist.destroy_process_group()
+
+
 def test_train_reader_set_changes_the_random_architecture(tokenizer, tmp_path):
     from xqa.cli import main
 

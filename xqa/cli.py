@@ -119,6 +119,16 @@ def build_parser(words: tuple[str, ...], width: int | None = None) -> argparse.A
     return parser
 
 
+def _close_distributed() -> None:
+    """A process of a torchrun job that finished its command leaves its process group before the
+    interpreter exits: gloo's threads, left to the interpreter's teardown, can abort the process
+    ("terminate called without an active exception") after its work is done. Only on success:
+    where a process failed, the others may still wait in a collective for it."""
+    dist = sys.modules.get("torch.distributed")   # loaded by the command (xqa.distributed) or not at all
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+
+
 def main(argv: list[str] | None = None) -> int:
     # Threads that spin while waiting (OpenMP's default) make torch and FAISS several
     # times slower on small shared machines; must be set before torch loads.
@@ -152,7 +162,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser(words).parse_args(argv[len(words):])
     try:
         with warnings_as_lines(f"xqa {' '.join(words)}"):
-            return int(module.run(args) or 0)
+            code = int(module.run(args) or 0)
+        if code == 0:
+            _close_distributed()
+        return code
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
         return 130
