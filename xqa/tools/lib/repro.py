@@ -14,7 +14,8 @@ The matrix has four parts:
   (``shared-data``: the real sets under ../shared/data), ``slow``, ``informational`` (a speed:
   reported, never failing), and ``quoted``: files whose prose states the figure, with the
   words around it. A row with ``each: {NAME: [values]}`` stands for one row per value,
-  ``$NAME`` replaced in its strings and ``expected`` keyed by the value.
+  ``$NAME`` replaced in its strings and ``expected`` (and ``tol``, where it differs by value)
+  keyed by the value.
 * ``tables``: the documentation tables made from the rows' expected values, between
   ``<!-- repro:ID -->`` and ``<!-- /repro -->`` in the files they name.
 
@@ -120,10 +121,17 @@ def _expand(raw: dict) -> list[dict]:
     if not isinstance(expected, dict) or set(map(str, expected)) != set(map(str, values)):
         raise XqaError(f"row {raw.get('id')!r}: 'expected' needs one value for each of {values}")
     expected = {str(k): v for k, v in expected.items()}
+    tol = raw.get("tol")   # one for all, or one for each value (as 'expected')
+    if isinstance(tol, dict):
+        if set(map(str, tol)) != set(map(str, values)):
+            raise XqaError(f"row {raw.get('id')!r}: a 'tol' by value needs one for each of {values}")
+        tol = {str(k): x for k, x in tol.items()}
     out = []
     for v in values:
-        row = _subst({k: copy.deepcopy(x) for k, x in raw.items() if k not in ("each", "expected")}, name, v)
+        row = _subst({k: copy.deepcopy(x) for k, x in raw.items() if k not in ("each", "expected", "tol")}, name, v)
         row["expected"] = expected[str(v)]
+        if tol is not None:
+            row["tol"] = tol[str(v)] if isinstance(tol, dict) else tol
         out.append(row)
     return out
 
