@@ -123,10 +123,10 @@ def test_a_build_reads_and_searches_in_int8_where_the_check_passed_and_int8_agre
     reader = SpanReader.load(out / "reader")
     reader.settings.precision = "int8"
     int8 = [o.text for o in reader.read(qs, ctxs)]
-    # in int8 and bf16 a batch holds one question's rows (int8 quantises activations with one scale
-    # per batch, bf16 rounds by the batch's shape): a question read beside others is read as alone
+    # on a CPU a batch holds one question's rows (int8 quantises activations with one scale per
+    # batch, bf16 and fp32 round by the batch's shape): a question read beside others is read as alone
     assert len(qs) > 1
-    for precision in ("int8", "bf16"):
+    for precision in ("int8", "bf16", "fp32"):
         reader.settings.precision = precision
         assert ([o.to_dict() for o in reader.read(qs, ctxs, batch_size=16)]
                 == [reader.read([q], [c])[0].to_dict() for q, c in zip(qs, ctxs)]), precision

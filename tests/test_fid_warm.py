@@ -145,7 +145,7 @@ def test_cpu_precisions_read_and_a_quantised_reader_is_not_saved(tokenizer, tmp_
     other = Question(id="q2", question="Which river flows through the city of Rome in central Italy?", lang="en")
     long = [Context(id="x", title="Tiber", text="The Tiber flows through Rome. " * 5, lang="en", score=1.0,
                     source="test")]
-    for cpu in (int8, reader.with_precision("bf16")):   # bf16 rounds by the batch's shape: the same
+    for cpu in (int8, reader.with_precision("bf16"), reader):   # bf16 and fp32 round by the batch's shape
         together = cpu.read([question, other], [_contexts(), long], beams=2, n_best=2, batch_size=8)
         alone = [cpu.read([q], [c], beams=2, n_best=2)[0] for q, c in ((question, _contexts()), (other, long))]
         assert [o.candidates for o in together] == [o.candidates for o in alone], cpu.cpu_precision()

@@ -114,18 +114,18 @@ def test_a_loaded_encoder_runs_in_int8_until_it_is_trained(converted_e5):
 
 
 @pytest.mark.slow
-def test_a_questions_int8_or_bf16_vector_is_the_same_alone_and_in_any_batch(converted_e5):
-    """int8 activations are quantised with one scale per batch, and bf16 rounds the products of
-    kernels chosen by the batch's shape, so a question batched with others would get a vector that
-    depends on them; each is encoded alone, so ``xqa ask`` and every batch of ``xqa answer``
-    search with the same vector (passages, encoded once, are batched)."""
+def test_a_questions_vector_is_the_same_alone_and_in_any_batch_in_every_cpu_precision(converted_e5):
+    """int8 activations are quantised with one scale per batch, and bf16 and fp32 round the
+    products of kernels chosen by the batch's shape, so a question batched with others would get a
+    vector that depends on them; each is encoded alone, so ``xqa ask`` and every batch of ``xqa
+    answer`` search with the same vector (passages, encoded once, are batched)."""
     from retriever.dense.model import BiEncoder
     from xqa.records import Passage
 
     model = BiEncoder.load(converted_e5)
     texts = ["Wer schrieb den Faust?", "東京タワーの高さは？", "ما هي عاصمة مصر؟",
              "Who designed QRpedia, the mobile web system that delivers Wikipedia articles to smartphones?"]
-    for precision in ("bf16", "int8"):
+    for precision in ("fp32", "bf16", "int8"):
         model.config.precision = precision
         alone = np.concatenate([model.encode_queries([t]) for t in texts])
         assert np.array_equal(model.encode_queries(texts, batch_size=4), alone), precision

@@ -284,10 +284,10 @@ class FiDReader:
 
         cast = (torch.autocast("cpu", dtype=torch.bfloat16)
                 if self.device.type == "cpu" and self.cpu_precision() == "bf16" else contextlib.nullcontext())
-        if self.device.type == "cpu" and self.cpu_precision() in ("int8", "bf16"):
+        if self.device.type == "cpu":
             # one question a batch (its passages are the batch's rows): int8 activations are quantised
-            # with one scale per batch, and bf16 rounds the products of kernels chosen by the batch's
-            # shape, so another question's passages would change this one's answer
+            # with one scale per batch, and bf16 and fp32 round the products of kernels chosen by the
+            # batch's shape, so another question's passages would change this one's answer
             batch_size = 1
         for start in _batches(len(examples), batch_size, progress):
             chunk = examples[start:start + batch_size]

@@ -284,11 +284,11 @@ class SpanReader:
     def _score_rows(self, rows: list[Window], A: int, k: int, batch_size: int,
                     owners: Sequence[int] | None = None) -> list[Any]:
         """Per row: (relevance, log-normaliser, [(score, s, e)] best k spans in text-token indexes).
-        ``owners``: each row's question. In int8 or bf16 on a CPU a batch holds one question's
-        rows only: int8 quantises activations with one scale per batch, and bf16 rounds the
-        products of kernels chosen by the batch's shape, so rows batched with another question's
-        would score by their company, and a question would be answered otherwise alone (``xqa
-        ask``) than in a batch of ``xqa answer``, or in a resumed run."""
+        ``owners``: each row's question. On a CPU a batch holds one question's rows only: int8
+        quantises activations with one scale per batch, and bf16 and fp32 round the products of
+        kernels chosen by the batch's shape, so rows batched with another question's would score
+        by their company, and a question would be answered otherwise alone (``xqa ask``) than in
+        a batch of ``xqa answer``, or in a resumed run."""
         out: list[Any] = [None] * len(rows)
         order = sorted(range(len(rows)), key=lambda i: len(rows[i].ids), reverse=True)
         precision = self.cpu_precision()
@@ -297,7 +297,7 @@ class SpanReader:
 
             self._int8 = Int8Encoder(Path(self.runtime_dir) / INT8_FILE)
         batches = [order[b: b + batch_size] for b in range(0, len(order), batch_size)]
-        if precision in ("int8", "bf16") and self.device.type == "cpu" and owners is not None:
+        if self.device.type == "cpu" and owners is not None:
             by_owner: dict[int, list[int]] = {}
             for i in order:
                 by_owner.setdefault(owners[i], []).append(i)

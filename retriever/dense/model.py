@@ -505,12 +505,12 @@ class BiEncoder(nn.Module):
     # ------------------------------------------------------------- inference
     def encode_queries(self, questions: Sequence[str], batch_size: int = 128,
                        progress: bool = False) -> np.ndarray:
-        """Question vectors ``[n, d]`` float32 (inference mode). On a CPU in int8 or bf16 each
-        question is encoded alone (``batch_size`` is not used there): int8 quantises activations
-        with one scale per batch, and bf16 rounds each product of a kernel chosen by the batch's
-        shape, so a question batched with others would get a vector that depends on them (and on
-        their padding); alone, a question's vector is the same in ``xqa ask`` and in any batch of
-        ``xqa answer``. fp32 batches (its vectors move by ~1e-7 with their company)."""
+        """Question vectors ``[n, d]`` float32 (inference mode). On a CPU each question is encoded
+        alone (``batch_size`` is not used there): int8 quantises activations with one scale per
+        batch, and bf16 and fp32 round the products of kernels chosen by the batch's shape (bf16 by
+        up to ~1e-3, fp32 by ~1e-7), so a question batched with others would get a vector that
+        depends on them (and on their padding); alone, a question's vector is the same in ``xqa
+        ask`` and in any batch of ``xqa answer``. On a GPU questions are batched."""
         return self._encode(list(questions), self.tokenize_queries, self.embed_queries,
                             batch_size, progress, key=len, alone=True)
 
@@ -559,7 +559,7 @@ class BiEncoder(nn.Module):
         precision = self.cpu_precision()
         if precision == "int8" and self.config.shared and self.config.pooling in ("mean", "cls"):
             embed = self._int8_embed
-        if alone and self.device.type == "cpu" and precision in ("int8", "bf16"):
+        if alone and self.device.type == "cpu":
             batch_size = 1   # a text's vector not shaped by its batch (encode_queries)
         # Length-sorted batches waste little on padding; the output keeps input order.
         order = sorted(range(len(items)), key=lambda i: key(items[i]), reverse=True)
