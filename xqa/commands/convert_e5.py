@@ -7,9 +7,9 @@ checkpoint goes: ``xqa index dense --model``, ``xqa train retriever --init``,
 
 It also holds the encoder's int8 CPU runtime (``model.int8.onnx``, :mod:`xqa.encoders.runtime`),
 checked against fp32 on real text and timed on this CPU; ``precision: auto`` uses, of the
-precisions that passed, the closest to fp32 within 15 % of the fastest. A folder this machine converted before from the same model file,
-and a runtime it built before for the same folder contents, are copied from xqa's cache
-(``xqa cache``; ``XQA_CACHE=off`` makes them anew).
+precisions that passed, the closest to fp32 within 15 % of the fastest. A folder this machine
+converted before from the same model file, and a runtime it built before for the same folder
+contents, are copied from xqa's cache (``xqa cache``; ``XQA_CACHE=off`` makes them anew).
 """
 from __future__ import annotations
 

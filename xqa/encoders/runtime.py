@@ -507,8 +507,8 @@ def choose(measured: dict[str, dict[str, Any]], speed: str) -> str:
 def recorded_choice(record: dict[str, Any] | None, unavailable: Sequence[str] = ()) -> str | None:
     """The precision a check's record (an encoder's ``runtime``, a reader's ``runtime.json``)
     makes ``auto`` take: :func:`choose` over its measurements but the ``unavailable`` ones (int8
-    where its file is gone), so that a record written when the fastest was taken reads as one
-    written now; its ``choice`` where it holds no measurements."""
+    where its file is gone), so that every record is read by the same rule whatever its
+    ``choice`` says; that ``choice`` where it holds no measurements."""
     if not record:
         return None
     measured = {k: v for k, v in (record.get("measured") or {}).items() if k not in unavailable}
