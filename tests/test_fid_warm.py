@@ -255,3 +255,22 @@ def test_a_warm_fid_returns_cross_attention_in_training_and_in_scoring():
     enc, mask = fid.encode(ids, att, pmask)
     logprobs, relevance = fid.score(enc.last_hidden_state, mask, torch.tensor([[0, 5, 2], [0, 6, 2]]), 3)
     assert logprobs.shape == (2,) and torch.allclose(relevance.sum(1), torch.ones(2))
+
+
+def test_auto_reads_a_fid_in_what_its_record_chose_here_else_by_the_cpu(tmp_path, monkeypatch):
+    """auto: the record's choice by xqa.encoders.runtime.choose on a CPU like the one it was measured
+    on, whatever this CPU's bf16; elsewhere, or without a record, bf16 where native, else fp32."""
+    import json
+
+    import reader.fid.precision as fp
+    import xqa.encoders.runtime as rt
+
+    (tmp_path / fp.RECORD).write_text(json.dumps({
+        "measured": {"fp32": {"questions_per_s": 1.0, "passed": True},
+                     "int8": {"questions_per_s": 3.0, "passed": True}},
+        "choice": "fp32", "cpu": rt.cpu_features()}))
+    for native in (False, True):
+        monkeypatch.setattr(fp, "bf16_supported", lambda: native)
+        assert fp.resolve(tmp_path, "auto") == "int8"          # choose() over the measurements
+        assert fp.resolve(tmp_path / "none", "auto") == ("bf16" if native else "fp32")
+    assert fp.resolve(tmp_path, "fp32") == "fp32"

@@ -290,8 +290,9 @@ def built_stamps(pipeline_config, reader) -> dict[str, str]:
     stamps = {}
     for name, value in parts.items():
         path = Path(pipeline_config.path(value)) if value else None
-        if path is not None and unpacked_identity(path):   # made again alike where the temporary
-            stamps[name] = unpacked_identity(path)           # directory was emptied between runs
+        made_from = unpacked_identity(path) if path is not None else None
+        if made_from:   # made again alike where the temporary directory was emptied between runs
+            stamps[name] = made_from
             continue
         if path is not None and path.is_dir():
             path = path / "config.json"

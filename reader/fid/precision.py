@@ -39,9 +39,8 @@ def resolve(folder: str | Path | None, precision: str) -> str:
     if precision != "auto":
         return precision
     record = read_record(folder)
-    if record and record.get("cpu") == rt.cpu_features() and rt.recorded_choice(record):
-        return rt.recorded_choice(record)
-    return "bf16" if bf16_supported() else "fp32"
+    choice = rt.recorded_choice(record) if record and record.get("cpu") == rt.cpu_features() else None
+    return choice or ("bf16" if bf16_supported() else "fp32")
 
 
 def read_record(folder: str | Path | None) -> dict[str, Any] | None:
