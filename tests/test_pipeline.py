@@ -490,6 +490,28 @@ def test_ctrl_c_at_the_ask_prompt_stops_one_answer_and_the_next_question_is_answ
     assert asked == [a.question]
 
 
+def test_ctrl_c_while_bm25_is_loaded_ends_the_command_as_python_says_not_the_java_vm(
+        tiny_pipeline, test_questions, tmp_path):
+    """Once the JVM runs (BM25), Ctrl-C must still reach Python: the VM's own SIGINT handler would
+    run the process's exit from a Java thread, skipping xqa's "interrupted" and crashing the process
+    (SIGSEGV, an hs_err_pid*.log) when torch was inside a kernel on the main thread."""
+    import signal
+
+    q = test_questions[0]
+    proc = subprocess.Popen([sys.executable, "-m", "xqa.cli", "ask", "-", "--config", str(tiny_pipeline),
+                             "--lang", q.lang, "--method", "hybrid", "--json"], cwd=tmp_path,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.stdin.write(f"{q.question}\n" * 200)
+    proc.stdin.flush()
+    first = proc.stdout.readline()       # one question answered: the VM runs, more answers are under way
+    assert json.loads(first)["id"] == "1"
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert err.rstrip().endswith("interrupted"), err[-2000:]
+    assert not list(tmp_path.glob("hs_err_pid*.log"))
+
+
 def test_ask_says_when_nothing_was_retrieved(tiny_pipeline):
     # no word of it is in any passage: the BM25 methods find nothing, the dense one always something
     out = _cli("ask", "Qqzzkk xxvvqq?", "--lang", "en", "--config", tiny_pipeline, "--method", "sparse+roman",

@@ -176,8 +176,11 @@ def _env(var: str, value: str | None):
 
 
 def jvm_options(rt: JavaRuntime) -> list[str]:
-    """VM options for Anserini on ``rt``: heap from ``XQA_JAVA_HEAP``, quiet Lucene warnings."""
-    opts = []
+    """VM options for Anserini on ``rt``: heap from ``XQA_JAVA_HEAP``, quiet Lucene warnings, and
+    ``-Xrs``: Ctrl-C (SIGINT) and SIGTERM stay Python's. Without it the VM takes them over and its
+    shutdown runs the process's exit while torch may be inside a kernel on the main thread, which
+    crashes the process (SIGSEGV, an hs_err_pid*.log) instead of ending the command cleanly."""
+    opts = ["-Xrs"]
     heap = os.environ.get("XQA_JAVA_HEAP")
     if heap:
         opts.append(f"-Xmx{heap}")
