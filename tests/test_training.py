@@ -147,6 +147,43 @@ def test_a_checkpoint_is_resumed_only_with_the_settings_that_made_it(tmp_path, m
               init_from_best=True)
 
 
+def test_a_checkpoint_is_not_resumed_over_a_training_file_written_again(tmp_path):
+    """The checkpoint's data position points into the data it was trained on: the same path with
+    other contents (lines removed; a file of a kit folder written again) is refused, naming it; the
+    same contents with their times kept (cp -p, tar -x) resume."""
+    import os
+    import shutil
+
+    from xqa.errors import XqaError
+
+    b = tmp_path / "run"
+    cfg = TrainConfig(out_dir=str(b), batch_size=8, epochs=3, lr=0.05, save_every=5, log_every=1)
+    data_file, kit = tmp_path / "train.jsonl", tmp_path / "kit"
+    data_file.write_text("{}\n{}\n")
+    kit.mkdir()
+    (kit / "arrays.npy").write_bytes(b"12")
+    settings = {"train": str(data_file), "kit": str(kit), "lang": "en"}
+    try:
+        train(DyingTask(die_at=8), DATA, cfg, progress=False, settings=settings)
+    except Killed:
+        pass
+    kept = tmp_path / "kept.jsonl"
+    shutil.copy2(data_file, kept)
+    data_file.write_text("{}\n")
+    with pytest.raises(XqaError, match=rf"other settings \(train's {data_file} was changed since\)"):
+        train(RegressionTask(evaluate=False), DATA, cfg, progress=False, settings=settings)
+    shutil.copy2(kept, data_file)
+    st = (kit / "arrays.npy").stat()
+    (kit / "arrays.npy").write_bytes(b"13")
+    with pytest.raises(XqaError, match=rf"other settings \(kit's {kit} was changed since\)"):
+        train(RegressionTask(evaluate=False), DATA, cfg, progress=False, settings=settings)
+    assert json.load(open(b / "checkpoint" / "trainer_state.json"))["step"] == 5   # left as it was
+    (kit / "arrays.npy").write_bytes(b"12")
+    os.utime(kit / "arrays.npy", ns=(st.st_atime_ns, st.st_mtime_ns))
+    result = train(RegressionTask(evaluate=False), DATA, cfg, progress=False, settings=settings)
+    assert result["step"] == 24 and is_complete(b / "best")
+
+
 def test_two_runs_into_one_folder_at_once_are_refused_and_a_dead_runs_lock_is_free(tmp_path):
     """A second run into OUT while another process trains there would interleave two runs'
     checkpoints: refused at once; the lock dies with its process."""

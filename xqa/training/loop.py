@@ -299,9 +299,38 @@ def _recorded(settings: dict[str, Any]) -> dict[str, Any]:
     return json.loads(json.dumps({k: one(v) for k, v in settings.items()}, default=str))
 
 
+INPUTS = "inputs"   # config.json: a stamp of each file or folder the settings name (_input_stamps)
+
+
+def _input_stamps(settings: dict[str, Any]) -> dict[str, str]:
+    """The size and modification time of each file a setting names (a folder: the digest of its
+    files', :func:`xqa.artifacts.files_stamp`), by the setting's name: what tells a training file
+    edited or written again from the one a checkpoint's data position points into, without
+    reading it. The output folder and the other :data:`RESUMABLE` settings are left out."""
+    from xqa.artifacts import files_stamp
+
+    stamps: dict[str, str] = {}
+    for name, value in settings.items():
+        values = value if isinstance(value, (list, tuple)) else [value]
+        if name in RESUMABLE or not values or not all(isinstance(v, str) for v in values):
+            continue
+        said = []
+        for v in values:
+            path = Path(v.split(":", 1)[0] if ":" in v and not os.path.exists(v) else v)  # "file.json:zh"
+            if not (os.sep in v or "." in v) or not path.exists():
+                break
+            st = path.stat()
+            said.append(files_stamp(path) if path.is_dir() else f"{st.st_size} bytes, modified {st.st_mtime_ns}")
+        else:
+            stamps[name] = "; ".join(said)
+    return stamps
+
+
 def settings_changed(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """What differs between two runs' records (config.json's ``train_config`` and ``settings``)
-    outside :data:`RESUMABLE`, each as "name old → new" (:func:`xqa.runs.changed_settings`)."""
+    outside :data:`RESUMABLE`, each as "name old → new" (:func:`xqa.runs.changed_settings`); a
+    file a setting names that was written again since (its :data:`INPUTS` stamp) as "NAME's file
+    PATH was changed"."""
     from xqa.runs import changed_settings
 
     changed: dict[str, str] = {}   # a setting in both parts (lr) is named once
@@ -310,6 +339,11 @@ def settings_changed(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
         if isinstance(a, dict) and isinstance(b, dict):  # a run recorded without them: not compared
             for name, said in changed_settings(a, b, RESUMABLE).items():
                 changed.setdefault(name, said)
+    a, b = old.get(INPUTS), new.get(INPUTS)
+    if isinstance(a, dict) and isinstance(b, dict):   # a run recorded without stamps: not compared
+        for name in sorted(set(a) & set(b)):
+            if a[name] != b[name] and name not in changed:   # the same path, other contents
+                changed[name] = f"{name}'s {(new.get('settings') or {}).get(name)} was changed since"
     return list(changed.values())
 
 
@@ -362,6 +396,7 @@ def _train(task: TrainTask, dataset: Sequence[dict], config: TrainConfig, progre
     record = {"train_config": _recorded(asdict(config))}
     if settings is not None:
         record["settings"] = _recorded(settings)
+        record[INPUTS] = _input_stamps(record["settings"])
     _check_resume(out, record, init_from_best)
     if info.main:
         out.mkdir(parents=True, exist_ok=True)
