@@ -132,6 +132,9 @@ def test_a_line_that_is_not_json_and_an_id_used_twice_are_named(tmp_path):
     _jsonl(path, [{"id": "a", "question": "Hauptstadt?", "answers": ["Berlin"], "context": BERLIN}] * 2)
     with pytest.raises(InputError, match=rf"{path}:2: duplicate question id 'a' \(first at {path}:1\)"):
         read_own(str(path), lang="de")
+    with pytest.raises(XqaError) as e:   # all problems at once: the duplicate said once, not again as a clash
+        build(OwnDataConfig(train=[f"{path}:de"], out=str(tmp_path / "out")))
+    assert str(e.value).startswith("1 problem in your QA data") and str(e.value).count("'a'") == 1
     with pytest.raises(XqaError, match=rf"{tmp_path} is a folder; name the files in it"):
         read_own(str(tmp_path), lang="de")
 
@@ -207,6 +210,27 @@ def test_the_command_writes_the_span_readers_training_files(tmp_path):
         assert [p.text[s: s + len(a)] for a, s in zip(r["answers"], r["answer_starts"])] == r["answers"]
     dev_rows = load_training_questions(str(out / "dev.jsonl"))
     assert dev_rows[0]["positive_ids"] == rows[0]["positive_ids"]    # one context, one passage
+    # training files edited by hand: each question whose answer is not in its paragraph, or whose
+    # paragraph is not in the passages, is named by file:line, all at once, before any model loads
+    lines = (out / "train.jsonl").read_text(encoding="utf-8").splitlines()
+    edited = [json.loads(x) for x in lines]
+    edited[1]["answers"] = ["Olaf"]
+    edited[2]["positive_ids"] = ["nowhere"]
+    hand = _jsonl(tmp_path / "hand.jsonl", edited)
+    with pytest.raises(XqaError) as e:
+        load_training_questions(str(hand), passages=passages)
+    assert str(e.value).startswith("2 of 3 training questions cannot be trained on")
+    assert f"{hand}:2: none of its answers ('Olaf') is in its paragraph" in str(e.value)
+    assert f"{hand}:3: its paragraph 'nowhere' is not in the passages file" in str(e.value)
+    trained = subprocess.run([sys.executable, "-m", "xqa.cli", "train", "reader", "--family", "span", "--init",
+                              str(tmp_path / "no-encoder-needed"), "--train", str(hand), "--passages",
+                              str(out / "passages.jsonl"), "--out", str(tmp_path / "run")],
+                             cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert trained.returncode == 1 and f"{hand}:2: none of its answers" in trained.stderr, trained.stderr[-2000:]
+    assert not (tmp_path / "run").exists()
+    with pytest.raises(XqaError, match=r"train.json:1: invalid JSON .*; training data is JSONL, a question a "
+                                       r"line: turn a SQuAD JSON file of your own into it with 'xqa data own'"):
+        load_training_questions(train[0].rsplit(":", 1)[0], passages=passages)
     # a bad record: exit 1, one line per problem, no traceback
     bad = _jsonl(tmp_path / "bad.jsonl", [{"question": "Wer?", "answers": ["Olaf"], "context": BERLIN}])
     failed = subprocess.run([sys.executable, "-m", "xqa.cli", "data", "own", "--train", f"{bad}:de", "--out",

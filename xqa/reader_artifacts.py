@@ -47,8 +47,9 @@ def make_kit(cfg: KitConfig) -> dict[str, Any]:
             raise XqaError(f"{data / name} is missing: make it with 'xqa data train --out {data}'")
     dev = data / "dev.jsonl"
     passages = {p.id: p for p in read_passages(data / "passages.jsonl")}
-    return prepare(load_training_questions(str(data / "train.jsonl")), passages, cfg.base, cfg.out,
-                   dev=load_training_questions(str(dev)) if dev.is_file() else (), layers=cfg.layers,
+    return prepare(load_training_questions(str(data / "train.jsonl"), passages=passages), passages, cfg.base,
+                   cfg.out, dev=load_training_questions(str(dev), passages=passages) if dev.is_file() else (),
+                   layers=cfg.layers,
                    max_length=cfg.max_length, stride=cfg.stride, max_answer_len=cfg.max_answer_len,
                    dev_limit=cfg.dev_limit, progress=cfg.progress, markers=KIT_MARKERS)
 

@@ -172,26 +172,49 @@ def span_loss(model: torch.nn.Module, batch: dict[str, Any]) -> torch.Tensor:
     return rank + span
 
 
-def load_training_questions(path: str, limit: int = 0, per_source: int = 0, seed: int = 0) -> list[dict]:
+def load_training_questions(path: str, limit: int = 0, per_source: int = 0, seed: int = 0,
+                            passages: Mapping[str, Passage] | None = None) -> list[dict]:
     """The questions of an ``xqa data train`` file (``train.jsonl``/``dev.jsonl``); a line without
     a question, answers or paragraph is an :class:`~xqa.errors.InputError` naming it. ``per_source``:
-    at most that many questions of one source set, sampled with ``seed``."""
+    at most that many questions of one source set, sampled with ``seed``. With ``passages``, each
+    question's paragraph (``positive_ids[0]``) must be among them and hold one of its answers: the
+    lines that fail are listed together (file:line), since such a question would train the reader
+    to find an answer where there is none."""
     from collections import defaultdict
 
-    from xqa.errors import InputError
+    from xqa.errors import InputError, XqaError
 
     from xqa.io import jsonl_objects
 
-    rows = []
-    for n, obj in jsonl_objects(path):
-        for key in ("question", "answers", "positive_ids"):
-            if key not in obj:
-                raise InputError(path, n, f"missing field {key!r} (make training data with 'xqa data train')")
-        if not isinstance(obj["answers"], list) or not obj["answers"]:
-            raise InputError(path, n, "field 'answers' should be a non-empty list")
-        if not isinstance(obj["positive_ids"], list) or not obj["positive_ids"]:
-            raise InputError(path, n, "field 'positive_ids' should be a non-empty list")
-        rows.append(obj)
+    made = "make training data with 'xqa data train', or from QA files of your own with 'xqa data own'"
+    rows, problems = [], []
+    try:
+        for n, obj in jsonl_objects(path):
+            for key in ("question", "answers", "positive_ids"):
+                if key not in obj:
+                    raise InputError(path, n, f"missing field {key!r} ({made})")
+            if not isinstance(obj["answers"], list) or not obj["answers"]:
+                raise InputError(path, n, "field 'answers' should be a non-empty list")
+            if not isinstance(obj["positive_ids"], list) or not obj["positive_ids"]:
+                raise InputError(path, n, "field 'positive_ids' should be a non-empty list")
+            if passages is not None:
+                pid = obj["positive_ids"][0]
+                if pid not in passages:
+                    problems.append(f"{path}:{n}: its paragraph {pid!r} is not in the passages file")
+                elif not any(isinstance(a, str) and a.strip() and a.strip() in passages[pid].text
+                             for a in obj["answers"]):
+                    problems.append(f"{path}:{n}: none of its answers ({', '.join(map(repr, obj['answers'][:3]))}) "
+                                    f"is in its paragraph {pid!r}")
+            rows.append(obj)
+    except InputError as e:
+        if e.line == 1 and str(path).endswith(".json") and "invalid JSON" in str(e):
+            raise InputError(path, 1, f"{str(e).split(': ', 1)[1]}; training data is JSONL, a question a line: "
+                                      f"turn a SQuAD JSON file of your own into it with 'xqa data own'") from None
+        raise
+    if problems:
+        more = f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else ""
+        raise XqaError(f"{len(problems)} of {len(rows)} training questions cannot be trained on ({made}; each "
+                       f"question's answer must be in its paragraph):\n  " + "\n  ".join(problems[:20]) + more)
     if per_source:
         by: dict[str, list[dict]] = defaultdict(list)
         for r in rows:

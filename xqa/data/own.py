@@ -145,14 +145,17 @@ def read_own(spec: str, lang: str | None = None, problems: Problems | None = Non
     if not out and (problems is None or len(problems.errors) == before):
         raise InputError(path, None, "holds no questions")
     seen: dict[str, str] = {}
+    kept = []   # a duplicate is said here once, not again as a clash between files
     for q in out:
         if q.id in seen:
             e = InputError(path, _line(q.where), f"duplicate question id {q.id!r} (first at {seen[q.id]})")
             if problems is None:
                 raise e
             problems.add(e)
-        seen.setdefault(q.id, q.where)
-    return out
+            continue
+        seen[q.id] = q.where
+        kept.append(q)
+    return kept
 
 
 # ------------------------------------------------------------------------------- layouts

@@ -87,6 +87,19 @@ def train(config: SpanTrainConfig, scorer=None) -> dict:
         raise XqaError(f"{init} is a packed reader (its difference to the encoder): unpack it first, "
                        f"'xqa reader unpack --base E5 --out DIR' (or use the embedded build's reader, "
                        f"build/embedded/reader), and give DIR to --init")
+    if not c.train:
+        raise XqaError("--family span needs --train (xqa data train's train.jsonl) or --kit")
+    passages = {p.id: p for p in read_passages(c.passages)}
+    train_ex = load_training_questions(c.train, c.train_limit, c.per_source, c.seed, passages=passages)
+    if c.mix is not None:
+        from reader.span.kit import mixed_order
+
+        names = sorted({e.get("source", "") for e in train_ex})
+        order = mixed_order([names.index(e.get("source", "")) for e in train_ex], c.mix,
+                            _draws(c, len(train_ex), init_distributed().processes), c.seed)
+        train_ex = [train_ex[i] for i in order]
+        c = replace(c, epochs=1.0)
+    dev_ex = load_training_questions(c.dev, passages=passages) if c.dev else []
     if is_complete(init) and (init / "encoder").is_dir() or (init / "best" / "encoder").is_dir():
         reader = SpanReader.load(init, runtime=False)
     else:
@@ -98,23 +111,6 @@ def train(config: SpanTrainConfig, scorer=None) -> dict:
                 m.p = c.dropout
     if not c.train_embeddings:
         reader.model.freeze_embeddings()
-    if not c.train:
-        raise XqaError("--family span needs --train (xqa data train's train.jsonl) or --kit")
-    train_ex = load_training_questions(c.train, c.train_limit, c.per_source, c.seed)
-    if c.mix is not None:
-        from reader.span.kit import mixed_order
-
-        names = sorted({e.get("source", "") for e in train_ex})
-        order = mixed_order([names.index(e.get("source", "")) for e in train_ex], c.mix,
-                            _draws(c, len(train_ex), init_distributed().processes), c.seed)
-        train_ex = [train_ex[i] for i in order]
-        c = replace(c, epochs=1.0)
-    dev_ex = load_training_questions(c.dev) if c.dev else []
-    passages = {p.id: p for p in read_passages(c.passages)}
-    missing = [e["id"] for e in train_ex + dev_ex if e["positive_ids"][0] not in passages]
-    if missing:
-        raise XqaError(f"{len(missing)} questions name a paragraph that is not in {c.passages} "
-                       f"(e.g. {missing[0]!r})")
     n_train = sum(p.numel() for p in reader.model.parameters() if p.requires_grad)
     say(f"{len(train_ex)} training questions, {len(dev_ex)} dev questions, {len(passages)} passages; "
         f"{reader.model.encoder.config.num_hidden_layers} layers, {n_train / 1e6:.1f}M trained parameters")
