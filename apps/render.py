@@ -217,8 +217,7 @@ def answer_html(answer: Answer, fused: bool, question_lang: str = "", threshold:
             f'<div class="xqa-where">{html.escape(where)}</div>'
             '</div>'
         )
-    low = not_found_threshold if not_found_threshold is not None else threshold
-    below = f" (below the threshold {low:.2f})" if low is not None else ""
+    below = f" ({rendering.not_found_reason(answer, threshold, not_found_threshold)})"
     return (
         '<div class="xqa-answer xqa-abstain">'
         '<div class="xqa-label">Answer</div>'

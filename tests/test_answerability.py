@@ -322,7 +322,11 @@ def test_answer_html_abstains_below_the_threshold_and_shows_the_guess():
     assert render.NO_ANSWER_TITLE in low and 'id="xqa-no-answer"' in low
     assert render.UNCERTAIN_TITLE not in low
     assert "Best guess: " in low and "&lt;b&gt;Turku&lt;/b&gt;" in low and "<b>Turku</b>" not in low
-    assert 'id="xqa-answer-prob">0.12<' in low and "below the threshold 0.20" in low
+    assert 'id="xqa-answer-prob">0.12<' in low and "(P(right) 0.12 &lt; 0.20)" in low
+    # with an answerability calibrator, the not-found threshold is P(answerable)'s: said as such
+    held = render.answer_html(replace(a, confidence=0.12, answerable=0.3, answered=False, found=False),
+                              True, "en", 0.45, 0.4)
+    assert "(P(right) 0.12 &lt; 0.45 and P(answerable) 0.30 &lt; 0.40)" in held
     # between the two thresholds: the answer itself, marked uncertain, with its probability
     likely = render.answer_html(replace(a, confidence=0.41, answered=False, found=True), True, "en", 0.45, 0.2)
     assert render.UNCERTAIN_TITLE in likely and 'id="xqa-uncertain"' in likely
@@ -350,7 +354,10 @@ def test_xqa_ask_lines_tell_answered_uncertain_and_not_found_apart():
                                      threshold=0.55, not_found_threshold=0.2)[1]
     assert firsts[ANSWERED].startswith("answer: Helsinki")
     assert firsts[UNCERTAIN].startswith(f"answer ({UNCERTAIN_LINE}): Helsinki") and "< 0.55" in firsts[UNCERTAIN]
-    assert firsts[NOT_FOUND] == f"answer: {NO_ANSWER} (P(right) 0.10 < threshold 0.20)"
+    assert firsts[NOT_FOUND] == f"answer: {NO_ANSWER} (P(right) 0.10 < 0.20)"
+    held = answer_lines(replace(cases[NOT_FOUND], answerable=0.17), "What is the capital of Finland?", "en",
+                        "dense", threshold=0.43, not_found_threshold=0.31)[1]
+    assert held == f"answer: {NO_ANSWER} (P(right) 0.10 < 0.43 and P(answerable) 0.17 < 0.31)"
 
 
 def test_the_not_found_threshold_keeps_the_wanted_share_of_answerable_questions():

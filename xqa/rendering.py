@@ -51,6 +51,20 @@ def script_search(searched: Sequence[str] | None, mark: Callable[[str], str] = s
     return f"BM25 searches the indexes of its script ({', '.join(map(mark, searched))}) and dense retrieval all languages"
 
 
+def not_found_reason(answer: Answer, threshold: float | None, not_found_threshold: float | None) -> str:
+    """Why an answer was found wanting (``answer.found`` false), as the pipeline decided it: its
+    P(right) below ``threshold`` and, against ``not_found_threshold``, its P(answerable) where the
+    pipeline has that calibrator, else its P(right) again."""
+    right = f"P(right) {answer.confidence:.2f}"
+    said = [f"{right} < {threshold:.2f}" if threshold is not None else right]
+    if not_found_threshold is not None:
+        if answer.answerable is not None:
+            said.append(f"P(answerable) {answer.answerable:.2f} < {not_found_threshold:.2f}")
+        elif threshold is None or not_found_threshold < threshold:
+            said = [f"{right} < {not_found_threshold:.2f}"]
+    return " and ".join(said)
+
+
 def answer_lines(answer: Answer, question: str, lang: str, method: str, *, unknown_lang: bool = False,
                  identified: str = "", searched: Sequence[str] | None = None, threshold: float | None = None,
                  not_found_threshold: float | None = None, show: int = 5) -> list[str]:
@@ -85,9 +99,7 @@ def answer_lines(answer: Answer, question: str, lang: str, method: str, *, unkno
             below = f" < {threshold:.2f} for a confident answer" if threshold is not None else ""
             lines.append(f"answer ({UNCERTAIN}): {text}{mark}    ({how}{below})")
         else:
-            low = not_found_threshold if not_found_threshold is not None else threshold
-            below = f" < threshold {low:.2f}" if low is not None else ""
-            lines.append(f"answer: {NO_ANSWER} (P(right) {answer.confidence:.2f}{below})")
+            lines.append(f"answer: {NO_ANSWER} ({not_found_reason(answer, threshold, not_found_threshold)})")
             lines.append(f"best guess: {text}{mark}    ({how})")
     if len(answer.candidates) > 1:
         shown, rest = answer.candidates[:NBEST_SHOWN], len(answer.candidates) - NBEST_SHOWN
