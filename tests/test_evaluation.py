@@ -488,6 +488,31 @@ def test_cli_warns_when_predictions_are_for_other_questions(tmp_path, capsys):
     assert "warning" not in capsys.readouterr().err
 
 
+def test_cli_says_a_selection_of_no_question_and_a_mia_score_with_an_empty_part(tmp_path, capsys):
+    """A misspelt --where value or field selects nothing: an error naming what the field takes
+    (or the fields there are), not an empty table; a record's true/false matches True/False. The
+    MIA score is the mean of two parts' macro averages: with one part empty, it is not given."""
+    from xqa.cli import main
+
+    gold = write(tmp_path / "q.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in [
+        {"id": "a1", "question": "?", "lang": "en", "answers": ["Paris"], "split": "test", "crosslingual": False},
+        {"id": "a2", "question": "?", "lang": "ja", "answers": ["東京"], "split": "tune", "crosslingual": True}]))
+    preds = write(tmp_path / "p.json", json.dumps({"a1": "Paris", "a2": "東京"}, ensure_ascii=False))
+    run = ["eval", "--gold", str(gold), "--predictions", str(preds)]
+    assert main(run + ["--where", "split=tst"]) == 1
+    assert "--where split=tst selects none of the 2 questions: split takes test, tune" in capsys.readouterr().err
+    assert main(run + ["--where", "splt=test"]) == 1
+    err = capsys.readouterr().err
+    assert "no question has a field 'splt' (their fields: crosslingual, id, lang, question, split)" in err
+    assert main(run + ["--where", "crosslingual=False", "--json", str(tmp_path / "s.json")]) == 0
+    assert json.loads((tmp_path / "s.json").read_text())["end_to_end"]["n"] == 1
+    capsys.readouterr()
+    assert main(run + ["--mia", "--json", str(tmp_path / "m.json")]) == 0   # no MKQA id (…_ja) among them
+    out = capsys.readouterr().out
+    assert "MIA score: not given: the MKQA part has no scored question" in out and "MIA score (mean" not in out
+    assert json.loads((tmp_path / "m.json").read_text())["mia"]["score"] is None
+
+
 def test_cli_scores_a_gold_file_without_languages_with_lang(tmp_path, capsys, monkeypatch):
     """A user's own question file carries no lang: eval takes --lang CODE, or --lang auto as xqa
     answer does, and the language decides the segmentation (Japanese by character)."""

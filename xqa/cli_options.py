@@ -298,7 +298,12 @@ def select_questions(questions: list, where: list[str] | None = None, per_lang: 
             return str(bool(v)).lower()
         return str(v)
 
-    out = [q for q in questions if all(field_of(q, f) == v for f, v in conds)]
+    def same(have: str, want: str) -> bool:   # true/false as a record's JSON writes them, or capitalised
+        return have == want or (have in ("true", "false") and have == want.lower())
+
+    out = [q for q in questions if all(same(field_of(q, f), v) for f, v in conds)]
+    if questions and conds and not out:
+        raise XqaError(_selects_nothing(questions, conds, field_of, same))
     if per_lang:
         seen: dict[tuple, int] = {}
         kept = []
@@ -309,6 +314,26 @@ def select_questions(questions: list, where: list[str] | None = None, per_lang: 
                 kept.append(q)
         out = kept
     return out
+
+
+def _selects_nothing(questions: list, conds: list[tuple[str, str]], field_of, same) -> str:
+    """Why ``--where`` kept none of ``questions``: the first condition that no question meets
+    alone, with the values its field takes (a misspelt value or field name, most often)."""
+    def has(q, name: str) -> bool:
+        return name in ("id", "lang", "question") or name in q.meta
+
+    where = " ".join(f"--where {f}={v}" for f, v in conds)
+    for name, value in conds:
+        if any(same(field_of(q, name), value) for q in questions):
+            continue
+        if not any(has(q, name) for q in questions):
+            fields = sorted({k for q in questions[:1000] for k in q.meta} | {"id", "lang", "question"})
+            return (f"{where} selects none of the {len(questions):,} questions: no question has a field "
+                    f"{name!r} (their fields: {', '.join(fields[:12])}{', ...' if len(fields) > 12 else ''})")
+        values = sorted({field_of(q, name) for q in questions if has(q, name)})
+        shown = ", ".join(values[:12]) + (f", ... ({len(values)} values)" if len(values) > 12 else "")
+        return f"{where} selects none of the {len(questions):,} questions: {name} takes {shown}"
+    return f"{where} selects none of the {len(questions):,} questions: no question meets all of them at once"
 
 
 def add_question_arguments(p: argparse.ArgumentParser, flag: str = "--dev") -> None:

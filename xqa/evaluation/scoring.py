@@ -160,8 +160,11 @@ def evaluate(config: EvalConfig) -> Evaluation:
             xor, mkqa = mia.evaluate(xor_q, preds, c.mode), mia.evaluate(mkqa_q, preds, c.mode)
             _end_to_end(shown, "XOR-TyDi", xor)
             _end_to_end(shown, "MKQA", mkqa)
-            combined = mia.mia_score(xor, mkqa)
-            shown.say(report.mia_score_text(combined))
+            empty = [name for name, part in (("XOR-TyDi", xor), ("MKQA", mkqa)) if not part.n]
+            combined = None if empty else mia.mia_score(xor, mkqa)
+            shown.say(report.mia_score_text(combined) if combined else
+                      f"\nMIA score: not given: the {' and '.join(empty)} part{'s have' if len(empty) > 1 else ' has'} "
+                      f"no scored question, and the score is the mean of both parts' macro averages")
             out["mia"] = {"xor_tydi": xor.to_dict(c.per_question),
                           "mkqa": mkqa.to_dict(c.per_question), "score": combined}
             to_report["end_to_end"] = {"XOR-TyDi": xor, "MKQA": mkqa}
