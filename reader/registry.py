@@ -103,6 +103,10 @@ def resolve(folder: str | Path) -> tuple[ReaderFamily, Path | str]:
                            f"reader family loads ({', '.join(sorted(by_kind))}; a Hugging Face model's has none)")
         if kind != TRAINING_RUN:
             break
+        if not (Path(folder) / "best" / "config.json").is_file():   # a run killed before it saved a model
+            raise XqaError(f"{folder}: a training run with no model yet ({Path(folder) / 'best'} is not written: "
+                           f"a run writes it when it validates on its dev set, when it stops and when it ends); "
+                           f"run the training again to resume it")
     fallback = [f for f in _families.values() if f.fallback]
     if not fallback:
         raise XqaError(f"{folder}: no reader family loads it (config.json kinds: "

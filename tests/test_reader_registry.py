@@ -149,6 +149,11 @@ def test_a_folder_of_another_artifact_is_named_as_such_not_loaded_as_a_hugging_f
     save_config(run / "best", "world", {})
     with pytest.raises(XqaError, match=r"best: not a reader"):
         family_of(run)
+    early = tmp_path / "early"                                # killed before it wrote best/
+    save_config(early, "training_run", {})
+    for call in (family_of, load_reader):
+        with pytest.raises(XqaError, match=r"early: a training run with no model yet \(.*best is not written"):
+            call(early)
 
 
 def test_the_pipeline_answers_with_the_toy_from_given_passages(toy_pipeline):
