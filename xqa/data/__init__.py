@@ -6,6 +6,6 @@
   evaluation questions (``xqa data corpus``);
 - ``xqa.data.training``: reader and retriever training examples from the train splits
   only, with the shipped sample's paragraphs held out (``xqa data train``);
-- ``xqa.data.own``: a user's own QA sets (SQuAD JSON or JSONL), checked, as the same training
+- ``xqa.data.own``: a user's own QA sets (SQuAD JSON, JSONL, CSV or TSV), checked, as the same training
   files (``xqa data own``).
 """

@@ -19,7 +19,9 @@ class ReaderTrainConfig:
     train: str | None = field(default=None, metadata={
         "help": "fid: training retrieval results (JSON list or JSONL); span: xqa data train's or xqa data own's "
                 "train.jsonl (not with --kit)"})
-    dev: str | None = field(default=None, metadata={"help": "dev retrieval results for EM/F1 validation (best kept)"})
+    dev: str | None = field(default=None, metadata={
+        "help": "dev questions for EM/F1 validation, the best kept (fid: retrieval results; span: xqa data "
+                "train's or xqa data own's dev.jsonl)"})
     init: str | None = field(default=None, metadata={
         "help": "start from: fid, a T5/mT5 checkpoint (hub name, HF folder or xqa reader); span, an 'xqa convert "
                 "e5' folder, or a span reader to continue from (e.g. build/embedded/reader)"})
