@@ -501,12 +501,15 @@ def test_ctrl_c_while_bm25_is_loaded_ends_the_command_as_python_says_not_the_jav
     proc = subprocess.Popen([sys.executable, "-m", "xqa.cli", "ask", "-", "--config", str(tiny_pipeline),
                              "--lang", q.lang, "--method", "hybrid", "--json"], cwd=tmp_path,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    proc.stdin.write(f"{q.question}\n" * 200)
-    proc.stdin.flush()
-    first = proc.stdout.readline()       # one question answered: the VM runs, more answers are under way
-    assert json.loads(first)["id"] == "1"
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=120)
+    try:
+        proc.stdin.write(f"{q.question}\n" * 200)
+        proc.stdin.flush()
+        first = proc.stdout.readline()       # one question answered: the VM runs, more answers are under way
+        assert json.loads(first)["id"] == "1"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
     assert proc.returncode == 130, err
     assert err.rstrip().endswith("interrupted"), err[-2000:]
     assert not list(tmp_path.glob("hs_err_pid*.log"))
