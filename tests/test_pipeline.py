@@ -402,7 +402,8 @@ def test_ask_prints_answer_and_evidence(tiny_pipeline, test_questions):
     assert line.count(" | ") == min(n, 10) - 1 + (n > 10)
 
 
-def test_ask_says_what_it_loads_and_a_missing_index_is_an_error_before_any_model_loads(tiny_pipeline, test_questions):
+def test_ask_says_what_it_loads_and_a_missing_index_is_an_error_before_any_model_loads(tiny_pipeline, test_questions,
+                                                                                        tmp_path):
     out = _cli("ask", test_questions[0].question, "--config", tiny_pipeline, "--method", "sparse")
     assert out.returncode == 0, out.stderr
     loads = [x for x in out.stderr.splitlines() if x.startswith("xqa ask: load")]
@@ -415,6 +416,18 @@ def test_ask_says_what_it_loads_and_a_missing_index_is_an_error_before_any_model
     out = subprocess.run([sys.executable, "-c", probe, "ask", "Wer konzipierte QRpedia?", "--config",
                           str(tiny_pipeline), "--method", "dhr"], capture_output=True, text=True, timeout=120)
     assert "method 'dhr' needs a dhr index" in out.stderr and "it offers: sparse" in out.stderr
+    assert out.stdout.strip() == "[]", out.stdout
+    # an index the config names that is not there (moved, not built): the same, before anything loads
+    build = Path(tiny_pipeline).parent
+    dense = json.loads(Path(tiny_pipeline).read_text())["retrieval"]["dense_index"]
+    for part in build.iterdir():   # the build without its dense index
+        if part.name != dense:
+            (tmp_path / part.name).symlink_to(part)
+    out = subprocess.run([sys.executable, "-c", probe, "ask", "Wer konzipierte QRpedia?", "--config",
+                          str(tmp_path / "pipeline.json"), "--method", "hybrid"],
+                         capture_output=True, text=True, timeout=120)
+    assert f"{tmp_path / dense}: no such folder: the dense index the pipeline config names (--dense-index)" \
+        in out.stderr, out.stderr[-2000:]
     assert out.stdout.strip() == "[]", out.stdout
 
 

@@ -14,6 +14,7 @@ reader's answers with their evidence.
 from __future__ import annotations
 
 import numbers
+import os
 import threading
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
@@ -218,9 +219,18 @@ class Pipeline:
         if missing:
             raise XqaError(f"method {spec.name!r} needs a {' and a '.join(missing)} index, "
                            f"which this pipeline config does not name (it offers: {', '.join(self.methods) or 'none'})")
+        for name in spec.needs:   # a folder that is not there: said now, not after torch has loaded
+            kind = _registry.index_kind(name)
+            folder = self.config.path(_registry.index_value(self.config.retrieval, kind))
+            if not os.path.exists(folder):
+                raise XqaError(f"{folder}: no such folder: the {name} index the pipeline config names "
+                               f"({kind.flag}) is not there (build it, or correct the config)")
         self.fallback_for(spec.name, **overrides)
         if not self.config.passages:
             raise XqaError("the pipeline config names no passages file")
+        if not os.path.exists(self.config.path(self.config.passages)):
+            raise XqaError(f"{self.config.path(self.config.passages)}: no such file: the passages file the "
+                           f"pipeline config names is not there")
         if not rc.model:
             raise XqaError("the pipeline config names no reader model")
 
