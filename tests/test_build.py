@@ -204,7 +204,11 @@ def test_a_corrupt_passage_file_fails_with_file_and_line_and_leaves_nothing(tmp_
     assert main(["build", "--passages", str(bad), "--out", str(out)]) == 1
     err = capsys.readouterr().err
     assert f"{bad}:4" in err
-    assert not any(p.is_file() for p in out.rglob("*")) if out.exists() else True
+    assert not out.exists()   # not even the folder: a build that wrote nothing leaves nothing
+    kept = tmp_path / "kept"   # a folder that was there before stays
+    kept.mkdir()
+    assert main(["build", "--passages", str(bad), "--out", str(kept)]) == 1
+    assert kept.is_dir()
 
 
 @pytest.mark.slow

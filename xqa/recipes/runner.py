@@ -75,11 +75,17 @@ class Build:
         from xqa.artifacts import exclusive
 
         self.check_out()
+        made = not self.out.exists()
         self.out.mkdir(parents=True, exist_ok=True)
-        with exclusive(self.out, f"{self.out} is being built by another process"):
-            t0 = time.perf_counter()
-            times = run_stages(self.stages())
-            self.finish(times, time.perf_counter() - t0)
+        try:
+            with exclusive(self.out, f"{self.out} is being built by another process"):
+                t0 = time.perf_counter()
+                times = run_stages(self.stages())
+                self.finish(times, time.perf_counter() - t0)
+        except BaseException:
+            if made and not any(self.out.iterdir()):   # failed before its first stage wrote anything
+                self.out.rmdir()
+            raise
         return self.config_path
 
 
