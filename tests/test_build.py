@@ -150,7 +150,8 @@ def test_a_second_build_skips_every_stage_and_another_recipe_rewrites_only_the_c
     capsys.readouterr()
     assert main(same) == 0
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("[")]
-    assert lines and all(line.endswith(": built") for line in lines), lines
+    assert lines and all(line.endswith((": built", ": skipped (no --dev: the recipe's weights are kept)"))
+                         for line in lines), lines
     try:
         assert main([*same[:-4], "--k", "7", "--n-passages", "3"]) == 0
         printed = capsys.readouterr().out
@@ -237,6 +238,7 @@ def test_retrieval_tuned_on_other_dev_questions_is_tuned_again(tmp_path, capsys)
     assert not stages["α"].done() and not stages["β,"].done() and not (out / "tuned").exists()
     assert f"tuned on {first.resolve()}; tuning again on {second}" in capsys.readouterr().out
     assert CorpusBuild(tmp_path / "p.jsonl", out).stages()[-1].done()   # no --dev: nothing to tune
+    assert CorpusBuild(tmp_path / "p.jsonl", out).stages()[-1].skipped.startswith("skipped (no --dev")
 
 
 def test_a_collection_changed_since_its_build_is_said_so_not_called_another(tmp_path):
@@ -304,7 +306,8 @@ def test_a_build_with_a_trained_retriever_encodes_its_dense_index_and_spar_with_
         in capsys.readouterr().out
     assert main([*args, "--dense-model", str(tmp_path / "ft")]) == 0
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("[")]
-    assert "dense model (--dense-model): built" in "\n".join(lines) and all(line.endswith(": built") for line in lines)
+    assert "dense model (--dense-model): built" in "\n".join(lines)
+    assert all(line.endswith((": built", ": skipped (no --dev: the recipe's weights are kept)")) for line in lines)
     assert main(args) == 0   # without it: the build's encoder again, and the copy goes
     printed = capsys.readouterr().out
     assert "encoded by another model than" in printed and not (out / "dense-model").exists()

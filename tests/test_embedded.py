@@ -78,7 +78,7 @@ def test_training_a_reader_forgets_fusion_weights_tuned_for_the_last_one(tmp_pat
     build = WorldBuild(tmp_path, profile="world")
     build.config_path.write_text(json.dumps({"reader": {}, "tuned": {"fusion": {"beta": 1.0}}}))
     (tmp_path / "fusion.json").write_text("{}")
-    tuned = dict((name, done) for name, done, _ in build.stages())["tune β, γ (evidence fusion)"]
+    tuned = dict((name, done) for name, done, *_ in build.stages())["tune β, γ (evidence fusion)"]
     assert tuned()
     calls = []
     monkeypatch.setattr(world_recipe, "call_distributed",
@@ -162,7 +162,7 @@ def test_a_config_of_an_older_build_is_written_again_with_the_cross_script_index
     (tmp_path / "world" / "config.json").write_text(json.dumps({"languages": ["en", "ko"]}))
     (tmp_path / "world" / "test.jsonl").write_text(
         json.dumps({"id": "q", "question": "Where?", "answers": ["x"], "lang": "en"}) + "\n")
-    done = dict((name, is_done) for name, is_done, _ in build.stages())["pipeline config"]
+    done = dict((name, is_done) for name, is_done, *_ in build.stages())["pipeline config"]
     old = {"retrieval": {"method": "spar+scd", "sparse_index": "bm25"}, "reader": {},
            "tuned": {"alpha": 1.0, "mu": 0.2}}
     build.config_path.write_text(json.dumps(old))
@@ -226,7 +226,7 @@ def test_the_reader_trains_to_copy_foreign_names_through_the_labels(tmp_path, mo
     assert "train_labels" not in WorldBuild(tmp_path / "small", profile="small")._reader_recipe()
     assert WorldBuild(tmp_path / "world")._reader_recipe()["train_labels"] is True
     # and the label table is in place before the reader trains
-    names = [name for name, _, _ in WorldBuild(tmp_path / "world").stages()]
+    names = [name for name, *_ in WorldBuild(tmp_path / "world").stages()]
     assert names.index("answer labels") < names.index("FiD reader")
 
 
@@ -235,7 +235,7 @@ def test_a_cross_script_index_without_stop_tokens_is_built_again_and_w_tuned_aga
     from xqa import indexes
 
     build = WorldBuild(tmp_path, profile="world")
-    done = dict((name, is_done) for name, is_done, _ in build.stages())["cross-script BM25 index"]
+    done = dict((name, is_done) for name, is_done, *_ in build.stages())["cross-script BM25 index"]
     (build.roman / "_all").mkdir(parents=True)
     (build.roman / "config.json").write_text(json.dumps({"kind": "bm25"}))   # complete, built without stop tokens
     (build.roman / "_all" / "config.json").write_text(json.dumps({"kind": "bm25-language"}))

