@@ -633,6 +633,9 @@ def test_k_and_n_passages_below_one_are_errors_not_the_config_s(pipe, tiny_pipel
             pipe.answer([q], **kw)
     with pytest.raises(XqaError, match="k must be"):
         pipe.retrieve([q], k=0)
+    assert pipe.answer([]) == []                                       # nothing asked, nothing answered
+    with pytest.raises(XqaError, match=r"question 'typo': unknown language code 'jp'; give one of"):
+        pipe.answer([q, replace(q, id="typo", lang="jp")])
     assert [len(c) for c in pipe.retrieve([q], k=np.int64(2))] == [2]   # a numpy count is a count
     out = _cli("ask", q.question, "--config", tiny_pipeline, "--n-passages", "0")
     assert out.returncode == 2 and "argument --n-passages: must be at least 1, got 0" in out.stderr

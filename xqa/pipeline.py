@@ -459,9 +459,20 @@ class Pipeline:
         passage ids per question]: answer as if the collection lacked those passages (they are
         dropped from what is retrieved, which searches that many more to keep K). ``reader``: the
         name of the reader that reads (:attr:`readers`; None: the default), with its own settings
-        (passages read, beams, evidence fusion, calibrators and thresholds)."""
+        (passages read, beams, evidence fusion, calibrators and thresholds). A question's
+        ``lang`` must be a code xqa knows or one of the pipeline's (``und``: not identified): a
+        typo would leave BM25 out without a word."""
+        from xqa.langid import LANGUAGE_NAMES
+
         rc = self.config.reader_config(reader)
         n = rc.n_passages if n_passages is None else _count("n_passages", n_passages)
+        for q in questions:
+            if q.lang not in LANGUAGE_NAMES and q.lang not in self.config.languages:
+                raise XqaError(f"question {q.id!r}: unknown language code {q.lang!r}; give one of "
+                               f"{', '.join(sorted(LANGUAGE_NAMES))} ('und': unknown, the BM25 indexes of its "
+                               f"script searched)")
+        if not questions:
+            return []
         fuse = rc.evidence_fusion if evidence_fusion is None else evidence_fusion
         if contexts is None:
             k = max(self.config.retrieval.k if k is None else _count("k", k), n)
