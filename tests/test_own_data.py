@@ -222,8 +222,11 @@ def test_the_command_writes_the_span_readers_training_files(tmp_path):
     assert str(e.value).startswith("2 of 3 training questions cannot be trained on")
     assert f"{hand}:2: none of its answers ('Olaf') is in its paragraph" in str(e.value)
     assert f"{hand}:3: its paragraph 'nowhere' is not in the passages file" in str(e.value)
+    encoder = tmp_path / "encoder"   # looks like one: the data is refused before it would load
+    encoder.mkdir()
+    (encoder / "config.json").write_text(json.dumps({"model_type": "xlm-roberta"}))
     trained = subprocess.run([sys.executable, "-m", "xqa.cli", "train", "reader", "--family", "span", "--init",
-                              str(tmp_path / "no-encoder-needed"), "--train", str(hand), "--passages",
+                              str(encoder), "--train", str(hand), "--passages",
                               str(out / "passages.jsonl"), "--out", str(tmp_path / "run")],
                              cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert trained.returncode == 1 and f"{hand}:2: none of its answers" in trained.stderr, trained.stderr[-2000:]

@@ -87,6 +87,11 @@ def train(config: SpanTrainConfig, scorer=None) -> dict:
         raise XqaError(f"{init} is a packed reader (its difference to the encoder): unpack it first, "
                        f"'xqa reader unpack --base E5 --out DIR' (or use the embedded build's reader, "
                        f"build/embedded/reader), and give DIR to --init")
+    resumes = is_complete(init) and (init / "encoder").is_dir() or (init / "best" / "encoder").is_dir()
+    if not resumes:   # an encoder to start from: said before the training files are read
+        from xqa.artifacts import check_model_source
+
+        check_model_source(c.init, "the encoder a span reader starts from")
     if not c.train:
         raise XqaError("--family span needs --train (xqa data train's train.jsonl) or --kit")
     passages = {p.id: p for p in read_passages(c.passages)}
@@ -100,7 +105,7 @@ def train(config: SpanTrainConfig, scorer=None) -> dict:
         train_ex = [train_ex[i] for i in order]
         c = replace(c, epochs=1.0)
     dev_ex = load_training_questions(c.dev, passages=passages) if c.dev else []
-    if is_complete(init) and (init / "encoder").is_dir() or (init / "best" / "encoder").is_dir():
+    if resumes:
         reader = SpanReader.load(init, runtime=False)
     else:
         reader = SpanReader.from_encoder(init, layers=c.layers, max_length=max_length, stride=c.stride,
