@@ -95,10 +95,13 @@ def _usage() -> str:
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """argparse's help with each option's default, unless the default says nothing (None, False,
-    an empty list) or the option is a switch that takes no value: a switch's "(default: True)" is noise."""
+    an empty list) or the option is a switch that takes no value: a switch's "(default: True)" is noise;
+    nor where the help says its default in words already."""
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
         if action.default is None or action.default is False or action.default == [] or action.nargs == 0:
+            return action.help
+        if action.help and "(default:" in action.help:
             return action.help
         return super()._get_help_string(action)
 
