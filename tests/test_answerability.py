@@ -358,6 +358,12 @@ def test_xqa_ask_lines_tell_answered_uncertain_and_not_found_apart():
     held = answer_lines(replace(cases[NOT_FOUND], answerable=0.17), "What is the capital of Finland?", "en",
                         "dense", threshold=0.43, not_found_threshold=0.31)[1]
     assert held == f"answer: {NO_ANSWER} (P(right) 0.10 < 0.43 and P(answerable) 0.17 < 0.31)"
+    # a span across a document's lines: the answer and n-best lines stay one line each
+    lines = answer_lines(replace(cases[ANSWERED], text="Helsinki,\n\nthe capital",
+                                 candidates=[replace(c, text="Helsinki,\n\nthe capital") for c in a.candidates]),
+                         "What is the capital of Finland?", "en", "dense", threshold=0.55)
+    assert lines[1].startswith("answer: Helsinki, the capital    (")
+    assert next(x for x in lines if x.startswith("n-best: ")).startswith("n-best: Helsinki, the capital (")
 
 
 def test_the_not_found_threshold_keeps_the_wanted_share_of_answerable_questions():

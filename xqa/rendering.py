@@ -87,7 +87,7 @@ def answer_lines(answer: Answer, question: str, lang: str, method: str, *, unkno
     mark = f" [{span_lang}: as written in a passage in that language]" if span_lang else ""
     copied = (f"; the reader copied {copied_text!r}, written in the question's language by the label table"
               if copied_text else "")
-    text = answer.text or EMPTY
+    text = " ".join(answer.text.split()) or EMPTY   # a span across lines (a document's) is shown on one
     if answer.confidence is None:
         lines.append(f"answer: {text}{mark}    (p = {answer.score:.3f}, retrieval: {method}{copied})")
     else:
@@ -103,7 +103,7 @@ def answer_lines(answer: Answer, question: str, lang: str, method: str, *, unkno
             lines.append(f"best guess: {text}{mark}    ({how})")
     if len(answer.candidates) > 1:
         shown, rest = answer.candidates[:NBEST_SHOWN], len(answer.candidates) - NBEST_SHOWN
-        lines.append("n-best: " + " | ".join(f"{candidate_label(c)} ({c.score:.3f})" for c in shown)
+        lines.append("n-best: " + " | ".join(f"{' '.join(candidate_label(c).split())} ({c.score:.3f})" for c in shown)
                      + (f" | … {rest} more (--json)" if rest > 0 else ""))
     lines.append("evidence:")
     if not answer.evidence:
