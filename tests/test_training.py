@@ -107,6 +107,9 @@ def test_finished_run_is_not_repeated(tmp_path):
     task = RegressionTask()
     result = train(task, DATA, cfg, progress=False)
     assert task.evaluations == 0 and result["step"] == 3
+    from xqa.training.loop import written   # the command says its model is there, not written now
+
+    assert result["finished_before"] and written(result) == "already in"
 
 
 def test_a_checkpoint_is_resumed_only_with_the_settings_that_made_it(tmp_path, monkeypatch):

@@ -22,7 +22,8 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from xqa.training import bm25_aug
+    from xqa.training.loop import written
 
     result = bm25_aug.train(COMMAND.config(args))
-    print(f"model written to {Path(args.out) / 'best'} (step {result['step']}, best mrr {result.get('best')})")
+    print(f"model {written(result)} {Path(args.out) / 'best'} (step {result['step']}, best mrr {result.get('best')})")
     return 0

@@ -28,12 +28,13 @@ def config(args: argparse.Namespace) -> LexicalTrainConfig:
 
 def run(args: argparse.Namespace) -> int:
     from xqa.training import lexical
+    from xqa.training.loop import written
     from xqa.distributed import main_process
 
     cfg = config(args)
     result = lexical.train(cfg)
     if main_process():  # one line per torchrun job, from rank 0
-        print(f"Λ written to {Path(args.out) / 'best'} (step {result['step']}, best mrr {result.get('best')})")
+        print(f"Λ {written(result)} {Path(args.out) / 'best'} (step {result['step']}, best mrr {result.get('best')})")
         if cfg.freeze_embeddings:   # the init's word embeddings, as every such Λ's: one copy on disk
             from xqa.runtime_cache import share_files
 

@@ -24,9 +24,10 @@ add_arguments = COMMAND.add_arguments
 
 def run(args: argparse.Namespace) -> int:
     from xqa.training import dense
+    from xqa.training.loop import written
     from xqa.distributed import main_process
 
     result = dense.train(COMMAND.config(args))
     if main_process():  # one line per torchrun job, from rank 0
-        print(f"model written to {Path(args.out) / 'best'} (step {result['step']}, best mrr {result.get('best')})")
+        print(f"model {written(result)} {Path(args.out) / 'best'} (step {result['step']}, best mrr {result.get('best')})")
     return 0

@@ -102,13 +102,16 @@ def _fmt(value) -> str:
 
 def summary(result: dict, config: FidTrainConfig) -> str:
     """What ``xqa train reader`` says when done."""
+    from xqa.training.loop import written
+
     if config.kit:
         from reader.fid.kit import LOSS_TIE_BREAK
         state = "stopped at the time limit, " if result.get("stopped") else ""
-        return (f"what training changed (xqa reader pack --reader OUT makes the reader of it) written to "
+        return (f"what training changed (xqa reader pack --reader OUT makes the reader of it) {written(result)} "
                 f"{config.out}/best ({state}step {result['step']}; kept: step {result.get('best_step')}, "
                 f"F1 less {LOSS_TIE_BREAK:g} x token loss {_fmt(result.get('best'))})")
-    return f"reader written to {config.out}/best: " + ", ".join(f"{k}={v}" for k, v in result.items())
+    return f"reader {written(result)} {config.out}/best: " + ", ".join(f"{k}={v}" for k, v in result.items()
+                                                                         if k != "finished_before")
 
 
 def train(config: FidTrainConfig) -> dict:

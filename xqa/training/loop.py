@@ -326,6 +326,12 @@ def _input_stamps(settings: dict[str, Any]) -> dict[str, str]:
     return stamps
 
 
+def written(result: dict) -> str:
+    """How a command says where its model is: "written to", or "already in" for a run whose
+    training had finished before (:func:`train` trained nothing)."""
+    return "already in" if result.get("finished_before") else "written to"
+
+
 def settings_changed(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """What differs between two runs' records (config.json's ``train_config`` and ``settings``)
     outside :data:`RESUMABLE`, each as "name old → new" (:func:`xqa.runs.changed_settings`); a
@@ -434,7 +440,7 @@ def _train(task: TrainTask, dataset: Sequence[dict], config: TrainConfig, progre
     if state.get("done") and is_complete(out / "best"):
         if info.main:
             print(f"{out}: training already finished (step {state['step']}); nothing to do")
-        return {"step": state["step"], "best": state["best"]}
+        return {"step": state["step"], "best": state["best"], "finished_before": True}
     if state.get("done"):
         raise XqaError(f"{out}: its training finished (step {state['step']}), but {out / 'best'} is gone; "
                        f"train again into another --out, or delete {ckpt} to train here from the start")

@@ -43,7 +43,9 @@ def summary(result: dict, config: SpanTrainConfig) -> str:
     what = ("what training changed (xqa reader pack --reader OUT adds it to the encoder)" if config.kit
             else "span reader")
     state = "stopped at the time limit, " if result.get("stopped") else ""
-    done = f"{what} written to {config.out}/best ({state}step {result['step']}, best f1 {result.get('best')})"
+    from xqa.training.loop import written
+
+    done = f"{what} {written(result)} {config.out}/best ({state}step {result['step']}, best f1 {result.get('best')})"
     if config.kit or result.get("stopped"):
         return done
     return done + f"\nanswer with it: xqa ask \"…\" --reader {config.out} (or xqa answer … --reader {config.out})"
