@@ -358,6 +358,14 @@ def test_xqa_ask_lines_tell_answered_uncertain_and_not_found_apart():
     held = answer_lines(replace(cases[NOT_FOUND], answerable=0.17), "What is the capital of Finland?", "en",
                         "dense", threshold=0.43, not_found_threshold=0.31)[1]
     assert held == f"answer: {NO_ANSWER} (P(right) 0.10 < 0.43 and P(answerable) 0.17 < 0.31)"
+    # a span from a passage in another language is marked so; from one whose language is not known, not
+    from xqa.rendering import foreign_lang
+
+    de = replace(cases[ANSWERED], candidates=[replace(c, lang="de") for c in a.candidates])
+    und = replace(cases[ANSWERED], candidates=[replace(c, lang="und") for c in a.candidates])
+    assert foreign_lang(de, "en") == "de" and foreign_lang(und, "en") == "" and foreign_lang(de, "und") == ""
+    assert "[de: as written in a passage in that language]" in answer_lines(de, "Capital?", "en", "dense")[1]
+    assert "[und" not in answer_lines(und, "Capital?", "en", "dense")[1]
     # a span across a document's lines: the answer and n-best lines stay one line each
     lines = answer_lines(replace(cases[ANSWERED], text="Helsinki,\n\nthe capital",
                                  candidates=[replace(c, text="Helsinki,\n\nthe capital") for c in a.candidates]),

@@ -13,6 +13,7 @@ from xqa.documents.provenance import describe
 from xqa.langid.codes import language_name
 from xqa.records import Answer, Candidate
 
+UNDETERMINED = "und"   # a passage or question whose language is not known
 NO_ANSWER = "no answer found in this collection"  # below the not-found threshold
 UNCERTAIN = "uncertain"  # between the not-found threshold and the answerability threshold
 NBEST_SHOWN = 10    # a pointer-generator reader reads ~60 candidates; the best of them are shown
@@ -28,9 +29,10 @@ def written(answer: Answer) -> str:
 
 def foreign_lang(answer: Answer, question_lang: str) -> str:
     """The language of the passage the answer was taken from, when it is not the question's
-    (``""`` otherwise)."""
+    (``""`` otherwise, and where either is not known: ``und``)."""
     span_lang = answer.candidates[0].lang if answer.candidates else ""
-    return span_lang if span_lang and question_lang and span_lang != question_lang else ""
+    known = span_lang and question_lang and UNDETERMINED not in (span_lang, question_lang)
+    return span_lang if known and span_lang != question_lang else ""
 
 
 def candidate_label(c: Candidate) -> str:
