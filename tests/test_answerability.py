@@ -366,6 +366,10 @@ def test_xqa_ask_lines_tell_answered_uncertain_and_not_found_apart():
     assert foreign_lang(de, "en") == "de" and foreign_lang(und, "en") == "" and foreign_lang(de, "und") == ""
     assert "[de: as written in a passage in that language]" in answer_lines(de, "Capital?", "en", "dense")[1]
     assert "[und" not in answer_lines(und, "Capital?", "en", "dense")[1]
+    # a question of a script no BM25 index is written in: dense retrieval alone searched, and said so
+    alone = answer_lines(cases[ANSWERED], "Какая столица?", "und", "hybrid", unknown_lang=True, searched=[])
+    assert "retrieval: hybrid, dense alone here" in alone[1]
+    assert "retrieval: hybrid)" in answer_lines(cases[ANSWERED], "Capital?", "en", "hybrid")[1]
     # a span across a document's lines: the answer and n-best lines stay one line each
     lines = answer_lines(replace(cases[ANSWERED], text="Helsinki,\n\nthe capital",
                                  candidates=[replace(c, text="Helsinki,\n\nthe capital") for c in a.candidates]),

@@ -84,6 +84,8 @@ def answer_lines(answer: Answer, question: str, lang: str, method: str, *, unkno
     else:
         how = f": not identified; {script_search(searched)}" if unknown_lang else ""
     lines = [f"question ({lang}{how}): {question}"]
+    if unknown_lang and searched is not None and not searched and answer.evidence:
+        method = f"{method}, dense alone here"   # no BM25 index in the question's script (said above)
     copied_text = written(answer)
     span_lang = foreign_lang(answer, lang)
     mark = f" [{span_lang}: as written in a passage in that language]" if span_lang else ""
