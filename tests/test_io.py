@@ -75,6 +75,12 @@ def test_xor_jsonl_questions_and_bad_answers(tmp_path):
     bad = _write(tmp_path / "bad.jsonl", '{"id": "1", "question": "q", "answers": [3], "lang": "en"}\n')
     with pytest.raises(InputError, match=r"bad.jsonl:1: field 'answers': answer 0 \(3\)"):
         read_questions(bad)
+    # a known code in capitals or with a hyphen is read as xqa writes it; a question's and a passage's
+    upper = _write(tmp_path / "upper.jsonl", '{"id": "1", "question": "q", "answers": ["a"], "lang": "EN"}\n'
+                                             '{"id": "2", "question": "q", "answers": ["a"], "lang": "zh-CN"}\n')
+    assert [x.lang for x in read_questions(upper)] == ["en", "zh_cn"]
+    ps = _write(tmp_path / "p.jsonl", '{"id": "p", "title": "t", "text": "x", "lang": "DE"}\n')
+    assert [p.lang for p in read_passages(ps)] == ["de"]
 
 
 def test_dpr_question_tsv_and_plain_text_questions(tmp_path):

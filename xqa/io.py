@@ -263,12 +263,16 @@ def record_id(obj: dict, path, line, key: str = "id") -> str:
 
 
 def known_language(code: Any, path=None, line: int | None = None, field: str = "lang") -> str:
-    """``code`` if it is a language code xqa knows (``xqa.langid.LANGUAGE_NAMES``: the MIA, XOR-TyDi,
-    MKQA, MLQA and XQuAD languages and more); else an error naming the file, line and field."""
+    """``code`` as xqa writes it if it is a language code xqa knows (``xqa.langid.LANGUAGE_NAMES``:
+    the MIA, XOR-TyDi, MKQA, MLQA and XQuAD languages and more; ``EN`` → ``en``, ``zh-CN`` →
+    ``zh_cn``); else an error naming the file, line and field."""
     from xqa.langid.codes import LANGUAGE_NAMES
 
     if isinstance(code, str) and code in LANGUAGE_NAMES:
         return code
+    written = code.strip().lower().replace("-", "_") if isinstance(code, str) else None
+    if written in LANGUAGE_NAMES:
+        return written
     message = (f"field {field!r}: unknown language code {code!r}; known codes: "
                f"{' '.join(sorted(LANGUAGE_NAMES))}")
     if path is None:
@@ -340,7 +344,7 @@ def read_passages(path: str | Path, lang: str | None = None, text_required: bool
     if not path.is_file():
         raise XqaError(f"{path}: no such passage file")
     if lang is not None:
-        known_language(lang, field="--lang")
+        lang = known_language(lang, field="--lang")
     _not_empty(path, "passages")
     seen = _Unique(path, "passage", lines=False)
     count = 0
@@ -388,7 +392,7 @@ def _passage(obj: dict, path: Path, n: int, lang: str | None, seen: _Unique) -> 
         if not lang:
             raise InputError(path, n, "missing field 'lang' (pass --lang for a one-language file)")
         plang = lang
-    known_language(plang, path, n, field)
+    plang = known_language(plang, path, n, field)
     meta = obj.get("meta") or {}
     if not isinstance(meta, dict):
         raise InputError(path, n, f"field 'meta' should be an object, found {json_type(meta)}")
@@ -474,7 +478,7 @@ def read_questions(path: str | Path, lang: str | None = None, *, auto: bool = Fa
     if not path.is_file():
         raise XqaError(f"{path}: no such question file")
     if lang is not None and not (auto and lang == AUTO_LANG):
-        known_language(lang, field="--lang")
+        lang = known_language(lang, field="--lang")
     _not_empty(path, "questions")
     seen = _Unique(path, "question")
     name = path.name.lower().removesuffix(".gz")
@@ -574,7 +578,7 @@ def _question_from_jsonl(obj: dict, path: Path, n: int | None, lang: str | None,
             raise InputError(path, n, "missing field 'lang' (pass --lang for a one-language file, "
                                       "or --lang auto to identify each question's)")
     if qlang != AUTO_LANG or "lang" in obj:
-        known_language(qlang, path, n)
+        qlang = known_language(qlang, path, n)
     if qid is None:
         if not (nq_open or made_up_ids):
             raise InputError(path, n, "missing field 'id'")
@@ -619,7 +623,7 @@ def read_squad(path: str | Path, lang: str | None = None, *,
     if not qlang:
         raise XqaError(f"{path}: cannot tell the language from the file name; pass --lang")
     if qlang != AUTO_LANG:
-        known_language(qlang, field="--lang")
+        qlang = known_language(qlang, field="--lang")
     clang = UNKNOWN_LANG if qlang == AUTO_LANG else qlang
     m = re.search(r"context-([a-z]{2}(?:_[a-z]{2})?)-question", path.name)
     if m:

@@ -121,7 +121,7 @@ def read_own(spec: str, lang: str | None = None, problems: Problems | None = Non
     if path.stat().st_size == 0:
         raise InputError(path, None, "the file is empty (expected SQuAD-layout JSON, JSONL or CSV questions)")
     if file_lang is None and lang is not None:
-        known_language(lang, field="--lang")
+        lang = known_language(lang, field="--lang")
     default = file_lang or lang
     counts = Counter() if counts is None else counts
     out: list[OwnQuestion] = []
@@ -353,7 +353,7 @@ def _validate(path: Path, rec: dict, counts: Counter) -> OwnQuestion:
     if lang is None:
         raise fail("no language: give the record a 'lang', the file a ':LANG' suffix, or pass --lang")
     try:
-        known_language(lang, field=rec["lang_field"])
+        lang = known_language(lang, field=rec["lang_field"])
     except XqaError as e:
         raise fail(str(e)) from None
     answers = rec["answers"]
