@@ -113,6 +113,33 @@ def test_mixed_and_unknown_documents_are_reported(tmp_path):
     assert {v for k, v in langs.items() if k.startswith("numbers")} == {"und"}
 
 
+def test_a_mixed_document_packs_no_passage_across_two_languages(tmp_path, tokenizer):
+    """Short paragraphs that would fit one packed passage, in two languages: one passage per
+    language run, each in its language (one of both, labelled by one, would be searched by the
+    other language's BM25); a heading not identified joins its run; offsets stay the document's."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    en = ["The Kemmerfield Observatory houses a large telescope named Hortensia, which was installed in the "
+          "spring after years of planning by the town council and a group of amateur astronomers.",
+          "The observatory is open to visitors every Friday evening, when volunteers show the rings of Saturn, "
+          "the moons of Jupiter and, on clear winter nights, the great nebula in Orion.",
+          "Its library keeps the logbooks of every night the telescope was used since it opened."]
+    de = ["Das Observatorium wurde im Jahr 1954 von der Stadt Kemmerfield gebaut und gehört heute zu den "
+          "beliebtesten Ausflugszielen der ganzen Region, besonders im Sommer.",
+          "Jeden Freitagabend zeigen ehrenamtliche Helfer den Besuchern die Ringe des Saturn und die Monde des "
+          "Jupiter, und im Winter kann man bei klarem Himmel den großen Orionnebel sehen.",
+          "In der Bibliothek liegen die Beobachtungsbücher aller Nächte seit der Eröffnung."]
+    text = "\n\n".join(["1954", *en, *de]) + "\n"
+    (docs / "mix.txt").write_text(text, encoding="utf-8")
+    out = tmp_path / "p.jsonl"
+    report = write_passages(docs, out, PackedSplit(tokenizer), log=lambda s: None)
+    assert report["mixed"]["count"] == 1
+    rows = _rows(out)
+    assert [r["lang"] for r in rows] == ["en", "de"]
+    assert rows[0]["text"] == "\n\n".join(["1954", *en]) and rows[1]["text"] == "\n\n".join(de)
+    assert [text[r["meta"]["start"]:r["meta"]["end"]] for r in rows] == [r["text"] for r in rows]
+
+
 def test_a_folder_without_documents_is_said_before_anything_is_built_and_leaves_nothing(tmp_path, capsys):
     from xqa.cli import main
 

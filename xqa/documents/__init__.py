@@ -11,8 +11,8 @@ through four steps:
   PDF's or the Word file's metadata), else the file name.
 * :mod:`.language`: each document's language by xqa's language identification
   (:func:`xqa.langid.identify`), unless ``--lang`` names it; a document whose parts disagree
-  (mixed) gets each passage's own language, one not identified gets ``und``; both are listed
-  in the report.
+  (mixed) has its paragraphs identified one by one, each passage in one language; one not
+  identified gets ``und``; both are listed in the report.
 * :mod:`.split`: passages by a named rule: ``packed`` (the default: whole paragraphs packed
   up to N multilingual-e5 tokens, a longer paragraph cut into windows that overlap) or
   ``mia`` (the MIA 2022 / DPR 100-token rule of ``../shared/DESIGN.md``).

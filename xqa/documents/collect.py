@@ -21,7 +21,7 @@ import json
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +68,32 @@ def provenance(doc: Document, start: int, end: int) -> dict[str, Any]:
     if doc.url:
         meta["url"] = doc.url
     return meta
+
+
+def language_runs(doc: Document) -> list[tuple[Document, str]]:
+    """A mixed document (:data:`~xqa.documents.language.MIXED`) as runs of consecutive paragraphs
+    in one language, each identified on its own (a paragraph not identified, a heading or a
+    number, joins the run it is in): each run a copy of ``doc`` with the other paragraphs blanked
+    out (their newlines kept), so that a split rule packs no passage across two languages and its
+    offsets stay the document's. The language of each run is given with it."""
+    from xqa.documents.split import paragraphs
+
+    runs: list[tuple[list[tuple[int, int]], str]] = []
+    for s, e in paragraphs(doc):
+        lang = identify_text(doc.text[s:e])
+        if runs and (lang == "und" or lang == runs[-1][1]):
+            runs[-1][0].append((s, e))
+        elif runs and runs[-1][1] == "und":   # what came first was not identified: it takes this language
+            runs[-1] = (runs[-1][0] + [(s, e)], lang)
+        else:
+            runs.append(([(s, e)], lang))
+    out = []
+    for spans, lang in runs:
+        kept = [" " if ch != "\n" else ch for ch in doc.text]
+        for s, e in spans:
+            kept[s:e] = doc.text[s:e]
+        out.append((replace(doc, text="".join(kept)), lang))
+    return out
 
 
 @dataclass
@@ -124,18 +150,20 @@ class Collector:
                 self._note(c, "mixed", doc)
             elif lang == "und":
                 self._note(c, "unknown", doc)
-        pieces = self.rule.split(doc, "und" if lang == MIXED else lang)
+        if lang == MIXED:
+            pieces = [(piece, run_lang) for part, run_lang in language_runs(doc)
+                      for piece in self.rule.split(part, run_lang)]
+            pieces.sort(key=lambda x: x[0].start)
+        else:
+            pieces = [(piece, lang) for piece in self.rule.split(doc, lang)]
         if not pieces:
             c["too_short"] += 1
             return []
         c["documents"] += 1
         c["documents_per_language"][lang] = c["documents_per_language"].get(lang, 0) + 1
-        out = []
-        for n, piece in enumerate(pieces, 1):
-            plang = identify_text(piece.text) if lang == MIXED else lang
-            out.append(Passage(id=passage_id(doc, n), title=doc.title, text=piece.text, lang=plang,
-                               meta=provenance(doc, piece.start, piece.end)))
-        return out
+        return [Passage(id=passage_id(doc, n), title=doc.title, text=piece.text, lang=plang,
+                        meta=provenance(doc, piece.start, piece.end))
+                for n, (piece, plang) in enumerate(pieces, 1)]
 
     def run(self) -> dict[str, Any]:
         root = self.root

@@ -2,7 +2,8 @@
 
 Up to three samples of the text (its beginning, middle and end, :data:`SAMPLE` characters
 each) are identified. When they agree, that is the document's language. When they disagree
-the document is **mixed**: each of its passages then gets its own identified language. When
+the document is **mixed**: its paragraphs are identified one by one, and each passage holds
+paragraphs of one language (:func:`xqa.documents.collect.language_runs`). When
 none is identified (or only as a language xqa has no code for), the document is **unknown**
 and its passages get ``und``, which BM25 indexes on their own and every question whose
 language is not identified also searches. Mixed and unknown documents are listed in the
