@@ -511,6 +511,13 @@ def test_cli_says_a_selection_of_no_question_and_a_mia_score_with_an_empty_part(
     out = capsys.readouterr().out
     assert "MIA score: not given: the MKQA part has no scored question" in out and "MIA score (mean" not in out
     assert json.loads((tmp_path / "m.json").read_text())["mia"]["score"] is None
+    # two runs' predictions.json compared: named by the folders that tell them apart
+    for run, answers in (("one", {"a1": "Paris", "a2": "東京"}), ("two", {"a1": "Lyon", "a2": "東京"})):
+        write(tmp_path / run / "predictions.json", json.dumps(answers, ensure_ascii=False))
+    assert main(["eval", "--gold", str(gold), "--compare", str(tmp_path / "one" / "predictions.json"),
+                 str(tmp_path / "two" / "predictions.json")]) == 0
+    out = capsys.readouterr().out
+    assert "one/predictions.json" in out and "two/predictions.json" in out, out
 
 
 def test_cli_scores_a_gold_file_without_languages_with_lang(tmp_path, capsys, monkeypatch):

@@ -189,7 +189,7 @@ def evaluate(config: EvalConfig) -> Evaluation:
         a = mia.evaluate(gold, inputs.load_predictions([a_path]), c.mode)
         b = mia.evaluate(gold, inputs.load_predictions([b_path]), c.mode)
         test = significance.compare_systems(a, b, c.metric)
-        na, nb = Path(a_path).name, Path(b_path).name
+        na, nb = _names(a_path, b_path)
         shown.say(report.comparison_text(na, nb, c.metric, test))
         out["compare"] = {"a": a_path, "b": b_path, "metric": c.metric, **test.to_dict()}
         to_report["comparison"] = (na, nb, c.metric, test)
@@ -208,6 +208,17 @@ def evaluate(config: EvalConfig) -> Evaluation:
         write_json_atomic(c.json, out)
         shown.say(f"figures: {c.json}")
     return shown
+
+
+def _names(a: str, b: str) -> tuple[str, str]:
+    """How two compared prediction files are named: their file names, or, where those are the
+    same (two runs' predictions.json), the shortest ends of their paths that differ."""
+    pa, pb = Path(a).resolve().parts, Path(b).resolve().parts
+    for n in range(1, max(len(pa), len(pb)) + 1):
+        na, nb = "/".join(pa[-n:]), "/".join(pb[-n:])
+        if na != nb:
+            return na, nb
+    return a, b
 
 
 def _unmatched(shown: Evaluation, gold: Sequence, preds: Mapping, selected: bool) -> None:
