@@ -103,6 +103,8 @@ def test_dpr_question_tsv_and_plain_text_questions(tmp_path):
                             ("\t['a']\n", 1, r"the question is empty")):
         with pytest.raises(InputError, match=rf"bad\.tsv:{line}: {why}"):
             read_questions(_write(tmp_path / "bad.tsv", text))
+    with pytest.raises(InputError, match=r"sheet\.csv:1: .*found no tab \(a \.csv question file is read as DPR's"):
+        read_questions(_write(tmp_path / "sheet.csv", "Who wrote Hamlet?,Shakespeare\n"))   # a spreadsheet's
     lines = _write(tmp_path / "mine.txt", "Who wrote Hamlet?\n\n  Wo liegt Berlin?  \n")
     with pytest.raises(InputError, match=r"mine\.txt: a text file of questions says nothing of their language: "
                                          r"pass --lang \(or --lang auto"):

@@ -512,8 +512,12 @@ def _read_dpr_questions(path: Path, lang: str | None) -> list[Question]:
     out = []
     for n, row in _tsv_rows(path, "question"):
         if len(row) < 2:
+            comma = "," in row[0] and path.suffix.lower() in (".csv", ".gz")
             raise InputError(path, n, "expected a question, a tab and its answers (DPR's ['answer', ...]); "
-                                      "found no tab")
+                                      "found no tab" + (" (a .csv question file is read as DPR's, tab-separated; "
+                                                        "a spreadsheet's comma-separated questions: save them "
+                                                        "as JSONL, {\"id\", \"question\", \"answers\", "
+                                                        "\"lang\"} a line)" if comma else ""))
         question, answers = row[0].strip(), row[1].strip()
         if not question:
             raise InputError(path, n, "the question is empty")
