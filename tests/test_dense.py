@@ -684,6 +684,19 @@ def test_cli_errors_name_the_problem(world, model_dir, tmp_path, capsys):
                 str(world / "passages.jsonl"), "--out", str(tmp_path / "t"), "--config", "tiny"]) == 1
 
 
+def test_quiet_index_dense_draws_no_model_loading_bar(tmp_path, monkeypatch):
+    """--quiet: no bar of any kind, transformers' "Loading weights" of the encoder included."""
+    import xqa.indexes
+    from transformers.utils import logging as hf_logging
+
+    seen = []
+    monkeypatch.setattr(xqa.indexes, "build_dense", lambda config, log: seen.append(
+        hf_logging.is_progress_bar_enabled()))
+    args = ["index", "dense", "--model", "m", "--passages", "p.jsonl", "--out", str(tmp_path / "o")]
+    assert cli(args + ["--quiet"]) == 0 and cli(args) == 0
+    assert seen == [False, True] and hf_logging.is_progress_bar_enabled()
+
+
 # --------------------------------------------------------------------------- data
 
 

@@ -26,7 +26,12 @@ add_arguments = COMMAND.add_arguments
 
 
 def run(args: argparse.Namespace) -> int:
+    import contextlib
+
+    from xqa.artifacts import quiet_model_bars
     from xqa.indexes import build_dense
 
-    build_dense(COMMAND.config(args), log=lambda line: print(line, flush=True))
+    config = COMMAND.config(args)
+    with contextlib.nullcontext() if config.progress else quiet_model_bars():   # --quiet: no bar of any kind
+        build_dense(config, log=lambda line: print(line, flush=True))
     return 0
