@@ -238,7 +238,8 @@ def reader_choice(config, value: str | None, say=None, flag: str = "--reader") -
     if say is not None and (tuned or config.reader.answerability is not None):
         say(f"reader {name}: read with " + (f"the settings of its {fusion}" if tuned else
                                             "the config's reader settings")
-            + ("; its answers carry no P(right) (the config's calibrators were fitted on its own reader's scores)"
+            + ("; its answers carry no P(right) (the config's calibrators were fitted on the scores of "
+               "the config's own reader, not this one's)"
                if config.reader.answerability is not None else ""))
     return name
 
