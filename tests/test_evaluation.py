@@ -445,6 +445,11 @@ def test_cli_retrieval_and_errors(tmp_path, capsys):
     out = tmp_path / "o.json"
     assert main(["eval", "--retrieval", str(res), "--k", "1", "2", "--json", str(out)]) == 0
     assert json.loads(out.read_text())["retrieval"]["r.json"]["all"]["topk_accuracy"] == {"1": 0.0, "2": 100.0}
+    capsys.readouterr()   # cut-offs deeper than the results are left out, and said so
+    assert main(["eval", "--retrieval", str(res), "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["retrieval"]["r.json"]["all"]["topk_accuracy"] == {"1": 0.0}
+    assert "note: top-5, top-20, top-100 left out: the results hold at most 2 passages a question" \
+        in capsys.readouterr().err
     bad = write(tmp_path / "bad.json", "{\n  nope\n}")
     gold = write(tmp_path / "g.jsonl", json.dumps({"id": "1", "question": "?", "answers": ["a"], "lang": "en"}) + "\n")
     capsys.readouterr()

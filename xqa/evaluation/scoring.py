@@ -177,9 +177,14 @@ def evaluate(config: EvalConfig) -> Evaluation:
     if c.retrieval:
         results = {n: inputs.load_retrieval_results(p, c.default_lang) for n, p in zip(names, c.retrieval)}
         out["retrieval"] = {}
+        deepest = max((len(r["ctxs"]) for res in results.values() for r in res), default=0)
+        ks = [k for k in c.k if k <= deepest] or sorted(c.k)[:1]
+        if len(ks) < len(c.k):   # top-100 of 20 passages would repeat top-20 under another name
+            left = ", ".join(f"top-{k}" for k in c.k if k not in ks)
+            shown.warn(f"note: {left} left out: the results hold at most {deepest} passages a question")
         for name, res in results.items():
             ranks = retrieval.first_answer_ranks(res, c.match)
-            scores = retrieval.score_retrieval(res, c.k, c.match, ranks=ranks)
+            scores = retrieval.score_retrieval(res, ks, c.match, ranks=ranks)
             shown.say(report.retrieval_text(name, scores))
             out["retrieval"][name] = scores.to_dict()
         to_report["retrieval"] = results
