@@ -609,6 +609,17 @@ def test_bench_demo_times_every_method(tiny_pipeline):
         assert 0 <= m.lang_accuracy <= 1
     table = result.table()
     assert all(m in table for m in pipe.methods) and "p50 ms" in table
+    header, *rows = table.splitlines()[1:]   # every row's numbers under their heading, long names too
+    end = header.index("p50 ms") + len("p50 ms")
+    assert all(row[end - 1].isdigit() and row[end] == " " for row in rows), table
+    # language identification loads with the cold start, not in the first method's first question
+    asked = []
+    real = pipe.question_language
+    pipe.question_language = lambda text, *a, **k: asked.append(text) or real(text, *a, **k)
+    from xqa.tools.lib.demo import load_all
+
+    load_all(pipe, pipe.methods[:1], [q.question for q in qs])
+    assert asked == [q.question for q in qs]
 
 
 @pytest.mark.slow
