@@ -865,3 +865,23 @@ def test_loading_models_draws_no_per_model_weight_bar_and_restores_the_setting(t
         assert not hf_logging.is_progress_bar_enabled()  # a user's "off" stays off
     finally:
         hf_logging.enable_progress_bar()
+
+
+def test_tune_alpha_reads_the_hybrids_scores_as_the_pipeline_does_unless_told(tiny_pipeline, test_questions, tmp_path):
+    """Without --normalize, α is tuned on scores read as the pipeline config reads them (the
+    default pipeline's are normalised; tuned on raw ones, --write-config would switch the
+    pipeline to raw scores without a word); another pair's hybrid is raw, as its method is."""
+    from xqa.evaluation.tuning import AlphaTuneConfig, tune_alpha
+
+    pipe = Pipeline.load(tiny_pipeline)
+    qs = test_questions[:3]
+    kept = pipe.config.retrieval.normalize
+    try:
+        for configured, given, pair, read in ((True, None, "hybrid", True), (False, None, "hybrid", False),
+                                              (True, False, "hybrid", False), (True, None, "sparse+roman", False)):
+            pipe.config.retrieval.normalize = configured
+            out = tmp_path / "alpha.json"
+            tune_alpha(pipe, qs, AlphaTuneConfig(pair=pair, at=1, depth=5, step=1.0, normalize=given, out=str(out)))
+            assert json.loads(out.read_text())["normalize"] is read, (configured, given, pair)
+    finally:
+        pipe.config.retrieval.normalize = kept

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -156,7 +156,9 @@ class AlphaTuneConfig:
         "choices": METRICS, "help": "top-k answer accuracy, or recall@k of the questions' positive_ids"})
     at: int = field(default=20, metadata={"min": 1, "help": "the k of the metric (Ma et al. tune top-20)"})
     depth: int = field(default=100, metadata={"min": 1, "help": "k': each side's depth; the union is re-ranked"})
-    normalize: bool = field(default=False, metadata={"help": "min-max normalise each list first (Hybrid_norm)"})
+    normalize: bool | None = field(default=None, metadata={
+        "help": "min-max normalise each list first (Hybrid_norm); not given: for α, as the pipeline "
+                "config's retrieval.normalize (the default pipeline's: normalised), for another pair, raw"})
     step: float = field(default=0.05, metadata={"help": "grid step over [0, 2]"})
     max_alpha: float = field(default=2.0, metadata={"help": "grid upper end"})
     batch_size: int = field(default=64, metadata={"min": 1, "help": "questions per search call"})
@@ -183,6 +185,8 @@ def tune_alpha(pipeline, questions, config: AlphaTuneConfig) -> TuneResult:
     method, tunable = hybrid_pair(c.pair)
     questions = _questions(questions)
     pipe = _pipeline(pipeline)
+    if c.normalize is None:   # as the pipeline reads the pair's scores: α's hybrid as configured, others raw
+        c = replace(c, normalize=tunable.field == "alpha" and bool(pipe.config.retrieval.normalize))
     first, second = tunable.sides   # the score is first + w·second
     _needs(pipe, first, second)
     label = {n: index_kind(n).label or n for n in (first, second)}
