@@ -162,6 +162,23 @@ def test_a_changed_figure_makes_the_documentation_stale(matrix):
     assert any("xling.em" in line and "'EM 12.5 / F1'" in line for line in repro.quotes(m))
 
 
+def test_check_docs_says_tables_and_prose_apart(matrix, capsys, monkeypatch):
+    """A figure only the prose quotes: the tables are current and said so as tables; the prose is not."""
+    import copy
+
+    from xqa.tools.repro import _docs
+
+    assert _docs(matrix, write=False) == 0
+    out = capsys.readouterr().out
+    assert "README.md: tables current" in out and "prose: every quoted figure current" in out
+    m = copy.deepcopy(matrix)
+    m.rows["xling.em"].expected = 12.5
+    assert _docs(m, write=False) == 1
+    captured = capsys.readouterr()
+    assert "README.md: tables current" in captured.out and "README.md: current" not in captured.out
+    assert "prose: 2 quoted figures not current" in captured.err   # README and docs/reader.md quote it
+
+
 def test_a_table_renders_as_the_documentation_writes_it(matrix):
     speed = next(t for t in matrix.tables if t["id"] == "speed")
     lines = repro.render_table(matrix, speed).splitlines()

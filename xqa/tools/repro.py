@@ -57,16 +57,20 @@ def _docs(matrix, write: bool) -> int:
     stale = 0
     for path, (old, new) in repro.regenerate(matrix).items():
         if old == new:
-            print(f"{path}: current")
+            print(f"{path}: tables current")
         elif write:
             write_text_atomic(path, new)
             print(f"{path}: tables rewritten")
         else:
             stale += 1
             print(f"{path}: a table differs from the matrix (xqa repro --write-docs)", file=sys.stderr)
-    for line in repro.quotes(matrix):
+    quoted = list(repro.quotes(matrix))
+    for line in quoted:
         stale += 1
         print(f"{line} (the prose states another figure than the matrix)", file=sys.stderr)
+    print("prose: every quoted figure current" if not quoted else
+          f"prose: {len(quoted)} quoted figure{'s' if len(quoted) > 1 else ''} not current (above; "
+          f"--write-docs rewrites tables only: edit the prose)", file=sys.stderr if quoted else sys.stdout)
     return 1 if stale else 0
 
 
