@@ -91,6 +91,15 @@ def test_every_returned_code_has_a_name():
         assert detect_language(text) in LANGUAGE_NAMES
 
 
+def test_a_code_xqa_has_no_name_for_is_named_as_lingua_names_it():
+    """Identification may read a question as Latin or Welsh, which xqa has no index for: the demo
+    and xqa ask say "reads as Latin (la)", not "reads as la (la)"."""
+    from xqa.langid.codes import language_name
+
+    assert "la" not in LANGUAGE_NAMES and language_name("la") == "Latin" and language_name("cy") == "Welsh"
+    assert language_name("ja") == LANGUAGE_NAMES["ja"] and language_name("qq") == "qq"
+
+
 def test_text_without_letters_gets_the_default():
     assert detect_language("") == "en"
     assert detect_language("  123 ?!") == "en"

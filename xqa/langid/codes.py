@@ -54,8 +54,16 @@ def resolve_language(code: str, available: Iterable[str]) -> str:
 
 
 def language_name(code: str) -> str:
-    """``"ja"`` → ``"Japanese"``; unknown codes come back unchanged."""
-    return LANGUAGE_NAMES.get(code, code)
+    """``"ja"`` → ``"Japanese"``; a code xqa has no name for, lingua's name where lingua knows the
+    code (it identifies languages xqa has no index for: ``"la"`` → ``"Latin"``); else the code."""
+    if code in LANGUAGE_NAMES:
+        return LANGUAGE_NAMES[code]
+    try:
+        from lingua import IsoCode639_1, Language
+
+        return Language.from_iso_code_639_1(IsoCode639_1.from_str(code)).name.title()
+    except (ImportError, ValueError, AttributeError):
+        return code
 
 
 def pipeline_language(code: str, languages: Iterable[str] = ()) -> str:
