@@ -229,7 +229,12 @@ def test_tune_answerability_fits_writes_and_updates_the_config(tmp_path, capsys)
     loaded = PipelineConfig.load(cfg)
     assert loaded.reader.answerability == fit["calibrator"]
     assert loaded.reader.answerability_threshold == fit["threshold"]
-    assert "threshold" in capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert "threshold" in captured.out and "warning" not in captured.err   # 100 right, 100 wrong
+    # a handful of answers: fitted, and said to rest on too few
+    few = _records(tmp_path / "few.jsonl", rows[:6])
+    assert main(["tune", "answerability", "--records", str(few), "--out", str(tmp_path / "few")]) == 0
+    assert "warning: 3 right and 3 wrong answers are few to fit on" in capsys.readouterr().err
     # the records' features scored again with the fitted calibrator (the records say 0.5 for every answer)
     figures = tmp_path / "sel.json"
     assert main(["eval", "--selective", str(a), str(h), "--calibrator", str(tmp_path / "fit"),

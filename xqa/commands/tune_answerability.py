@@ -36,6 +36,9 @@ COMMAND = ConfigCommand(AnswerabilityTuneConfig, exclude=("write_config",), extr
 add_arguments = COMMAND.add_arguments
 
 
+FEW = 20   # right or wrong answers below which a fit is said to rest on too few
+
+
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -53,6 +56,13 @@ def run(args: argparse.Namespace) -> int:
     tr = result.train
     print(f"fitted on {cal.fitted_on['answers']} answers ({cal.fitted_on['right']} right; "
           f"{cal.fitted_on['answerable']} answerable, {cal.fitted_on['unanswerable']} made unanswerable)")
+    right, wrong = cal.fitted_on["right"], cal.fitted_on["answers"] - cal.fitted_on["right"]
+    if min(right, wrong) < FEW:
+        import sys
+
+        print(f"xqa tune answerability: warning: {right} right and {wrong} wrong answers are few to fit on "
+              f"(fewer than {FEW} of either): the probabilities and the threshold rest on them; answer more "
+              f"questions (xqa answer, with and without --hide-gold) and fit again", file=sys.stderr)
     print("coefficients (standardised features): " + ", ".join(f"{f} {w:+.2f}" for f, w in zip(cal.features, cal.coef)))
     print(f"on these answers: AUROC {'—' if tr.auroc is None else f'{tr.auroc:.3f}'}, ECE {tr.ece:.3f}, "
           f"AURC {tr.aurc:.3f}")
