@@ -162,7 +162,7 @@ def test_a_changed_figure_makes_the_documentation_stale(matrix):
     assert any("xling.em" in line and "'EM 12.5 / F1'" in line for line in repro.quotes(m))
 
 
-def test_check_docs_says_tables_and_prose_apart(matrix, capsys, monkeypatch):
+def test_check_docs_says_tables_and_prose_apart(matrix, capsys):
     """A figure only the prose quotes: the tables are current and said so as tables; the prose is not."""
     import copy
 

@@ -286,13 +286,23 @@ RESUMABLE = frozenset({"out", "out_dir", "max_minutes", "log_every", "save_every
                        "threads", "bf16", "gradient_checkpointing", "arrow_cache"})
 
 
+def _existing_path(value: Any) -> Path | None:
+    """The file or folder a setting's value names, where it names one that exists: a string with
+    a separator or a dot in it (a word such as a language code, "en", stays a word even where a
+    folder of that name is at hand), or such a path with a ``:LANG`` suffix (``mine.json:zh``)."""
+    if not isinstance(value, str) or not (os.sep in value or "." in value):
+        return None
+    for candidate in (value, value.rpartition(":")[0]):
+        if candidate and os.path.exists(candidate):
+            return Path(candidate)
+    return None
+
+
 def _recorded(settings: dict[str, Any]) -> dict[str, Any]:
     """``settings`` as config.json keeps them: JSON values, a path that exists made absolute (a
-    resumed run given it from another folder names the same file). A path is a string with a
-    separator or a dot in it: a word such as a language code ("en") stays a word even where a
-    folder of that name is at hand."""
+    resumed run given it from another folder names the same file; :func:`_existing_path`)."""
     def one(value: Any) -> Any:
-        if isinstance(value, str) and (os.sep in value or "." in value) and os.path.exists(value):
+        if isinstance(value, str) and os.path.exists(value) and _existing_path(value) is not None:
             return str(Path(value).resolve())
         return value
 
@@ -316,8 +326,8 @@ def _input_stamps(settings: dict[str, Any]) -> dict[str, str]:
             continue
         said = []
         for v in values:
-            path = Path(v.split(":", 1)[0] if ":" in v and not os.path.exists(v) else v)  # "file.json:zh"
-            if not (os.sep in v or "." in v) or not path.exists():
+            path = _existing_path(v)
+            if path is None:
                 break
             st = path.stat()
             said.append(files_stamp(path) if path.is_dir() else f"{st.st_size} bytes, modified {st.st_mtime_ns}")
