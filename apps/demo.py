@@ -175,22 +175,22 @@ class Answerer:
             offered = ", ".join(self.methods) or "none (the config names no index)"
             shown = str(method)[:40]
             return self.empty(f"Retrieval method {shown!r} is not available here; choose one of: {offered}.")
-        lang = (lang or "auto").strip() if isinstance(lang, str) else ""
-        if lang != "auto" and lang not in LANGUAGE_NAMES:
-            shown = lang if len(lang) <= 40 else lang[:40] + "…"
+        if lang is None or isinstance(lang, str):
+            lang = (lang or "").strip() or "auto"
+        if not isinstance(lang, str) or lang != "auto" and lang not in LANGUAGE_NAMES:
+            shown = str(lang) if len(str(lang)) <= 40 else str(lang)[:40] + "…"
             return self.empty(f"Unknown language code {shown!r}; choose one from the list, or auto.")
         reader = reader or self.readers[0]
         if not isinstance(reader, str) or reader not in self.readers:
             return self.empty(f"Reader {str(reader)[:40]!r} is not available here; choose one of: "
                               f"{', '.join(self.readers)}.")
-        try:
-            n = int(n_passages or cfg.reader_config(reader).n_passages)
-            k = max(int(k or cfg.retrieval.k), n)
-        except (TypeError, ValueError, OverflowError):
-            return self.empty("K and the number of passages read must be whole numbers.")
-        if not (1 <= n <= MAX_PASSAGES_READ and k <= MAX_K):
-            return self.empty(f"Choose K between 1 and {MAX_K} and passages read between 1 and {MAX_PASSAGES_READ}.")
-        return _Request(text, lang, method, k, n, f"demo-{next(self._ids)}", reader)
+        n = _count(n_passages, cfg.reader_config(reader).n_passages, MAX_PASSAGES_READ)
+        if isinstance(n, str):
+            return self.empty(f"Passages read: {n}.")
+        k = _count(k, cfg.retrieval.k, MAX_K)
+        if isinstance(k, str):
+            return self.empty(f"K (passages retrieved): {k}.")
+        return _Request(text, lang, method, max(k, n), n, f"demo-{next(self._ids)}", reader)
 
     def failed(self, request: "_Request", error: Exception) -> tuple:
         if isinstance(error, XqaError):
@@ -228,6 +228,25 @@ class Answerer:
                 record)
 
 
+def _count(value: Any, default: int, most: int) -> int | str:
+    """``value`` (a slider's number, or what an API client sent) as a count from 1 to ``most``;
+    None or empty: ``default``. Else what is wrong with it, to say on the status line."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return default
+    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:40] + "…"
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            return f"expected a whole number from 1 to {most}, got {shown}"
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+            isinstance(value, float) and not value.is_integer()):
+        return f"expected a whole number from 1 to {most}, got {shown}"
+    if not 1 <= value <= most:
+        return f"choose a number from 1 to {most}, not {shown}"
+    return int(value)
+
+
 @dataclass(frozen=True)
 class _Request:
     """A checked request of the ``/answer`` event."""
@@ -248,6 +267,18 @@ def method_choices(pipeline) -> list[tuple[str, str]]:
 
 
 BATCHERS = ("xqa", "gradio")   # who gathers the questions answered together
+
+
+def as_sent(component):
+    """``component`` (a Gradio input) handing the event the value a client sent, unchanged.
+
+    Gradio's own checks (a slider's bounds, a choice among the listed ones, any value made text)
+    answer an API client's bad value with a traceback in the server log and a message of Gradio's,
+    or none; :meth:`Answerer.prepare` checks every value and says on the status line what is wrong
+    with it. (An event that updates the component's properties, not only its value, makes Gradio
+    re-create it with its own checks: the page's events set values only.)"""
+    component.preprocess = lambda payload: payload
+    return component
 
 
 def build_app(pipeline, *, max_chars: int = render.MAX_QUESTION_CHARS, batch: int = DEFAULT_BATCH,
@@ -309,7 +340,7 @@ def build_app(pipeline, *, max_chars: int = render.MAX_QUESTION_CHARS, batch: in
                 if len(readers) > 1:   # each reader reads with its own settings; the slider starts at its own
                     chosen = gr.Radio(readers, value=readers[0], label="Reader", elem_id="reader",
                                       info="the model that reads the passages and answers (the first: the default)")
-                    chosen.change(lambda name: gr.update(value=cfg.reader_config(name).n_passages), chosen,
+                    chosen.change(lambda name: cfg.reader_config(name).n_passages, chosen,
                                   n_passages, api_visibility="private")
         status = gr.Markdown(elem_id="status")
         answer = gr.HTML(elem_id="answer", css_template=render.CSS)
@@ -321,6 +352,8 @@ def build_app(pipeline, *, max_chars: int = render.MAX_QUESTION_CHARS, batch: in
             record = gr.JSON(elem_id="record")
 
         inputs = [question, lang, method, k, n_passages, *([chosen] if chosen is not None else [])]
+        for component in inputs:   # Answerer.prepare checks what a client sends
+            as_sent(component)
         outputs = [status, answer, nbest, evidence, record]
         if gradio_batches:   # one batch at a time, of up to ``batch`` waiting requests
             gr.on([ask.click, question.submit], answerer.batch, inputs, outputs, api_name="answer", batch=True,

@@ -268,6 +268,39 @@ def test_answerer_rejects_bad_input_without_calling_the_pipeline():
     assert pipe.calls == []
 
 
+def test_answerer_says_what_is_wrong_with_each_value_an_api_client_sends():
+    """K and passages read are whole numbers within bounds (a fraction is refused, not truncated; 0
+    is refused, not taken for the default); a language, method or reader of another type is named."""
+    pipe = FakePipeline()
+    ans = Answerer(pipe)
+    for k, n, says in ((0, 2, "K (passages retrieved): choose a number from 1 to 1000, not 0"),
+                       (-5, 2, "K (passages retrieved): choose a number from 1 to 1000, not -5"),
+                       (10**9, 2, "not 1000000000"),
+                       (2.5, 2, "K (passages retrieved): expected a whole number from 1 to 1000, got 2.5"),
+                       (True, 2, "got True"), ("twenty", 2, "got 'twenty'"), (float("nan"), 2, "got nan"),
+                       (10, 0, "Passages read: choose a number from 1 to 100, not 0"),
+                       (10, 2.5, "Passages read: expected a whole number from 1 to 100, got 2.5")):
+        status = ans("Who?", "auto", "scd", k, n)[0]
+        assert status.startswith("⚠️") and says in status, (k, n, status)
+    assert ans("Who?", ["en"], "scd", 10, 2)[0].startswith("⚠️ **Unknown language code \"['en']\"")
+    assert "Retrieval method '5' is not available" in ans("Who?", "auto", 5, 10, 2)[0]
+    assert ans(["Who?"], "auto", "scd", 10, 2)[0] == "⚠️ **The question must be text.**"
+    assert pipe.calls == []
+    ans("Who?", None, None, "20", 3.0)   # defaults for None, whole numbers in any form
+    assert (pipe.calls[-1]["method"], pipe.calls[-1]["k"], pipe.calls[-1]["n_passages"]) == ("scd", 20, 3)
+
+
+def test_the_inputs_hand_the_event_what_a_client_sent_and_are_drawn_as_gradios():
+    """Gradio's own checks would answer an API client's out-of-range K with a traceback in the
+    server log; the inputs pass the value on for Answerer.prepare to check."""
+    demo = build_app(FakePipeline())
+    for elem_id, block in (("question", "textbox"), ("lang", "dropdown"), ("method", "dropdown"),
+                           ("k", "slider"), ("n_passages", "slider")):
+        component = _by_id(demo, elem_id)
+        assert component.get_block_name() == block
+        assert component.preprocess(10**9) == 10**9 and component.preprocess(["x"]) == ["x"]
+
+
 def test_answerer_reports_pipeline_errors_as_messages():
     pipe = FakePipeline(error=XqaError("no BM25 index for language 'sw'"))
     status = Answerer(pipe)("Nani?", "sw", "sparse", 60, 20)[0]
@@ -643,6 +676,27 @@ def test_twenty_users_with_abusive_requests_are_each_answered_or_warned(served):
     assert "failed valid requests: 0" in table and "p95" in table
 
 
+@pytest.mark.slow
+def test_an_api_client_gets_a_status_line_for_each_bad_value(served, caplog):
+    """Through the served app, as gradio_client sends them: each bad value is answered with the
+    status line that says what is wrong, and the server logs no error."""
+    from gradio_client import Client
+
+    url, pipe, demo = served
+    method = pipe.methods[0]
+    client = Client(url, verbose=False, download_files=False)
+    with caplog.at_level("ERROR"):
+        for args, says in ((("Who?", "auto", method, 10**9, 4), "K (passages retrieved): choose a number"),
+                           (("Who?", "auto", method, 10, 0), "Passages read: choose a number"),
+                           (("Who?", "auto", method, 10, 2.5), "expected a whole number"),
+                           (("Who?", "auto", "bogus", 10, 4), "Retrieval method 'bogus' is not available"),
+                           (("Who?", "auto", method, None, "x"), "got 'x'")):
+            status, answer, nbest, evidence, record = client.predict(*args, api_name="/answer")
+            assert status.startswith("⚠️") and says in status, (args, status)
+            assert record is None
+    assert not [r for r in caplog.records if r.levelname == "ERROR"], caplog.text
+
+
 def test_abusive_requests_get_escaped_warnings_without_calling_the_pipeline(monkeypatch):
     from xqa.tools.lib.load import BAD_KINDS, _check, abusive_request
 
@@ -725,7 +779,7 @@ def test_a_reader_selector_is_shown_only_where_the_pipeline_has_several_readers(
     assert _by_id(demo, "n_passages").value == 5 and pipe.calls == [] and pipe.loaded_readers == []
     # choosing a reader moves the passages slider to what that reader reads
     [change] = [fn for fn in demo.fns.values() if [b.elem_id for b in fn.inputs] == ["reader"]]
-    assert [b.elem_id for b in change.outputs] == ["n_passages"] and change.fn("fid")["value"] == 12
+    assert [b.elem_id for b in change.outputs] == ["n_passages"] and change.fn("fid") == 12
 
 
 def test_the_chosen_reader_answers_with_its_own_settings_and_an_unknown_one_is_refused():
