@@ -488,8 +488,22 @@ def test_cli_warns_when_predictions_are_for_other_questions(tmp_path, capsys):
     # the predictions of a run over a selection: the questions left out score 0, and eval says so
     part = write(tmp_path / "part.json", json.dumps({"a1": "Paris"}))
     assert main(["eval", "--gold", str(gold), "--predictions", str(part)]) == 0
-    assert "1 of 2 questions of --gold have no prediction ('7_ja') and score 0" in capsys.readouterr().err
+    assert "1 of 2 scored questions of --gold have no prediction ('7_ja') and score 0" in capsys.readouterr().err
     assert main(["eval", "--gold", str(gold), "--predictions", str(part), "--where", "lang=en"]) == 0
+    assert "warning" not in capsys.readouterr().err
+    # each system of --compare and each point of --sweep is checked as --predictions are
+    assert main(["eval", "--gold", str(gold), "--compare", str(same), str(other)]) == 0
+    err = capsys.readouterr().err
+    assert "none of the 2 predictions of other.json is for a question of --gold" in err and "same.json" not in err
+    assert main(["eval", "--gold", str(gold), "--sweep", f"5={same}", f"2={part}"]) == 0
+    assert "1 of 2 scored questions of --gold have no prediction of 2 passages' part.json" in capsys.readouterr().err
+    nothing = write(tmp_path / "nothing.json", "{}")
+    assert main(["eval", "--gold", str(gold), "--predictions", str(nothing)]) == 0
+    assert "the predictions hold no answer: every question of --gold scores 0" in capsys.readouterr().err
+    # a question without gold answers is skipped by the scoring, so it is no "missing" prediction
+    unanswerable = write(tmp_path / "q2.jsonl", gold.read_text(encoding="utf-8") + json.dumps(
+        {"id": "x3", "question": "?", "lang": "en", "answers": []}) + "\n")
+    assert main(["eval", "--gold", str(unanswerable), "--predictions", str(same)]) == 0
     assert "warning" not in capsys.readouterr().err
 
 

@@ -112,6 +112,12 @@ def test_dpr_question_tsv_and_plain_text_questions(tmp_path):
     assert [(q.id, q.question, q.lang, q.answers) for q in read_questions(lines, lang="de")] == [
         ("mine:1", "Who wrote Hamlet?", "de", ()), ("mine:3", "Wo liegt Berlin?", "de", ())]
     assert {q.lang for q in read_questions(lines, lang="auto", auto=True)} == {"auto"}
+    # "squad" in a file's name guesses English, but --lang auto asks for each question's language
+    squad = _write(tmp_path / "my_squad.json", json.dumps({"data": [{"title": "T", "paragraphs": [
+        {"context": "Berlin liegt an der Spree.", "qas": [{"id": "q1", "question": "Woran liegt Berlin?",
+                                                          "answers": [{"text": "Spree", "answer_start": 20}]}]}]}]}))
+    assert {q.lang for q in read_questions(squad)} == {"en"}
+    assert {q.lang for q in read_questions(squad, lang="auto", auto=True)} == {"auto"}
 
 
 def test_empty_question_file_is_an_error(tmp_path):

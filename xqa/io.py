@@ -623,7 +623,8 @@ def read_squad(path: str | Path, lang: str | None = None, *,
     if lang == AUTO_LANG and not auto:
         known_language(lang, field="--lang")
     given = None if lang == AUTO_LANG else lang  # auto: the file name's language, else each question's
-    qlang = given or _guess_lang(path) or ("en" if "squad" in str(path).lower() else None) or lang
+    squad = "en" if "squad" in str(path).lower() and lang != AUTO_LANG else None   # auto: each question's
+    qlang = given or _guess_lang(path) or squad or lang
     if not qlang:
         raise XqaError(f"{path}: cannot tell the language from the file name; pass --lang")
     if qlang != AUTO_LANG:

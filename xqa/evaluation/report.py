@@ -230,7 +230,8 @@ def retrieval_text(name: str, scores: Any) -> str:
 
 
 def comparison_text(name_a: str, name_b: str, metric: str, test: PairedTest) -> str:
-    return (f"\npaired t-test on per-question {metric.upper()} ({test.n} questions): "
+    return (f"\npaired t-test on per-question {metric.upper()} ({test.n} questions; means over the questions, "
+            f"not the macro average over languages): "
             f"{name_a} {test.mean_a:.2f} vs {name_b} {test.mean_b:.2f} (diff {test.mean_diff:+.2f}); "
             + (f"t = {test.t:.3f}, p = {test.p_value:.4g}" if test.t is not None else "t undefined"))
 

@@ -57,7 +57,7 @@ class EvalConfig(QuestionSelection):
     names: list[str] | None = field(default=None, metadata={
         "nargs": "+", "metavar": "NAME", "help": "a name for each --retrieval file (default: the file names)"})
     k: list[int] = field(default_factory=lambda: [1, 5, 20, 100], metadata={
-        "nargs": "+", "metavar": "K", "help": "cut-offs for top-k accuracy, recall@k and MRR@k"})
+        "nargs": "+", "metavar": "K", "min": 1, "help": "cut-offs for top-k accuracy, recall@k and MRR@k"})
     match: str = field(default="dpr", metadata={
         "choices": ("dpr", "lang_aware"),
         "help": "answer matching: DPR's has_answer, or substring matching for ja/zh/th/km/ko"})
@@ -189,19 +189,26 @@ def evaluate(config: EvalConfig) -> Evaluation:
             out["retrieval"][name] = scores.to_dict()
         to_report["retrieval"] = results
 
+    selected = bool(c.where or c.per_lang)
     if c.compare:
         a_path, b_path = c.compare
-        a = mia.evaluate(gold, inputs.load_predictions([a_path]), c.mode)
-        b = mia.evaluate(gold, inputs.load_predictions([b_path]), c.mode)
-        test = significance.compare_systems(a, b, c.metric)
         na, nb = _names(a_path, b_path)
+        system = {}
+        for name, path in ((na, a_path), (nb, b_path)):
+            system[name] = inputs.load_predictions([path])
+            _unmatched(shown, gold, system[name], selected, of=name)
+        a, b = (mia.evaluate(gold, preds, c.mode) for preds in system.values())
+        test = significance.compare_systems(a, b, c.metric)
         shown.say(report.comparison_text(na, nb, c.metric, test))
         out["compare"] = {"a": a_path, "b": b_path, "metric": c.metric, **test.to_dict()}
         to_report["comparison"] = (na, nb, c.metric, test)
 
     if c.sweep:
-        sweep = {n: mia.evaluate(gold, inputs.load_predictions([p]), c.mode)
-                 for n, p in sorted(inputs.parse_sweep(c.sweep).items())}
+        sweep = {}
+        for n, path in sorted(inputs.parse_sweep(c.sweep).items()):
+            preds = inputs.load_predictions([path])
+            _unmatched(shown, gold, preds, selected, of=f"{n} passages' {Path(path).name}")
+            sweep[n] = mia.evaluate(gold, preds, c.mode)
         shown.say(report.sweep_text(sweep))
         out["sweep"] = {str(n): s.to_dict() for n, s in sweep.items()}
         to_report["sweep"] = sweep
@@ -226,29 +233,39 @@ def _names(a: str, b: str) -> tuple[str, str]:
     return a, b
 
 
-def _unmatched(shown: Evaluation, gold: Sequence, preds: Mapping, selected: bool) -> None:
+def _unmatched(shown: Evaluation, gold: Sequence, preds: Mapping, selected: bool, of: str = "") -> None:
     """Warn where the predictions' ids are not the gold questions': none of them (a prediction file of
-    another set, ids written differently), or some, when no selection (--where, --per-lang) leaves
-    predictions of other questions out on purpose. Those predictions are not scored either way.
-    Without a selection, gold questions with no prediction (a run over a selection of them) are
-    said too: they score 0."""
+    another set, ids written differently, an empty one), or some, when no selection (--where,
+    --per-lang) leaves predictions of other questions out on purpose. Those predictions are not
+    scored either way. Without a selection, scored gold questions with no prediction (a run over a
+    selection of them) are said too: they score 0. ``of``: which system's predictions (--compare,
+    --sweep)."""
+    from xqa.evaluation.mia import NO_ANSWER
+
+    of = f" of {of}" if of else ""
+    if not gold:
+        return
+    if not preds:
+        shown.warn(f"warning: the predictions{of} hold no answer: every question of --gold scores 0")
+        return
     ids = {q.id for q in gold}
     keys = ids | {qid.split("_")[0] for qid in ids}   # an MKQA id's bare number keys it too
     extra = [key for key in preds if key not in keys]
-    missing = [q.id for q in gold if q.id not in preds and q.id.split("_")[0] not in preds]
+    scored = [q for q in gold if q.answers and q.answers[0] != NO_ANSWER]   # as mia.evaluate skips
+    missing = [q.id for q in scored if q.id not in preds and q.id.split("_")[0] not in preds]
     if missing and len(extra) < len(preds) and not selected:
-        shown.warn(f"warning: {len(missing)} of {len(gold)} questions of --gold have no prediction "
+        shown.warn(f"warning: {len(missing)} of {len(scored)} scored questions of --gold have no prediction{of} "
                    f"({', '.join(map(repr, missing[:3]))}{', ...' if len(missing) > 3 else ''}) and score 0, "
                    f"as the MIA scripts score them; if the predictions answer a selection (xqa answer "
                    f"--per-lang, --where), give xqa eval the same selection")
-    if not extra or not ids:
+    if not extra:
         return
     if len(extra) == len(preds):
-        shown.warn(f"warning: none of the {len(preds)} predictions is for a question of --gold (a prediction "
+        shown.warn(f"warning: none of the {len(preds)} predictions{of} is for a question of --gold (a prediction "
                    f"id: {extra[0]!r}; a question id: {gold[0].id!r}): every question is scored as "
                    f"unanswered; are these the predictions of this question set?")
     elif not selected:
-        shown.warn(f"warning: {len(extra)} of {len(preds)} predictions are for ids that no question of --gold "
+        shown.warn(f"warning: {len(extra)} of {len(preds)} predictions{of} are for ids that no question of --gold "
                    f"has ({', '.join(map(repr, extra[:3]))}{', ...' if len(extra) > 3 else ''}); they are not "
                    f"scored")
 
