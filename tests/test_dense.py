@@ -664,6 +664,54 @@ def test_cli_shards_resume_and_retriever_matches_brute_force(model, model_dir, w
     assert s1.stat().st_mtime_ns == t1
 
 
+def test_shards_of_other_inputs_are_refused_and_a_refused_rerun_keeps_the_finished_index(
+        model, model_dir, tokenizer_dir, world, passages, tmp_path, capsys):
+    """A shard records what encoded it: resuming or reusing it with another model, other passages
+    or another --max-length is refused before anything is written (a finished index keeps its
+    config.json), as is resuming with another chunk size or precision; the same inputs from a
+    copy of the passage file are not."""
+    import shutil
+
+    out = tmp_path / "dense"
+    common = ["index", "dense", "--passages", str(world / "passages.jsonl"), "--out", str(out), "--quiet"]
+    assert cli(common + ["--model", str(model_dir)]) == 0
+    config = (out / "config.json").read_text()
+    other = BiEncoder.from_scratch(tokenizer_dir, "tiny", seed=1, passage_max_length=48).save(tmp_path / "other")
+    fewer = tmp_path / "fewer.jsonl"
+    fewer.write_text("".join((world / "passages.jsonl").read_text().splitlines(keepends=True)[:20]))
+    for extra, said in ((["--passages", str(fewer), "--overwrite"], "passages "),
+                        (["--max-length", "16", "--overwrite"], "max_length the model's there, 16 now"),
+                        (["--passages", str(fewer)], "passages "),
+                        (["--model", str(other), "--overwrite"], "encoded by")):
+        capsys.readouterr()
+        assert cli(common + ["--model", str(model_dir)] + extra) == 1
+        err = capsys.readouterr().err
+        assert said in err and "remove" in err, err
+        assert (out / "config.json").read_text() == config   # the finished index is left as it was
+    copy = tmp_path / "copy.jsonl"
+    shutil.copy(world / "passages.jsonl", copy)
+    assert cli(["index", "dense", "--passages", str(copy), "--out", str(out), "--quiet", "--model", str(model_dir),
+                "--overwrite", "--index", "hnsw"]) == 0
+    assert json.loads((out / "config.json").read_text())["index"]["kind"] == "hnsw"
+    # a shard begun in chunks of 25 resumes only in chunks of 25, and in the precision it began in
+    part = tmp_path / "part"
+    with pytest.raises(KeyboardInterrupt):
+        encode_shard(CountingEncoder(model, fail_after=1), passages, part, 0, 1, chunk_size=25, progress=False,
+                     made_by={"precision": "cpu fp32"})
+    for kw, said in (({"chunk_size": 30, "made_by": {"precision": "cpu fp32"}}, "chunk_size 25 there, 30 now"),
+                     ({"chunk_size": 25, "made_by": {"precision": "cpu int8"}}, "precision cpu fp32 there, cpu int8")):
+        with pytest.raises(XqaError, match=said):
+            encode_shard(model.encode_passages, passages, part, 0, 1, progress=False, **kw)
+    stats = encode_shard(model.encode_passages, passages, part, 0, 1, chunk_size=25, progress=False,
+                         made_by={"precision": "cpu fp32"})
+    assert stats["skipped"] == 25 and stats["encoded"] == len(passages) - 25
+    # intermediate vectors (stale="redo") are encoded again instead
+    said = []
+    stats = encode_shard(model.encode_passages, passages[:10], part, 0, 1, chunk_size=25, progress=False,
+                         made_by={"precision": "cpu int8"}, stale="redo", log=said.append)
+    assert stats["encoded"] == 10 and "encoding them again" in said[0]
+
+
 def test_cli_errors_name_the_problem(world, model_dir, tmp_path, capsys):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "1", "title": "t", "text": "x", "lang": "en"}\n{"id": "2", "title": \n')

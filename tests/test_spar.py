@@ -306,6 +306,9 @@ def test_weighted_sum_index(stack, tmp_path):
 
 @pytest.mark.slow
 def test_spar_index_refuses_overwrite_and_resumes(stack, tmp_path):
+    import numpy as np
+
+    from retriever.dense.encode import read_shards
     from retriever.spar import build_spar_index
 
     with pytest.raises(FileExistsError):
@@ -319,6 +322,14 @@ def test_spar_index_refuses_overwrite_and_resumes(stack, tmp_path):
     assert chunk.stat().st_mtime_ns == before  # Λ vectors were not encoded again
     with pytest.raises(XqaError, match="not in the passages"):
         build_spar_index(stack.dense, stack.lexical, stack.passages[:-3], tmp_path / "short", progress=False)
+    # the Λ vectors the refused run left are of other passages: the run given the right ones encodes them again
+    cfg = build_spar_index(stack.dense, stack.lexical, stack.passages, tmp_path / "short", progress=False)
+    assert cfg["passages"] == len(stack.passages)
+    # another Λ rebuilding the index encodes its own vectors, not reusing the other Λ's
+    build_spar_index(stack.dense, stack.dense_model, stack.passages, out, overwrite=True, progress=False)
+    assert chunk.stat().st_mtime_ns != before
+    dense_vectors = np.concatenate([v for v, _, _ in read_shards(stack.dense, 1)])
+    np.testing.assert_allclose(np.load(chunk), dense_vectors[:len(np.load(chunk))], rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.slow

@@ -162,7 +162,8 @@ def build_dense(cfg: DenseIndexConfig, log: Log = print) -> dict[str, Any] | Non
     shards left for other processes, or a finished index and no ``overwrite``)."""
     import torch
 
-    from retriever.dense.encode import build_indexes, encode_shard, model_info, shard_done
+    from retriever.dense.encode import (build_indexes, check_shards, encode_shard, file_fingerprint, model_info,
+                                        shard_done)
     from retriever.dense.index import IndexParams
     from retriever.dense.model import BiEncoder
     from xqa.artifacts import is_complete, write_json_atomic
@@ -174,11 +175,6 @@ def build_dense(cfg: DenseIndexConfig, log: Log = print) -> dict[str, Any] | Non
         raise XqaError("--num-shards must be at least 1")
     if cfg.shard_id is not None and not 0 <= cfg.shard_id < n:
         raise XqaError(f"--shard-id {cfg.shard_id} must be in [0, {n})")
-    if is_complete(out):
-        if not cfg.overwrite:
-            log(f"{out} is a finished dense index; nothing to do (--overwrite rebuilds its FAISS indexes)")
-            return None
-        (out / "config.json").unlink()
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
 
@@ -191,6 +187,16 @@ def build_dense(cfg: DenseIndexConfig, log: Log = print) -> dict[str, Any] | Non
                        + "give a bi-encoder folder (xqa train retriever OUT, or xqa convert e5 OUT)")
     info = model_info(model_dir, out)
     _check_same_model(out, info, cfg.fp16)
+    # what each shard records in made_by.json; the precision is known once the model is loaded
+    made_by = {"model": info["abs_path"], "passages": file_fingerprint(cfg.passages),
+               "lang": cfg.lang or "each passage's", "max_length": cfg.max_length or "the model's"}
+    check_shards(out, n, made_by, f"pass the --model, --passages, --lang and --max-length it was encoded "
+                                  f"with, or remove {out / 'shards'} to encode them again (or use another --out)")
+    if is_complete(out):   # checked first: a refused rerun leaves the finished index as it was
+        if not cfg.overwrite:
+            log(f"{out} is a finished dense index; nothing to do (--overwrite rebuilds its FAISS indexes)")
+            return None
+        (out / "config.json").unlink()
     todo = [cfg.shard_id] if cfg.shard_id is not None else list(range(n))
     todo = [s for s in todo if not shard_done(out, s, n)]
     if todo:   # loaded before anything is written: a folder that is no encoder leaves --out as it was
@@ -213,7 +219,7 @@ def build_dense(cfg: DenseIndexConfig, log: Log = print) -> dict[str, Any] | Non
                                                                   progress=cfg.progress),
                                  read_passages(cfg.passages, lang=cfg.lang), out, s, n,
                                  fp16=cfg.fp16, chunk_size=cfg.chunk_size, progress=False,
-                                 meta={"precision": precision})
+                                 meta={"precision": precision}, made_by={**made_by, "precision": precision})
             log(f"shard {s}/{n}: {stats['encoded']} passages encoded, {stats['skipped']} already done")
     missing = [s for s in range(n) if not shard_done(out, s, n)]
     if cfg.encode_only:

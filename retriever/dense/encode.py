@@ -20,12 +20,19 @@ Layout::
     OUT/shards/00000-of-00004/chunk-000000.ids   "id<TAB>lang" per line
     OUT/shards/00000-of-00004/chunk-000000.npy   [m, d] float32 or float16
     OUT/shards/00000-of-00004/done.json
+    OUT/shards/00000-of-00004/made_by.json  what encodes it (encoder, settings, passages)
     OUT/index/                              LanguageIndexes folder
+
+``made_by.json`` is written before the first chunk: a run that resumes a shard, or reuses a
+finished one, with another encoder, other settings or other passages is refused (or, for a
+folder of intermediate vectors, re-encodes it: ``stale="redo"``) instead of mixing vectors.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
@@ -49,6 +56,56 @@ def shard_done(out_dir: str | Path, shard_id: int, num_shards: int) -> bool:
     return (shard_dir(out_dir, shard_id, num_shards) / "done.json").is_file()
 
 
+MADE_BY = "made_by.json"
+
+
+def file_fingerprint(path: str | Path, edge: int = 1 << 20) -> str:
+    """A passage file's size and a digest of its first and last ``edge`` bytes: the same for a
+    copy of it (another machine's, another path, another modification time) and, but for an edit
+    of its middle that keeps its size, different for another file. Read in milliseconds."""
+    path = Path(path)
+    size = path.stat().st_size
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        digest.update(f.read(edge))
+        if size > edge:
+            f.seek(max(edge, size - edge))
+            digest.update(f.read(edge))
+    return f"{size} bytes, sha256 of its ends {digest.hexdigest()[:16]}"
+
+
+def passages_fingerprint(passages: Sequence[Passage]) -> str:
+    """Passages in memory: their number and a digest of every id, language and text."""
+    digest = hashlib.sha256()
+    for p in passages:
+        digest.update(f"{p.id}\t{p.lang}\t{p.title}\t{p.text}\n".encode("utf-8", "surrogatepass"))
+    return f"{len(passages)} passages, sha256 {digest.hexdigest()[:16]}"
+
+
+def made_by_differences(folder: str | Path, made_by: dict) -> list[str]:
+    """How ``made_by`` differs from what encoded ``folder`` (its ``made_by.json``), one line per
+    setting that both name; none where the folder records nothing (nothing encoded yet). The
+    chunk size matters only to a shard still being encoded (where its chunks resume)."""
+    path = Path(folder) / MADE_BY
+    if not path.is_file():
+        return []
+    old = json.loads(path.read_text(encoding="utf-8"))
+    done = (Path(folder) / "done.json").is_file()
+    return [f"{key} {old[key]} there, {value} now" for key, value in made_by.items()
+            if key in old and old[key] != value and not (done and key == "chunk_size")]
+
+
+def check_shards(out_dir: str | Path, num_shards: int, made_by: dict, remedy: str) -> None:
+    """Refuse, before anything is loaded or written, where a shard of ``out_dir`` begun or finished
+    holds vectors another encoder, other settings or other passages made (the settings ``made_by``
+    names: :func:`made_by_differences`); ``remedy`` says what to do instead."""
+    for s in range(num_shards):
+        folder = shard_dir(out_dir, s, num_shards)
+        differ = made_by_differences(folder, made_by)
+        if differ:
+            raise XqaError(f"{folder} holds vectors encoded otherwise ({'; '.join(differ)}); {remedy}")
+
+
 def _chunks(passages: Iterable[Passage], shard_id: int, num_shards: int,
             chunk_size: int) -> Iterator[list[Passage]]:
     buf: list[Passage] = []
@@ -70,23 +127,38 @@ def _save_npy_atomic(path: Path, arr: np.ndarray) -> None:
 def encode_shard(encode: Callable[[Sequence[Passage]], np.ndarray], passages: Iterable[Passage],
                  out_dir: str | Path, shard_id: int = 0, num_shards: int = 1, *,
                  fp16: bool = False, chunk_size: int = DEFAULT_CHUNK, progress: bool = True,
-                 meta: dict | None = None) -> dict:
+                 meta: dict | None = None, made_by: dict | None = None, stale: str = "refuse",
+                 log: Callable[[str], object] = print) -> dict:
     """Encode shard ``shard_id`` of ``num_shards`` into ``out_dir/shards``; resume if interrupted.
 
     ``encode`` maps passages to vectors ``[m, d]`` float32 (e.g.
     ``BiEncoder.encode_passages``); ``meta`` (e.g. the precision that encoded it) goes into the
-    shard's ``done.json``. Returns counts ``{"encoded", "skipped", "chunks"}``.
+    shard's ``done.json``; ``made_by`` (JSON values: the encoder, its settings, the passages'
+    fingerprint) into its ``made_by.json``. A shard begun or finished by another ``made_by``
+    (:func:`made_by_differences`) is refused (``stale="refuse"``) or encoded afresh
+    (``"redo"``, for intermediate vectors nobody else reads). Returns counts
+    ``{"encoded", "skipped", "chunks"}``.
     """
     if not 0 <= shard_id < num_shards:
         raise XqaError(f"--shard-id {shard_id} must be in [0, {num_shards})")
     folder = shard_dir(out_dir, shard_id, num_shards)
     stats = {"encoded": 0, "skipped": 0, "chunks": 0}
+    made_by = dict(made_by or {}, fp16=fp16, chunk_size=chunk_size)
+    differ = made_by_differences(folder, made_by)
+    if differ and stale == "redo":
+        log(f"{folder} holds vectors encoded otherwise ({'; '.join(differ)}): encoding them again")
+        shutil.rmtree(folder)
+    elif differ:
+        raise XqaError(f"{folder} holds vectors encoded otherwise ({'; '.join(differ)}); pass the same, "
+                       f"or remove {folder} to encode it again (or use another output folder)")
     if (folder / "done.json").is_file():
         stats["skipped"] = json.loads((folder / "done.json").read_text())["passages"]
         return stats
     folder.mkdir(parents=True, exist_ok=True)
     with exclusive(out_dir, f"shard {shard_id} of {out_dir} is being encoded by another process",
                    part=folder.name):
+        if not (folder / MADE_BY).is_file():
+            write_json_atomic(folder / MADE_BY, made_by)
         return _encode_into(encode, passages, folder, shard_id, num_shards, fp16, chunk_size, progress, meta, stats)
 
 

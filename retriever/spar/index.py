@@ -69,15 +69,16 @@ def combine(dense: np.ndarray, lexical: np.ndarray, mode: str, mu: float = 1.0,
 
 
 def _dense_vectors(dense_dir: Path, cfg: dict, passages: Iterable[Passage], out: Path, encode,
-                   progress: bool):
+                   progress: bool, made_by: dict):
     """Chunks ``(vectors, ids, langs)`` of the dense passage vectors: the dense index's own
-    shards when it kept them, else encoded afresh (resumably) into ``OUT/dense``."""
+    shards when it kept them, else encoded afresh (resumably) into ``OUT/dense`` (again where
+    ``made_by``, the encoder and passages, differs from what encoded them)."""
     from retriever.dense.encode import encode_shard, read_shards, shard_done
 
     n = int(cfg.get("num_shards", 1))
     if all(shard_done(dense_dir, s, n) for s in range(n)):
         return read_shards(dense_dir, n), True
-    encode_shard(encode(), passages, out / "dense", 0, 1, progress=progress)
+    encode_shard(encode(), passages, out / "dense", 0, 1, progress=progress, made_by=made_by, stale="redo")
     return read_shards(out / "dense", 1), False
 
 
@@ -94,6 +95,7 @@ def build_spar_index(dense_dir: str | Path, lexical_dir: str | Path, passages: I
     from retriever.dense.encode import (
         encode_shard,
         index_config,
+        passages_fingerprint,
         read_shards,
         resolve_model_dir,
     )
@@ -104,7 +106,7 @@ def build_spar_index(dense_dir: str | Path, lexical_dir: str | Path, passages: I
         raise XqaError(f"unknown SPAR mode {mode!r}; choose from {', '.join(MODES)}")
     out, dense_dir = Path(out_dir), Path(dense_dir)
     if is_complete(out) and not overwrite:
-        raise FileExistsError(f"{out} is a finished SPAR index; pass overwrite (--overwrite) to rebuild")
+        raise FileExistsError(f"{out} is a finished SPAR index; pass --overwrite (overwrite=True) to rebuild it")
     if is_complete(out):
         (out / "config.json").unlink()
     dcfg = index_config(dense_dir)
@@ -117,9 +119,13 @@ def build_spar_index(dense_dir: str | Path, lexical_dir: str | Path, passages: I
                        f"Λ has {lex.dim} (use --mode concat)")
     out.mkdir(parents=True, exist_ok=True)
     passages = list(passages)
+    fingerprint = passages_fingerprint(passages)
 
+    # OUT/lexical and OUT/dense hold this build's own vectors: encoded again where Λ, the dense
+    # encoder or the passages are not those that encoded them
     encode_shard(lambda ps: lex.encode_passages(ps, batch_size=batch_size), passages, out / "lexical",
-                 0, 1, progress=progress)
+                 0, 1, progress=progress, made_by={"model": str(lex_dir.resolve()), "passages": fingerprint},
+                 stale="redo")
     lex_rows: dict[str, np.ndarray] = {}
     for vec, ids, _ in read_shards(out / "lexical", 1):
         for i, pid in enumerate(ids):
@@ -129,7 +135,8 @@ def build_spar_index(dense_dir: str | Path, lexical_dir: str | Path, passages: I
         model = BiEncoder.load(dense_model_dir, device=device)
         return lambda ps: model.encode_passages(ps, batch_size=batch_size)
 
-    chunks, reused = _dense_vectors(dense_dir, dcfg, passages, out, dense_encoder, progress)
+    chunks, reused = _dense_vectors(dense_dir, dcfg, passages, out, dense_encoder, progress,
+                                    {"model": str(Path(dense_model_dir).resolve()), "passages": fingerprint})
     groups: dict[str, tuple[list[np.ndarray], list[str]]] = {}
     for vec, ids, langs in chunks:
         missing = [p for p in ids if p not in lex_rows]
