@@ -87,6 +87,26 @@ def test_formats_by_name():
         "txt", "md", "html", "pdf", "wiki", "wiki", "wiki", "docx", None, None]
 
 
+def test_documents_whose_names_differ_get_different_passage_ids_and_runs_different_reports(tmp_path):
+    """White space in a path is percent-encoded in the id (an id is one token in FAISS's ids.txt and
+    TREC runs): "a b.txt" and "a_b.txt" must not share "a_b.txt#1", or the build stops later on a
+    duplicate id in a file it wrote itself."""
+    docs = tmp_path / "docs"
+    (docs / "my docs").mkdir(parents=True)
+    (docs / "my_docs").mkdir()
+    text = "The lighthouse of Alexandria was one of the Seven Wonders of the Ancient World. " * 4
+    for name in ("a b.txt", "a_b.txt", "100%.txt", "100%25.txt", "my docs/x.txt", "my_docs/x.txt"):
+        (docs / name).write_text(text, encoding="utf-8")
+    out = tmp_path / "run.v1.jsonl"
+    write_passages(docs, out, MiaSplit(), log=lambda s: None)
+    ids = [r["id"] for r in _rows(out)]
+    assert len(ids) == len(set(ids)) == 6 and not any(ch.isspace() for i in ids for ch in i)
+    assert {"a%20b.txt#1", "a_b.txt#1", "100%25.txt#1", "100%2525.txt#1", "my%20docs/x.txt#1"} <= set(ids)
+    assert report_path(out) == tmp_path / "run.v1-report.json" and report_path(out).is_file()
+    assert report_path(tmp_path / "run.v2.jsonl.gz") == tmp_path / "run.v2-report.json"
+    assert report_path(tmp_path / "passages.jsonl") == tmp_path / "passages-report.json"
+
+
 def test_lang_forces_every_documents_language(tmp_path):
     out = tmp_path / "p.jsonl"
     report = write_passages(FOLDER / "thai-curry.txt", out, MiaSplit(), lang="th", log=lambda s: None)
@@ -500,6 +520,18 @@ def test_a_word_file_reads_with_its_heading_as_title(tmp_path):
     assert doc.title == "Olympic Council of Asia" and doc.format == "docx"
     assert doc.text == ("The headquarters of the OCA is located at Kuwait City.\n\n"
                         "East Timor is the newest member, joining in 2003.")
+    # a table is read where it stands, a row a paragraph, a merged cell once
+    d = docx.Document()
+    d.add_paragraph("Ports of the coast, north to south:")
+    table = d.add_table(rows=2, cols=3)
+    table.cell(0, 0).merge(table.cell(0, 2)).text = "Ports"
+    for i, text in enumerate(("Vigo", "Gijón", "Bilbao")):
+        table.cell(1, i).text = text
+    d.add_paragraph("Closing paragraph after the table.")
+    d.save(str(tmp_path / "ports.docx"))
+    [doc] = list(read_file(tmp_path / "ports.docx", "ports.docx"))
+    assert doc.text == ("Ports of the coast, north to south:\n\nPorts\n\nVigo | Gijón | Bilbao\n\n"
+                        "Closing paragraph after the table.")
     (tmp_path / "locked.docx").write_bytes(b"\xd0\xcf\x11\xe0 an encrypted Word file is an OLE container")
     [problem] = list(read_file(tmp_path / "locked.docx", "locked.docx"))
     assert "not a readable Word file" in str(problem) and str(problem).startswith("locked.docx: ")

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -35,9 +36,14 @@ LISTED = 200   # mixed / unknown documents named in the report (all are counted)
 
 
 def report_path(out: str | Path) -> Path:
-    """``passages.jsonl`` → ``passages-report.json`` (beside it)."""
+    """``passages.jsonl`` → ``passages-report.json`` (beside it); ``run.v1.jsonl.gz`` →
+    ``run.v1-report.json`` (only the passage file's own suffixes go, so that two runs' reports
+    never share a name)."""
     out = Path(out)
-    return out.with_name(out.name.split(".")[0] + "-report.json")
+    name = out.name
+    for suffix in (".gz", ".jsonl", ".json", ".tsv"):
+        name = name.removesuffix(suffix) if name != suffix else name
+    return out.with_name(name + "-report.json")
 
 
 def fingerprint(root: Path, files: list[Path]) -> str:
@@ -54,7 +60,10 @@ def relative(root: Path, path: Path) -> str:
 
 
 def passage_id(doc: Document, n: int) -> str:
-    return "_".join(f"{doc.id}#{n}".split())
+    """``{document id}#{n}`` with white space and ``%`` percent-encoded (``my docs/a.txt`` →
+    ``my%20docs/a.txt#1``): an id is one token in every file that lists ids (a FAISS index's
+    ``ids.txt``, a TREC run), and two documents whose names differ never share one."""
+    return re.sub(r"[%\s]", lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), f"{doc.id}#{n}")
 
 
 def provenance(doc: Document, start: int, end: int) -> dict[str, Any]:

@@ -368,25 +368,40 @@ def read_docx(path: Path) -> tuple[str, str]:
     docx = need("docx", "python-docx")
     import io
 
+    from docx.table import Table
+
     try:
         d = docx.Document(io.BytesIO(_raw(path)))
     except Exception as e:   # an encrypted Word file is not a zip file at all
         raise _Skip(f"not a readable Word file (encrypted, or not .docx: {type(e).__name__})") from None
     title = (d.core_properties.title or "").strip()
     paragraphs = []
-    for p in d.paragraphs:
-        text = " ".join(p.text.split())
+    for block in d.iter_inner_content():   # paragraphs and tables in the document's order
+        if isinstance(block, Table):
+            paragraphs += _docx_rows(block)
+            continue
+        text = " ".join(block.text.split())
         if not text:
             continue
-        if not title and (p.style is not None and (p.style.name or "").startswith(("Title", "Heading"))):
+        if not title and (block.style is not None and (block.style.name or "").startswith(("Title", "Heading"))):
             title = text
         paragraphs.append(text)
-    for table in d.tables:
-        for row in table.rows:
-            cells = [" ".join(c.text.split()) for c in row.cells]
-            if any(cells):
-                paragraphs.append(" | ".join(cells))
     return title, "\n\n".join(paragraphs)
+
+
+def _docx_rows(table) -> list[str]:
+    """A Word table's rows, one paragraph each, cells joined by `` | ``: a cell merged across
+    columns once (python-docx repeats it in every column it spans)."""
+    rows = []
+    for row in table.rows:
+        cells, seen = [], None
+        for cell in row.cells:
+            if cell._tc is not seen:
+                cells.append(" ".join(cell.text.split()))
+            seen = cell._tc
+        if any(cells):
+            rows.append(" | ".join(cells))
+    return rows
 
 
 _WIKI_HOST = re.compile(r"//([a-z][a-z0-9-]*)\.wikipedia\.org", re.I)
