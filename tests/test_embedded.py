@@ -123,6 +123,19 @@ def test_the_distributed_launcher_runs_one_thread_processes_on_the_loopback(monk
         runner.call_distributed(2, tune_fusion, {"config": config})
 
 
+def test_a_stage_process_stopped_by_ctrl_c_exits_without_a_traceback(monkeypatch, capsys):
+    """Ctrl+C reaches each process of a stage as well as the command, which says "interrupted"
+    once: the processes exit quietly with 130."""
+    from xqa.recipes import runner
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "_find", lambda name: interrupted)
+    assert runner._main(json.dumps({"call": "m:f", "arguments": {}})) == 130
+    assert capsys.readouterr().err == ""
+
+
 def test_a_stage_that_saves_and_loads_a_model_draws_no_transformers_bar_and_the_setting_returns(tmp_path, capfd):
     from transformers import BertConfig, BertModel
     from transformers.utils import logging as hf_logging

@@ -283,6 +283,10 @@ def test_answer_and_search_give_a_question_with_nothing_to_search_for_no_answer_
     assert records["blank"]["answer"] == records["marks"]["answer"] == ""
     assert "evidence" not in records["marks"] and records["marks"]["answered"] is False
     assert records[real.id]["answer"] and records[real.id]["evidence"]
+    # each record's state, as formats.md lists it; nothing to search for is not found
+    rec = records[real.id]
+    assert records["marks"]["state"] == "not found"
+    assert rec["state"] == ("answered" if rec["answered"] else "uncertain" if rec["found"] else "not found")
     preds = json.loads((out / "predictions.json").read_text())
     assert preds == {real.id: records[real.id]["answer"], "blank": "", "marks": ""}
 

@@ -465,6 +465,7 @@ def answer_lines(pipe, batch: list, config: AnswerConfig) -> list[str]:
     """One ``records.jsonl`` line per question of ``batch``: an empty answer for a question with nothing
     to search for (blank, or no letter or digit: :func:`xqa.pipeline.askable`)."""
     from xqa.pipeline import askable
+    from xqa.records import NOT_FOUND
 
     answerable = [q for q in batch if askable(q.question)]
     hide = config.hide_gold
@@ -479,7 +480,7 @@ def answer_lines(pipe, batch: list, config: AnswerConfig) -> list[str]:
         rec = {"id": q.id, "lang": q.lang, "question": q.question, "answer": a.text if a else "",
                "score": a.score if a else 0.0, "confidence": a.confidence if a else None,
                "answered": a.answered if a else False, "found": a.found if a else False,
-               "answerable": a.answerable if a else None,
+               "answerable": a.answerable if a else None, "state": a.state if a else NOT_FOUND,
                "gold": list(q.answers)}
         if hide:
             rec["gold_hidden"] = True

@@ -202,6 +202,8 @@ def _main(payload: str) -> int:
     except (XqaError, FileNotFoundError, FileExistsError) as e:
         print(f"{task['call']}: error: {e}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:   # Ctrl+C reaches every process of the group: the command says "interrupted"
+        return 130
     return 0
 
 
