@@ -732,6 +732,33 @@ def test_cli_errors_name_the_problem(world, model_dir, tmp_path, capsys):
                 str(world / "passages.jsonl"), "--out", str(tmp_path / "t"), "--config", "tiny"]) == 1
 
 
+def test_settings_no_run_can_use_are_errors_not_traces(world, model_dir, tokenizer_dir, tmp_path, capsys):
+    """A device this machine lacks, a precision the model has no runtime for, more IVF lists than
+    vectors, no training step, a dropout above 1: each a one-line error, --out left unwritten."""
+    from retriever.dense.index import build_index
+    from retriever.dense.model import check_device
+
+    index = ["index", "dense", "--model", str(model_dir), "--passages", str(world / "passages.jsonl"),
+             "--out", str(tmp_path / "o"), "--quiet"]
+    if not torch.cuda.is_available():
+        for extra, said in ((["--device", "cuda"], "device cuda: torch sees no CUDA device on this machine"),
+                            (["--precision", "int8"], "precision int8 needs the int8 runtime")):
+            assert cli(index + extra) == 1
+            assert said in capsys.readouterr().err and not (tmp_path / "o").exists()
+    with pytest.raises(XqaError, match="unknown device 'gpu0'"):
+        check_device("gpu0")
+    with pytest.raises(XqaError, match="--nlist 20 lists need at least 20 vectors to train on, .* has 10"):
+        build_index(np.random.default_rng(0).standard_normal((10, 8)).astype(np.float32),
+                    IndexParams(kind="ivfpq", nlist=20))
+    train = ["train", "retriever", "--train", str(world / "train.jsonl"), "--passages",
+             str(world / "passages.jsonl"), "--tokenizer", str(tokenizer_dir), "--size", "tiny"]
+    assert cli(train + ["--out", str(tmp_path / "t"), "--epochs", "0"]) == 1
+    assert "--epochs 0 trains no step: give a number of passes above 0, or --max-steps" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli(train + ["--out", str(tmp_path / "t2"), "--dropout", "1.5"])
+    assert "argument --dropout: must be at most 1.0, got 1.5" in capsys.readouterr().err
+
+
 def test_quiet_index_dense_draws_no_model_loading_bar(tmp_path, monkeypatch):
     """--quiet: no bar of any kind, transformers' "Loading weights" of the encoder included."""
     import xqa.indexes

@@ -618,3 +618,7 @@ def test_grid_search_keeps_the_best_and_breaks_ties_by_the_rule():
                                     lambda v: f"{v:.1f}", lambda v: -v)
     assert best == 0.5 and table == score and rows[1] == ["0.5", 3.0, 3.0]
     assert alpha_grid(0.0, 2.0, 0.05)[-1] == 2.0 and len(alpha_grid()) == 41
+    assert alpha_grid(0.0, 2.0, 0.3) == [0.0, 0.3, 0.6, 0.9, 1.2, 1.5, 1.8]   # never past --max-alpha
+    for step, hi in ((5.0, 2.0), (0.0, 2.0), (-0.5, 2.0), (0.05, -1.0)):   # one value or none: no grid
+        with pytest.raises(XqaError, match="give --step above 0 and below --max-alpha"):
+            alpha_grid(0.0, hi, step)

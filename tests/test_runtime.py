@@ -10,6 +10,7 @@ import pytest
 
 from xqa.encoders import runtime
 from xqa.encoders.info import read_info
+from xqa.errors import XqaError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -208,6 +209,9 @@ def test_auto_takes_the_measured_choice_only_on_a_cpu_like_the_one_it_was_measur
         runtime.resolve_precision(tmp_path, "int8")
     with pytest.raises(ValueError, match="unknown precision"):
         runtime.resolve_precision(tmp_path, "int4")
+    # a model with no runtime folder (trained, or changed since): an error xqa's commands say in a line
+    with pytest.raises(XqaError, match=r"this model has none \(trained, or changed since\): choose fp32"):
+        runtime.resolve_precision(None, "int8")
 
 
 # --------------------------------------------------------------------------- the shipped parts

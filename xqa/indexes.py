@@ -63,7 +63,7 @@ class SparseIndexConfig:
                 "which every question searches: finds passages that name the question's people and "
                 "places in another script (method sparse+roman)"})
     # None: retriever.sparse.index.STOP_FRACTION
-    stop_fraction: float | None = field(default=None, metadata={
+    stop_fraction: float | None = field(default=None, metadata={"min": 0.0, "max": 1.0,
         "metavar": "F",
         "help": "with --cross-script: a question leaves out the tokens found in at least this share of its "
                 "own language's passages (its function and template words, which look rare in an index of "
@@ -199,18 +199,19 @@ def build_dense(cfg: DenseIndexConfig, log: Log = print) -> dict[str, Any] | Non
         (out / "config.json").unlink()
     todo = [cfg.shard_id] if cfg.shard_id is not None else list(range(n))
     todo = [s for s in todo if not shard_done(out, s, n)]
-    if todo:   # loaded before anything is written: a folder that is no encoder leaves --out as it was
+    if todo:   # loaded (and its precision resolved) before anything is written: a folder that is no
+        # encoder, or a precision it cannot run in, leaves --out as it was
         device = cfg.device or ("cuda" if torch.cuda.is_available() else "cpu")
         model = BiEncoder.load(model_dir, device=device)
-    out.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(out / "encoding.json", {"model": info, "num_shards": n, "fp16": cfg.fp16,
-                                              **({"max_length": cfg.max_length} if cfg.max_length else {})})
-    if todo:
         if cfg.max_length:
             model.config.passage_max_length = cfg.max_length
         if cfg.precision:
             model.config.precision = cfg.precision
         precision = model.cpu_precision() if device == "cpu" else f"{device} bf16"
+    out.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(out / "encoding.json", {"model": info, "num_shards": n, "fp16": cfg.fp16,
+                                              **({"max_length": cfg.max_length} if cfg.max_length else {})})
+    if todo:
         if cfg.progress:
             log(f"encoding with {model_dir} in {precision}")
         for s in todo:
@@ -321,7 +322,7 @@ class DhrIndexConfig:
     strided: bool = field(default=False, metadata={
         "help": "slice m = dims {m, m+M, m+2M, ...} instead of the contiguous [mN, (m+1)N)"})
     # None: retriever.dhr.index.DEFAULT_LAMBDA
-    lam: float | None = field(default=None, metadata={
+    lam: float | None = field(default=None, metadata={"min": 0.0,
         "flag": "--lambda", "aliases": ("--lam",), "help": "λ recorded as the index's default dense weight: score = GIP + λ·dense (GIP is on the BM25 "
                 "scale, ~10-40, e5 cosines ~0.8; 500 is the best R@5 on the shipped corpus's tune questions; "
                 "xqa tune lambda tunes it for another corpus)"})

@@ -82,6 +82,9 @@ def new_index(vectors: np.ndarray, params: IndexParams):
         index.hnsw.efSearch = params.ef_search
     elif params.kind == "ivfpq":
         nlist = params.nlist or max(1, min(int(4 * math.sqrt(n)), n // 39))
+        if nlist > n:   # k-means of nlist centroids needs at least as many vectors
+            raise XqaError(f"--nlist {nlist} lists need at least {nlist} vectors to train on, and an index of "
+                           f"this collection has {n}: give a smaller --nlist (or none: about 4·√n)")
         m = params.pq_m or _divisor_at_most(d, max(1, d // 4))
         if d % m:
             raise XqaError(f"--pq-m {m} must divide the vector size {d}")

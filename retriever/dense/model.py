@@ -163,6 +163,18 @@ def _special_ids(tok) -> tuple[int, int, int]:
     return cls_id, sep_id, end
 
 
+
+def check_device(device: str | torch.device) -> torch.device:
+    """``device`` as torch reads it; an error naming it where torch knows no such device or
+    cannot use it here (``cuda`` on a machine without one), before any model is loaded."""
+    try:
+        dev = torch.device(device)
+    except RuntimeError:
+        raise XqaError(f"unknown device {str(device)!r}; give cpu, or cuda on a machine with a GPU") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise XqaError(f"device {dev}: torch sees no CUDA device on this machine; give cpu")
+    return dev
+
 class BiEncoder(nn.Module):
     """Question and passage towers plus the tokenizer that feeds them.
 
@@ -356,6 +368,7 @@ class BiEncoder(nn.Module):
         model_dir = Path(model_dir)
         if (model_dir / "best" / "config.json").is_file() and not (model_dir / "query_encoder").is_dir():
             model_dir = model_dir / "best"  # a training-run folder: its best model
+        check_device(device)
         info = read_info(model_dir)
         if info is not None:   # a converted encoder (xqa convert e5), used as it is
             if torch.device(device).type == "cpu" and resolve_precision(model_dir, info.precision, info) == "int8":

@@ -33,6 +33,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from xqa.encoders.info import EncoderInfo, bf16_supported, read_info
+from xqa.errors import XqaError
 
 INT8_FILE = "model.int8.onnx"
 READER_RECORD = "runtime.json"   # a span reader's record of its runtime's check (reader.span.runtime)
@@ -323,6 +324,10 @@ def _torch_threads() -> int:
         return os.cpu_count() or 1
 
 
+class PrecisionError(XqaError, ValueError):
+    """A precision this model cannot run in (a user's choice: said as an error, not a trace)."""
+
+
 def resolve_precision(folder: str | Path | None, precision: str, info: EncoderInfo | None = None) -> str:
     """What a CPU runs the converted encoder in: ``fp32``, ``bf16`` or ``int8``.
 
@@ -341,8 +346,13 @@ def resolve_precision(folder: str | Path | None, precision: str, info: EncoderIn
     has_int8 = bool(folder is not None and runtime.get("int8", {}).get("passed")
                     and (Path(folder) / runtime["int8"].get("file", INT8_FILE)).is_file())
     if precision == "int8":
-        if folder is None or not (Path(folder) / INT8_FILE).is_file():
-            raise ValueError(f"{folder}: precision int8 needs {INT8_FILE} (xqa convert e5 writes it)")
+        if folder is None:
+            raise PrecisionError(f"precision int8 needs the int8 runtime ({INT8_FILE}) that xqa convert e5 writes "
+                                 f"beside a converted encoder; this model has none (trained, or changed since): "
+                                 f"choose fp32, bf16 or auto")
+        if not (Path(folder) / INT8_FILE).is_file():
+            raise PrecisionError(f"{folder}: precision int8 needs {INT8_FILE} (xqa convert e5 writes it): choose "
+                                 f"fp32, bf16 or auto")
         return "int8"
     if precision != "auto":
         return precision

@@ -85,10 +85,10 @@ class EvalConfig(QuestionSelection):
         "help": "--selective: score the records' features with this calibrator instead of the "
                 "confidence they carry: a pipeline config (its reader.answerability and threshold) "
                 "or xqa tune answerability's output folder"})
-    threshold: float | None = field(default=None, metadata={
+    threshold: float | None = field(default=None, metadata={"min": 0.0, "max": 1.0,
         "help": "--selective: count as shown the answers whose confidence is at least this "
                 "(default: the records' own 'answered' flags, i.e. the config's threshold)"})
-    not_found_threshold: float | None = field(default=None, metadata={
+    not_found_threshold: float | None = field(default=None, metadata={"min": 0.0, "max": 1.0,
         "help": "--selective: count as not found the answers whose confidence is below this (default: "
                 "the records' own 'found' flags, i.e. the config's reader.not_found_threshold)"})
     # report

@@ -159,8 +159,8 @@ class AlphaTuneConfig:
     normalize: bool | None = field(default=None, metadata={
         "help": "min-max normalise each list first (Hybrid_norm); not given: for α, as the pipeline "
                 "config's retrieval.normalize (the default pipeline's: normalised), for another pair, raw"})
-    step: float = field(default=0.05, metadata={"help": "grid step over [0, 2]"})
-    max_alpha: float = field(default=2.0, metadata={"help": "grid upper end"})
+    step: float = field(default=0.05, metadata={"min": 0.0, "help": "grid step over [0, 2]"})
+    max_alpha: float = field(default=2.0, metadata={"min": 0.0, "help": "grid upper end"})
     batch_size: int = field(default=64, metadata={"min": 1, "help": "questions per search call"})
     match: str = "lang_aware"        # answer matching: dpr | lang_aware
     out: str | None = field(default=None, metadata={
@@ -440,10 +440,10 @@ class AnswerabilityTuneConfig:
     out: str = field(default="", metadata={
         "required": True, "help": "folder for config.json (the calibrator, threshold, fit figures)"})
     # None: selective's default
-    precision: float | None = field(default=None, metadata={
+    precision: float | None = field(default=None, metadata={"min": 0.0, "max": 1.0,
         "help": "share of shown answers that should be right at the threshold (default 0.75)"})
-    l2: float = field(default=1.0, metadata={"help": "L2 penalty on the standardised coefficients"})
-    not_found_share: float = field(default=0.1, metadata={
+    l2: float = field(default=1.0, metadata={"min": 0.0, "help": "L2 penalty on the standardised coefficients"})
+    not_found_share: float = field(default=0.1, metadata={"min": 0.0, "max": 1.0,
         "help": "most answerable questions (of the records without --hide-gold) that may fall below the "
                 "not-found threshold: below it the demo says the collection does not hold the answer, "
                 "between it and the threshold it shows an uncertain answer"})

@@ -149,8 +149,14 @@ HYBRID_DEPTH = 100
 
 
 def alpha_grid(lo: float = 0.0, hi: float = 2.0, step: float = 0.05) -> list[float]:
-    """``lo, lo+step, ..., hi`` without float drift (41 values by default)."""
-    n = round((hi - lo) / step)
+    """``lo, lo+step, ...`` up to ``hi`` (``hi`` itself where ``step`` divides the span) without
+    float drift (41 values by default); an error where that is one value or none."""
+    from xqa.errors import XqaError
+
+    n = math.floor((hi - lo) / step + 1e-9) if step > 0 else -1
+    if n < 1:
+        raise XqaError(f"a grid from {lo:g} to {hi:g} in steps of {step:g} holds {max(n + 1, 0)} value"
+                       f"{'' if n == 0 else 's'}: give --step above 0 and below --max-alpha")
     return [round(lo + i * step, 10) for i in range(n + 1)]
 
 

@@ -40,20 +40,21 @@ class Bm25AugTrainConfig:
                 "back"})
     batch_size: int = field(default=16, metadata={"min": 1, "help": "questions per batch"})
     hard_negatives: int = field(default=3, metadata={"help": "BM25 negatives per question in a batch"})
-    lr: float = field(default=3e-5, metadata={
+    lr: float = field(default=3e-5, metadata={"min": 0.0,
         "help": "the encoder's learning rate (at 3e-4 multilingual-e5-small collapses to one output)"})
-    head_lr_scale: float = field(default=100.0, metadata={
+    head_lr_scale: float = field(default=100.0, metadata={"min": 0.0,
         "help": "the heads (re-weighting u, c; augmentation bias) learn this many times faster than the encoder"})
-    reg: float = field(default=0.01, metadata={"help": "λ of the df-weighted L1 penalty on the augmentation"})
-    weight_decay: float = 0.01
-    warmup_steps: int = 50
-    epochs: float = 1.0
+    reg: float = field(default=0.01, metadata={
+        "min": 0.0, "help": "λ of the df-weighted L1 penalty on the augmentation"})
+    weight_decay: float = field(default=0.01, metadata={"min": 0.0, "help": "AdamW weight decay"})
+    warmup_steps: int = field(default=50, metadata={"help": "linear warm-up steps"})
+    epochs: float = field(default=1.0, metadata={"min": 0.0, "help": "passes over the training questions"})
     max_steps: int = field(default=0, metadata={"help": "stop after this many steps (0: --epochs)"})
-    max_minutes: float = field(default=0.0, metadata={
+    max_minutes: float = field(default=0.0, metadata={"min": 0.0,
         "help": "stop after this many minutes of training (resumable; 0: no limit)"})
     eval_every: int = field(default=100, metadata={"min": 1, "help": "validate every N steps"})
     save_every: int = field(default=200, metadata={"min": 1, "help": "checkpoint every N steps"})
-    seed: int = 0
+    seed: int = field(default=0, metadata={"help": "random seed"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     progress: bool = field(default=True, metadata={"flag": "--quiet", "help": "no progress bar"})
 

@@ -62,7 +62,8 @@ class ModelConfig:
         "help": "representation: first token of the last layer (cls; DPR models: pooler), or mean; default cls "
                 "for --init, mean for --size (a small model trained from scratch collapses with cls, see "
                 "docs/dense.md)"})
-    dropout: float = field(default=0.0, metadata={"help": "dropout of a --size model (hub models keep their own)"})
+    dropout: float = field(default=0.0, metadata={
+        "min": 0.0, "max": 1.0, "help": "dropout of a --size model (hub models keep their own)"})
     query_max_length: int = field(default=32, metadata={"min": 1, "help": "question tokens"})
     passage_max_length: int = field(default=80, metadata={"min": 1, "help": "passage tokens"})
     seed: int = field(default=0, metadata={"help": "random seed"})
@@ -98,12 +99,12 @@ class DenseTrainConfig(ModelConfig):
     num_hard_negatives: int = field(default=0, metadata={
         "help": "hard (or random) negatives per question in a batch, besides in-batch negatives (the MIA "
                 "system used none; with 0, --hard-negatives only harden validation)"})
-    epochs: float = field(default=0.5, metadata={"help": "passes over the training questions"})
+    epochs: float = field(default=0.5, metadata={"min": 0.0, "help": "passes over the training questions"})
     max_steps: int = field(default=0, metadata={"help": "stop after this many steps (0: use --epochs)"})
     # None: SCRATCH_LR for size, PRETRAINED_LR for init
-    lr: float | None = field(default=None, metadata={
+    lr: float | None = field(default=None, metadata={"min": 0.0,
         "help": f"peak learning rate (AdamW); default {SCRATCH_LR} for --size, 2e-5 for --init"})
-    weight_decay: float = field(default=0.01, metadata={"help": "AdamW weight decay"})
+    weight_decay: float = field(default=0.01, metadata={"min": 0.0, "help": "AdamW weight decay"})
     warmup_steps: int = field(default=30, metadata={"help": "linear warm-up steps"})
     grad_accum: int = field(default=1, metadata={"min": 1, "help": "gradient accumulation steps"})
     grad_cache_chunk: int = field(default=0, metadata={

@@ -53,12 +53,12 @@ class FidTrainConfig(ReaderTrainConfig):
                 "question whose answer is in none of its training passages but another name of the "
                 "answer is (the value as a passage in another language writes it) learns to copy that "
                 "name, which the pipeline, given the same table, answers in the question's language"})
-    copy_attention: float = field(default=0.0, metadata={
+    copy_attention: float = field(default=0.0, metadata={"min": 0.0,
         "metavar": "W",
         "help": "guided cross-attention: add W x (-log of the attention one head of the last decoder "
                 "layer puts on the answer's tokens in the passages) to the loss; teaches a reader "
                 "trained from scratch where to copy from (0: off)"})
-    generator_share: float = field(default=0.1, metadata={
+    generator_share: float = field(default=0.1, metadata={"min": 0.0, "max": 1.0,
         "metavar": "LAMBDA", "aliases": ("--pointer-mix",),
         "help": "with --copy-attention: score each answer token as LAMBDA x the generator's probability "
                 "+ (1 - LAMBDA) x the copy head's mass on it in the passages (a pointer-generator "

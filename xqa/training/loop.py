@@ -424,6 +424,8 @@ def _train(task: TrainTask, dataset: Sequence[dict], config: TrainConfig, progre
     n = len(dataset)
     if n == 0:
         raise ValueError("training set is empty")
+    if not config.max_steps and config.epochs <= 0:
+        raise XqaError(f"--epochs {config.epochs:g} trains no step: give a number of passes above 0, or --max-steps")
     per_rank = math.ceil(n / info.processes)
     batches_per_epoch = math.ceil(per_rank / config.batch_size)
     steps_per_epoch = max(1, batches_per_epoch // config.grad_accum)

@@ -35,22 +35,22 @@ class ReaderTrainConfig:
         "choices": EVAL_MODES,
         "help": "EM/F1 for validation: MIA official, its language-aware variant, or simple normalized"})
     batch_size: int = field(default=16, metadata={"min": 1, "help": "questions per batch per process"})
-    epochs: float = field(default=1.0, metadata={"help": "passes over the training set"})
+    epochs: float = field(default=1.0, metadata={"min": 0.0, "help": "passes over the training set"})
     max_steps: int = field(default=0, metadata={"help": "optimizer steps; >0 overrides --epochs"})
     # None: the reader's default
-    lr: float | None = field(default=None, metadata={
+    lr: float | None = field(default=None, metadata={"min": 0.0,
         "help": "peak learning rate (AdamW, linear schedule; default fid 5e-5, span 1e-4)"})
-    weight_decay: float = field(default=0.01, metadata={"help": "AdamW weight decay"})
+    weight_decay: float = field(default=0.01, metadata={"min": 0.0, "help": "AdamW weight decay"})
     warmup_steps: int = field(default=0, metadata={"help": "linear warm-up steps"})
     grad_accum: int = field(default=1, metadata={"min": 1, "help": "gradient accumulation steps"})
-    max_grad_norm: float = field(default=1.0, metadata={"help": "gradient clipping (0: off)"})
+    max_grad_norm: float = field(default=1.0, metadata={"min": 0.0, "help": "gradient clipping (0: off)"})
     group_by_length: int = field(default=0, metadata={
         "metavar": "W",
         "help": "batch questions of similar input length: sort each window of W batches by length, "
                 "then shuffle the batches (less padding, faster steps; 0: plain random batches)"})
     eval_every: int = field(default=0, metadata={"help": "steps between validations (0: every epoch)"})
     save_every: int = field(default=500, metadata={"min": 1, "help": "steps between resumable checkpoints"})
-    max_minutes: float = field(default=0.0, metadata={
+    max_minutes: float = field(default=0.0, metadata={"min": 0.0,
         "help": "stop after this many minutes of training: a checkpoint is saved, OUT/best kept, and "
                 "running the command again goes on from there (0: no limit)"})
     log_every: int = field(default=10, metadata={"min": 1, "help": "steps between loss log lines"})
@@ -64,7 +64,7 @@ class ReaderTrainConfig:
                 "folder) instead of --train/--passages/--init; OUT/best then holds what training changed, "
                 "which 'xqa reader pack --reader OUT' turns into the reader"})
     # None: off (with a kit: reader.span.kit.MIX_ALPHA)
-    mix: float | None = field(default=None, metadata={
+    mix: float | None = field(default=None, metadata={"min": 0.0,
         "metavar": "ALPHA",
         "help": "draw training questions over the source sets with probability proportional to "
                 "n_set^ALPHA (temperature sampling: 1 as the data holds them, 0 every set alike); "

@@ -32,7 +32,8 @@ class SpanTrainConfig(ReaderTrainConfig):
     per_source: int = field(default=0, metadata={
         "metavar": "N", "help": "at most N training questions from one source set (0: all), sampled with --seed"})
     # None: the encoder's
-    dropout: float | None = field(default=None, metadata={"help": "hidden dropout (default: the encoder's)"})
+    dropout: float | None = field(default=None, metadata={
+        "min": 0.0, "max": 1.0, "help": "hidden dropout (default: the encoder's)"})
 
 
 CONFIG = SpanTrainConfig   # the training entry of the span family (reader.span.FAMILY.training)
