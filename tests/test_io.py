@@ -41,6 +41,8 @@ def test_passages_jsonl_pyserini_and_tsv(tmp_path):
     ('{"id": "a", "text": "x", "lang": "en"}\n{"id": "b", "text": "y", "lang": "en"\n', 2,
      "invalid JSON (Expecting ',' delimiter at column 38)"),
     ('{"id": "a", "text": "x", "lang": "en"}\r\n{"id": "b", "text":\r\n', 2, "invalid JSON (Expecting value at column 20)"),
+    ('{"id": "a", "text": "x, "lang": "en"}\n', 1, "invalid JSON (Expecting ',' delimiter at column 26)"),
+    ('{"id": "a", "text": "x}\n', 1, "invalid JSON (Unterminated string starting at column 21)"),
     ('{"id": "a", "text": "x", "lang": "en"}\n\n{"text": "y", "lang": "en"}\n', 3, "missing field 'id'"),
     ('{"id": "a", "text": "x"}\n', 1, "lang"),
     ('["a"]\n', 1, "expected a JSON object"),

@@ -35,6 +35,12 @@ _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 _UTF8_BOM = b"\xef\xbb\xbf"
 
 
+def json_error(e: json.JSONDecodeError) -> str:
+    """``invalid JSON (Expecting ',' delimiter at column 9)``: the decoder's message and the column
+    (its "Unterminated string starting at" takes the column without a second "at")."""
+    return f"invalid JSON ({e.msg}{' ' if e.msg.endswith(' at') else ' at '}column {e.colno})"
+
+
 def _decode_error(path: object, raw: bytes, e: UnicodeDecodeError, first_line: int = 1) -> InputError:
     line = first_line + raw.count(b"\n", 0, e.start)
     column = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
@@ -101,7 +107,7 @@ def jsonl_objects(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
         try:
             obj = json.loads(line.rstrip("\r\n"), object_pairs_hook=_unique_keys)  # columns of this line
         except json.JSONDecodeError as e:
-            raise InputError(path, n, f"invalid JSON ({e.msg} at column {e.colno})") from None
+            raise InputError(path, n, json_error(e)) from None
         except _DuplicateKey as e:
             raise InputError(path, n, f"key {e.key!r} occurs twice in one object") from None
         if not isinstance(obj, dict):
@@ -154,7 +160,7 @@ def json_document(path: str | Path) -> Any:
     try:
         value = json.loads(text, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as e:
-        raise InputError(path, e.lineno, f"invalid JSON ({e.msg} at column {e.colno})") from None
+        raise InputError(path, e.lineno, json_error(e)) from None
     except _DuplicateKey as e:
         needle = json.dumps(e.key, ensure_ascii=False)
         first = text.find(needle)
@@ -222,7 +228,7 @@ def json_list_items(path: str | Path) -> list[tuple[int, Any]]:
         if text[i + 1:].strip():
             raise json.JSONDecodeError("Extra data", text, i + 1 + len(text[i + 1:]) - len(text[i + 1:].lstrip()))
     except json.JSONDecodeError as e:
-        raise InputError(path, e.lineno, f"invalid JSON ({e.msg} at column {e.colno})") from None
+        raise InputError(path, e.lineno, json_error(e)) from None
     except _DuplicateKey as e:
         raise InputError(path, line, f"key {e.key!r} occurs twice in one object") from None
     _check_surrogates(path, None, text, [item for _, item in items])
