@@ -759,6 +759,37 @@ def test_settings_no_run_can_use_are_errors_not_traces(world, model_dir, tokeniz
     assert "argument --dropout: must be at most 1.0, got 1.5" in capsys.readouterr().err
 
 
+def test_quiet_training_and_spar_commands_draw_no_model_bars_and_say_no_empty_best(tmp_path, monkeypatch, capsys):
+    """--quiet reaches transformers' "Loading weights" / "Writing model shards" bars in train
+    retriever, train lexical, train bm25-aug and index spar; a run without a dev set says its step
+    and no "best mrr None"."""
+    import xqa.indexes
+    from transformers.utils import logging as hf_logging
+    from xqa.training import bm25_aug, dense, lexical
+
+    seen = []
+
+    def fake(config):
+        seen.append(hf_logging.is_progress_bar_enabled())
+        return {"step": 3, "best": None}
+
+    for module in (dense, lexical, bm25_aug):
+        monkeypatch.setattr(module, "train", fake)
+    monkeypatch.setattr(xqa.indexes, "build_spar", lambda config: seen.append(
+        hf_logging.is_progress_bar_enabled()) or {})
+    monkeypatch.setattr(xqa.indexes, "describe_spar", lambda index, out: "spar")
+    common = ["--passages", "p.jsonl", "--out", str(tmp_path / "o")]
+    commands = (["train", "retriever", "--train", "t.jsonl", "--size", "tiny", "--tokenizer", "tok"],
+                ["train", "lexical", "--bm25", "b", "--size", "tiny", "--tokenizer", "tok"],
+                ["train", "bm25-aug", "--train", "t.jsonl", "--init", "e"],
+                ["index", "spar", "--dense", "d", "--lexical", "l"])
+    for command in commands:
+        assert cli(command + common + ["--quiet"]) == 0 and cli(command + common) == 0, command
+    assert seen == [False, True] * len(commands) and hf_logging.is_progress_bar_enabled()
+    out = capsys.readouterr().out
+    assert "(step 3)" in out and "None" not in out
+
+
 def test_quiet_index_dense_draws_no_model_loading_bar(tmp_path, monkeypatch):
     """--quiet: no bar of any kind, transformers' "Loading weights" of the encoder included."""
     import xqa.indexes

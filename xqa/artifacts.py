@@ -350,6 +350,11 @@ def exclusive(folder: str | Path, busy: str, part: str = "") -> Iterator[None]:
         held.release()
 
 
+def bars_unless(progress: bool) -> contextlib.AbstractContextManager:
+    """A command's ``--quiet`` (``progress`` False): :func:`quiet_model_bars`; else nothing."""
+    return contextlib.nullcontext() if progress else quiet_model_bars()
+
+
 @contextlib.contextmanager
 def quiet_model_bars() -> Iterator[None]:
     """transformers' own progress bars ("Loading weights", "Writing model shards") off, then as

@@ -26,12 +26,10 @@ add_arguments = COMMAND.add_arguments
 
 
 def run(args: argparse.Namespace) -> int:
-    import contextlib
-
-    from xqa.artifacts import quiet_model_bars
+    from xqa.artifacts import bars_unless
     from xqa.indexes import build_dense
 
     config = COMMAND.config(args)
-    with contextlib.nullcontext() if config.progress else quiet_model_bars():   # --quiet: no bar of any kind
+    with bars_unless(config.progress):   # --quiet: no bar of any kind
         build_dense(config, log=lambda line: print(line, flush=True))
     return 0

@@ -18,6 +18,9 @@ add_arguments = COMMAND.add_arguments
 def run(args: argparse.Namespace) -> int:
     from xqa.indexes import build_spar, describe_spar
 
+    from xqa.artifacts import bars_unless
+
     cfg = COMMAND.config(args)
-    print(describe_spar(build_spar(cfg), cfg.out))
+    with bars_unless(cfg.progress):   # --quiet: transformers' loading bars too
+        print(describe_spar(build_spar(cfg), cfg.out))
     return 0

@@ -22,8 +22,12 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from xqa.training import bm25_aug
-    from xqa.training.loop import written
+    from xqa.training.loop import run_summary, written
 
-    result = bm25_aug.train(COMMAND.config(args))
-    print(f"model {written(result)} {Path(args.out) / 'best'} (step {result['step']}, best mrr {result.get('best')})")
+    from xqa.artifacts import bars_unless
+
+    cfg = COMMAND.config(args)
+    with bars_unless(cfg.progress):   # --quiet: transformers' loading and saving bars too
+        result = bm25_aug.train(cfg)
+    print(f"model {written(result)} {Path(args.out) / 'best'} ({run_summary(result)})")
     return 0

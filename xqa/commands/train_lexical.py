@@ -28,13 +28,16 @@ def config(args: argparse.Namespace) -> LexicalTrainConfig:
 
 def run(args: argparse.Namespace) -> int:
     from xqa.training import lexical
-    from xqa.training.loop import written
+    from xqa.training.loop import run_summary, written
     from xqa.distributed import main_process
 
+    from xqa.artifacts import bars_unless
+
     cfg = config(args)
-    result = lexical.train(cfg)
+    with bars_unless(cfg.progress):   # --quiet: transformers' loading and saving bars too
+        result = lexical.train(cfg)
     if main_process():  # one line per torchrun job, from rank 0
-        print(f"Λ {written(result)} {Path(args.out) / 'best'} (step {result['step']}, best mrr {result.get('best')})")
+        print(f"Λ {written(result)} {Path(args.out) / 'best'} ({run_summary(result)})")
         if cfg.freeze_embeddings:   # the init's word embeddings, as every such Λ's: one copy on disk
             from xqa.runtime_cache import share_files
 

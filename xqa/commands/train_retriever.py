@@ -24,10 +24,14 @@ add_arguments = COMMAND.add_arguments
 
 def run(args: argparse.Namespace) -> int:
     from xqa.training import dense
-    from xqa.training.loop import written
+    from xqa.training.loop import run_summary, written
     from xqa.distributed import main_process
 
-    result = dense.train(COMMAND.config(args))
+    from xqa.artifacts import bars_unless
+
+    cfg = COMMAND.config(args)
+    with bars_unless(cfg.progress):   # --quiet: transformers' loading and saving bars too
+        result = dense.train(cfg)
     if main_process():  # one line per torchrun job, from rank 0
-        print(f"model {written(result)} {Path(args.out) / 'best'} (step {result['step']}, best mrr {result.get('best')})")
+        print(f"model {written(result)} {Path(args.out) / 'best'} ({run_summary(result)})")
     return 0

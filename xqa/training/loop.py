@@ -336,6 +336,12 @@ def _input_stamps(settings: dict[str, Any]) -> dict[str, str]:
     return stamps
 
 
+def run_summary(result: dict) -> str:
+    """``step 300, best mrr 0.949`` (no best where the run validated on nothing)."""
+    best = result.get("best")
+    return f"step {result['step']}" + (f", best mrr {best:.4g}" if isinstance(best, (int, float)) else "")
+
+
 def written(result: dict) -> str:
     """How a command says where its model is: "written to", or "already in" for a run whose
     training had finished before (:func:`train` trained nothing)."""
