@@ -107,6 +107,25 @@ def test_documents_whose_names_differ_get_different_passage_ids_and_runs_differe
     assert report_path(tmp_path / "passages.jsonl") == tmp_path / "passages-report.json"
 
 
+def test_a_short_bilingual_note_is_mixed_and_each_passage_gets_its_language(tmp_path, tokenizer):
+    """A text shorter than two samples is told by its paragraphs: an English and a German one
+    make it mixed (its passages one language each); a short heading does not."""
+    from xqa.documents.language import MIXED, document_language
+
+    en = "The Olympic Council of Asia has its headquarters in Kuwait City and organises the Asian Games."
+    de = "Der Olympische Rat Asiens hat seinen Sitz in Kuwait-Stadt und richtet die Asienspiele aus."
+    assert len(f"{en}\n\n{de}") < 400
+    assert document_language(f"{en}\n\n{de}\n") == MIXED
+    assert document_language(f"Kuwait\n\n{en}\n\n{en}\n") == "en"
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "note.txt").write_text(f"{en}\n\n{de}\n", encoding="utf-8")
+    out = tmp_path / "p.jsonl"
+    report = write_passages(docs, out, PackedSplit(tokenizer), log=lambda s: None)
+    assert report["mixed"] == {"count": 1, "documents": ["note.txt"]}
+    assert sorted(r["lang"] for r in _rows(out)) == ["de", "en"]
+
+
 def test_lang_forces_every_documents_language(tmp_path):
     out = tmp_path / "p.jsonl"
     report = write_passages(FOLDER / "thai-curry.txt", out, MiaSplit(), lang="th", log=lambda s: None)

@@ -1,7 +1,8 @@
 """A document's language, by xqa's language identification (:mod:`xqa.langid`).
 
 Up to three samples of the text (its beginning, middle and end, :data:`SAMPLE` characters
-each) are identified. When they agree, that is the document's language. When they disagree
+each; in a text shorter than two samples, each paragraph of at least :data:`SHORT_PARAGRAPH`
+characters) are identified. When they agree, that is the document's language. When they disagree
 the document is **mixed**: its paragraphs are identified one by one, and each passage holds
 paragraphs of one language (:func:`xqa.documents.collect.language_runs`). When
 none is identified (or only as a language xqa has no code for), the document is **unknown**
@@ -11,9 +12,12 @@ build report; ``--lang`` names the language of every document instead.
 """
 from __future__ import annotations
 
+import re
+
 from xqa.records import UNKNOWN_LANG
 
 SAMPLE = 400
+SHORT_PARAGRAPH = 60   # a short text's paragraphs identified alone (a heading or a number is too short to tell)
 MIXED = "mixed"
 
 
@@ -83,8 +87,14 @@ def samples(text: str, size: int = SAMPLE) -> list[str]:
 
 
 def document_language(text: str) -> str:
-    """The language code of a document, :data:`MIXED`, or ``und``."""
-    found = {identify_text(s) for s in samples(text)}
+    """The language code of a document, :data:`MIXED`, or ``und``. A short text (one sample) whose
+    paragraphs of :data:`SHORT_PARAGRAPH` characters or more are several is told by those (a
+    bilingual note)."""
+    parts = samples(text)
+    if len(parts) == 1:
+        paragraphs = [p for p in re.split(r"\n\s*\n", text) if len(p.strip()) >= SHORT_PARAGRAPH]
+        parts = paragraphs if len(paragraphs) > 1 else parts
+    found = {identify_text(s) for s in parts}
     known = found - {UNKNOWN_LANG}
     if not known:
         return UNKNOWN_LANG
