@@ -144,6 +144,37 @@ def test_label_properties(n, n_pos, n_neg):
     assert len(neg) == max(0, min(n_neg, n - len(pos)))
 
 
+def test_a_bm25_teacher_of_other_passages_is_refused(tmp_path):
+    """train lexical's --bm25 must index the --passages it is given (it trained silently on an
+    index of 100 of 473 passages)."""
+    import json
+
+    from xqa.training.lexical import check_teacher
+
+    passages = tmp_path / "p.jsonl"
+    passages.write_text("".join(json.dumps({"id": f"{lang}{i}", "title": "t", "text": "x", "lang": lang}) + "\n"
+                                for lang, n in (("en", 3), ("de", 2)) for i in range(n)))
+    bm25 = tmp_path / "bm25"
+    bm25.mkdir()
+
+    def index(languages, **extra):
+        (bm25 / "config.json").write_text(json.dumps({"kind": "bm25", "languages": {
+            code: {"num_passages": n} for code, n in languages.items()}, **extra}))
+
+    index({"en": 3, "de": 2})
+    check_teacher(str(bm25), str(passages))
+    index({"en": 3})   # a language without a BM25 index: its passages are no teacher's
+    check_teacher(str(bm25), str(passages))
+    index({"en": 3, "de": 1})
+    with pytest.raises(XqaError, match=r"indexes other passages than --passages .*\(de: 1 indexed, 2 given\)"):
+        check_teacher(str(bm25), str(passages))
+    index({"all": 5}, cross_script=True, num_passages=5)
+    check_teacher(str(bm25), str(passages))
+    index({"all": 4}, cross_script=True, num_passages=4)
+    with pytest.raises(XqaError, match=r"\(4 indexed, 5 given\)"):
+        check_teacher(str(bm25), str(passages))
+
+
 def test_teacher_config_rejects_nonsense():
     with pytest.raises(XqaError, match="n_p"):
         TeacherConfig(depth=5, positives=10)

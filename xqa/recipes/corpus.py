@@ -412,12 +412,13 @@ class CorpusBuild(Build):
             seed_lexical(found, o / "encoder", o / "lexical")
             return
         from xqa.training import lexical
+        from xqa.training.loop import run_summary
 
         result = lexical.train(lexical.LexicalTrainConfig(
             passages=str(self.passages), bm25=str(o / "bm25"), out=str(o / "lexical"), init=str(o / "encoder"),
             layers=r.lexical_layers, freeze_embeddings=True, max_steps=r.lexical_steps, batch_size=r.lexical_batch,
             **LEXICAL_SETTINGS))
-        _say(f"Λ written to {o / 'lexical' / 'best'} (step {result['step']}, best mrr {result.get('best')})")
+        _say(f"Λ written to {o / 'lexical' / 'best'} ({run_summary(result)})")
         from xqa.runtime_cache import share_files
 
         share_files(o / "lexical" / "best", "Λ's frozen word embeddings", log=_say)   # the encoder's, as every build's

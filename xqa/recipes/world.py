@@ -200,11 +200,12 @@ class WorldBuild(Build):
 
     def train_lexical(self) -> None:
         from xqa.training import lexical
+        from xqa.training.loop import run_summary
 
         result = lexical.train(lexical.LexicalTrainConfig(
             passages=str(self.passages), bm25=str(self.bm25), tokenizer=str(self.tok), size="tiny",
             max_steps=self.p.lexical_steps, out=str(self.lex), seed=self.seed))
-        print(f"Λ written to {self.lex / 'best'} (step {result['step']}, best mrr {result.get('best')})", flush=True)
+        print(f"Λ written to {self.lex / 'best'} ({run_summary(result)})", flush=True)
 
     def index_dense(self) -> None:
         from xqa.indexes import DenseIndexConfig, build_dense

@@ -72,6 +72,35 @@ class LexicalTrainConfig(ModelConfig):
     progress: bool = field(default=True, metadata={"flag": "--quiet", "help": "no progress bars"})
 
 
+def check_teacher(bm25: str, passages: str, lang: str | None = None) -> None:
+    """Refuse a ``--bm25`` index of other passages than ``--passages`` (by its config's count of
+    passages in each language it indexes, or in all for a cross-script index): Λ would learn to imitate BM25
+    over a collection it is not given, and passages BM25 ranks would be missing from its data."""
+    import json
+    from collections import Counter
+    from pathlib import Path
+
+    from xqa.errors import XqaError
+    from xqa.io import read_passages
+
+    try:
+        cfg = json.loads((Path(bm25) / "config.json").read_text(encoding="utf-8"))
+        indexed = {code: int(v["num_passages"]) for code, v in cfg["languages"].items()}
+        total = int(cfg.get("num_passages", sum(indexed.values())))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return   # not an index of this layout: SparseRetriever.load says what it is
+    given = Counter(p.lang for p in read_passages(passages, lang=lang))
+    if cfg.get("cross_script"):
+        differ = [f"{total} indexed, {sum(given.values())} given"] if total != sum(given.values()) else []
+    else:
+        differ = [f"{code}: {n} indexed, {given.get(code, 0)} given"   # a language BM25 leaves out is no error
+                  for code, n in sorted(indexed.items()) if n != given.get(code, 0)]
+    if differ:
+        raise XqaError(f"--bm25 {bm25} indexes other passages than --passages {passages} "
+                       f"({'; '.join(differ[:4])}{'; ...' if len(differ) > 4 else ''}): give the BM25 index "
+                       f"built from them (xqa index sparse --passages {passages} --out DIR)")
+
+
 def train(config: LexicalTrainConfig) -> dict:
     """Label sentence queries with BM25, build Λ and its task, run the shared loop; the loop's
     result (``step``, ``best`` dev MRR, ...). Without ``init`` or ``size``, Λ is a random model of
@@ -101,6 +130,7 @@ def train(config: LexicalTrainConfig) -> dict:
 
         check_init(c.init)   # before the teacher's data is written into OUT
     dev_q = read_questions(c.dev, lang=c.lang) if c.dev else None
+    check_teacher(c.bm25, c.passages, c.lang)
     with SparseRetriever.load(c.bm25) as teacher:
         train_ex, dev_ex, meta = teacher_data(
             teacher, lambda: read_passages(c.passages, lang=c.lang), c.out, tcfg,
