@@ -25,6 +25,7 @@ import json
 import math
 import os
 import random
+import sys
 import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -448,8 +449,10 @@ def _train(task: TrainTask, dataset: Sequence[dict], config: TrainConfig, progre
 
     state = {"step": 0, "epoch": 0, "batch_in_epoch": 0, "best": None, "best_step": None, "done": False}
     ckpt = out / "checkpoint"
+    saved = None   # the step of the checkpoint a rerun resumes from
     if is_complete(ckpt):
         state = _load_checkpoint(ckpt, model, opt, sched)
+        saved = state["step"]
         if info.main:
             print(f"resuming from {ckpt} at step {state['step']}/{total}")
             _trim_metrics(out / "metrics.jsonl", state["step"])
@@ -517,61 +520,70 @@ def _train(task: TrainTask, dataset: Sequence[dict], config: TrainConfig, progre
     deadline = time.monotonic() + 60 * config.max_minutes if config.max_minutes > 0 else None
     stopped = False
     accum = 0
-    while state["step"] < total and not stopped:
-        order = epoch_order(n, state["epoch"], config.seed, info.rank, info.processes)
-        if lengths is None:
-            batches = [order[i:i + config.batch_size] for i in range(0, len(order), config.batch_size)]
-        else:
-            batches = length_grouped_batches(order, lengths, config.batch_size, config.group_by_length,
-                                             config.seed, state["epoch"])
-        for b in range(state["batch_in_epoch"], len(batches)):
-            batch = _to_device(task.collate([dataset[i] for i in batches[b]]), info.device)
-            if backward_step is not None:
-                loss = backward_step(wrapped, batch, scale=1.0 / config.grad_accum, autocast=autocast)
+    try:
+        while state["step"] < total and not stopped:
+            order = epoch_order(n, state["epoch"], config.seed, info.rank, info.processes)
+            if lengths is None:
+                batches = [order[i:i + config.batch_size] for i in range(0, len(order), config.batch_size)]
             else:
-                with autocast():
-                    loss = task.loss(wrapped, batch)
-                (loss / config.grad_accum).backward()
-            window_loss += float(loss.detach())
-            window_batches += 1
-            window_examples += len(batches[b])
-            accum += 1
-            state["batch_in_epoch"] = b + 1
-            if accum < config.grad_accum:
-                continue
-            accum = 0
-            if config.max_grad_norm > 0:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm)
-            opt.step()
-            sched.step()
-            opt.zero_grad(set_to_none=True)
-            state["step"] += 1
-            bar.update(1)
-            if state["step"] % config.log_every == 0 or state["step"] == total:
-                dt = time.perf_counter() - t0
-                mean_loss = _mean_across(window_loss / max(1, window_batches), info)
-                rate = window_examples * info.processes / max(dt, 1e-9)
-                bar.set_postfix(loss=f"{mean_loss:.4f}", ex_s=f"{rate:.1f}")
-                log.write({"step": state["step"], "loss": mean_loss, "lr": sched.get_last_lr()[0],
-                           "examples_per_s": rate})
-                window_loss, window_batches, window_examples, t0 = 0.0, 0, 0, time.perf_counter()
-            if config.eval_every and state["step"] % config.eval_every == 0:
-                evaluate_and_keep()
-            if state["step"] % config.save_every == 0 and state["step"] < total:
-                window = {"window_loss": _mean_across(window_loss, info), "window_batches": window_batches}
-                if info.main:
-                    _save_checkpoint(ckpt, model, opt, sched, {**state, **window})
-                _barrier(info)
-            if state["step"] >= total:
-                break
-            if deadline is not None and _reached(deadline, info):
-                stopped = True
-                break
-        else:
-            state["epoch"] += 1
-            state["batch_in_epoch"] = 0
-            if not config.eval_every:
-                evaluate_and_keep()
+                batches = length_grouped_batches(order, lengths, config.batch_size, config.group_by_length,
+                                                 config.seed, state["epoch"])
+            for b in range(state["batch_in_epoch"], len(batches)):
+                batch = _to_device(task.collate([dataset[i] for i in batches[b]]), info.device)
+                if backward_step is not None:
+                    loss = backward_step(wrapped, batch, scale=1.0 / config.grad_accum, autocast=autocast)
+                else:
+                    with autocast():
+                        loss = task.loss(wrapped, batch)
+                    (loss / config.grad_accum).backward()
+                window_loss += float(loss.detach())
+                window_batches += 1
+                window_examples += len(batches[b])
+                accum += 1
+                state["batch_in_epoch"] = b + 1
+                if accum < config.grad_accum:
+                    continue
+                accum = 0
+                if config.max_grad_norm > 0:
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm)
+                opt.step()
+                sched.step()
+                opt.zero_grad(set_to_none=True)
+                state["step"] += 1
+                bar.update(1)
+                if state["step"] % config.log_every == 0 or state["step"] == total:
+                    dt = time.perf_counter() - t0
+                    mean_loss = _mean_across(window_loss / max(1, window_batches), info)
+                    rate = window_examples * info.processes / max(dt, 1e-9)
+                    bar.set_postfix(loss=f"{mean_loss:.4f}", ex_s=f"{rate:.1f}")
+                    log.write({"step": state["step"], "loss": mean_loss, "lr": sched.get_last_lr()[0],
+                               "examples_per_s": rate})
+                    window_loss, window_batches, window_examples, t0 = 0.0, 0, 0, time.perf_counter()
+                if config.eval_every and state["step"] % config.eval_every == 0:
+                    evaluate_and_keep()
+                if state["step"] % config.save_every == 0 and state["step"] < total:
+                    window = {"window_loss": _mean_across(window_loss, info), "window_batches": window_batches}
+                    if info.main:
+                        _save_checkpoint(ckpt, model, opt, sched, {**state, **window})
+                    _barrier(info)
+                    saved = state["step"]
+                if state["step"] >= total:
+                    break
+                if deadline is not None and _reached(deadline, info):
+                    stopped = True
+                    break
+            else:
+                state["epoch"] += 1
+                state["batch_in_epoch"] = 0
+                if not config.eval_every:
+                    evaluate_and_keep()
+    except KeyboardInterrupt:   # Ctrl+C: say where a rerun goes on from (the command says "interrupted")
+        bar.close()
+        if info.main:
+            print(f"{out}: stopped at step {state['step']}/{total}; " + (
+                f"a rerun resumes from the checkpoint of step {saved}" if saved is not None else
+                f"no checkpoint yet (one every {config.save_every} steps): a rerun starts over"), file=sys.stderr)
+        raise
     bar.close()
     if state.get("evaluated_step") != state["step"]:
         evaluate_and_keep()
