@@ -70,16 +70,16 @@ class Killed(Exception):
 
 
 class DyingTask(RegressionTask):
-    """Dies (as a killed job would) on its ``die_at``-th batch."""
+    """Dies (as a killed job would, or with ``error``: Ctrl+C) on its ``die_at``-th batch."""
 
-    def __init__(self, die_at: int):
+    def __init__(self, die_at: int, error: type[BaseException] = Killed):
         super().__init__(evaluate=False)
-        self.calls, self.die_at = 0, die_at
+        self.calls, self.die_at, self.error = 0, die_at, error
 
     def loss(self, model, batch):
         self.calls += 1
         if self.calls == self.die_at:
-            raise Killed
+            raise self.error
         return super().loss(model, batch)
 
 
@@ -101,31 +101,17 @@ def test_resume_is_exact(tmp_path):
         torch.testing.assert_close(wa[k], wb[k], rtol=0, atol=0)
 
 
-class CtrlC(RegressionTask):
-    """Ctrl+C on its ``at``-th batch."""
-
-    def __init__(self, at: int):
-        super().__init__(evaluate=False)
-        self.calls, self.at = 0, at
-
-    def loss(self, model, batch):
-        self.calls += 1
-        if self.calls == self.at:
-            raise KeyboardInterrupt
-        return super().loss(model, batch)
-
-
 def test_ctrl_c_says_from_which_checkpoint_a_rerun_resumes(tmp_path, capsys):
     cfg = TrainConfig(out_dir=str(tmp_path), batch_size=8, epochs=3, lr=0.05, save_every=5, log_every=1)
     with pytest.raises(KeyboardInterrupt):
-        train(CtrlC(at=3), DATA, cfg, progress=False)
+        train(DyingTask(3, KeyboardInterrupt), DATA, cfg, progress=False)
     assert "stopped at step 2/24; no checkpoint yet (one every 5 steps): a rerun starts over" in \
         capsys.readouterr().err
     with pytest.raises(KeyboardInterrupt):
-        train(CtrlC(at=12), DATA, cfg, progress=False)
+        train(DyingTask(12, KeyboardInterrupt), DATA, cfg, progress=False)
     assert "stopped at step 11/24; a rerun resumes from the checkpoint of step 10" in capsys.readouterr().err
     with pytest.raises(KeyboardInterrupt):   # resumed at 10, stopped before its next checkpoint
-        train(CtrlC(at=2), DATA, cfg, progress=False)
+        train(DyingTask(2, KeyboardInterrupt), DATA, cfg, progress=False)
     assert "stopped at step 11/24; a rerun resumes from the checkpoint of step 10" in capsys.readouterr().err
 
 
