@@ -495,6 +495,8 @@ def test_cli_warns_when_predictions_are_for_other_questions(tmp_path, capsys):
     assert main(["eval", "--gold", str(gold), "--compare", str(same), str(other)]) == 0
     err = capsys.readouterr().err
     assert "none of the 2 predictions of other.json is for a question of --gold" in err and "same.json" not in err
+    assert main(["eval", "--gold", str(gold), "--compare", str(same), str(same)]) == 0   # one file twice
+    assert "t undefined" in capsys.readouterr().out
     assert main(["eval", "--gold", str(gold), "--sweep", f"5={same}", f"2={part}"]) == 0
     assert "1 of 2 scored questions of --gold have no prediction of 2 passages' part.json" in capsys.readouterr().err
     nothing = write(tmp_path / "nothing.json", "{}")

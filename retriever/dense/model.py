@@ -163,7 +163,6 @@ def _special_ids(tok) -> tuple[int, int, int]:
     return cls_id, sep_id, end
 
 
-
 def check_device(device: str | torch.device) -> torch.device:
     """``device`` as torch reads it; an error naming it where torch knows no such device or
     cannot use it here (``cuda`` on a machine without one), before any model is loaded."""
@@ -174,6 +173,7 @@ def check_device(device: str | torch.device) -> torch.device:
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise XqaError(f"device {dev}: torch sees no CUDA device on this machine; give cpu")
     return dev
+
 
 class BiEncoder(nn.Module):
     """Question and passage towers plus the tokenizer that feeds them.

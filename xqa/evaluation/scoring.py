@@ -193,11 +193,12 @@ def evaluate(config: EvalConfig) -> Evaluation:
     if c.compare:
         a_path, b_path = c.compare
         na, nb = _names(a_path, b_path)
-        system = {}
+        scored = []
         for name, path in ((na, a_path), (nb, b_path)):
-            system[name] = inputs.load_predictions([path])
-            _unmatched(shown, gold, system[name], selected, of=name)
-        a, b = (mia.evaluate(gold, preds, c.mode) for preds in system.values())
+            preds = inputs.load_predictions([path])
+            _unmatched(shown, gold, preds, selected, of=name)
+            scored.append(mia.evaluate(gold, preds, c.mode))
+        a, b = scored
         test = significance.compare_systems(a, b, c.metric)
         shown.say(report.comparison_text(na, nb, c.metric, test))
         out["compare"] = {"a": a_path, "b": b_path, "metric": c.metric, **test.to_dict()}
