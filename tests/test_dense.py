@@ -21,6 +21,7 @@ from retriever.dense.index import IndexParams, LanguageIndexes
 from retriever.dense.loss import contrastive_loss, false_negative_mask
 from retriever.dense.model import BiEncoder
 from retriever.dense.task import RetrieverTask, TaskConfig, mini_index_metrics
+from xqa.artifacts import is_complete
 from xqa.cli import main as cli
 from xqa.errors import InputError, XqaError
 from xqa.records import Context, Hit, Passage, Question, RetrievalResult
@@ -710,6 +711,31 @@ def test_shards_of_other_inputs_are_refused_and_a_refused_rerun_keeps_the_finish
     stats = encode_shard(model.encode_passages, passages[:10], part, 0, 1, chunk_size=25, progress=False,
                          made_by={"precision": "cpu int8"}, stale="redo", log=said.append)
     assert stats["encoded"] == 10 and "encoding them again" in said[0]
+
+
+def test_a_build_moved_with_its_encoder_resumes_where_it_stopped(model_dir, world, tmp_path):
+    """Shards record their encoder by its weights, not by where it lies: a build folder holding
+    both, moved mid-encoding, finishes the index without encoding anything again; another
+    encoder's shards are still refused."""
+    import shutil
+
+    first, moved = tmp_path / "first", tmp_path / "moved"
+    shutil.copytree(model_dir, first / "encoder")
+    args = ["index", "dense", "--passages", str(world / "passages.jsonl"), "--quiet", "--num-shards", "2"]
+    assert cli(args + ["--model", str(first / "encoder"), "--out", str(first / "dense"), "--shard-id", "0"]) == 0
+    made_by = (shard_dir(first / "dense", 0, 2) / "made_by.json").read_text()
+    assert str(first) not in made_by
+    first.rename(moved)
+    chunk = next(shard_dir(moved / "dense", 0, 2).glob("chunk-*.npy"))
+    stamp = chunk.stat().st_mtime_ns
+    assert cli(args + ["--model", str(moved / "encoder"), "--out", str(moved / "dense")]) == 0
+    assert is_complete(moved / "dense") and chunk.stat().st_mtime_ns == stamp
+    assert (shard_dir(moved / "dense", 1, 2) / "made_by.json").read_text() == made_by
+    (moved / "dense" / "config.json").unlink()
+    shutil.rmtree(shard_dir(moved / "dense", 1, 2))
+    weights = next((moved / "encoder").rglob("*.safetensors"))
+    weights.write_bytes(weights.read_bytes()[:-8] + bytes(8))    # other weights in the same place
+    assert cli(args + ["--model", str(moved / "encoder"), "--out", str(moved / "dense")]) == 1
 
 
 def test_cli_errors_name_the_problem(world, model_dir, tmp_path, capsys):

@@ -163,7 +163,7 @@ def build_dense(cfg: DenseIndexConfig, log: Log = print) -> dict[str, Any] | Non
     import torch
 
     from retriever.dense.encode import (build_indexes, check_shards, encode_shard, file_fingerprint, model_info,
-                                        shard_done)
+                                        shard_done, weights_fingerprint)
     from retriever.dense.index import IndexParams
     from retriever.dense.model import BiEncoder
     from xqa.artifacts import is_complete, write_json_atomic
@@ -188,7 +188,7 @@ def build_dense(cfg: DenseIndexConfig, log: Log = print) -> dict[str, Any] | Non
     info = model_info(model_dir, out)
     _check_same_model(out, info, cfg.fp16)
     # what each shard records in made_by.json; the precision is known once the model is loaded
-    made_by = {"model": info["abs_path"], "passages": file_fingerprint(cfg.passages),
+    made_by = {"model": weights_fingerprint(model_dir), "passages": file_fingerprint(cfg.passages),
                "lang": cfg.lang or "each passage's", "max_length": cfg.max_length or "the model's"}
     check_shards(out, n, made_by, f"pass the --model, --passages, --lang and --max-length it was encoded "
                                   f"with, or remove {out / 'shards'} to encode them again (or use another --out)")
@@ -245,7 +245,8 @@ def _check_same_model(out: Path, info: dict, fp16: bool) -> None:
     if not prev.is_file():
         return
     old = json.loads(prev.read_text(encoding="utf-8"))
-    if old["model"]["abs_path"] != info["abs_path"]:
+    # the same folder, or the same place relative to the index (the two moved together)
+    if info["abs_path"] not in (old["model"]["abs_path"], str((out / old["model"]["path"]).resolve())):
         raise XqaError(f"{out} holds shards encoded by {old['model']['abs_path']}, not {info['abs_path']}; "
                        f"use another --out or remove {out}")
     if old.get("fp16") != fp16 and (out / "shards").is_dir():

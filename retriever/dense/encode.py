@@ -74,6 +74,20 @@ def file_fingerprint(path: str | Path, edge: int = 1 << 20) -> str:
     return f"{size} bytes, sha256 of its ends {digest.hexdigest()[:16]}"
 
 
+def weights_fingerprint(model_dir: str | Path) -> str:
+    """An encoder folder's weights (every ``*.safetensors`` in it; a training run's ``best``):
+    the same for a copy of the folder elsewhere, different for other weights (see
+    :func:`file_fingerprint`)."""
+    folder = Path(model_dir)
+    if (folder / "best" / "config.json").is_file() and not (folder / "query_encoder").is_dir():
+        folder = folder / "best"
+    files = sorted(folder.rglob("*.safetensors"))
+    digest = hashlib.sha256()
+    for f in files:
+        digest.update(f"{f.relative_to(folder).as_posix()}\t{file_fingerprint(f)}\n".encode())
+    return f"{len(files)} weight file(s), sha256 {digest.hexdigest()[:16]}"
+
+
 def passages_fingerprint(passages: Sequence[Passage]) -> str:
     """Passages in memory: their number and a digest of every id, language and text."""
     digest = hashlib.sha256()
