@@ -120,6 +120,13 @@ class Calibrator:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def fits_method(self, method: str | None) -> bool:
+        """Whether answers retrieved by ``method`` may be judged by this calibrator: its features
+        hold retrieval scores, whose scale is the method's. True where either is unknown
+        (``method`` None: contexts given; no ``fitted_on["method"]``: an older fit)."""
+        fitted = self.fitted_on.get("method")
+        return method is None or not fitted or fitted == method
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Calibrator:
         try:

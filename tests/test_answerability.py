@@ -280,13 +280,23 @@ def test_tune_answerability_writes_into_the_reader_that_answered_the_records(tmp
     answered = tmp_path / "answered"
     answered.mkdir()
     answered_by(answered / "records.jsonl", "runs/mine/best")
-    (answered / "run.json").write_text(json.dumps({"settings": {"pipeline": {"readers": {"runs/mine/best": {
+    (answered / "run.json").write_text(json.dumps({"settings": {"pipeline": {"retrieval": {"method": "sparse"},
+                                                                        "readers": {"runs/mine/best": {
         "model": str(tmp_path / "runs" / "mine" / "best"), "n_passages": 3, "beta": 0.5}}}}}))
     assert main([*args, "--records", str(answered)]) == 0
-    assert "(readers.mine.answerability" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert "(readers.mine.answerability" in said and "retrieved by sparse: it judges answers of that method" in said
     mine = PipelineConfig.load(cfg).readers["mine"]
     assert mine.model == str(tmp_path / "runs" / "mine" / "best") and mine.n_passages == 3 and mine.beta == 0.5
     assert mine.answerability is not None and PipelineConfig.load(cfg).reader.answerability is None
+    assert mine.answerability["fitted_on"]["method"] == "sparse"
+    # records of two retrieval methods: one calibrator per method
+    dense = tmp_path / "dense"
+    dense.mkdir()
+    (dense / "records.jsonl").write_text((answered / "records.jsonl").read_text())
+    (dense / "run.json").write_text((answered / "run.json").read_text().replace('"sparse"', '"dense"'))
+    assert main([*args, "--records", str(answered), str(dense)]) == 1
+    assert "retrieved by different methods" in capsys.readouterr().err
     (tmp_path / "none.jsonl").write_text("")
     assert main([*args, "--records", str(tmp_path / "none.jsonl")]) == 1
     assert "none.jsonl: no answer records" in capsys.readouterr().err

@@ -758,6 +758,29 @@ def test_answer_records_carry_the_calibrated_probability_and_abstain_writes_empt
     assert f"best guess: {unsure[0]['answer']}" in out.stdout
 
 
+def test_a_calibrator_judges_the_answers_of_the_retrieval_method_it_was_fitted_on(
+        tiny_pipeline, tmp_path, test_questions, capsys):
+    """Retrieval scores are features, and their scale is the method's (BM25's are tens): a
+    calibrator fitted on one method's answers gives another method's none, and --abstain with
+    another method is refused."""
+    path = _config_with_calibrator(tiny_pipeline, tmp_path, 0.0)
+    cfg = PipelineConfig.load(path)
+    cfg.reader.answerability["fitted_on"] = {"method": "sparse"}
+    cfg.save(path)
+    pipe = Pipeline(PipelineConfig.load(path))
+    q = test_questions[0]
+    fitted = pipe.ask(q.question, q.lang, method="sparse").answer
+    other = pipe.ask(q.question, q.lang, method="dense").answer
+    assert 0.0 < fitted.confidence < 1.0
+    assert other.confidence is None and other.answered is bool(other.text.strip()) and other.features
+    qfile = tmp_path / "q.jsonl"
+    qfile.write_text(json.dumps(q.to_dict(), ensure_ascii=False) + "\n")
+    args = ["answer", "--config", str(path), "--questions", str(qfile), "--abstain"]
+    assert main([*args, "--method", "dense", "--out", str(tmp_path / "dense")]) == 1
+    assert "fitted on answers retrieved by sparse, not dense" in capsys.readouterr().err
+    assert main([*args, "--method", "sparse", "--out", str(tmp_path / "sparse")]) == 0
+
+
 def test_abstain_with_a_reader_without_a_calibrator_is_refused(tiny_pipeline, tmp_path, test_questions, capsys):
     qfile = tmp_path / "q.jsonl"
     qfile.write_text(json.dumps(test_questions[0].to_dict(), ensure_ascii=False) + "\n")

@@ -474,6 +474,8 @@ class Pipeline:
         if not questions:
             return []
         fuse = rc.evidence_fusion if evidence_fusion is None else evidence_fusion
+        # the method whose scores the answers' features hold (unknown for contexts given)
+        used = _registry.method(method or self.config.retrieval.method).name if contexts is None else None
         if contexts is None:
             k = max(self.config.retrieval.k if k is None else _count("k", k), n)
             extra = max((len(e) for e in exclude), default=0) if exclude is not None else 0
@@ -485,27 +487,36 @@ class Pipeline:
             outs = self.reader_of(reader).read(list(questions), contexts, n_context=n, beams=rc.beams,
                                                n_best=rc.n_best, max_answer_len=rc.max_answer_len,
                                                span_beams=rc.span_beams)
-        return [self._answer(q, c, o, fuse, reader) for q, c, o in zip(questions, contexts, outs)]
+        return [self._answer(q, c, o, fuse, reader, used) for q, c, o in zip(questions, contexts, outs)]
 
-    def _answer(self, q: Question, ctxs: list[Context], out, fuse: bool, reader: str | None = None) -> Answer:
+    def _answer(self, q: Question, ctxs: list[Context], out, fuse: bool, reader: str | None = None,
+                method: str | None = None) -> Answer:
         """Evidence fusion (or the reader alone) over one question's reader output."""
         from reader.evidence import FusionParams
 
         rc = self.config.reader_config(reader)
         params = FusionParams(rc.beta, rc.gamma, rc.miss, rc.soft, rc.same_language) if fuse and ctxs else None
         ans = self.reader_of(reader).answer(q, ctxs, out, params, labels=self.labels_of(reader))
-        return self._judge(ans, q, out.relevance, reader)
+        return self._judge(ans, q, out.relevance, reader, method)
 
-    def _judge(self, ans: Answer, q: Question, reader_relevance, reader: str | None = None) -> Answer:
+    def _judge(self, ans: Answer, q: Question, reader_relevance, reader: str | None = None,
+               method: str | None = None) -> Answer:
         """The answer with its answerability features and, where the config has a calibrator, the
         calibrated probability that it is right, whether it clears the threshold (``answered``),
         the probability that the collection holds the answer (``answerable``, where the config has
         that calibrator) and whether the answer clears the not-found threshold (``found``: on
-        ``answerable`` where there is one, else on the probability that it is right)."""
+        ``answerable`` where there is one, else on the probability that it is right). A calibrator
+        fitted on another retrieval method's answers (``fitted_on["method"]``) is not applied:
+        retrieval scores differ in scale between methods (BM25's are tens, dense cosines below
+        one), so its probabilities would not hold; those answers carry none, as with a reader
+        without a calibrator."""
         from reader.answerability import answer_features
 
         features = answer_features(ans, q.lang or "", list(reader_relevance))
         calibrator = self.calibrator_of(reader)
+        if calibrator is not None and not calibrator.fits_method(method):
+            answered = bool(ans.text.strip())
+            return replace(ans, features=features, answered=answered, found=answered, confidence=None)
         if calibrator is None or not ans.candidates:
             answered = bool(ans.text.strip())
             return replace(ans, features=features, answered=answered, found=answered,

@@ -49,6 +49,16 @@ def run(args: argparse.Namespace) -> int:
         raise XqaError(f"--abstain leaves out answers by their calibrated probability, and the reader "
                        f"{pipeline.config.reader_name() if cfg.reader is None else cfg.reader} has no calibrator "
                        f"(reader.answerability; xqa tune answerability fits one): nothing would be left out")
+    if cfg.abstain:
+        from xqa import methods
+
+        method, calibrator = methods.method(pipeline.config.retrieval.method).name, pipeline.calibrator_of(cfg.reader)
+        fitted = calibrator.fitted_on.get("method")
+        if not calibrator.fits_method(method):
+            raise XqaError(f"--abstain leaves out answers by their calibrated probability, and the reader's "
+                           f"calibrator was fitted on answers retrieved by {fitted}, not {method}: their "
+                           f"retrieval scores differ in scale, so it gives these answers none (answer with "
+                           f"--method {fitted}, or fit one on {method}'s answers: xqa tune answerability)")
     # an id repeated within or across the files is an error; --lang auto: onto the pipeline's languages
     languages = pipeline.config.languages if args.lang == AUTO_LANG else ()
     questions = read_questions(args, languages)

@@ -55,7 +55,9 @@ def run(args: argparse.Namespace) -> int:
     cal, t = result.calibrator, result.threshold
     tr = result.train
     print(f"fitted on {cal.fitted_on['answers']} answers ({cal.fitted_on['right']} right; "
-          f"{cal.fitted_on['answerable']} answerable, {cal.fitted_on['unanswerable']} made unanswerable)")
+          f"{cal.fitted_on['answerable']} answerable, {cal.fitted_on['unanswerable']} made unanswerable)"
+          + (f", retrieved by {cal.fitted_on['method']}: it judges answers of that method only"
+             if cal.fitted_on.get("method") else ""))
     right, wrong = cal.fitted_on["right"], cal.fitted_on["answers"] - cal.fitted_on["right"]
     if min(right, wrong) < FEW:
         import sys

@@ -483,6 +483,7 @@ def tune_answerability(config: AnswerabilityTuneConfig):
                            f"name (its readers: {', '.join(names)}), and no run.json beside them says which "
                            f"folder it was: fit it without --write-config (into --out)")
         added = (_new_reader_name(reader, names), stored)
+    method = _answered_method(c.records)
     result = selective.fit(records, c.precision, c.l2, not_found_share=c.not_found_share,
                            not_found_score=c.not_found_score)
     if added is not None:
@@ -496,6 +497,10 @@ def tune_answerability(config: AnswerabilityTuneConfig):
     result.reader = reader
     cal = result.calibrator
     cal.fitted_on["records"] = [str(p) for p in c.records]
+    if method is not None:   # the pipeline applies it to answers of this retrieval method only
+        cal.fitted_on["method"] = method
+        if result.answerable is not None:
+            result.answerable.fitted_on["method"] = method
     write_json_atomic(Path(c.out) / "config.json", result.to_dict())
     if c.write_config is not None:
         key = "answerability" if reader is None else f"answerability.{reader}"
@@ -508,6 +513,27 @@ def tune_answerability(config: AnswerabilityTuneConfig):
                                  "records": cal.fitted_on["records"]}},
                     reader_name=reader)
     return result
+
+
+def _answered_method(paths: list[str]) -> str | None:
+    """The retrieval method the records in ``paths`` were answered with (their ``run.json``), or
+    None where no run.json says; records of two methods are refused: their retrieval scores,
+    which the calibrator weighs, differ in scale."""
+    from xqa import methods
+
+    found: dict[str, str] = {}
+    for path in map(Path, paths):
+        run = (path if path.is_dir() else path.parent) / "run.json"
+        try:
+            name = json.loads(run.read_text(encoding="utf-8"))["settings"]["pipeline"]["retrieval"]["method"]
+            found[methods.method(name).name] = str(path)
+        except (OSError, ValueError, KeyError, TypeError, XqaError):
+            continue
+    if len(found) > 1:
+        raise XqaError("the records were retrieved by different methods ("
+                       + ", ".join(f"{p}: {m}" for m, p in found.items())
+                       + "); retrieval scores differ in scale between methods: fit one calibrator per method")
+    return next(iter(found), None)
 
 
 def _answered_with(paths: list[str], reader: str) -> dict[str, Any] | None:
