@@ -15,6 +15,7 @@ import pytest
 
 from reader.evidence import FusionParams, build_span_answer, fuse_spans
 from reader.span.inference import Span, SpanOutput, SpanReader
+from xqa.errors import XqaError
 from xqa.records import Context, Passage, Question
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -143,6 +144,12 @@ def test_a_packed_reader_unpacks_to_nearly_the_same_reader(converted_e5, tmp_pat
     for x, y in zip(a, b):
         assert x.spans[0].text == y.spans[0].text
         assert abs(x.spans[0].score - y.spans[0].score) < 0.05
+    # a folder that is no converted encoder (here the trained reader's own) is refused as the base
+    for call in (lambda: pack(tmp_path / "trained", tmp_path / "trained" / "encoder", tmp_path / "p2"),
+                 lambda: unpack(tmp_path / "packed", tmp_path / "trained" / "encoder", tmp_path / "u2")):
+        with pytest.raises(XqaError, match="not an encoder converted by xqa convert e5"):
+            call()
+    assert not (tmp_path / "p2").exists() and not (tmp_path / "u2").exists()
 
 
 def test_span_fusion_equals_the_hand_computation():

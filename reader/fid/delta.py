@@ -35,6 +35,7 @@ def pack(reader_dir: str | Path, base: str | Path, out: str | Path) -> Path:
     from reader.fid.inference import FiDReader
 
     reader_dir, base = Path(reader_dir), Path(base)
+    sha = delta.required_sha(base)   # checked before the model is read
     reader = FiDReader.load(reader_dir, device="cpu")
     spec = reader.warm_start_spec
     if spec is None:
@@ -67,7 +68,7 @@ def pack(reader_dir: str | Path, base: str | Path, out: str | Path) -> Path:
             "warm_start": spec.to_dict(), "model_config": reader.model.t5.config.to_dict(),
             "pointer": {"copy_head": list(reader.model.copy_head) if reader.model.copy_head else None,
                         "copy_weight": reader.model.copy_weight, "generator_share": reader.model.generator_share},
-            "base_sha256": delta.base_sha(base), "unchanged": [f"encoder.{n}" for n in unchanged],
+            "base_sha256": sha, "unchanged": [f"encoder.{n}" for n in unchanged],
             "quantization": f"encoder: {delta.QUANTIZATION} of its difference to the base; decoder: "
                             f"int8 per row (fp16 scales)"})
     return Path(out)

@@ -60,7 +60,7 @@ def kit_encoder(kit, encoder_init: str | Path | None = None):
 def _span_reader_state(folder: Path, base: dict[str, torch.Tensor], sha: str) -> dict[str, torch.Tensor]:
     """The packed span reader's encoder over the kit's base tensors (same values as the converted
     encoder's, on the kit's tokens)."""
-    cfg, packed = delta.read(folder, "span_reader_delta", folder)   # the base is checked here:
+    cfg, packed = delta.read(folder, "span_reader_delta", None)   # the base is checked here:
     if cfg.get("base_sha256") and cfg["base_sha256"] != sha:
         raise XqaError(f"{folder} was trained over another encoder file than the kit's")
     if int(cfg["encoder_config"]["num_hidden_layers"]) < sum(1 for k in base if k.endswith("attention.self.query.weight")):

