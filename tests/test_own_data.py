@@ -261,7 +261,7 @@ def _tiny_reader(converted_e5: Path):
 
 
 def test_a_span_reader_continued_on_own_data_stops_on_time_resumes_and_loads_as_a_reader(
-        converted_e5, tmp_path):
+        converted_e5, tmp_path, capsys):
     import torch
     from safetensors.torch import load_file
 
@@ -291,6 +291,8 @@ def test_a_span_reader_continued_on_own_data_stops_on_time_resumes_and_loads_as_
     assert second.returncode == 0, second.stderr[-2000:]
     assert "resuming from" in second.stdout
     assert f"answer with it: xqa ask \"…\" --reader {out}" in second.stdout and "--reader" not in first.stdout
+    kept = json.loads((out / "checkpoint" / "trainer_state.json").read_text())["best_step"]
+    assert f"(step 4; kept: step {kept}, dev F1 " in second.stdout   # the step best/ holds, not the last
     assert json.loads((out / "checkpoint" / "trainer_state.json").read_text())["step"] == 4
     # continued from the given reader: its weights moved, its settings kept
     before = load_file(str(start / "encoder" / "model.safetensors"))
@@ -304,6 +306,26 @@ def test_a_span_reader_continued_on_own_data_stops_on_time_resumes_and_loads_as_
     ctx = Context(id="p", title="Berlin", text=BERLIN, lang="de", score=0.0, source="gold")
     (output,) = reader.read([q], [[ctx]], n_best=1)
     assert output.text and output.text in BERLIN
+    # options the continued reader cannot take are said, not ignored; its window can be changed
+    from xqa.cli import main
+
+    common = ["train", "reader", "--arch", "span", "--init", str(start), "--train", str(data / "train.jsonl"),
+              "--passages", str(data / "passages.jsonl"), "--batch-size", "2", "--max-steps", "1",
+              "--threads", "1"]
+    for extra, said in ((["--layers", "1"], "--layers 1: --init "),
+                        (["--stride", "48"], "--stride 48: two windows of 96 tokens"),
+                        (["--max-length", "64", "--stride", "40"], "--stride 40: two windows of 64 tokens")):
+        capsys.readouterr()
+        assert main([*common, "--out", str(tmp_path / "refused"), *extra]) == 1
+        assert said in capsys.readouterr().err
+        assert not (tmp_path / "refused").exists()
+    common[5] = str(converted_e5)
+    assert main([*common, "--out", str(tmp_path / "refused"), "--layers", "20"]) == 1
+    assert "has 12 layers; keep at most 12 (0: all)" in capsys.readouterr().err
+    common[5] = str(start)
+    assert main([*common, "--out", str(tmp_path / "wider"), "--max-length", "128", "--stride", "32"]) == 0
+    wider = load_reader(tmp_path / "wider")
+    assert (wider.settings.max_length, wider.settings.stride) == (128, 32)
 
 
 def test_a_packed_reader_given_to_init_says_to_unpack_it_first(tmp_path):

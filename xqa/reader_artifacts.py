@@ -24,7 +24,8 @@ class KitConfig:
     out: str = field(metadata={"help": "kit folder to write"})
     layers: int = field(default=0, metadata={"help": "keep the encoder's first N layers (0: all)"})
     max_length: int = field(default=192, metadata={"min": 1, "help": "tokens per row (question, title, text window)"})
-    stride: int = field(default=64, metadata={"help": "tokens shared by two windows of a long paragraph"})
+    stride: int = field(default=64, metadata={
+        "min": 0, "help": "tokens shared by two windows of a long paragraph (less than half of --max-length)"})
     max_answer_len: int = field(default=24, metadata={"min": 1, "help": "answer tokens"})
     dev_limit: int = field(default=300, metadata={"help": "dev questions kept for validation (0: all)"})
     progress: bool = field(default=True, metadata={"flag": "--quiet", "help": "no progress bars"})
@@ -40,6 +41,9 @@ def make_kit(cfg: KitConfig) -> dict[str, Any]:
     from xqa.errors import XqaError
     from xqa.io import read_passages
 
+    from xqa.training.span import check_layout
+
+    check_layout(cfg.max_length, cfg.stride)
     check_replaceable(cfg.out, "the kit", holds_kind(cfg.out, "span_kit"), "choose another --out")
     data = Path(cfg.data)
     for name in ("train.jsonl", "passages.jsonl"):
@@ -48,7 +52,7 @@ def make_kit(cfg: KitConfig) -> dict[str, Any]:
     dev = data / "dev.jsonl"
     passages = {p.id: p for p in read_passages(data / "passages.jsonl")}
     return prepare(load_training_questions(str(data / "train.jsonl"), passages=passages), passages, cfg.base,
-                   cfg.out, dev=load_training_questions(str(dev), passages=passages) if dev.is_file() else (),
+                   cfg.out, dev=load_training_questions(str(dev), passages=passages, role="dev") if dev.is_file() else (),
                    layers=cfg.layers,
                    max_length=cfg.max_length, stride=cfg.stride, max_answer_len=cfg.max_answer_len,
                    dev_limit=cfg.dev_limit, progress=cfg.progress, markers=KIT_MARKERS)

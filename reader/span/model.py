@@ -12,6 +12,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from xqa.errors import XqaError
+
 
 class SpanHeads(nn.Module):
     """The two heads alone: what reading needs besides the encoder's hidden states (all of it
@@ -68,7 +70,8 @@ def load_encoder(folder: str, layers: int = 0, dropout: float | None = None) -> 
         kwargs["hidden_dropout_prob"] = dropout
     if layers:
         if layers > cfg.num_hidden_layers:
-            raise ValueError(f"{folder} has {cfg.num_hidden_layers} layers, cannot keep {layers}")
+            raise XqaError(f"--layers {layers}: {folder} has {cfg.num_hidden_layers} layers; keep at most "
+                           f"{cfg.num_hidden_layers} (0: all)")
         kwargs["num_hidden_layers"] = layers
     cfg.update(kwargs)
     extra = {"add_pooling_layer": False} if cfg.model_type == "bert" else {}

@@ -173,13 +173,13 @@ def span_loss(model: torch.nn.Module, batch: dict[str, Any]) -> torch.Tensor:
 
 
 def load_training_questions(path: str, limit: int = 0, per_source: int = 0, seed: int = 0,
-                            passages: Mapping[str, Passage] | None = None) -> list[dict]:
+                            passages: Mapping[str, Passage] | None = None, role: str = "training") -> list[dict]:
     """The questions of an ``xqa data train`` file (``train.jsonl``/``dev.jsonl``); a line without
     a question, answers or paragraph is an :class:`~xqa.errors.InputError` naming it. ``per_source``:
     at most that many questions of one source set, sampled with ``seed``. With ``passages``, each
     question's paragraph (``positive_ids[0]``) must be among them and hold one of its answers: the
     lines that fail are listed together (file:line), since such a question would train the reader
-    to find an answer where there is none."""
+    to find an answer where there is none (``role``: what the questions are for, as said then)."""
     from collections import defaultdict
 
     from xqa.errors import InputError, XqaError
@@ -213,7 +213,8 @@ def load_training_questions(path: str, limit: int = 0, per_source: int = 0, seed
         raise
     if problems:
         more = f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else ""
-        raise XqaError(f"{len(problems)} of {len(rows)} training questions cannot be trained on ({made}; each "
+        use = "trained on" if role == "training" else f"used as {role} questions"
+        raise XqaError(f"{len(problems)} of {len(rows)} {role} questions cannot be {use} ({made}; each "
                        f"question's answer must be in its paragraph):\n  " + "\n  ".join(problems[:20]) + more)
     if per_source:
         by: dict[str, list[dict]] = defaultdict(list)

@@ -39,7 +39,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "no --data needed")
     p.add_argument("--lang", default=None,
                    help="with --file: language of the questions whose record and file give none")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the --limit and --cross-limit samples")
     p.add_argument("--batch-size", type=int, default=16, help="rows per model batch")
     p.add_argument("--json", help="write the scores (and each question's prediction) to this JSON file")
     p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")

@@ -461,7 +461,8 @@ def _train(task: TrainTask, dataset: Sequence[dict], config: TrainConfig, progre
     if state.get("done") and is_complete(out / "best"):
         if info.main:
             print(f"{out}: training already finished (step {state['step']}); nothing to do")
-        return {"step": state["step"], "best": state["best"], "finished_before": True}
+        return {"step": state["step"], "best": state["best"], "best_step": state.get("best_step"),
+                "finished_before": True}
     if state.get("done"):
         raise XqaError(f"{out}: its training finished (step {state['step']}), but {out / 'best'} is gone; "
                        f"train again into another --out, or delete {ckpt} to train here from the start")

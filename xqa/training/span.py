@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field, replace
 from xqa.training.reader import ReaderTrainConfig
 
 SPAN_MAX_LENGTH = 256   # tokens per window
+SPAN_STRIDE = 64        # tokens two windows of one passage share
 SPAN_LR = 1e-4
 
 
@@ -25,7 +26,11 @@ class SpanTrainConfig(ReaderTrainConfig):
         "help": "keep the encoder's first N layers (0: all); half the layers read twice as fast"})
     negatives: int = field(default=1, metadata={
         "help": "negative passages per question in a batch (its BM25 negatives, topped up at random)"})
-    stride: int = field(default=64, metadata={"help": "tokens shared by two windows of a long passage"})
+    # None: 64, or the span reader's own where --init is one
+    stride: int | None = field(default=None, metadata={
+        "min": 0, "help": "tokens shared by two windows of a long passage, less than half of --max-length "
+                          "(default: 64, or a quarter of a shorter --max-length; a span reader given to "
+                          "--init keeps its own unless --max-length is given)"})
     train_embeddings: bool = field(default=False, metadata={
         "help": "train the word-embedding matrix too (frozen by default: 96M of e5-small's 118M "
                 "parameters; frozen, a CPU step is cheaper and the shipped weights need none of it)"})
@@ -39,6 +44,22 @@ class SpanTrainConfig(ReaderTrainConfig):
 CONFIG = SpanTrainConfig   # the training entry of the span family (reader.span.FAMILY.training)
 
 
+def default_stride(max_length: int) -> int:
+    """64 tokens, or a quarter of a shorter window."""
+    return min(SPAN_STRIDE, max_length // 4)
+
+
+def check_layout(max_length: int, stride: int) -> None:
+    """Two windows of one passage share ``stride`` tokens: at half a window or more, each token is
+    read more than twice, and a window whose question and title leave room for fewer text tokens
+    than ``stride`` advances one token at a time (hundreds of rows per passage)."""
+    from xqa.errors import XqaError
+
+    if stride >= max_length // 2:
+        raise XqaError(f"--stride {stride}: two windows of {max_length} tokens (--max-length) would share half "
+                       f"of them or more; give less than {max_length // 2}")
+
+
 def summary(result: dict, config: SpanTrainConfig) -> str:
     """What ``xqa train reader --family span`` says when done."""
     what = ("what training changed (xqa reader pack --reader OUT adds it to the encoder)" if config.kit
@@ -46,7 +67,10 @@ def summary(result: dict, config: SpanTrainConfig) -> str:
     state = "stopped at the time limit, " if result.get("stopped") else ""
     from xqa.training.loop import written
 
-    done = f"{what} {written(result)} {config.out}/best ({state}step {result['step']}, best f1 {result.get('best')})"
+    best = result.get("best")
+    kept = (f"kept: step {result.get('best_step')}, dev F1 {best:.4f}" if isinstance(best, (int, float))
+            else "no dev score")
+    done = f"{what} {written(result)} {config.out}/best ({state}step {result['step']}; {kept})"
     if config.kit or result.get("stopped"):
         return done
     return done + f"\nanswer with it: xqa ask \"…\" --reader {config.out} (or xqa answer … --reader {config.out})"
@@ -107,11 +131,24 @@ def train(config: SpanTrainConfig, scorer=None) -> dict:
                             _draws(c, len(train_ex), init_distributed().processes), c.seed)
         train_ex = [train_ex[i] for i in order]
         c = replace(c, epochs=1.0)
-    dev_ex = load_training_questions(c.dev, passages=passages) if c.dev else []
+    dev_ex = load_training_questions(c.dev, passages=passages, role="dev") if c.dev else []
     if resumes:
         reader = SpanReader.load(init, runtime=False)
+        have = reader.model.encoder.config.num_hidden_layers
+        if c.layers and c.layers != have:
+            raise XqaError(f"--layers {c.layers}: --init {init} is a span reader of {have} layers, which it keeps; "
+                           f"to train one of {c.layers} layers, start from the encoder (xqa convert e5's folder)")
+        # the window it reads in: the reader's own, or the one given (saved with it)
+        layout = {k: v for k, v in (("max_length", c.max_length), ("stride", c.stride)) if v is not None}
+        if layout:
+            if c.stride is None:
+                layout["stride"] = default_stride(c.max_length)
+            reader.settings = replace(reader.settings, **layout)
+            check_layout(reader.settings.max_length, reader.settings.stride)
     else:
-        reader = SpanReader.from_encoder(init, layers=c.layers, max_length=max_length, stride=c.stride,
+        stride = default_stride(max_length) if c.stride is None else c.stride
+        check_layout(max_length, stride)
+        reader = SpanReader.from_encoder(init, layers=c.layers, max_length=max_length, stride=stride,
                                          max_answer_len=c.max_answer_len)
     if c.dropout is not None:
         for m in reader.model.encoder.modules():
@@ -173,10 +210,12 @@ def _train_kit(c: SpanTrainConfig) -> dict:
         torch.set_num_threads(c.threads)
     for flag, given in (("--init", c.init), ("--train", c.train), ("--passages", c.passages),
                         ("--layers", c.layers), ("--train-embeddings", c.train_embeddings),
-                        ("--per-source", c.per_source)):
+                        ("--per-source", c.per_source), ("--max-length", c.max_length),
+                        ("--stride", c.stride is not None)):
         if given:
-            raise XqaError(f"--kit holds the questions, paragraphs, encoder and layers; {flag} does not go with it "
-                           f"(the word embeddings stay frozen: the kit holds only the tokens its data uses)")
+            raise XqaError(f"--kit holds the questions, paragraphs, encoder, layers and windows (xqa reader kit "
+                           f"--layers, --max-length, --stride); {flag} does not go with it (the word embeddings "
+                           f"stay frozen: the kit holds only the tokens its data uses)")
     info = init_distributed()
     kit = Kit(c.kit)
     task = KitSpanTask(kit, negatives=c.negatives, dev_questions=c.dev_limit or 10 ** 9)
