@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from apps import render
+from xqa import methods as _registry
 from xqa.errors import XqaError
 from xqa.langid import LANGUAGE_NAMES, UNKNOWN, language_name, resolve_language
 from xqa.langid import warm_up as langid_warm_up
@@ -217,6 +218,12 @@ class Answerer:
         elif cfg.languages and code not in cfg.languages:
             note = (f"No index covers {language_name(code)} (`{code}`): its BM25 list is empty and "
                     f"dense retrieval searches all languages.")
+        calibrator = self.pipeline.calibrator_of(request.reader)
+        if calibrator is not None and not calibrator.fits_method(_registry.method(method).name):
+            note = " ".join(filter(None, (note, (
+                f"No P(right) for `{method}`: the calibrated probability is fitted on "
+                f"`{calibrator.fitted_on['method']}`'s answers (retrieval scores differ in scale between "
+                f"methods); the bar shows the fused probability."))))
         record = answer.to_dict()
         record.update(lang=code, detected=detected, identified=asked.identified or None, method=method, k=k,
                       n_passages=n, reader=request.reader, seconds=round(seconds, 4))

@@ -53,6 +53,10 @@ class FakePipeline:
         self.loaded = False
         self.fallback, self.retrievers = fallback, []
         self.loaded_readers: list = []
+        self.calibrator = None
+
+    def calibrator_of(self, name=None, which="answerability"):
+        return self.calibrator
 
     def answer(self, questions, method=None, k=None, n_passages=None, **kw):
         self.calls.append({"questions": list(questions), "method": method, "k": k, "n_passages": n_passages,
@@ -221,6 +225,17 @@ def test_answerer_detects_the_language_and_passes_the_settings():
     assert "Japanese" in status and "detected" in status
     assert "Lönnrot" in answer and len(nbest) == 2 and "<mark>" in evidence
     assert record["lang"] == "ja" and record["detected"] is True and record["answer"] == "Lönnrot"
+
+
+def test_the_status_says_why_a_method_gets_no_calibrated_probability():
+    from reader.answerability import Calibrator
+
+    pipe = FakePipeline()
+    pipe.calibrator = Calibrator(["log_p"], [0.0], [1.0], [1.0], 0.0, {"method": "scd"})
+    other = Answerer(pipe)("Who compiled the Kalevala?", "en", "sparse", 30, 10)[0]
+    fitted = Answerer(pipe)("Who compiled the Kalevala?", "en", "scd", 30, 10)[0]
+    assert "No P(right) for `sparse`: the calibrated probability is fitted on `scd`'s answers" in other
+    assert "No P(right)" not in fitted
 
 
 def test_answerer_language_override_maps_to_the_pipeline_codes():

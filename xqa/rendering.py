@@ -69,13 +69,14 @@ def not_found_reason(answer: Answer, threshold: float | None, not_found_threshol
 
 def answer_lines(answer: Answer, question: str, lang: str, method: str, *, unknown_lang: bool = False,
                  identified: str = "", searched: Sequence[str] | None = None, threshold: float | None = None,
-                 not_found_threshold: float | None = None, show: int = 5) -> list[str]:
+                 not_found_threshold: float | None = None, show: int = 5, uncalibrated: str = "") -> list[str]:
     """The answer to ``question`` (in ``lang``; ``unknown_lang``: it was searched in the BM25 indexes
     of its script, ``searched`` (:func:`script_search`), as not identified or, ``identified``, as a
     language the pipeline has no index for) as
     ``xqa ask`` prints it: the question, the answer line (marked :data:`UNCERTAIN` below the
     answerability ``threshold``; :data:`NO_ANSWER` and the best guess below the
-    ``not_found_threshold``), the n-best line and the first ``show`` evidence passages."""
+    ``not_found_threshold``; ``uncalibrated``: why an answer without a calibrated probability has
+    none, where its reader has a calibrator), the n-best line and the first ``show`` evidence passages."""
     from xqa.pipeline import FALLBACK_SUFFIX
 
     if unknown_lang and identified:
@@ -93,7 +94,8 @@ def answer_lines(answer: Answer, question: str, lang: str, method: str, *, unkno
               if copied_text else "")
     text = " ".join(answer.text.split()) or EMPTY   # a span across lines (a document's) is shown on one
     if answer.confidence is None:
-        lines.append(f"answer: {text}{mark}    (p = {answer.score:.3f}, retrieval: {method}{copied})")
+        lines.append(f"answer: {text}{mark}    (p = {answer.score:.3f}, retrieval: {method}{copied}"
+                     f"{'; ' + uncalibrated if uncalibrated else ''})")
     else:
         how = (f"P(right) = {answer.confidence:.2f} calibrated, fused p = {answer.score:.3f}, retrieval: {method}"
                f"{copied}")

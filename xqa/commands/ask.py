@@ -51,8 +51,10 @@ def _answer(pipe, cfg, args: argparse.Namespace, text: str, found: str | None = 
 
     asked = pipe.ask(text, cfg.lang, question_id=question_id, n_passages=cfg.n_passages, reader=cfg.reader,
                      found=found)
-    if cfg.json:
+    if cfg.json:   # the question and the language it was searched in first, as xqa answer's records
         record = asked.answer.to_dict()
+        record = {"id": record.pop("id"), "question": asked.question.question, "lang": asked.question.lang,
+                  **record}
         if cfg.reader is not None:   # as xqa answer's records name it
             record["reader"] = cfg.reader
         print(json.dumps(record, ensure_ascii=False, indent=None if jsonl else 1), flush=True)
@@ -60,11 +62,17 @@ def _answer(pipe, cfg, args: argparse.Namespace, text: str, found: str | None = 
     lang = asked.question.lang
     rc = pipe.config.reader_config(cfg.reader)
     searched = pipe.script_indexes(text)
+    from xqa import methods
+
+    method = methods.method(args.method or pipe.config.retrieval.method).name
+    calibrator = pipe.calibrator_of(cfg.reader)
+    why = (f"no P(right): the calibrator was fitted on {calibrator.fitted_on['method']}'s answers"
+           if calibrator is not None and not calibrator.fits_method(method) else "")
     print("\n".join(answer_lines(asked.answer, text, lang, args.method or pipe.config.retrieval.method,
                                  unknown_lang=lang == UNKNOWN, identified=asked.identified, searched=searched,
                                  show=cfg.show,
                                  threshold=rc.answerability_threshold,
-                                 not_found_threshold=rc.not_found_threshold)), flush=True)
+                                 not_found_threshold=rc.not_found_threshold, uncalibrated=why)), flush=True)
 
 
 def _ask_stream(pipe, cfg, args: argparse.Namespace) -> int:
