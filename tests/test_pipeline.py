@@ -673,6 +673,9 @@ def test_a_question_without_letters_or_digits_is_not_searched(tiny_pipeline):
     finally:
         batcher.close()
     assert question_text("  Wer?  ") == "Wer?" and question_text("1984") == "1984"
+    for bad, said in ((None, "NoneType None"), (1984, "int 1984"), (b"Wer?", "bytes b'Wer?'")):
+        with pytest.raises(XqaError, match=f"the question is {said}, not text"):
+            question_text(bad)
 
 
 def test_a_question_in_bytes_that_are_not_utf8_is_a_clear_error_before_anything_loads(tiny_pipeline):

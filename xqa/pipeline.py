@@ -119,7 +119,9 @@ def given_language(lang: str, languages: Collection[str] = ()) -> str:
 
 def question_text(text: str) -> str:
     """A question as it is asked: ``text`` stripped. An :class:`XqaError` when nothing is left, or
-    when no letter or digit is (``???``): there is nothing to search for."""
+    when no letter or digit is (``???``): there is nothing to search for, or when it is no string."""
+    if not isinstance(text, str):
+        raise XqaError(f"the question is {type(text).__name__} {text!r:.40}, not text")
     text = text.strip()
     if not text:
         raise XqaError("the question is empty")

@@ -47,11 +47,16 @@ def report_path(out: str | Path) -> Path:
 
 
 def fingerprint(root: Path, files: list[Path]) -> str:
-    """What a resumed run must find unchanged: every file's path, size and modification time."""
+    """What a resumed run (and a build resumed on them) must find unchanged: every file's path
+    under ``root`` and content. Not its modification time: a copy, a checkout or a ``touch``
+    leaves the documents what they were."""
     h = hashlib.sha256()
     for f in files:
-        st = f.stat()
-        h.update(f"{f.relative_to(root) if f != root else f.name}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+        content = hashlib.sha256()
+        with f.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                content.update(block)
+        h.update(f"{f.relative_to(root) if f != root else f.name}\0{content.hexdigest()}\n".encode())
     return h.hexdigest()
 
 
