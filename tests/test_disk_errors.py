@@ -129,6 +129,24 @@ def test_a_file_written_where_a_folder_is_says_so_and_leaves_no_temporary(tmp_pa
     assert questions.read_text(encoding="utf-8").startswith('{"id": "1"')
 
 
+def test_an_artifact_folders_files_are_readable_as_the_umask_allows(tmp_path):
+    """safetensors writes its files 0600: in an artifact they get the ordinary permissions, so
+    that another account (a demo's service user) can read the model."""
+    import torch
+    from safetensors.torch import save_file
+
+    mask = os.umask(0o022)
+    try:
+        with atomic_dir(tmp_path / "model") as tmp:
+            save_file({"w": torch.zeros(2)}, str(tmp / "model.safetensors"))
+            (tmp / "run.sh").write_text("#!/bin/sh\n")
+            os.chmod(tmp / "run.sh", 0o700)   # a mode chosen on purpose is kept
+    finally:
+        os.umask(mask)
+    assert (tmp_path / "model" / "model.safetensors").stat().st_mode & 0o777 == 0o644
+    assert (tmp_path / "model" / "run.sh").stat().st_mode & 0o777 == 0o700
+
+
 def test_a_failed_artifact_folder_keeps_the_old_folder(tmp_path):
     target = tmp_path / "index"
     with atomic_dir(target) as tmp:

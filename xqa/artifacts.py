@@ -280,6 +280,16 @@ def resolve_ref(base: str | Path, ref: dict[str, str], what: str, exists=is_comp
     raise XqaError(f"{base}: its {what} {ref['path']} ({ref['abs_path']}) is gone")
 
 
+def _ordinary_permissions(folder: Path) -> None:
+    """Give the files in ``folder`` that their writer made private (0600: safetensors' files,
+    ``tempfile``'s) the permissions the umask gives an ordinary file, as every other file of an
+    artifact has: a model another account serves (the demo's) must be readable to it."""
+    mode = 0o666 & ~_umask()
+    for path in folder.rglob("*"):
+        if path.is_file() and not path.is_symlink() and path.stat().st_mode & 0o777 == 0o600 and mode != 0o600:
+            os.chmod(path, mode)
+
+
 @contextlib.contextmanager
 def atomic_dir(target: str | Path, overwrite: bool = False) -> Iterator[Path]:
     """Yield a temporary folder beside ``target``; rename it to ``target`` on success.
@@ -296,6 +306,7 @@ def atomic_dir(target: str | Path, overwrite: bool = False) -> Iterator[Path]:
     os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes 0700; give the folder ordinary permissions
     try:
         yield tmp
+        _ordinary_permissions(tmp)
         if target.exists():
             old = target.with_name(f".{target.name}.old")
             shutil.rmtree(old, ignore_errors=True)
