@@ -209,7 +209,8 @@ class Answerer:
         fused = rc.evidence_fusion
         note = ""
         if code == UNKNOWN:
-            how = script_search(self.pipeline.script_indexes(asked.question.question), mark=lambda c: f"`{c}`")
+            how = script_search(self.pipeline.script_indexes(asked.question.question), mark=lambda c: f"`{c}`",
+                                method=method)
             if asked.identified:
                 note = (f"The question reads as {language_name(asked.identified)} (`{asked.identified}`), which no "
                         f"index of this pipeline covers: {how}.")

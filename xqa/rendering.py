@@ -10,6 +10,7 @@ import textwrap
 from collections.abc import Callable, Sequence
 
 from xqa.documents.provenance import describe
+from xqa.errors import XqaError
 from xqa.langid.codes import language_name
 from xqa.records import Answer, Candidate
 
@@ -42,15 +43,27 @@ def candidate_label(c: Candidate) -> str:
     return f"{text} ← {c.written}" if c.written else text
 
 
-def script_search(searched: Sequence[str] | None, mark: Callable[[str], str] = str) -> str:
+def script_search(searched: Sequence[str] | None, mark: Callable[[str], str] = str, method: str = "") -> str:
     """How a question of unknown language is searched: BM25 in the indexes of its script,
     ``searched`` (:meth:`xqa.pipeline.Pipeline.script_indexes`; None: not known here), or in none,
-    and dense retrieval in all languages; ``mark`` writes a language code (the demo's as code)."""
+    and, where ``method`` has a dense part (any but the BM25-only methods; none named: it has),
+    dense retrieval in all languages; ``mark`` writes a language code (the demo's as code)."""
+    dense = "" if lexical_only(method) else " and dense retrieval all languages"
     if searched is None:
-        return "BM25 searches the indexes of its script and dense retrieval all languages"
-    if not searched:
+        return f"BM25 searches the indexes of its script{dense}"
+    if not searched:   # a BM25-only method's fallback (dense) searches where BM25 finds nothing
         return "no BM25 index is written in its script, so dense retrieval alone searches, in all languages"
-    return f"BM25 searches the indexes of its script ({', '.join(map(mark, searched))}) and dense retrieval all languages"
+    return f"BM25 searches the indexes of its script ({', '.join(map(mark, searched))}){dense}"
+
+
+def lexical_only(method: str) -> bool:
+    """Whether the retrieval ``method`` searches BM25 indexes alone (``sparse``, ``roman``, ``sparse+roman``)."""
+    from xqa import methods
+
+    try:
+        return bool(method) and set(methods.needs(method)) <= {"sparse", "roman"}
+    except XqaError:
+        return False
 
 
 def not_found_reason(answer: Answer, threshold: float | None, not_found_threshold: float | None) -> str:
@@ -81,9 +94,9 @@ def answer_lines(answer: Answer, question: str, lang: str, method: str, *, unkno
 
     if unknown_lang and identified:
         how = (f": reads as {language_name(identified)} ({identified}), which no BM25 index here covers; "
-               f"{script_search(searched)}")
+               f"{script_search(searched, method=method)}")
     else:
-        how = f": not identified; {script_search(searched)}" if unknown_lang else ""
+        how = f": not identified; {script_search(searched, method=method)}" if unknown_lang else ""
     lines = [f"question ({lang}{how}): {question}"]
     if unknown_lang and searched is not None and not searched and answer.evidence:
         method = f"{method}, dense alone here"   # no BM25 index in the question's script (said above)
