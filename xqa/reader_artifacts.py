@@ -41,7 +41,7 @@ def make_kit(cfg: KitConfig) -> dict[str, Any]:
     from xqa.errors import XqaError
     from xqa.io import read_passages
 
-    from xqa.training.span import check_layout
+    from reader.span.data import check_layout
 
     check_layout(cfg.max_length, cfg.stride)
     check_replaceable(cfg.out, "the kit", holds_kind(cfg.out, "span_kit"), "choose another --out")

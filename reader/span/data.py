@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from xqa.errors import XqaError
+
 
 @dataclass
 class Encoded:
@@ -133,3 +135,12 @@ def pad_rows(rows: list[list[int]], pad_id: int) -> dict[str, torch.Tensor]:
         ids[i, : len(r)] = torch.as_tensor(r, dtype=torch.long)
         mask[i, : len(r)] = 1
     return {"input_ids": ids, "attention_mask": mask}
+
+
+def check_layout(max_length: int, stride: int) -> None:
+    """Two windows of one passage share ``stride`` tokens: at half a window or more, each token is
+    read more than twice, and a window whose question and title leave room for fewer text tokens
+    than ``stride`` advances one token at a time (hundreds of rows per passage)."""
+    if stride >= max_length // 2:
+        raise XqaError(f"--stride {stride}: two windows of {max_length} tokens (--max-length) would share half "
+                       f"of them or more; give less than {max_length // 2}")

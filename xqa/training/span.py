@@ -49,17 +49,6 @@ def default_stride(max_length: int) -> int:
     return min(SPAN_STRIDE, max_length // 4)
 
 
-def check_layout(max_length: int, stride: int) -> None:
-    """Two windows of one passage share ``stride`` tokens: at half a window or more, each token is
-    read more than twice, and a window whose question and title leave room for fewer text tokens
-    than ``stride`` advances one token at a time (hundreds of rows per passage)."""
-    from xqa.errors import XqaError
-
-    if stride >= max_length // 2:
-        raise XqaError(f"--stride {stride}: two windows of {max_length} tokens (--max-length) would share half "
-                       f"of them or more; give less than {max_length // 2}")
-
-
 def summary(result: dict, config: SpanTrainConfig) -> str:
     """What ``xqa train reader --family span`` says when done."""
     what = ("what training changed (xqa reader pack --reader OUT adds it to the encoder)" if config.kit
@@ -82,6 +71,7 @@ def train(config: SpanTrainConfig, scorer=None) -> dict:
     result (``step``, ``best`` dev F1, ``stopped``, ...)."""
     import torch
 
+    from reader.span.data import check_layout
     from reader.span.inference import SpanReader
     from reader.span.task import SpanTask, load_training_questions
     from xqa.errors import XqaError
