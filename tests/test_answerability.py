@@ -205,6 +205,21 @@ def test_eval_selective_names_the_bad_line(tmp_path):
     plain.write_text('{"id": "a", "answer": "x", "gold": ["x"], "lang": "en"}\n')
     with pytest.raises(XqaError, match=r"plain\.jsonl:1: answer record without 'features'"):
         selective.rescore(selective.read_records([plain]), _calibrator(log_p=1.0), 0.5)
+    # what would count answers twice, or is no records file, is said (an empty file was an IndexError)
+    (tmp_path / "empty.jsonl").write_text("")
+    (tmp_path / "predictions.json").write_text('{"a": "x"}')
+    twice = tmp_path / "twice.jsonl"
+    twice.write_text(plain.read_text() * 2)
+    hidden = tmp_path / "hidden.jsonl"
+    hidden.write_text(plain.read_text().replace("}", ', "gold_hidden": true}'))
+    for paths, said in (([tmp_path / "empty.jsonl"], "empty.jsonl: holds no answer records"),
+                        ([tmp_path / "predictions.json"], "predictions.json: a JSON file; answer records are"),
+                        ([plain, plain], "plain.jsonl: given twice"),
+                        ([twice], r"twice\.jsonl:2: question 'a' answered again \(first at .*twice\.jsonl:1\)")):
+        with pytest.raises(XqaError, match=said):
+            selective.read_records(paths)
+    assert len(selective.read_records([plain, hidden])) == 2   # once answerable, once made unanswerable
+    assert main(["eval", "--selective", str(tmp_path / "empty.jsonl")]) == 1
 
 
 def test_tune_answerability_fits_writes_and_updates_the_config(tmp_path, capsys):
@@ -293,13 +308,13 @@ def test_tune_answerability_writes_into_the_reader_that_answered_the_records(tmp
     # records of two retrieval methods: one calibrator per method
     dense = tmp_path / "dense"
     dense.mkdir()
-    (dense / "records.jsonl").write_text((answered / "records.jsonl").read_text())
+    (dense / "records.jsonl").write_text((answered / "records.jsonl").read_text().replace('"id": "', '"id": "d-'))
     (dense / "run.json").write_text((answered / "run.json").read_text().replace('"sparse"', '"dense"'))
     assert main([*args, "--records", str(answered), str(dense)]) == 1
     assert "retrieved by different methods" in capsys.readouterr().err
     (tmp_path / "none.jsonl").write_text("")
     assert main([*args, "--records", str(tmp_path / "none.jsonl")]) == 1
-    assert "none.jsonl: no answer records" in capsys.readouterr().err
+    assert "none.jsonl: holds no answer records" in capsys.readouterr().err
     assert main([*args, "--records", str(short), str(answered_by(tmp_path / "plain.jsonl", None))]) == 1
     err = capsys.readouterr().err
     assert "answered by 2 readers (--reader short at" in err and "the config's reader at" in err

@@ -491,6 +491,21 @@ def test_cli_warns_when_predictions_are_for_other_questions(tmp_path, capsys):
     assert "1 of 2 scored questions of --gold have no prediction ('7_ja') and score 0" in capsys.readouterr().err
     assert main(["eval", "--gold", str(gold), "--predictions", str(part), "--where", "lang=en"]) == 0
     assert "warning" not in capsys.readouterr().err
+    assert main(["eval", "--gold", str(gold), "--predictions", str(part), "--per-lang", "1"]) == 0
+    assert "1 of 2 scored questions selected of --gold have no prediction ('7_ja')" in capsys.readouterr().err
+    assert main(["eval", "--gold", str(gold), "--compare", str(same), str(part), "--per-lang", "1"]) == 0
+    assert "have no prediction of part.json ('7_ja')" in capsys.readouterr().err
+    # --coverage checks the selection given, and an xqa answer folder is a --sweep point of its own
+    assert main(["eval", "--gold", str(gold), "--predictions", str(part), "--coverage", "--where", "lang=en"]) == 0
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "predictions.json").write_text(same.read_text(encoding="utf-8"), encoding="utf-8")
+    (run / "records.jsonl").write_text("")
+    (run / "run.json").write_text(json.dumps({"settings": {"answer": {"n_passages": 7}}}))
+    assert main(["eval", "--gold", str(gold), "--sweep", str(run), f"2={part}"]) == 0
+    assert "7" in capsys.readouterr().out
+    assert main(["eval", "--gold", str(gold), "--sweep", str(tmp_path)]) == 1
+    assert "a folder without an xqa answer run.json" in capsys.readouterr().err
     # each system of --compare and each point of --sweep is checked as --predictions are
     assert main(["eval", "--gold", str(gold), "--compare", str(same), str(other)]) == 0
     err = capsys.readouterr().err

@@ -476,6 +476,24 @@ def test_questions_repeated_across_files_name_both(tmp_path):
         read_question_files([a, b])
 
 
+def test_an_empty_file_among_question_files_is_passed_over_with_a_warning(tmp_path):
+    """MIA's test questions hold an empty mkqa-pt.jsonl beside the others: the set is read,
+    saying so; an empty file alone is still an error, for answering and for scoring."""
+    from xqa.evaluation.inputs import load_gold
+    from xqa.io import read_question_files
+
+    a, empty = tmp_path / "a.jsonl", tmp_path / "mkqa-pt.jsonl"
+    a.write_text(_jsonl([_q(1), _q(2)]), encoding="utf-8")
+    empty.write_text("")
+    for read in (read_question_files, load_gold):
+        with pytest.warns(UserWarning, match=r"mkqa-pt\.jsonl: the file is empty; no questions from it"):
+            assert [q.id for q in read([a, empty])] == ["q1", "q2"]
+        with pytest.raises(XqaError, match="the file is empty"):
+            read([empty])
+    with pytest.warns(UserWarning, match="the file is empty"):
+        assert len(load_gold([tmp_path])) == 2   # a folder of them, as MIA ships it
+
+
 def test_squad_ids_numbered_per_paragraph_become_unique_with_a_warning(tmp_path, capsys):
     path = tmp_path / "xquad.fr.json"
     doc = json.loads(_squad([{"id": "0", "question": "Où ?", "answers": []}]))
@@ -486,6 +504,15 @@ def test_squad_ids_numbered_per_paragraph_become_unique_with_a_warning(tmp_path,
     doc["data"][0]["paragraphs"][1]["qas"].append({"id": "0", "question": "Quand ?", "answers": []})
     path.write_text(json.dumps(doc), encoding="utf-8")  # repeated within one paragraph: no way to tell them apart
     with pytest.raises(XqaError, match=r"xquad\.fr\.json: data\[0\]\.paragraphs\[1\]\.qas\[1\]: duplicate question id '0'"):
+        _read_questions(path)
+
+
+@pytest.mark.parametrize("answers, found", [(42, "a number"), ("Paris", "a string"), ({"text": "Paris"}, "an object")])
+def test_squad_answers_that_are_no_list_are_named(tmp_path, answers, found):
+    path = tmp_path / "xquad.fr.json"
+    path.write_text(_squad([{"id": "0", "question": "Où ?", "answers": answers}]), encoding="utf-8")
+    with pytest.raises(XqaError, match=rf"xquad\.fr\.json: data\[0\]\.paragraphs\[0\]\.qas\[0\]\.answers should "
+                                       rf"be a list of objects .*, found {found}"):
         _read_questions(path)
 
 

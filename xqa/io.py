@@ -672,7 +672,11 @@ def read_squad(path: str | Path, lang: str | None = None, *,
                 places.append((a, p, i))
                 question = need(qa, "question", str, *at)
                 texts = []
-                for j, x in enumerate(qa.get("answers") or []):
+                answers = qa.get("answers") or []
+                if not isinstance(answers, list):
+                    raise InputError(path, None, f"{where(*at, 'answers')} should be a list of objects "
+                                                 f'{{"text", "answer_start"}}, found {json_type(answers)}')
+                for j, x in enumerate(answers):
                     texts.append(need(x, "text", str, *at, "answers", j))
                 questions.append(Question(id=qid, question=question, lang=qlang,
                                           answers=tuple(dict.fromkeys(t for t in texts if t)),
@@ -691,13 +695,29 @@ def read_squad(path: str | Path, lang: str | None = None, *,
     return questions, passages
 
 
+def nonempty_files(paths: Iterable[str | Path], what: str = "questions") -> list[Path]:
+    """``paths`` without the empty files among them, each passed over with a warning, where
+    another holds something (MIA's ``mkqa-pt.jsonl`` is empty); all empty: ``paths`` as they are
+    (reading the first is the error)."""
+    import warnings
+
+    paths = [Path(p) for p in paths]
+    empty = [p for p in paths if p.is_file() and p.stat().st_size == 0]
+    if not empty or len(empty) == len(paths):
+        return paths
+    for p in empty:
+        warnings.warn(f"{p}: the file is empty; no {what} from it", stacklevel=3)
+    return [p for p in paths if p not in empty]
+
+
 def read_question_files(paths: Iterable[str | Path], lang: str | None = None, *,
                         auto: bool = False) -> list[Question]:
     """The questions of several files (:func:`read_questions`, ``lang`` and ``auto``); an id in two
-    of them is an error naming both."""
+    of them is an error naming both. Of several files, an empty one (MIA's ``mkqa-pt.jsonl``) is
+    passed over with a warning; one file, or every file, empty is an error."""
     out: list[Question] = []
     where: dict[str, Path] = {}
-    for path in map(Path, paths):
+    for path in nonempty_files(paths):
         for q in read_questions(path, lang=lang, auto=auto):
             if q.id in where:
                 raise InputError(path, None, f"question id {q.id!r} also occurs in {where[q.id]}")

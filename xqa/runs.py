@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -218,6 +219,8 @@ def _answer_into(pipe, questions: Sequence, ids: list[str], out: Path, config: A
     info = init_distributed()  # under torchrun: join the job (and on GPUs take this process's own) before loading
     if todo and callable(pipe) and not hasattr(pipe, "answer"):
         pipe = pipe()
+    if todo and config.hide_gold and getattr(pipe, "store", None) is not None:
+        check_hidden(todo, pipe.store)
     # Under torchrun each process answers a strided share of every round of world x batch-size
     # questions; rank 0 gathers the records, in order, and alone writes them.
     main = info.main
@@ -225,15 +228,24 @@ def _answer_into(pipe, questions: Sequence, ids: list[str], out: Path, config: A
     with (open(records, "a", encoding="utf-8") if main else contextlib.nullcontext()) as f, \
             tqdm(total=len(questions), initial=len(questions) - len(todo), desc="answer", unit="q",
                  disable=not main) as bar:
-        for i in range(0, len(todo), step):
-            batch = todo[i:i + step]
-            lines = map_sharded(lambda share: answer_lines(pipe, share, config), batch)
-            if lines is None:
-                continue
-            f.write("".join(lines))
-            f.flush()
-            os.fsync(f.fileno())
-            bar.update(len(batch))
+        written = len(questions) - len(todo)
+        try:
+            for i in range(0, len(todo), step):
+                batch = todo[i:i + step]
+                lines = map_sharded(lambda share: answer_lines(pipe, share, config), batch)
+                if lines is None:
+                    continue
+                f.write("".join(lines))
+                f.flush()
+                os.fsync(f.fileno())
+                bar.update(len(batch))
+                written += len(batch)
+        except KeyboardInterrupt:
+            if main:
+                bar.close()
+                print(f"{out}: stopped with {written} of {len(questions)} questions answered (in {records.name}); "
+                      f"the same command resumes", file=sys.stderr, flush=True)
+            raise
     if not main:
         return Answered(ids, len(finished), {})
     counts = write_predictions(out, records, ids, abstain=config.abstain)
@@ -377,10 +389,11 @@ def done_ids(records: Path) -> set[str]:
     return ids
 
 
-def score_line(questions: Sequence, out: Path) -> str | None:
+def score_line(questions: Sequence, out: Path, gold_args: str = "--gold QUESTIONS") -> str | None:
     """One line of the official MIA 2022 EM/F1 of ``out/predictions.json`` on ``questions`` (those
     with gold answers; macro-averaged over their languages, as ``xqa eval`` reports), or None
-    where no question has answers."""
+    where no question has answers. ``gold_args``: the ``xqa eval`` options that name the same
+    questions (the files and their selection), for the command the line suggests."""
     from xqa.evaluation.languages import KNOWN_LANGUAGES
     from xqa.evaluation.mia import evaluate
 
@@ -397,14 +410,16 @@ def score_line(questions: Sequence, out: Path) -> str | None:
     left = (f"; {len(gold) - len(scored)} in {', '.join(unscored)}, which the metric does not score, left out"
             if unscored else "")
     return (f"official MIA EM {scores.macro_em:.2f} / F1 {scores.macro_f1:.2f} on the {scores.n} question(s) with "
-            f"answers (macro over {langs} language{'s' if langs != 1 else ''}{left}; xqa eval --predictions "
-            f"{out / 'predictions.json'} scores each language)")
+            f"answers (macro over {langs} language{'s' if langs != 1 else ''}{left}; xqa eval {gold_args} "
+            f"--predictions {out / 'predictions.json'} scores each language)")
 
 
 def write_predictions(out: Path, records: Path, order: list[str], abstain: bool = False) -> dict[str, int]:
     """The predictions of ``records`` in ``order``; with ``abstain``, an empty answer where the
-    record says the answer is not ``answered`` (below the calibrated threshold)."""
-    from xqa.artifacts import write_json_atomic
+    record says the answer is not ``answered`` (below the calibrated threshold). ``predictions/``
+    is written anew as a whole: it holds this run's languages only, as ``predictions.json`` holds
+    this run's questions only (``records.jsonl`` may hold more: earlier runs into the folder)."""
+    from xqa.artifacts import atomic_dir, write_json_atomic
 
     by_id = {}
     with open(records, encoding="utf-8") as f:
@@ -419,8 +434,9 @@ def write_predictions(out: Path, records: Path, order: list[str], abstain: bool 
     for qid in order:
         r = by_id[qid]
         per_lang.setdefault(r["lang"], {})[qid] = shown(r)
-    for lang, preds in per_lang.items():
-        write_json_atomic(out / "predictions" / f"{lang}.json", preds)
+    with atomic_dir(out / "predictions", overwrite=True) as tmp:
+        for lang, preds in per_lang.items():
+            write_json_atomic(tmp / f"{lang}.json", preds)
     write_json_atomic(out / "predictions.json", {qid: shown(by_id[qid]) for qid in order})
     return {lang: len(p) for lang, p in per_lang.items()}
 
@@ -459,6 +475,22 @@ def gold_passages(q) -> set[str]:
         raise XqaError(f"question {q.id!r} names no positive_ids: --hide-gold needs each question's own "
                        f"passage ids")
     return ids
+
+
+def check_hidden(questions: Sequence, store) -> None:
+    """``--hide-gold`` hides something of every question: each names (``positive_ids``) a passage
+    of the collection ``store``. A question of another collection (MLQA's own paragraph ids,
+    say) would be answered as it is and recorded as made unanswerable, mislabelling what
+    ``xqa tune answerability`` and ``xqa eval --selective`` learn from."""
+    from xqa.pipeline import askable
+
+    missing = [q for q in questions if askable(q.question) and not any(pid in store for pid in gold_passages(q))]
+    if missing:
+        shown = "; ".join(f"{q.id!r} names {sorted(gold_passages(q))[0]!r}" for q in missing[:3])
+        raise XqaError(f"--hide-gold: {len(missing)} of {len(questions)} questions name no passage of this "
+                       f"collection in positive_ids ({shown}), so nothing of theirs would be hidden: answer "
+                       f"questions about these passages (xqa/corpus/questions.jsonl.gz for the shipped ones), "
+                       f"or leave out --hide-gold")
 
 
 def answer_lines(pipe, batch: list, config: AnswerConfig) -> list[str]:

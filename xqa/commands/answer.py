@@ -81,10 +81,30 @@ def run(args: argparse.Namespace) -> int:
         parts, lacking = write_submission(out, questions)
         print(f"MIA submission → {out / 'submission.json'} ({', '.join(f'{k}: {v}' for k, v in parts.items())})"
               + (f"; eval.ai wants every subset, and it lacks {', '.join(lacking)}" if lacking else ""))
-    line = score_line(questions, out)
+    elif (out / "submission.json").is_file():   # an earlier run's: these predictions are not in it
+        (out / "submission.json").unlink()
+        print(f"removed {out / 'submission.json'}: it held an earlier run's predictions (--submission writes "
+              f"this run's)")
+    line = score_line(questions, out, gold_args(args))
     if line:
         print(line)
     return 0
+
+
+def gold_args(args: argparse.Namespace) -> str:
+    """The ``xqa eval`` options naming the questions this command answered: ``--gold`` with the
+    same files, ``--lang``, ``--where`` and ``--per-lang`` (quoted for a shell)."""
+    import shlex
+
+    files = [args.questions] if isinstance(args.questions, (str, Path)) else list(args.questions)
+    words = ["--gold", *map(str, files)]
+    if getattr(args, "lang", None):
+        words += ["--lang", args.lang]
+    for where in getattr(args, "where", None) or []:
+        words += ["--where", where]
+    if getattr(args, "per_lang", 0):
+        words += ["--per-lang", str(args.per_lang)]
+    return shlex.join(words)
 
 
 def _say(line: str) -> None:

@@ -16,7 +16,7 @@ from xqa.errors import InputError, XqaError
 from xqa.io import json_document, json_list_items, json_type, read_text
 from xqa.io import jsonl_objects as _jsonl_objects
 from xqa.evaluation.languages import check_language
-from xqa.io import read_questions, record_id
+from xqa.io import nonempty_files, read_questions, record_id
 from xqa.records import Question
 
 _SUFFIXES = (".json", ".jsonl")
@@ -56,7 +56,7 @@ def load_gold(paths: Iterable[str | Path], lang: str | None = None) -> list[Ques
 
     read: list[tuple[Path, Question]] = []
     seen: dict[str, Path] = {}
-    for path in expand_paths(paths, "gold", _GOLD_SUFFIXES):
+    for path in nonempty_files(expand_paths(paths, "gold", _GOLD_SUFFIXES)):
         for q in read_questions(path, lang=lang, auto=True):
             if q.id in seen:
                 raise InputError(path, None, f"question id {q.id!r} also appears in {seen[q.id]}")
@@ -253,8 +253,8 @@ def _json_document(path: Path) -> Any:
 
 
 def parse_sweep(specs: list[str]) -> dict[int, Path]:
-    """Predictions per number of passages read: ``N=PATH`` specs, or JSON files
-    ``{"N": "predictions path"}`` (paths relative to that file)."""
+    """Predictions per number of passages read: ``N=PATH`` specs, ``xqa answer`` folders (N from
+    their ``run.json``), or JSON files ``{"N": "predictions path"}`` (paths relative to that file)."""
     out: dict[int, Path] = {}
 
     def put(n: Any, path: Path, where: str) -> None:
@@ -272,8 +272,17 @@ def parse_sweep(specs: list[str]) -> dict[int, Path]:
             put(n, Path(path), f"--sweep {spec}")
             continue
         p = Path(spec)
+        if p.is_dir():   # an xqa answer folder: its run.json says how many passages it read
+            try:
+                settings = json.loads((p / "run.json").read_text(encoding="utf-8"))["settings"]
+                n = settings["answer"]["n_passages"]
+            except (OSError, ValueError, KeyError, TypeError):
+                raise XqaError(f"{p}: a folder without an xqa answer run.json saying how many passages were "
+                               f"read; give it as N={p}") from None
+            put(n, p, f"--sweep {spec} (its run.json)")
+            continue
         if not p.is_file():
-            raise FileNotFoundError(f"{p}: --sweep expects N=PATH or a JSON file; no such file")
+            raise FileNotFoundError(f"{p}: --sweep expects N=PATH, an xqa answer folder or a JSON file; no such file")
         try:
             mapping = json.loads(p.read_text(encoding="utf-8"))
         except json.JSONDecodeError as e:

@@ -96,9 +96,9 @@ class EvalConfig(QuestionSelection):
         "metavar": "DIR", "help": "write DIR/report.md with PNG plots of everything scored in this run"})
     sweep: list[str] | None = field(default=None, metadata={
         "nargs": "+", "metavar": "SPEC",
-        "help": "EM against the number of passages read: N=PREDICTIONS (file or folder) "
-                "for each N, or a JSON file {\"N\": \"predictions path\"} (paths relative "
-                "to that file); scored on --gold"})
+        "help": "EM against the number of passages read: N=PREDICTIONS (file or folder) for each N, "
+                "xqa answer folders (N from their run.json), or a JSON file {\"N\": \"predictions path\"} "
+                "(paths relative to that file); scored on --gold"})
     json: str | None = field(default=None, metadata={
         "metavar": "OUT", "help": "also write every figure as JSON to OUT"})
 
@@ -238,9 +238,8 @@ def _unmatched(shown: Evaluation, gold: Sequence, preds: Mapping, selected: bool
     """Warn where the predictions' ids are not the gold questions': none of them (a prediction file of
     another set, ids written differently, an empty one), or some, when no selection (--where,
     --per-lang) leaves predictions of other questions out on purpose. Those predictions are not
-    scored either way. Without a selection, scored gold questions with no prediction (a run over a
-    selection of them) are said too: they score 0. ``of``: which system's predictions (--compare,
-    --sweep)."""
+    scored either way. Scored gold questions (of the selection) with no prediction are said too:
+    they score 0. ``of``: which system's predictions (--compare, --sweep)."""
     from xqa.evaluation.mia import NO_ANSWER
 
     of = f" of {of}" if of else ""
@@ -254,11 +253,12 @@ def _unmatched(shown: Evaluation, gold: Sequence, preds: Mapping, selected: bool
     extra = [key for key in preds if key not in keys]
     scored = [q for q in gold if q.answers and q.answers[0] != NO_ANSWER]   # as mia.evaluate skips
     missing = [q.id for q in scored if q.id not in preds and q.id.split("_")[0] not in preds]
-    if missing and len(extra) < len(preds) and not selected:
-        shown.warn(f"warning: {len(missing)} of {len(scored)} scored questions of --gold have no prediction{of} "
-                   f"({', '.join(map(repr, missing[:3]))}{', ...' if len(missing) > 3 else ''}) and score 0, "
-                   f"as the MIA scripts score them; if the predictions answer a selection (xqa answer "
-                   f"--per-lang, --where), give xqa eval the same selection")
+    if missing and len(extra) < len(preds):
+        hint = ("is it the selection xqa answer was given?" if selected else "if the predictions answer a "
+                "selection (xqa answer --per-lang, --where), give xqa eval the same selection")
+        shown.warn(f"warning: {len(missing)} of {len(scored)} scored questions{' selected' if selected else ''} "
+                   f"of --gold have no prediction{of} ({', '.join(map(repr, missing[:3]))}"
+                   f"{', ...' if len(missing) > 3 else ''}) and score 0, as the MIA scripts score them; {hint}")
     if not extra:
         return
     if len(extra) == len(preds):
@@ -287,7 +287,12 @@ def _coverage(c: EvalConfig) -> Evaluation:
 
     shown = Evaluation()
     preds = inputs.load_predictions(c.predictions)
-    cov = coverage(inputs.load_gold(c.gold, c.lang), preds)
+    gold = inputs.load_gold(c.gold, c.lang)
+    if c.where or c.per_lang:   # a submission of a selection: checked against that selection
+        from xqa.cli_options import select_questions
+
+        gold = select_questions(gold, c.where, c.per_lang)
+    cov = coverage(gold, preds)
     shown.say(report.coverage_text(cov, len(preds)))
     for line in report.coverage_examples_text(cov):
         shown.warn(line)

@@ -37,19 +37,35 @@ def read_records(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
     from xqa.io import jsonl_objects
 
     out = []
+    read: dict[Path, Path] = {}
+    first: dict[tuple, str] = {}   # a question's answer by each reader, with and without --hide-gold
     for path in paths:
         path = Path(path)
         if path.is_dir():
             path = path / "records.jsonl"
         if not path.is_file():
             raise XqaError(f"{path}: no such records file (xqa answer --out writes OUT/records.jsonl)")
+        if path.suffix == ".json":
+            raise XqaError(f"{path}: a JSON file; answer records are xqa answer's records.jsonl (name the file "
+                           f"or its folder), which carry the scores and the gold a prediction file lacks")
+        if path.resolve() in read:
+            raise XqaError(f"{path}: given twice (as {read[path.resolve()]}): its answers would count twice")
+        read[path.resolve()] = path
+        n_read = len(out)
         for n, rec in jsonl_objects(path):
             for key in ("answer", "gold", "lang"):
                 if key not in rec:
                     raise InputError(path, n, f"answer record without {key!r} (not xqa answer's records.jsonl?)")
             if not isinstance(rec["gold"], list):
                 raise InputError(path, n, "field 'gold' should be a list of answers")
+            key = (str(rec.get("id")), bool(rec.get("gold_hidden")), rec.get("reader"))
+            if key in first:
+                raise InputError(path, n, f"question {key[0]!r} answered again (first at {first[key]}); each "
+                                          f"question counts once, and once more made unanswerable (--hide-gold)")
+            first[key] = f"{path}:{n}"
             out.append({**rec, "_source": f"{path}:{n}"})
+        if len(out) == n_read:
+            raise XqaError(f"{path}: holds no answer records (xqa answer --out writes them)")
     return out
 
 
