@@ -514,6 +514,9 @@ def test_cli_warns_when_predictions_are_for_other_questions(tmp_path, capsys):
     assert "t undefined" in capsys.readouterr().out
     assert main(["eval", "--gold", str(gold), "--sweep", f"5={same}", f"2={part}"]) == 0
     assert "1 of 2 scored questions of --gold have no prediction of 2 passages' part.json" in capsys.readouterr().err
+    shaped = write(tmp_path / "shaped.json", json.dumps({"a1": {"text": "Paris"}, "7_ja": {"text": "x"}}))
+    assert main(["eval", "--gold", str(gold), "--predictions", str(shaped)]) == 1
+    assert "shaped.json:1: the prediction for 'a1' is an object with 'text'" in capsys.readouterr().err
     nothing = write(tmp_path / "nothing.json", "{}")
     assert main(["eval", "--gold", str(gold), "--predictions", str(nothing)]) == 0
     assert "the predictions hold no answer: every question of --gold scores 0" in capsys.readouterr().err

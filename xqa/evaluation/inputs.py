@@ -163,6 +163,11 @@ def load_predictions(paths: Iterable[str | Path]) -> Predictions:
             raise InputError(path, 1, f"expected a JSON object id -> answer, found {json_type(data)}")
         for key, value in data.items():
             if isinstance(value, dict):  # a submission file: one object per part/language
+                fields = [k for k in ("text", "answer", "prediction_text", "prediction") if isinstance(value.get(k), str)]
+                if fields and not any(isinstance(v, str) and k not in fields for k, v in value.items()):
+                    raise InputError(path, _line_of_key(path, key), f"the prediction for {key!r} is an object "
+                                     f"with {fields[0]!r}; a prediction file maps each id to its answer text "
+                                     f"({{\"{key}\": \"...\"}}), or is JSONL of {{\"id\", \"answer\"}} records")
                 for k, v in value.items():
                     _add_keyed_prediction(preds, path, k, v)
             else:
