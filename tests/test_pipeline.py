@@ -136,6 +136,9 @@ def test_ask_identifies_the_language_when_auto(pipe, test_questions):
     bm25 = answer_lines(french.answer, french.question.question, "und", "sparse", unknown_lang=True,
                         identified="fr", searched=["de", "en"])[0]
     assert "; BM25 searches the indexes of its script (de, en)): Quelle" in bm25   # sparse has no dense part
+    given = answer_lines(french.answer, french.question.question, "fr", "hybrid", indexed=False)[0]
+    assert given.startswith("question (fr: no BM25 index here covers French, so BM25 finds nothing and dense "
+                            "retrieval searches all languages): Quelle")
     none = answer_lines(french.answer, "Кто?", "und", "dense", unknown_lang=True, searched=[])[0]
     assert none == ("question (und: not identified; no BM25 index is written in its script, so dense retrieval "
                     "alone searches, in all languages): Кто?")

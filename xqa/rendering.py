@@ -82,14 +82,16 @@ def not_found_reason(answer: Answer, threshold: float | None, not_found_threshol
 
 def answer_lines(answer: Answer, question: str, lang: str, method: str, *, unknown_lang: bool = False,
                  identified: str = "", searched: Sequence[str] | None = None, threshold: float | None = None,
-                 not_found_threshold: float | None = None, show: int = 5, uncalibrated: str = "") -> list[str]:
+                 not_found_threshold: float | None = None, show: int = 5, uncalibrated: str = "",
+                 indexed: bool = True) -> list[str]:
     """The answer to ``question`` (in ``lang``; ``unknown_lang``: it was searched in the BM25 indexes
     of its script, ``searched`` (:func:`script_search`), as not identified or, ``identified``, as a
     language the pipeline has no index for) as
     ``xqa ask`` prints it: the question, the answer line (marked :data:`UNCERTAIN` below the
     answerability ``threshold``; :data:`NO_ANSWER` and the best guess below the
     ``not_found_threshold``; ``uncalibrated``: why an answer without a calibrated probability has
-    none, where its reader has a calibrator), the n-best line and the first ``show`` evidence passages."""
+    none, where its reader has a calibrator; ``indexed`` false: ``lang`` was given, and no BM25 index
+    covers it), the n-best line and the first ``show`` evidence passages."""
     from xqa.pipeline import FALLBACK_SUFFIX
 
     if unknown_lang and identified:
@@ -97,6 +99,9 @@ def answer_lines(answer: Answer, question: str, lang: str, method: str, *, unkno
                f"{script_search(searched, method=method)}")
     else:
         how = f": not identified; {script_search(searched, method=method)}" if unknown_lang else ""
+    if not unknown_lang and not indexed:
+        how = (f": no BM25 index here covers {language_name(lang)}, so BM25 finds nothing and dense "
+               f"retrieval searches all languages")
     lines = [f"question ({lang}{how}): {question}"]
     if unknown_lang and searched is not None and not searched and answer.evidence:
         method = f"{method}, dense alone here"   # no BM25 index in the question's script (said above)

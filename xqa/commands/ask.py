@@ -72,7 +72,8 @@ def _answer(pipe, cfg, args: argparse.Namespace, text: str, found: str | None = 
                                  unknown_lang=lang == UNKNOWN, identified=asked.identified, searched=searched,
                                  show=cfg.show,
                                  threshold=rc.answerability_threshold,
-                                 not_found_threshold=rc.not_found_threshold, uncalibrated=why)), flush=True)
+                                 not_found_threshold=rc.not_found_threshold, uncalibrated=why,
+                                 indexed=not pipe.config.languages or lang in pipe.config.languages)), flush=True)
 
 
 def _ask_stream(pipe, cfg, args: argparse.Namespace) -> int:
