@@ -131,6 +131,8 @@ def artifact(folder: str | Path) -> tuple[ReaderFamily, str, Path]:
         if kind in roles:
             family, role = roles[kind]
             return family, role, candidate
+    if not Path(folder).exists():
+        raise XqaError(f"{folder}: no such folder")
     raise XqaError(f"{folder}: no reader artifact (config.json kinds: {', '.join(sorted(roles))})")
 
 

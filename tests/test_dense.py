@@ -738,6 +738,40 @@ def test_a_build_moved_with_its_encoder_resumes_where_it_stopped(model_dir, worl
     assert cli(args + ["--model", str(moved / "encoder"), "--out", str(moved / "dense")]) == 1
 
 
+def test_another_artifacts_folder_is_neither_indexed_into_nor_trained_over(model_dir, world, tmp_path, capsys):
+    """--out holding another artifact: index dense said "a finished dense index; nothing to do" of
+    a training run, and a training wrote its config.json over a dense index's."""
+    from xqa.artifacts import save_config
+    from xqa.training.loop import TrainConfig, train
+
+    run = tmp_path / "run"
+    save_config(run, "training_run", {})
+    args = ["index", "dense", "--model", str(model_dir), "--passages", str(world / "passages.jsonl"), "--quiet"]
+    assert cli([*args, "--out", str(run)]) == 1
+    assert f"{run} holds a training_run (its config.json), not a dense index" in capsys.readouterr().err
+    index = tmp_path / "index"
+    assert cli([*args, "--out", str(index)]) == 0
+    before = (index / "config.json").read_text()
+    with pytest.raises(XqaError, match="holds a dense_index .*, not a training run: train into another --out"):
+        train(None, [], TrainConfig(out_dir=str(index)), progress=False)
+    assert (index / "config.json").read_text() == before
+
+
+def test_a_bad_passage_record_leaves_nothing_that_refuses_the_fixed_file(model_dir, world, tmp_path, capsys):
+    """Stopped by a bad record before its first vectors, a shard's made_by.json names the bad
+    file; the same command over the fixed file encodes, not "vectors encoded otherwise"."""
+    lines = (world / "passages.jsonl").read_text().splitlines(keepends=True)
+    passages = tmp_path / "passages.jsonl"
+    passages.write_text("".join(lines[:3]) + '{"id": "bad", "title": "", "text": 5, "lang": "en"}\n'
+                        + "".join(lines[3:]))
+    args = ["index", "dense", "--model", str(model_dir), "--passages", str(passages), "--quiet",
+            "--out", str(tmp_path / "index")]
+    assert cli(args) == 1
+    assert "passages.jsonl:4: field 'text' should be a string" in capsys.readouterr().err
+    passages.write_text("".join(lines))
+    assert cli(args) == 0 and is_complete(tmp_path / "index")
+
+
 def test_cli_errors_name_the_problem(world, model_dir, tmp_path, capsys):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "1", "title": "t", "text": "x", "lang": "en"}\n{"id": "2", "title": \n')

@@ -347,6 +347,10 @@ def test_index_and_tune_commands(tiny, tmp_path, capsys):
                  "--grid", "0", "0.5", "2", "--write-config", "--out", str(tmp_path / "lam.json")]) == 0
     grid = json.loads((tmp_path / "lam.json").read_text())
     assert set(grid["grid"]) == {"0", "0.5", "2"}
+    capsys.readouterr()   # a folder as --out is said before the search (it was after the grid)
+    assert main(["tune", "lambda", "--dev", str(root / "world" / "dev.jsonl"), "--config",
+                 str(tmp_path / "pipeline.json"), "--out", str(tmp_path / "dhr")]) == 1
+    assert f"--out {tmp_path / 'dhr'} is a folder; name a file" in capsys.readouterr().err
     back = PipelineConfig.load(tmp_path / "pipeline.json")
     assert back.retrieval.lam == grid["best_lam"] and back.tuned["lam"] == grid["best_lam"]
     # both methods search from the CLI through the pipeline config

@@ -293,6 +293,8 @@ def test_a_set_of_several_files_is_read_whole_and_a_question_listed_twice_is_kep
     assert sets.SETS["test-glob"].files(tmp_path) == [tmp_path / "tq" / "a.json", tmp_path / "tq" / "b.json"]
     with pytest.raises(Exception, match="no file matches"):
         sets.QASet("none", "absent/*.json", "tr", "train", "MIT", "x").files(tmp_path)
+    with pytest.raises(Exception, match=r"--data .*nodata: no such folder"):   # the folder given, not the default
+        sets.data_root(tmp_path / "nodata")
 
 
 def test_every_train_split_of_the_shared_data_is_a_training_set():

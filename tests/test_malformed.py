@@ -516,6 +516,15 @@ def test_squad_answers_that_are_no_list_are_named(tmp_path, answers, found):
         _read_questions(path)
 
 
+def test_span_training_data_given_as_retrieval_results_says_which_reader_trains_on_it(tmp_path):
+    from xqa.io import read_results
+
+    path = tmp_path / "train.jsonl"
+    path.write_text(_jsonl([{**_q(1), "answers": ["a"], "positive_ids": ["p1"]}]), encoding="utf-8")
+    with pytest.raises(XqaError, match=r"train\.jsonl:1: missing field 'ctxs': .*--family span"):
+        read_results(path)
+
+
 def test_a_one_line_json_list_of_questions_gets_one_id_per_item(tmp_path):
     path = tmp_path / "P36.dev.json"
     path.write_text(json.dumps([{"question": "Where?", "answers": ["a"]}, {"question": "When?", "answers": []}]),

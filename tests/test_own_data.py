@@ -52,6 +52,8 @@ def test_a_squad_layout_file_gives_each_answer_at_its_place_in_its_context(tmp_p
     path = _squad(tmp_path / "mine.json", GOOD_DE)
     qs = read_own(f"{path}:de")
     assert [q.id for q in qs] == ["b1", "b2"]
+    with pytest.raises(XqaError, match=r"mine\.json:jp: 'jp' after the file name \(FILE:LANG\) is no language code"):
+        read_own(f"{path}:jp")   # not "no such file"
     for q in qs:
         assert q.lang == "de" and q.title == "Berlin" and q.context == BERLIN
         assert [q.context[s: s + len(a)] for a, s in zip(q.answers, q.starts)] == q.answers

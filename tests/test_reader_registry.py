@@ -234,6 +234,13 @@ def test_load_reader_resolves_the_span_family(converted_e5, tmp_path):
     assert reader.answer(q, [_ctx("p", "Paris is the capital of France")], back).text == out.text
 
 
+def test_an_encoder_given_as_a_reader_is_named_as_one(converted_e5):
+    """A Hugging Face folder falls to the FiD family (a T5/mT5 checkpoint); an encoder's is none:
+    said as such, not a traceback."""
+    with pytest.raises(XqaError, match="not a reader: a Hugging Face 'bert' model \\(an encoder"):
+        load_reader(converted_e5)
+
+
 def test_load_reader_resolves_the_fid_family(tiny_pipeline):
     from reader.fid.inference import FiDReader
 

@@ -115,6 +115,20 @@ def test_ctrl_c_says_from_which_checkpoint_a_rerun_resumes(tmp_path, capsys):
     assert "stopped at step 11/24; a rerun resumes from the checkpoint of step 10" in capsys.readouterr().err
 
 
+def test_the_closing_line_names_the_step_best_holds(tmp_path):
+    from xqa.training.loop import run_summary
+
+    result = train(RegressionTask(), DATA, TrainConfig(out_dir=str(tmp_path), batch_size=8, max_steps=6, lr=0.3,
+                                                       eval_every=3, log_every=1), progress=False)
+    state = json.load(open(tmp_path / "checkpoint" / "trainer_state.json"))
+    assert run_summary(result) == f"step 6; kept: step {state['best_step']}, mrr {result['best']:.4g}"
+    assert run_summary({"step": 3, "best": None}) == "step 3"
+    from xqa.training.loop import dev_said   # the opening line: the dev questions validated on
+
+    assert dev_said(816, 8) == "8 of 816 dev questions validated on"
+    assert dev_said(5, 500) == dev_said(5, 0) == "5 dev questions"
+
+
 def test_finished_run_is_not_repeated(tmp_path):
     cfg = TrainConfig(out_dir=str(tmp_path), batch_size=8, max_steps=3, log_every=1)
     train(RegressionTask(), DATA, cfg, progress=False)
@@ -167,8 +181,7 @@ def test_a_checkpoint_is_resumed_only_with_the_settings_that_made_it(tmp_path, m
 def test_a_checkpoint_is_not_resumed_over_a_training_file_written_again(tmp_path):
     """The checkpoint's data position points into the data it was trained on: the same path with
     other contents (lines removed; a file of a kit folder written again) is refused, naming it; the
-    same contents with their times kept (cp -p, tar -x) resume."""
-    import os
+    same contents resume, touched or copied elsewhere (cp without -p, another machine)."""
     import shutil
 
     from xqa.errors import XqaError
@@ -190,13 +203,16 @@ def test_a_checkpoint_is_not_resumed_over_a_training_file_written_again(tmp_path
     with pytest.raises(XqaError, match=rf"other settings \(train's {data_file} was changed since\)"):
         train(RegressionTask(evaluate=False), DATA, cfg, progress=False, settings=settings)
     shutil.copy2(kept, data_file)
-    st = (kit / "arrays.npy").stat()
     (kit / "arrays.npy").write_bytes(b"13")
     with pytest.raises(XqaError, match=rf"other settings \(kit's {kit} was changed since\)"):
         train(RegressionTask(evaluate=False), DATA, cfg, progress=False, settings=settings)
     assert json.load(open(b / "checkpoint" / "trainer_state.json"))["step"] == 5   # left as it was
-    (kit / "arrays.npy").write_bytes(b"12")
-    os.utime(kit / "arrays.npy", ns=(st.st_atime_ns, st.st_mtime_ns))
+    (kit / "arrays.npy").write_bytes(b"12")   # the same contents, written now
+    moved = tmp_path / "copies"
+    moved.mkdir()
+    shutil.copy(data_file, moved / "train.jsonl")
+    shutil.copytree(kit, moved / "kit")
+    settings = {**settings, "train": str(moved / "train.jsonl"), "kit": str(moved / "kit")}
     result = train(RegressionTask(evaluate=False), DATA, cfg, progress=False, settings=settings)
     assert result["step"] == 24 and is_complete(b / "best")
 

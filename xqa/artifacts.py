@@ -237,6 +237,39 @@ def is_complete(folder: str | Path) -> bool:
     return (Path(folder) / CONFIG_NAME).is_file()
 
 
+def file_fingerprint(path: str | Path, edge: int = 1 << 20) -> str:
+    """A file's size and a digest of its first and last ``edge`` bytes: the same for a
+    copy of it (another machine's, another path, another modification time) and, but for an edit
+    of its middle that keeps its size, different for another file. Read in milliseconds."""
+    import hashlib
+
+    path = Path(path)
+    size = path.stat().st_size
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        digest.update(f.read(edge))
+        if size > edge:
+            f.seek(max(edge, size - edge))
+            digest.update(f.read(edge))
+    return f"{size} bytes, sha256 of its ends {digest.hexdigest()[:16]}"
+
+
+def content_fingerprint(path: str | Path) -> str:
+    """What a file or folder holds, not where it lies or when it was written: a file's
+    :func:`file_fingerprint`, a folder's over every file's relative path and fingerprint. A copy
+    (``cp`` without ``-p``, another machine's), a checkout or a ``touch`` leaves it as it was."""
+    import hashlib
+
+    path = Path(path)
+    if not path.is_dir():
+        return f"content {file_fingerprint(path)}"
+    digest = hashlib.sha256()
+    files = sorted(f for f in path.rglob("*") if f.is_file())
+    for f in files:
+        digest.update(f"{f.relative_to(path).as_posix()}\t{file_fingerprint(f)}\n".encode())
+    return f"content {len(files)} files, sha256 {digest.hexdigest()[:16]}"
+
+
 def files_stamp(folder: str | Path) -> str:
     """A short digest of the names, sizes and modification times of the files under ``folder``:
     what tells a folder written again (a reader trained or packed again) from the one seen

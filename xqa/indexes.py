@@ -162,11 +162,11 @@ def build_dense(cfg: DenseIndexConfig, log: Log = print) -> dict[str, Any] | Non
     shards left for other processes, or a finished index and no ``overwrite``)."""
     import torch
 
-    from retriever.dense.encode import (build_indexes, check_shards, encode_shard, file_fingerprint, model_info,
-                                        shard_done, weights_fingerprint)
+    from retriever.dense.encode import (KIND, build_indexes, check_shards, encode_shard, model_info, shard_done,
+                                        weights_fingerprint)
     from retriever.dense.index import IndexParams
     from retriever.dense.model import BiEncoder
-    from xqa.artifacts import is_complete, write_json_atomic
+    from xqa.artifacts import file_fingerprint, holds_kind, is_complete, write_json_atomic
     from xqa.io import read_passages
 
     out = Path(cfg.out)
@@ -185,6 +185,10 @@ def build_dense(cfg: DenseIndexConfig, log: Log = print) -> dict[str, Any] | Non
     if not model_dir.is_dir():
         raise XqaError(f"--model {model_dir}: " + ("is a file; " if model_dir.exists() else "no such folder; ")
                        + "give a bi-encoder folder (xqa train retriever OUT, or xqa convert e5 OUT)")
+    if is_complete(out) and not holds_kind(out, KIND):
+        held = json.loads((out / "config.json").read_text(encoding="utf-8")).get("kind", "?") \
+            if (out / "config.json").is_file() else "?"
+        raise XqaError(f"{out} holds a {held} (its config.json), not a dense index: index into another --out")
     info = model_info(model_dir, out)
     _check_same_model(out, info, cfg.fp16)
     # what each shard records in made_by.json; the precision is known once the model is loaded

@@ -768,6 +768,11 @@ def read_results(path: str | Path) -> list[RetrievalResult]:
         q = _question_from_jsonl(r, path, n, None, seen)
         q = Question(id=q.id, question=q.question, lang=q.lang, answers=q.answers, answers_en=q.answers_en,
                      meta={k: v for k, v in q.meta.items() if k != "ctxs"})
+        if "ctxs" not in r and "positive_ids" in r:   # xqa data train's questions: their paragraphs by id
+            raise InputError(path, n, "missing field 'ctxs': these are questions with their paragraphs' ids "
+                                      "(xqa data train), which the span reader trains on (--family span "
+                                      "--passages PASSAGES); a FiD reader reads retrieval results (xqa search "
+                                      "--out), each question with its passages")
         ctxs = []
         for i, c in enumerate(_require(r, "ctxs", path, n, list)):
             ctxs.append(_context(c, path, n, f"ctxs[{i}]"))

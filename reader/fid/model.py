@@ -162,6 +162,9 @@ def build_t5(size: str | dict[str, Any], vocab_size: int, seed: int | None = 0, 
     return model
 
 
+ENCODER_TYPES = ("bert", "xlm-roberta", "roberta", "luke", "distilbert", "electra")
+
+
 def load_t5(name_or_path: str):
     """Load a T5/mT5 seq2seq checkpoint (hub name or local folder); no remote code."""
     from transformers import (
@@ -172,7 +175,12 @@ def load_t5(name_or_path: str):
 
     config = AutoConfig.from_pretrained(name_or_path)
     if config.model_type not in SUPPORTED_MODEL_TYPES:
-        raise ValueError(f"{name_or_path}: FiD needs a T5/mT5 checkpoint, found model_type {config.model_type!r}")
+        from xqa.errors import XqaError
+
+        raise XqaError(f"{name_or_path}: not a reader: a Hugging Face {config.model_type!r} model "
+                       f"{'(an encoder: xqa convert e5 writes one) ' if config.model_type in ENCODER_TYPES else ''}"
+                       f"where a reader goes: a span reader (xqa train reader --family span, or the build's "
+                       f"reader/), a FiD reader, or a T5/mT5 checkpoint")
     cls = MT5ForConditionalGeneration if config.model_type == "mt5" else T5ForConditionalGeneration
     return cls.from_pretrained(name_or_path)
 

@@ -38,7 +38,8 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from xqa.artifacts import exclusive, is_complete, save_config, write_file_atomic, write_json_atomic, write_text_atomic
+from xqa.artifacts import (exclusive, file_fingerprint, is_complete, save_config, write_file_atomic,
+                           write_json_atomic, write_text_atomic)
 from xqa.errors import XqaError
 from xqa.records import Passage
 
@@ -57,21 +58,6 @@ def shard_done(out_dir: str | Path, shard_id: int, num_shards: int) -> bool:
 
 
 MADE_BY = "made_by.json"
-
-
-def file_fingerprint(path: str | Path, edge: int = 1 << 20) -> str:
-    """A passage file's size and a digest of its first and last ``edge`` bytes: the same for a
-    copy of it (another machine's, another path, another modification time) and, but for an edit
-    of its middle that keeps its size, different for another file. Read in milliseconds."""
-    path = Path(path)
-    size = path.stat().st_size
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        digest.update(f.read(edge))
-        if size > edge:
-            f.seek(max(edge, size - edge))
-            digest.update(f.read(edge))
-    return f"{size} bytes, sha256 of its ends {digest.hexdigest()[:16]}"
 
 
 def weights_fingerprint(model_dir: str | Path) -> str:
@@ -98,13 +84,14 @@ def passages_fingerprint(passages: Sequence[Passage]) -> str:
 
 def made_by_differences(folder: str | Path, made_by: dict) -> list[str]:
     """How ``made_by`` differs from what encoded ``folder`` (its ``made_by.json``), one line per
-    setting that both name; none where the folder records nothing (nothing encoded yet). The
-    chunk size matters only to a shard still being encoded (where its chunks resume)."""
+    setting that both name; none where the folder records nothing or holds no vectors yet (a run
+    stopped before its first chunk, by a bad passage record say). The chunk size matters only to
+    a shard still being encoded (where its chunks resume)."""
     path = Path(folder) / MADE_BY
-    if not path.is_file():
+    done = (Path(folder) / "done.json").is_file()
+    if not path.is_file() or not (done or any(Path(folder).glob("chunk-*.npy"))):
         return []
     old = json.loads(path.read_text(encoding="utf-8"))
-    done = (Path(folder) / "done.json").is_file()
     return [f"{key} {old[key]} there, {value} now" for key, value in made_by.items()
             if key in old and old[key] != value and not (done and key == "chunk_size")]
 
@@ -171,7 +158,7 @@ def encode_shard(encode: Callable[[Sequence[Passage]], np.ndarray], passages: It
     folder.mkdir(parents=True, exist_ok=True)
     with exclusive(out_dir, f"shard {shard_id} of {out_dir} is being encoded by another process",
                    part=folder.name):
-        if not (folder / MADE_BY).is_file():
+        if not (folder / MADE_BY).is_file() or not any(folder.glob("chunk-*.npy")):   # (again) before the first chunk
             write_json_atomic(folder / MADE_BY, made_by)
         return _encode_into(encode, passages, folder, shard_id, num_shards, fp16, chunk_size, progress, meta, stats)
 

@@ -114,6 +114,12 @@ def read_own(spec: str, lang: str | None = None, problems: Problems | None = Non
     if path.is_dir():
         raise XqaError(f"{path} is a folder; name the files in it")
     if not path.is_file():
+        head, sep, code = spec.rpartition(":")
+        if sep and head and Path(head).is_file():   # FILE:LANG with a code xqa does not know
+            from xqa.langid import LANGUAGE_NAMES
+
+            raise XqaError(f"{spec}: {code!r} after the file name (FILE:LANG) is no language code xqa knows; "
+                           f"known codes: {' '.join(sorted(LANGUAGE_NAMES))}")
         raise XqaError(f"{path}: no such file")
     if path.name.lower().endswith((".xlsx", ".xls", ".ods", ".numbers")):
         raise XqaError(f"{path}: a spreadsheet workbook; save the sheet as CSV (UTF-8), with the column "

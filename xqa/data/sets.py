@@ -86,6 +86,10 @@ def data_root(path: str | Path | None = None) -> Path:
     for c in candidates:
         if c and Path(c).is_dir():
             return Path(c)
+    if path:
+        raise XqaError(f"--data {path}: " + ("is a file; give the folder of the real QA sets (../shared/data)"
+                                             if Path(path).exists() else "no such folder (the real QA sets' "
+                                             "folder, ../shared/data)"))
     raise XqaError("the real QA sets are not here (../shared/data, or pass --data / set XQA_DATA): "
                    "this command needs them; the shipped corpus (xqa/corpus) does not")
 

@@ -132,6 +132,12 @@ def _checked_grid(at: int, values: Sequence[float] | None, default: Sequence[flo
     return grid
 
 
+def _check_out_file(out: str | Path | None) -> None:
+    """A tuning writes its record to the file ``out``: a folder there is said before it searches."""
+    if out and Path(out).is_dir():
+        raise XqaError(f"--out {out} is a folder; name a file to write there (e.g. {Path(out) / 'tuned.json'})")
+
+
 def _finish(best: float, table: dict, report: str, record: dict[str, Any], out: str | None,
             write_config: str | Path | None, retrieval: dict[str, Any]) -> TuneResult:
     """Write the record to ``out`` and the best value into ``write_config`` (each where given)."""
@@ -173,6 +179,7 @@ def tune_alpha(pipeline, questions, config: AlphaTuneConfig) -> TuneResult:
     α in [0, ``max_alpha``] the hybrid over the union is re-ranked and scored. Ties go to the
     smaller α. ``pipeline``: a Pipeline, PipelineConfig or pipeline.json; ``questions``: a list
     or a question file."""
+    _check_out_file(config.out)   # said before the search, not after it
     from retriever.fusion import hybrid
     from xqa.evaluation.judge import Judge, format_table
     from xqa.methods.builtin import side_lists
@@ -235,6 +242,7 @@ class MuTuneConfig:
 def tune_mu(pipeline, questions, config: MuTuneConfig) -> TuneResult:
     """Pick SPAR's μ: questions are encoded once (dense and Λ); each grid value is one search of
     ``[Q ; μ·QΛ]`` against the unchanged SPAR index. Ties go to the μ closest to 1."""
+    _check_out_file(config.out)   # said before the search, not after it
     from retriever.spar.index import MU_GRID
     from xqa.evaluation.judge import Judge, format_table
     from xqa.methods.builtin import spar_encoded
@@ -276,6 +284,7 @@ def tune_lambda(pipeline, questions, config: LambdaTuneConfig) -> TuneResult:
     (about 10-40 for a matching passage) while e5 cosines sit near 0.8 and differ by a few
     hundredths, so the useful λ is large. Questions are tokenized and encoded once; each λ is
     one exact pass over the unchanged index. Ties go to the smaller λ."""
+    _check_out_file(config.out)   # said before the search, not after it
     from xqa.evaluation.judge import Judge, format_table
     from xqa.methods.builtin import dhr_encoded
 
@@ -324,6 +333,7 @@ def tune_setting(pipeline, questions, config: SettingTuneConfig) -> TuneResult:
     value. ``pipeline``: a Pipeline, PipelineConfig or pipeline.json; ``questions``: a list or a
     question file. The best value goes into ``retrieval`` (a registered method's own setting into
     ``retrieval.settings``) when ``write_config`` is given."""
+    _check_out_file(config.out)   # said before the search, not after it
     from xqa.evaluation.judge import Judge, format_table, search_all
     from xqa.methods import method
 
@@ -395,6 +405,7 @@ def tune_fusion(config: FusionTuneConfig) -> dict | None:
     answer, write them with the dev scores of fusion and of the reader alone to ``out``; the
     written dict (``reader``: the reader's family). Under torchrun the processes share the
     reading and only rank 0 tunes (the others get None)."""
+    _check_out_file(config.out)   # said before the search, not after it
     import torch
 
     from xqa.artifacts import write_json_atomic

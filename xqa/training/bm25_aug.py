@@ -101,7 +101,7 @@ def train(config: Bm25AugTrainConfig) -> dict:
     from retriever.bm25_aug.task import AugmentTask, TaskConfig
     from xqa.errors import XqaError
     from xqa.io import read_passages, read_questions
-    from xqa.training.loop import TrainConfig
+    from xqa.training.loop import TrainConfig, dev_said
     from xqa.training.loop import train as run_loop
 
     c = config
@@ -130,7 +130,7 @@ def train(config: Bm25AugTrainConfig) -> dict:
     print(f"{len(passages)} passages ({stats.avgdl:.1f} pieces on average); {len(train_ex)} training questions "
           f"({skipped} without positives, {missing} with none in the passages skipped), {len(capped)} after "
           f"--per-set {c.per_set}: " + ", ".join(f"{k} {v}" for k, v in sets.most_common())
-          + f"; {len(dev_ex)} dev questions ({time.perf_counter() - t0:.0f} s)")
+          + f"; {dev_said(len(dev_ex), c.dev_questions)} ({time.perf_counter() - t0:.0f} s)")
     task = AugmentTask(model, stats, rows, dev_ex,
                        TaskConfig(hard_negatives=c.hard_negatives, reg=c.reg, top_terms=c.top_terms,
                                   dev_questions=c.dev_questions, head_lr_scale=c.head_lr_scale, seed=c.seed))

@@ -158,7 +158,7 @@ def train(config: DenseTrainConfig) -> dict:
     from retriever.dense.task import RetrieverTask, TaskConfig
     from xqa.errors import XqaError
     from xqa.io import read_passages, read_questions, read_results
-    from xqa.training.loop import TrainConfig, init_distributed
+    from xqa.training.loop import TrainConfig, dev_said, init_distributed
     from xqa.training.loop import train as run_loop
 
     c = config
@@ -186,7 +186,7 @@ def train(config: DenseTrainConfig) -> dict:
     if not train_ex:
         raise XqaError(f"{c.train}: no question has a positive passage (positive_ids, or --positives-from)")
     say(f"{len(train_ex)} training questions ({skipped} without positives skipped), "
-        f"{len(dev_ex)} dev questions ({dev_skipped} skipped)")
+        f"{dev_said(len(dev_ex), c.dev_questions)} ({dev_skipped} skipped)")
     keep = needed_ids(train_ex, dev_ex)
     passages = load_passages(read_passages(c.passages, lang=c.lang), keep, extra=10_000)
     say(f"{len(passages)} passages loaded ({len(keep)} named by the questions)")

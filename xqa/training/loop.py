@@ -314,11 +314,12 @@ INPUTS = "inputs"   # config.json: a stamp of each file or folder the settings n
 
 
 def _input_stamps(settings: dict[str, Any]) -> dict[str, str]:
-    """The size and modification time of each file a setting names (a folder: the digest of its
-    files', :func:`xqa.artifacts.files_stamp`), by the setting's name: what tells a training file
-    edited or written again from the one a checkpoint's data position points into, without
-    reading it. The output folder and the other :data:`RESUMABLE` settings are left out."""
-    from xqa.artifacts import files_stamp
+    """What each file or folder a setting names holds (:func:`xqa.artifacts.content_fingerprint`:
+    not its path or time), by the setting's name: what tells a training file edited or written
+    again from the one a checkpoint's data position points into, and a copy of it (elsewhere,
+    without its times) from another file. The output folder and the other :data:`RESUMABLE`
+    settings are left out."""
+    from xqa.artifacts import content_fingerprint
 
     stamps: dict[str, str] = {}
     for name, value in settings.items():
@@ -330,17 +331,26 @@ def _input_stamps(settings: dict[str, Any]) -> dict[str, str]:
             path = _existing_path(v)
             if path is None:
                 break
-            st = path.stat()
-            said.append(files_stamp(path) if path.is_dir() else f"{st.st_size} bytes, modified {st.st_mtime_ns}")
+            said.append(content_fingerprint(path))
         else:
             stamps[name] = "; ".join(said)
     return stamps
 
 
 def run_summary(result: dict) -> str:
-    """``step 300, best mrr 0.949`` (no best where the run validated on nothing)."""
+    """``step 300; kept: step 200, mrr 0.949``: the last step and the one ``best/`` holds (just the
+    step where the run validated on nothing)."""
     best = result.get("best")
-    return f"step {result['step']}" + (f", best mrr {best:.4g}" if isinstance(best, (int, float)) else "")
+    if not isinstance(best, (int, float)):
+        return f"step {result['step']}"
+    kept = f"step {result['best_step']}, " if result.get("best_step") is not None else ""
+    return f"step {result['step']}; kept: {kept}mrr {best:.4g}"
+
+
+def dev_said(n: int, limit: int | None = None) -> str:
+    """``"816 dev questions"``, or with a ``limit`` below it (``--dev-limit``, ``--dev-questions``)
+    the ones validated on: ``"8 of 816 dev questions validated on"``."""
+    return f"{n} dev questions" if not limit or limit >= n else f"{limit} of {n} dev questions validated on"
 
 
 def written(result: dict) -> str:
@@ -365,9 +375,24 @@ def settings_changed(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     a, b = old.get(INPUTS), new.get(INPUTS)
     if isinstance(a, dict) and isinstance(b, dict):   # a run recorded without stamps: not compared
         for name in sorted(set(a) & set(b)):
-            if a[name] != b[name] and name not in changed:   # the same path, other contents
+            if not (a[name].startswith("content ") and b[name].startswith("content ")):
+                continue   # stamped by size and time (an older run): not compared
+            if a[name] == b[name]:   # the same contents: a copy elsewhere is the same data
+                changed.pop(name, None)
+            elif name not in changed:   # the same path, other contents
                 changed[name] = f"{name}'s {(new.get('settings') or {}).get(name)} was changed since"
     return list(changed.values())
+
+
+def _kind_of(folder: Path) -> str | None:
+    """The ``kind`` in ``folder``'s config.json (``"?"`` for one that is no xqa artifact's), or None
+    where there is none."""
+    try:
+        return str(json.loads((folder / "config.json").read_text(encoding="utf-8")).get("kind", "?"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, AttributeError):
+        return "?"
 
 
 def _check_resume(out: Path, record: dict[str, Any], init_from_best: bool = False) -> None:
@@ -416,6 +441,9 @@ def _train(task: TrainTask, dataset: Sequence[dict], config: TrainConfig, progre
            settings: dict[str, Any] | None, info: DistInfo, out: Path, init_from_best: bool) -> dict:
     from tqdm.auto import tqdm
 
+    held = _kind_of(out)
+    if held not in (None, "training_run"):   # another artifact (an index, a reader): not overwritten
+        raise XqaError(f"{out} holds a {held} (its config.json), not a training run: train into another --out")
     record = {"train_config": _recorded(asdict(config))}
     if settings is not None:
         record["settings"] = _recorded(settings)

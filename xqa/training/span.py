@@ -147,7 +147,9 @@ def train(config: SpanTrainConfig, scorer=None) -> dict:
     if not c.train_embeddings:
         reader.model.freeze_embeddings()
     n_train = sum(p.numel() for p in reader.model.parameters() if p.requires_grad)
-    say(f"{len(train_ex)} training questions, {len(dev_ex)} dev questions, {len(passages)} passages; "
+    from xqa.training.loop import dev_said
+
+    say(f"{len(train_ex)} training questions, {dev_said(len(dev_ex), c.dev_limit)}, {len(passages)} passages; "
         f"{reader.model.encoder.config.num_hidden_layers} layers, {n_train / 1e6:.1f}M trained parameters")
     task = SpanTask(reader, passages, negatives=c.negatives, dev=dev_ex, scorer=scorer,
                     dev_questions=c.dev_limit or len(dev_ex))
