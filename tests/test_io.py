@@ -85,6 +85,19 @@ def test_xor_jsonl_questions_and_bad_answers(tmp_path):
     assert [p.lang for p in read_passages(ps)] == ["de"]
 
 
+def test_a_compressed_copy_numbers_its_questions_as_the_file_does(tmp_path):
+    """NQ-open records have no id: they are numbered by file name, the same for a .gz copy."""
+    import gzip
+
+    plain = tmp_path / "NQ-open.dev.jsonl"
+    plain.write_text('{"question": "who?", "answer": ["a"]}\n{"question": "when?", "answer": ["b"]}\n')
+    packed = tmp_path / "copy" / "NQ-open.dev.jsonl.gz"
+    packed.parent.mkdir()
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    assert [q.id for q in read_questions(plain)] == [q.id for q in read_questions(packed)] == \
+        ["NQ-open.dev:1", "NQ-open.dev:2"]
+
+
 def test_dpr_question_tsv_and_plain_text_questions(tmp_path):
     """DPR's nq-test.qa.csv layout (question, tab, a Python list of answers; read as DPR reads it,
     tab-separated CSV) and a text file of one question a line, each id'd by its line."""

@@ -258,6 +258,15 @@ _KIND_NAMES = {str: "a string", int: "an integer", float: "a number", list: "a l
                bool: "true or false"}
 
 
+def file_stem(path: str | Path) -> str:
+    """The name a file's made-up ids begin with: its name without ``.gz`` and then its format's
+    suffix (``NQ-open.dev.jsonl.gz`` → ``NQ-open.dev``, as ``NQ-open.dev.jsonl``), so that a
+    compressed copy numbers its questions as the file does."""
+    name = Path(path).name
+    name = name[:-3] if name.lower().endswith(".gz") else name
+    return Path(name).stem
+
+
 def record_id(obj: dict, path, line, key: str = "id") -> str:
     """The record's id: a non-empty string or an integer (as a string); missing, null, empty or
     any other type is an :class:`InputError` naming ``file:line`` and the field."""
@@ -592,7 +601,7 @@ def _question_from_jsonl(obj: dict, path: Path, n: int | None, lang: str | None,
     if qid is None:
         if not (nq_open or made_up_ids):
             raise InputError(path, n, "missing field 'id'")
-        qid = f"{path.stem}:{item if item is not None else n}"
+        qid = f"{file_stem(path)}:{item if item is not None else n}"
     if seen is not None:
         seen.add(qid, n)
     answers_en = obj.get("answers_en")
@@ -659,7 +668,7 @@ def read_squad(path: str | Path, lang: str | None = None, *,
             raise InputError(path, None, f"{where('data', a, 'title')} should be a string, found {json_type(title)}")
         for p, para in enumerate(need(article, "paragraphs", list, "data", a)):
             context = need(para, "context", str, "data", a, "paragraphs", p)
-            pid = f"{path.stem}:{a}:{p}"
+            pid = f"{file_stem(path)}:{a}:{p}"
             passages.append(Passage(id=pid, title=title, text=context, lang=clang))
             for i, qa in enumerate(need(para, "qas", list, "data", a, "paragraphs", p)):
                 at = ("data", a, "paragraphs", p, "qas", i)
@@ -683,8 +692,8 @@ def read_squad(path: str | Path, lang: str | None = None, *,
                                           meta={"positive_ids": [pid]}))
     if len({q.id for q in questions}) < len(questions):
         print(f"xqa: warning: {path}: question ids repeat (numbered per paragraph?); using "
-              f"'{path.stem}:<article>:<paragraph>:<id>' as ids", file=sys.stderr)
-        questions = [dataclasses.replace(q, id=f"{path.stem}:{a}:{p}:{q.id}")
+              f"'{file_stem(path)}:<article>:<paragraph>:<id>' as ids", file=sys.stderr)
+        questions = [dataclasses.replace(q, id=f"{file_stem(path)}:{a}:{p}:{q.id}")
                      for q, (a, p, _) in zip(questions, places)]
         first: dict[str, int] = {}
         for q, (a, p, i) in zip(questions, places):
