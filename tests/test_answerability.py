@@ -222,6 +222,24 @@ def test_eval_selective_names_the_bad_line(tmp_path):
     assert main(["eval", "--selective", str(tmp_path / "empty.jsonl")]) == 1
 
 
+def test_eval_selective_warns_of_records_of_two_retrieval_methods(tmp_path, capsys):
+    from xqa.cli import main
+
+    for method in ("hybrid", "sparse"):
+        (tmp_path / method).mkdir()
+        _records(tmp_path / method / "records.jsonl", [("Helsinki", ["Helsinki"], 0.8, 0.9),
+                                                       ("Turku", ["Helsinki"], 0.3, 0.4)])
+        (tmp_path / method / "run.json").write_text(json.dumps(
+            {"settings": {"pipeline": {"retrieval": {"method": method}}}}))
+    (tmp_path / "sparse" / "records.jsonl").write_text(
+        (tmp_path / "sparse" / "records.jsonl").read_text().replace('"id": "a', '"id": "s'))
+    assert main(["eval", "--selective", str(tmp_path / "hybrid"), "--plot", str(tmp_path / "p.png")]) == 0
+    assert "warning" not in capsys.readouterr().err
+    assert main(["eval", "--selective", str(tmp_path / "hybrid"), str(tmp_path / "sparse"),
+                 "--plot", str(tmp_path / "p.png")]) == 0
+    assert "the records were retrieved by different methods" in capsys.readouterr().err
+
+
 def test_tune_answerability_fits_writes_and_updates_the_config(tmp_path, capsys):
     from xqa.cli import main
 

@@ -309,15 +309,20 @@ def _selective(c: EvalConfig) -> Evaluation:
     from xqa.evaluation import selective
     from xqa.evaluation.report import selective_text
 
+    shown = Evaluation()
     records = selective.read_records(c.selective)
     if c.where or c.per_lang:
         raise XqaError("--selective scores whole records files; select the questions when answering them")
+    methods = selective.answered_methods(c.selective)
+    if len(methods) > 1:
+        shown.warn("warning: the records were retrieved by different methods ("
+                   + ", ".join(f"{p}: {m}" for m, p in methods.items()) + "): their scores differ in scale, "
+                   "and a calibrator judges one method's answers; score each method's records alone")
     if c.calibrator:
         records = selective.rescore(records, *selective.load_calibrator(c.calibrator))
     e = selective.evaluate_records(records, c.mode, c.threshold, c.not_found_threshold)
     if not e.records:
         raise XqaError(f"{' '.join(c.selective)}: no record with a gold answer to score")
-    shown = Evaluation()
     shown.say(selective_text(e))
     plot = Path(c.plot) if c.plot else Path(e.records[0]["_source"].rsplit(":", 1)[0]).parent / "selective.png"
     selective.plot(e.results, plot)

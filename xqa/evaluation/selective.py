@@ -18,6 +18,7 @@ For a score s over n answers:
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,6 +68,22 @@ def read_records(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
         if len(out) == n_read:
             raise XqaError(f"{path}: holds no answer records (xqa answer --out writes them)")
     return out
+
+
+def answered_methods(paths: Iterable[str | Path]) -> dict[str, str]:
+    """The retrieval method each records file (or answer folder) of ``paths`` was answered with,
+    as its ``run.json`` says: ``{method: path}`` (files without a run.json are left out)."""
+    from xqa import methods
+
+    found: dict[str, str] = {}
+    for path in map(Path, paths):
+        run = (path if path.is_dir() else path.parent) / "run.json"
+        try:
+            name = json.loads(run.read_text(encoding="utf-8"))["settings"]["pipeline"]["retrieval"]["method"]
+            found[methods.method(name).name] = str(path)
+        except (OSError, ValueError, KeyError, TypeError, XqaError):
+            continue
+    return found
 
 
 def load_calibrator(path: str | Path) -> tuple[Any, float, float | None, Any]:

@@ -530,16 +530,9 @@ def _answered_method(paths: list[str]) -> str | None:
     """The retrieval method the records in ``paths`` were answered with (their ``run.json``), or
     None where no run.json says; records of two methods are refused: their retrieval scores,
     which the calibrator weighs, differ in scale."""
-    from xqa import methods
+    from xqa.evaluation.selective import answered_methods
 
-    found: dict[str, str] = {}
-    for path in map(Path, paths):
-        run = (path if path.is_dir() else path.parent) / "run.json"
-        try:
-            name = json.loads(run.read_text(encoding="utf-8"))["settings"]["pipeline"]["retrieval"]["method"]
-            found[methods.method(name).name] = str(path)
-        except (OSError, ValueError, KeyError, TypeError, XqaError):
-            continue
+    found = answered_methods(paths)
     if len(found) > 1:
         raise XqaError("the records were retrieved by different methods ("
                        + ", ".join(f"{p}: {m}" for m, p in found.items())
