@@ -813,7 +813,8 @@ def test_a_calibrator_judges_the_answers_of_the_retrieval_method_it_was_fitted_o
     assert "fitted on answers retrieved by sparse, not dense" in capsys.readouterr().err
     assert main([*args, "--method", "sparse", "--out", str(tmp_path / "sparse")]) == 0
     assert main(["ask", q.question, "--lang", q.lang, "--config", str(path), "--method", "dense"]) == 0
-    assert "retrieval: dense; no P(right): the calibrator was fitted on sparse's answers)" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert "(fused p = " in said and "retrieval: dense; no P(right): the calibrator was fitted on sparse's answers)" in said
     assert main(["ask", q.question, "--lang", q.lang, "--config", str(path), "--json"]) == 0
     record = json.loads(capsys.readouterr().out)
     assert (record["question"], record["lang"]) == (q.question, q.lang) and list(record)[:3] == ["id", "question", "lang"]

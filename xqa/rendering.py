@@ -83,7 +83,7 @@ def not_found_reason(answer: Answer, threshold: float | None, not_found_threshol
 def answer_lines(answer: Answer, question: str, lang: str, method: str, *, unknown_lang: bool = False,
                  identified: str = "", searched: Sequence[str] | None = None, threshold: float | None = None,
                  not_found_threshold: float | None = None, show: int = 5, uncalibrated: str = "",
-                 indexed: bool = True) -> list[str]:
+                 indexed: bool = True, fused: bool = True) -> list[str]:
     """The answer to ``question`` (in ``lang``; ``unknown_lang``: it was searched in the BM25 indexes
     of its script, ``searched`` (:func:`script_search`), as not identified or, ``identified``, as a
     language the pipeline has no index for) as
@@ -91,7 +91,8 @@ def answer_lines(answer: Answer, question: str, lang: str, method: str, *, unkno
     answerability ``threshold``; :data:`NO_ANSWER` and the best guess below the
     ``not_found_threshold``; ``uncalibrated``: why an answer without a calibrated probability has
     none, where its reader has a calibrator; ``indexed`` false: ``lang`` was given, and no BM25 index
-    covers it), the n-best line and the first ``show`` evidence passages."""
+    covers it; ``fused``: the answer's probability is evidence fusion's, else the reader's alone),
+    the n-best line and the first ``show`` evidence passages."""
     from xqa.pipeline import FALLBACK_SUFFIX
 
     if unknown_lang and identified:
@@ -112,7 +113,8 @@ def answer_lines(answer: Answer, question: str, lang: str, method: str, *, unkno
               if copied_text else "")
     text = " ".join(answer.text.split()) or EMPTY   # a span across lines (a document's) is shown on one
     if answer.confidence is None:
-        lines.append(f"answer: {text}{mark}    (p = {answer.score:.3f}, retrieval: {method}{copied}"
+        p = "fused p" if fused else "reader p"
+        lines.append(f"answer: {text}{mark}    ({p} = {answer.score:.3f}, retrieval: {method}{copied}"
                      f"{'; ' + uncalibrated if uncalibrated else ''})")
     else:
         how = (f"P(right) = {answer.confidence:.2f} calibrated, fused p = {answer.score:.3f}, retrieval: {method}"

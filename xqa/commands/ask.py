@@ -73,7 +73,8 @@ def _answer(pipe, cfg, args: argparse.Namespace, text: str, found: str | None = 
                                  show=cfg.show,
                                  threshold=rc.answerability_threshold,
                                  not_found_threshold=rc.not_found_threshold, uncalibrated=why,
-                                 indexed=not pipe.config.languages or lang in pipe.config.languages)), flush=True)
+                                 indexed=not pipe.config.languages or lang in pipe.config.languages,
+                                 fused=rc.evidence_fusion)), flush=True)
 
 
 def _ask_stream(pipe, cfg, args: argparse.Namespace) -> int:
