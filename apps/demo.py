@@ -39,7 +39,7 @@ from xqa.langid import LANGUAGE_NAMES, UNKNOWN, language_name, resolve_language
 from xqa.langid import warm_up as langid_warm_up
 from xqa.langid.rules import detect_language
 from xqa.records import Question
-from xqa.rendering import script_search
+from xqa.rendering import NBEST_SHOWN, script_search
 
 log = logging.getLogger("xqa.demo")
 
@@ -250,8 +250,8 @@ def _count(value: Any, default: int, most: int) -> int | str:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or (
             isinstance(value, float) and not value.is_integer()):
         return f"expected a whole number from 1 to {most}, got {shown}"
-    if not 1 <= value <= most:
-        return f"choose a number from 1 to {most}, not {shown}"
+    if not 1 <= value <= most:   # a slider sends 0 as 0.0: said as the whole number it is
+        return f"choose a number from 1 to {most}, not {int(value) if abs(value) < 1e15 else shown}"
     return int(value)
 
 
@@ -352,7 +352,8 @@ def build_app(pipeline, *, max_chars: int = render.MAX_QUESTION_CHARS, batch: in
                                   n_passages, api_visibility="private")
         status = gr.Markdown(elem_id="status")
         answer = gr.HTML(elem_id="answer", css_template=render.CSS)
-        nbest = gr.Dataframe(headers=render.NBEST_HEADERS, label="n-best answers", interactive=False,
+        nbest = gr.Dataframe(headers=render.NBEST_HEADERS, interactive=False,
+                             label=f"n-best answers (the best {NBEST_SHOWN}; the answer record lists every one)",
                              elem_id="nbest", wrap=True)
         gr.Markdown("### Evidence (the passages the reader saw; the answer is highlighted)")
         evidence = gr.HTML(elem_id="evidence", css_template=render.CSS)

@@ -11,8 +11,12 @@ these. :func:`tidy_answer` removes them and leaves everything else as written:
   trailing ``%`` or ``‰``, the full stop of an initialism or a short abbreviation (``D.C.``,
   ``Jr.``), and a minus or hyphen right before a digit (``-5``);
 - an opening bracket with no closing one, and what follows it (``1918 (aged`` → ``1918``),
-  unless it starts the answer; a closing bracket with no opening one;
-- a straight double quote that has no partner.
+  unless it starts the answer; a closing bracket with no opening one, and what follows it
+  (``57 SM-654 M), tengah`` → ``57 SM-654 M``), or what comes before it where that holds no
+  letter or digit;
+- a straight double quote that has no partner, likewise.
+
+What is left is always a piece of the text as written: nothing is taken out of its middle.
 
 Never returns an empty string for a non-empty answer made only of punctuation: such an
 answer is returned stripped of white space, as it was.
@@ -87,27 +91,39 @@ def _strip_edges(text: str) -> str:
     return text
 
 
+def _cut_at(text: str, at: int) -> str:
+    """``text`` without the character at ``at`` and one side of it: what comes before where that
+    holds a letter or digit, else what follows. The answer stays a piece of the passage as it
+    is written (a character taken out of its middle would make it one the passage never has)."""
+    head = text[:at]
+    return head if any(ch.isalnum() for ch in head) else text[at + 1:]
+
+
 def _drop_unbalanced(text: str) -> str:
-    """Cut an unmatched opening bracket and its tail; remove unmatched closing brackets."""
-    stack: list[int] = []
-    drop: set[int] = set()
-    for i, ch in enumerate(text):
-        if ch in PAIRS and PAIRS[ch] != ch and ch not in "“‘„‚":
-            stack.append(i)
-        elif ch in _CLOSERS and ch not in "”’":
-            if stack and PAIRS[text[stack[-1]]] == ch:
-                stack.pop()
-            else:
-                drop.add(i)
-    if stack and stack[0] > 0:
-        text, drop = text[:stack[0]], {i for i in drop if i < stack[0]}
-    elif stack:   # the answer starts with a bracket that is never closed: drop the bracket alone
-        drop.add(stack[0])
-    if drop:
-        text = "".join(ch for i, ch in enumerate(text) if i not in drop)
+    """Cut an unmatched opening bracket and its tail, an unmatched closing bracket and its head
+    or tail (:func:`_cut_at`), and a lone straight quote likewise."""
+    while True:
+        stack: list[int] = []
+        closer = None
+        for i, ch in enumerate(text):
+            if ch in PAIRS and PAIRS[ch] != ch and ch not in "“‘„‚":
+                stack.append(i)
+            elif ch in _CLOSERS and ch not in "”’":
+                if stack and PAIRS[text[stack[-1]]] == ch:
+                    stack.pop()
+                elif closer is None:
+                    closer = i
+        if stack and stack[0] > 0 and (closer is None or stack[0] < closer):
+            text = text[:stack[0]]   # an unclosed bracket and its tail (1918 (aged → 1918)
+        elif stack and stack[0] == 0 and (closer is None or closer > 0):
+            text = text[1:]          # the answer starts with a bracket never closed: the bracket alone
+        elif closer is not None:
+            text = _cut_at(text, closer)   # 57 SM-654 M), tengah → 57 SM-654 M
+        else:
+            break
     if text.count('"') % 2:   # a lone straight quote
         at = text.rfind('"') if text.rstrip().endswith('"') or not text.lstrip().startswith('"') else text.find('"')
-        text = text[:at] + text[at + 1:]
+        text = _cut_at(text, at)
     return text
 
 

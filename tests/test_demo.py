@@ -294,6 +294,7 @@ def test_answerer_says_what_is_wrong_with_each_value_an_api_client_sends():
                        (2.5, 2, "K (passages retrieved): expected a whole number from 1 to 1000, got 2.5"),
                        (True, 2, "got True"), ("twenty", 2, "got 'twenty'"), (float("nan"), 2, "got nan"),
                        (10, 0, "Passages read: choose a number from 1 to 100, not 0"),
+                       (0.0, 2, "from 1 to 1000, not 0.**"), (1e300, 2, "not 1e+300"),   # as a slider sends it
                        (10, 2.5, "Passages read: expected a whole number from 1 to 100, got 2.5")):
         status = ans("Who?", "auto", "scd", k, n)[0]
         assert status.startswith("⚠️") and says in status, (k, n, status)

@@ -126,20 +126,23 @@ def test_ask_identifies_the_language_when_auto(pipe, test_questions):
 
     french = pipe.ask("Quelle est la capitale de l'Australie ?")
     assert french.question.lang == "und" and french.identified == "fr" and french.answer.evidence
-    first = answer_lines(french.answer, french.question.question, "und", "dense", unknown_lang=True,
+    first = answer_lines(french.answer, french.question.question, "und", "hybrid", unknown_lang=True,
                          identified=french.identified)[0]
     assert first.startswith("question (und: reads as French (fr), which no BM25 index here covers; "
                             "BM25 searches the indexes of its script and dense retrieval all languages): Quelle")
-    named = answer_lines(french.answer, french.question.question, "und", "dense", unknown_lang=True,
+    named = answer_lines(french.answer, french.question.question, "und", "hybrid", unknown_lang=True,
                          identified="fr", searched=["de", "en"])[0]
     assert "; BM25 searches the indexes of its script (de, en) and dense retrieval all languages): Quelle" in named
     bm25 = answer_lines(french.answer, french.question.question, "und", "sparse", unknown_lang=True,
                         identified="fr", searched=["de", "en"])[0]
     assert "; BM25 searches the indexes of its script (de, en)): Quelle" in bm25   # sparse has no dense part
+    dense = answer_lines(french.answer, french.question.question, "und", "dense", unknown_lang=True,
+                         identified="fr", searched=["de", "en"])[0]
+    assert "covers; dense retrieval searches all languages (dense uses no BM25 index)): Quelle" in dense
     given = answer_lines(french.answer, french.question.question, "fr", "hybrid", indexed=False)[0]
     assert given.startswith("question (fr: no BM25 index here covers French, so BM25 finds nothing and dense "
                             "retrieval searches all languages): Quelle")
-    none = answer_lines(french.answer, "Кто?", "und", "dense", unknown_lang=True, searched=[])[0]
+    none = answer_lines(french.answer, "Кто?", "und", "hybrid", unknown_lang=True, searched=[])[0]
     assert none == ("question (und: not identified; no BM25 index is written in its script, so dense retrieval "
                     "alone searches, in all languages): Кто?")
     with pytest.raises(XqaError, match="empty"):
@@ -818,6 +821,8 @@ def test_a_calibrator_judges_the_answers_of_the_retrieval_method_it_was_fitted_o
     assert main(["ask", q.question, "--lang", q.lang, "--config", str(path), "--json"]) == 0
     record = json.loads(capsys.readouterr().out)
     assert (record["question"], record["lang"]) == (q.question, q.lang) and list(record)[:3] == ["id", "question", "lang"]
+    assert record["detected"] is False and record["method"] == PipelineConfig.load(path).retrieval.method
+    assert record["n_passages"] == PipelineConfig.load(path).reader.n_passages and record["k"] >= record["n_passages"]
 
 
 def test_abstain_with_a_reader_without_a_calibrator_is_refused(tiny_pipeline, tmp_path, test_questions, capsys):

@@ -297,7 +297,8 @@ def render(d: dict[str, Any]) -> list[str]:
                      + (f" (as the {p['counted_by']} index counted them)" if p.get("counted_by") else ""))
     lines.append(f"           {p['file']}" + ("" if p["exists"] else "  (missing)"))
     if p.get("source"):
-        lines.append(f"           made from {p['source']}" + (f" (sha256 {p['sha256'][:12]}…)" if p.get("sha256") else ""))
+        lines.append(f"           made from {p['source']}" + (f" (digest {p['sha256'][:12]}…, a sha256 of its "
+                                                             f"file name and bytes)" if p.get("sha256") else ""))
     r = d["retrieval"]
     lines.append(f"retrieval  {r['method']}, k {r['k']}, fallback {r['fallback']}")
     encoders: dict[str, str] = {}   # encoder folder -> the index it was described under

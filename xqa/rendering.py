@@ -48,12 +48,24 @@ def script_search(searched: Sequence[str] | None, mark: Callable[[str], str] = s
     ``searched`` (:meth:`xqa.pipeline.Pipeline.script_indexes`; None: not known here), or in none,
     and, where ``method`` has a dense part (any but the BM25-only methods; none named: it has),
     dense retrieval in all languages; ``mark`` writes a language code (the demo's as code)."""
+    if method and not uses_bm25(method):
+        return f"dense retrieval searches all languages ({method} uses no BM25 index)"
     dense = "" if lexical_only(method) else " and dense retrieval all languages"
     if searched is None:
         return f"BM25 searches the indexes of its script{dense}"
     if not searched:   # a BM25-only method's fallback (dense) searches where BM25 finds nothing
         return "no BM25 index is written in its script, so dense retrieval alone searches, in all languages"
     return f"BM25 searches the indexes of its script ({', '.join(map(mark, searched))}){dense}"
+
+
+def uses_bm25(method: str) -> bool:
+    """Whether the retrieval ``method`` searches a per-language BM25 index (``sparse`` or ``roman``)."""
+    from xqa import methods
+
+    try:
+        return bool(set(methods.needs(method)) & {"sparse", "roman"})
+    except XqaError:
+        return True
 
 
 def lexical_only(method: str) -> bool:
@@ -117,13 +129,14 @@ def answer_lines(answer: Answer, question: str, lang: str, method: str, *, unkno
         lines.append(f"answer: {text}{mark}    ({p} = {answer.score:.3f}, retrieval: {method}{copied}"
                      f"{'; ' + uncalibrated if uncalibrated else ''})")
     else:
-        how = (f"P(right) = {answer.confidence:.2f} calibrated, fused p = {answer.score:.3f}, retrieval: {method}"
-               f"{copied}")
+        below = (f" (< {threshold:.2f} for a confident answer)" if threshold is not None and not answer.answered
+                 and answer.found else "")
+        how = (f"P(right) = {answer.confidence:.2f} calibrated{below}, fused p = {answer.score:.3f}, "
+               f"retrieval: {method}{copied}")
         if answer.answered:
             lines.append(f"answer: {text}{mark}    ({how})")
         elif answer.found:
-            below = f" < {threshold:.2f} for a confident answer" if threshold is not None else ""
-            lines.append(f"answer ({UNCERTAIN}): {text}{mark}    ({how}{below})")
+            lines.append(f"answer ({UNCERTAIN}): {text}{mark}    ({how})")
         else:
             lines.append(f"answer: {NO_ANSWER} ({not_found_reason(answer, threshold, not_found_threshold)})")
             lines.append(f"best guess: {text}{mark}    ({how})")

@@ -57,6 +57,9 @@ def _answer(pipe, cfg, args: argparse.Namespace, text: str, found: str | None = 
                   **record}
         if cfg.reader is not None:   # as xqa answer's records name it
             record["reader"] = cfg.reader
+        n = cfg.n_passages or pipe.config.reader_config(cfg.reader).n_passages   # read; K at least that
+        record.update(detected=asked.detected, identified=asked.identified or None,   # as the demo's record
+                      method=pipe.config.retrieval.method, k=max(pipe.config.retrieval.k, n), n_passages=n)
         print(json.dumps(record, ensure_ascii=False, indent=None if jsonl else 1), flush=True)
         return
     lang = asked.question.lang
