@@ -229,7 +229,8 @@ class Answerer:
         record.update(lang=code, detected=detected, identified=asked.identified or None, method=method, k=k,
                       n_passages=n, reader=request.reader, seconds=round(seconds, 4))
         shown_reader = request.reader if len(self.readers) > 1 else ""
-        return (render.status_markdown(code, detected, method, k, n, seconds, note, reader=shown_reader),
+        return (render.status_markdown(code, detected, method, k, n, seconds, note, reader=shown_reader,
+                                       read=len(answer.evidence)),
                 render.answer_html(answer, fused, code, rc.answerability_threshold, rc.not_found_threshold),
                 render.nbest_rows(answer),
                 render.evidence_html(answer),

@@ -288,13 +288,16 @@ def _relevance_cell(r: float) -> str:
 
 
 def status_markdown(lang: str, detected: bool, method: str, k: int, n_passages: int, seconds: float,
-                    note: str = "", reader: str = "") -> str:
+                    note: str = "", reader: str = "", read: int | None = None) -> str:
     """One line saying which language, method, reader (``reader``: its name, where the page
-    offers several) and budget answered, and how fast."""
+    offers several) and budget answered, and how fast; ``read``: the passages the reader got,
+    where retrieval found fewer than ``n_passages``."""
     how = "detected" if detected else "chosen"
+    passages = (f"{read} of {n_passages} passages (retrieval found {read})" if read is not None and read < n_passages
+                else f"{n_passages} passages")
     parts = [f"**Language:** {html.escape(language_name(lang))} (`{html.escape(lang)}`, {how})",
              f"**Retrieval:** {html.escape(method_label(method))}, K = {k}",
-             f"**Reader:** {html.escape(reader) + ', ' if reader else ''}{n_passages} passages",
+             f"**Reader:** {html.escape(reader) + ', ' if reader else ''}{passages}",
              f"answered in {seconds:.2f} s"]
     line = " · ".join(parts)
     return f"{line}\n\n{note}" if note else line

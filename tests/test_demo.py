@@ -212,6 +212,9 @@ def test_status_line():
     assert "Japanese" in s and "`ja`" in s and "detected" in s and "K = 60" in s and "20 passages" in s
     assert "0.43 s" in s
     assert "chosen" in render.status_markdown("fi", False, "dense", 5, 5, 1.0)
+    assert "**Reader:** 2 of 5 passages (retrieval found 2)" in render.status_markdown("de", True, "sparse", 20, 5,
+                                                                                      1.0, read=2)
+    assert "**Reader:** 5 passages" in render.status_markdown("de", True, "sparse", 20, 5, 1.0, read=5)
 
 
 # ------------------------------------------------------------------ the /answer event
