@@ -477,7 +477,10 @@ def test_ask_dash_answers_each_line_of_stdin_with_the_pipeline_loaded_once(tiny_
     out = subprocess.run(cmd + ["--json"], input=lines, capture_output=True, text=True)
     assert out.returncode == 1, out.stderr
     records = [json.loads(x) for x in out.stdout.splitlines()]
-    assert [r["id"] for r in records] == ["1", "4"]          # the line numbers; the blank line skipped
+    assert [r["id"] for r in records] == ["1", "3", "4"]     # the line numbers; the blank line skipped
+    assert records[1] == {"id": "3", "question": "???", "error": "the question '???' has no letters or digits: "
+                                                                 "there is nothing to search for"}
+    records = [records[0], records[2]]
     assert "xqa ask: <stdin>:3: the question '???' has no letters or digits" in out.stderr
     assert "2 question(s) answered, 1 could not be asked" in out.stderr
     assert sum("loading reader" in x for x in out.stderr.splitlines()) == 1

@@ -84,8 +84,8 @@ def _ask_stream(pipe, cfg, args: argparse.Namespace) -> int:
     """``xqa ask -``: the questions of standard input, one a line, each answered as it comes with
     the pipeline loaded once (a prompt on stderr where stdin is a terminal, where Ctrl-C stops
     the answer under way and Ctrl-D ends; blank lines skipped; a record's ``id`` is its line number).
-    A question that cannot be asked is reported with its line number and the rest go on; the
-    exit status is 1 when any was."""
+    A question that cannot be asked is reported with its line number (with ``--json``, in a record
+    of its own with an ``error``) and the rest go on; the exit status is 1 when any was."""
     import sys
 
     from xqa.errors import XqaError
@@ -112,6 +112,11 @@ def _ask_stream(pipe, cfg, args: argparse.Namespace) -> int:
         except XqaError as e:
             failed += 1
             _say(f"<stdin>:{number}: {e}")
+            if cfg.json:   # a record for every question line, the ones that could not be asked too
+                import json
+
+                print(json.dumps({"id": str(number), "question": line.strip(), "error": str(e)},
+                                 ensure_ascii=False), flush=True)
         except KeyboardInterrupt:
             if not interactive:
                 raise
