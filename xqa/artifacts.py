@@ -232,6 +232,19 @@ def holds_kind(folder: str | Path, kind: str) -> bool:
         return False
 
 
+def artifact_kind(folder: str | Path) -> str | None:
+    """The ``kind`` ``folder``'s config.json names (``"?"`` for a config.json that names none: not
+    an xqa artifact's), or None where there is no config.json: what an output folder holds before
+    a command writes its own artifact there."""
+    try:
+        kind = json.loads((Path(folder) / CONFIG_NAME).read_text(encoding="utf-8")).get("kind")
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, AttributeError):
+        return "?"
+    return kind if isinstance(kind, str) else "?"
+
+
 def is_complete(folder: str | Path) -> bool:
     """True when ``folder`` is a finished artifact (it has its config.json)."""
     return (Path(folder) / CONFIG_NAME).is_file()

@@ -166,7 +166,7 @@ def build_dense(cfg: DenseIndexConfig, log: Log = print) -> dict[str, Any] | Non
                                         weights_fingerprint)
     from retriever.dense.index import IndexParams
     from retriever.dense.model import BiEncoder
-    from xqa.artifacts import file_fingerprint, holds_kind, is_complete, write_json_atomic
+    from xqa.artifacts import artifact_kind, file_fingerprint, is_complete, write_json_atomic
     from xqa.io import read_passages
 
     out = Path(cfg.out)
@@ -185,9 +185,8 @@ def build_dense(cfg: DenseIndexConfig, log: Log = print) -> dict[str, Any] | Non
     if not model_dir.is_dir():
         raise XqaError(f"--model {model_dir}: " + ("is a file; " if model_dir.exists() else "no such folder; ")
                        + "give a bi-encoder folder (xqa train retriever OUT, or xqa convert e5 OUT)")
-    if is_complete(out) and not holds_kind(out, KIND):
-        held = json.loads((out / "config.json").read_text(encoding="utf-8")).get("kind", "?") \
-            if (out / "config.json").is_file() else "?"
+    held = artifact_kind(out)
+    if held not in (None, KIND):
         raise XqaError(f"{out} holds a {held} (its config.json), not a dense index: index into another --out")
     info = model_info(model_dir, out)
     _check_same_model(out, info, cfg.fp16)

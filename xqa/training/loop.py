@@ -35,7 +35,8 @@ import numpy as np
 import torch
 
 from xqa.distributed import DistInfo, _barrier, _mean_across, _reached, init_distributed, main_process, map_sharded  # noqa: F401
-from xqa.artifacts import atomic_dir, exclusive, is_complete, save_config, write_json_atomic, write_text_atomic
+from xqa.artifacts import (artifact_kind, atomic_dir, exclusive, is_complete, save_config, write_json_atomic,
+                           write_text_atomic)
 from xqa.errors import XqaError
 
 
@@ -384,17 +385,6 @@ def settings_changed(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return list(changed.values())
 
 
-def _kind_of(folder: Path) -> str | None:
-    """The ``kind`` in ``folder``'s config.json (``"?"`` for one that is no xqa artifact's), or None
-    where there is none."""
-    try:
-        return str(json.loads((folder / "config.json").read_text(encoding="utf-8")).get("kind", "?"))
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError, AttributeError):
-        return "?"
-
-
 def _check_resume(out: Path, record: dict[str, Any], init_from_best: bool = False) -> None:
     """Refuse to go on with a checkpoint in ``out`` that a run with other settings left; with
     ``init_from_best`` (its command's --init takes ``OUT/best``), say how to train a finished
@@ -441,7 +431,7 @@ def _train(task: TrainTask, dataset: Sequence[dict], config: TrainConfig, progre
            settings: dict[str, Any] | None, info: DistInfo, out: Path, init_from_best: bool) -> dict:
     from tqdm.auto import tqdm
 
-    held = _kind_of(out)
+    held = artifact_kind(out)
     if held not in (None, "training_run"):   # another artifact (an index, a reader): not overwritten
         raise XqaError(f"{out} holds a {held} (its config.json), not a training run: train into another --out")
     record = {"train_config": _recorded(asdict(config))}
