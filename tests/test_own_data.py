@@ -328,6 +328,12 @@ def test_a_span_reader_continued_on_own_data_stops_on_time_resumes_and_loads_as_
     assert main([*common, "--out", str(tmp_path / "wider"), "--max-length", "128", "--stride", "32"]) == 0
     wider = load_reader(tmp_path / "wider")
     assert (wider.settings.max_length, wider.settings.stride) == (128, 32)
+    # the stride is recorded as read with: the default for 128 tokens (32) is the same run
+    recorded = json.loads((tmp_path / "wider" / "config.json").read_text())["settings"]
+    assert recorded["stride"] == 32
+    capsys.readouterr()
+    assert main([*common, "--out", str(tmp_path / "wider"), "--max-length", "128"]) == 0
+    assert "already in" in capsys.readouterr().out
 
 
 def test_a_packed_reader_given_to_init_says_to_unpack_it_first(tmp_path):

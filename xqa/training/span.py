@@ -153,7 +153,10 @@ def train(config: SpanTrainConfig, scorer=None) -> dict:
         f"{reader.model.encoder.config.num_hidden_layers} layers, {n_train / 1e6:.1f}M trained parameters")
     task = SpanTask(reader, passages, negatives=c.negatives, dev=dev_ex, scorer=scorer,
                     dev_questions=c.dev_limit or len(dev_ex))
-    return run_loop(task, train_ex, _loop(c), progress=True, settings=asdict(config), init_from_best=True)
+    # the stride it reads with is recorded, not None: the same run given --stride 64 or left to
+    # the default is the same run, and a checkpoint recorded with the number resumes
+    return run_loop(task, train_ex, _loop(c), progress=True,
+                    settings=asdict(replace(config, stride=reader.settings.stride)), init_from_best=True)
 
 
 def _loop(c: SpanTrainConfig):
@@ -227,4 +230,4 @@ def _train_kit(c: SpanTrainConfig) -> dict:
             print(f"  {row['set']:<10} {row['questions']:>6} questions  {row['share']:6.1%} of draws  "
                   f"{row['passes_per_epoch'] * len(order) / len(kit):5.2f} passes")
     return run_loop(task, [int(i) for i in order], _loop(replace(c, epochs=1.0)), progress=True,
-                    settings=asdict(c))
+                    settings=asdict(replace(c, stride=kit.settings.stride)))
