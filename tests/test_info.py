@@ -112,6 +112,13 @@ def test_what_is_missing_is_said_and_counts_come_from_an_index(built):
     [reader] = describe(built)["readers"]
     assert reader["hub"] == "google/mt5-base"
     assert "google/mt5-base (a model hub name" in "\n".join(render(describe(built)))
+    assert reader["name"] == "fid"   # a hub name loads as the fallback family's
+    # a reader folder that is not there is not named after the fallback family
+    cfg["reader"]["model"] = "span-reader"
+    built.write_text(json.dumps(cfg))
+    [reader] = describe(built)["readers"]
+    assert reader["name"] == "default" and not reader["exists"]
+    assert "reader     default (default)" in "\n".join(render(describe(built)))
 
 
 def test_the_command_prints_it_and_writes_json(built, tmp_path, capsys):

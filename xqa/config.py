@@ -29,6 +29,8 @@ DEFAULT_READER = "default"
 # What a reader's name may be (``reader.name``, the keys of ``readers``): it is given on command lines.
 READER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
 READER_NAME_RULE = "letters, digits, '_', '.', '+' or '-', starting with a letter or digit"
+# a model hub name ("google/mt5-base"), where no folder of that name exists
+HUB_NAME = re.compile(r"[\w.-]+/[\w.-]+")
 
 
 @dataclass
@@ -180,14 +182,19 @@ class PipelineConfig:
 
     def reader_name(self) -> str:
         """The default reader's name: ``reader.name``, else the family name of its model
-        (:func:`reader.registry.family_of`, from the folder's config.json), else ``"default"``."""
+        (:func:`reader.registry.family_of`, from the folder's config.json, or the fallback
+        family's for a model hub name), else ``"default"`` (a folder that is not there is not
+        named after the fallback family)."""
         if self.reader.name:
             return self.reader.name
         if not self.reader.model:
             return DEFAULT_READER
+        folder = self.path(self.reader.model)
+        if not Path(folder).exists() and not HUB_NAME.fullmatch(self.reader.model):
+            return DEFAULT_READER
         from reader.registry import family_of
 
-        return family_of(self.path(self.reader.model)).name
+        return family_of(folder).name
 
     def reader_names(self) -> list[str]:
         """The readers this config answers with: the default reader's name, then ``readers``'s."""

@@ -13,14 +13,13 @@ from __future__ import annotations
 import functools
 import json
 import os
-import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from xqa.artifacts import library_versions
-from xqa.config import PipelineConfig
+from xqa.config import HUB_NAME, PipelineConfig
 
 
 @dataclass
@@ -30,8 +29,6 @@ class InfoConfig:
         "help": "also write the description as JSON to this file ('-': to standard output, instead of the text)"})
 
 
-# a model hub name ("google/mt5-base"), where a folder does not exist
-_HUB_NAME = re.compile(r"[\w.-]+/[\w.-]+")
 
 # the keys under which an index's config.json records how many passages it holds
 _COUNTS = ("passages", "num_passages")
@@ -164,7 +161,7 @@ def _reader(name: str, rc: Any, folder: Path, default: bool) -> dict[str, Any]:
         "answerability_threshold": rc.answerability_threshold if rc.answerability is not None else None,
         "not_found_threshold": rc.not_found_threshold}
     if not folder.exists():
-        if _HUB_NAME.fullmatch(rc.model or ""):
+        if HUB_NAME.fullmatch(rc.model or ""):
             out["hub"] = rc.model   # a model hub name: loaded from the hub or its local cache
         return out
     out["size"] = _size(folder)
