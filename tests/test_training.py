@@ -178,6 +178,36 @@ def test_a_checkpoint_is_resumed_only_with_the_settings_that_made_it(tmp_path, m
               init_from_best=True)
 
 
+def test_a_checkpoint_of_another_kind_of_training_is_named_as_such(tmp_path):
+    """A retriever trained into a reader's run folder: the run is named for what it trained,
+    not listed as two dozen other settings; a run recorded without ``trains``, by the names of
+    its settings (another command's)."""
+    from xqa.errors import XqaError
+
+    b = tmp_path / "run"
+    cfg = TrainConfig(out_dir=str(b), batch_size=8, epochs=3, lr=0.05, save_every=5, log_every=1)
+    settings = {"n_context": 4, "family": "span"}
+    with pytest.raises(Killed):
+        train(DyingTask(die_at=8), DATA, cfg, progress=False, settings=settings, trains="a span reader")
+    assert json.load(open(b / "config.json"))["trains"] == "a span reader"
+    with pytest.raises(XqaError, match=r"holds a checkpoint of a training run of a span reader, not of a dense "
+                                       r"retriever: train into another --out, or delete"):
+        train(RegressionTask(evaluate=False), DATA, cfg, progress=False, settings={"hard_negatives": 1},
+              trains="a dense retriever")
+    recorded = json.load(open(b / "config.json"))
+    del recorded["trains"]   # a run recorded before runs said what they train
+    (b / "config.json").write_text(json.dumps(recorded))
+    with pytest.raises(XqaError, match=r"holds a checkpoint of another command's training run \(its settings name "
+                                       r"family, n_context, which this one has not\)"):
+        train(RegressionTask(evaluate=False), DATA, cfg, progress=False, settings={"hard_negatives": 1},
+              trains="a dense retriever")
+    assert json.load(open(b / "checkpoint" / "trainer_state.json"))["step"] == 5   # left as it was
+    # the same kind, same settings: resumed
+    result = train(RegressionTask(evaluate=False), DATA, cfg, progress=False, settings=settings,
+                   trains="a span reader")
+    assert result["step"] == 24
+
+
 def test_a_checkpoint_is_not_resumed_over_a_training_file_written_again(tmp_path):
     """The checkpoint's data position points into the data it was trained on: the same path with
     other contents (lines removed; a file of a kit folder written again) is refused, naming it; the

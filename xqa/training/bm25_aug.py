@@ -138,4 +138,5 @@ def train(config: Bm25AugTrainConfig) -> dict:
                        max_steps=c.max_steps, lr=c.lr, weight_decay=c.weight_decay,
                        warmup_steps=c.warmup_steps, eval_every=c.eval_every, save_every=c.save_every,
                        seed=c.seed, bf16=False, max_minutes=c.max_minutes)
-    return run_loop(task, capped, loop, progress=c.progress, settings=asdict(config))
+    return run_loop(task, capped, loop, progress=c.progress, settings=asdict(config),
+                    trains="a BM25 query augmentation")

@@ -189,7 +189,7 @@ def train(config: FidTrainConfig) -> dict:
     if main_process():
         print(f"FiD reader: {n_params / 1e6:.1f}M parameters, {len(train_set)} training questions, "
               f"{len(dev_set)} dev questions, {c.n_context} passages x {max_length} tokens")
-    return run_loop(task, train_set, loop, settings=asdict(config), init_from_best=True)
+    return run_loop(task, train_set, loop, settings=asdict(config), init_from_best=True, trains="a FiD reader")
 
 
 def _is_bert(folder: str) -> bool:
@@ -251,7 +251,7 @@ def _train_kit(c: FidTrainConfig) -> dict:
         for row in [] if c.overfit else mix_table(kit.arrays["train.set"], kit.config["sets"], alpha):
             print(f"  {row['set']:<10} {row['questions']:>6} questions  {row['share']:6.1%} of draws")
     loop = _loop(replace(c, epochs=1.0, lr=FID_KIT_LR if c.lr is None else c.lr))
-    return run_loop(task, [int(i) for i in order], loop, progress=True, settings=asdict(c))
+    return run_loop(task, [int(i) for i in order], loop, progress=True, settings=asdict(c), trains="a FiD reader")
 
 
 def architecture(size: str, settings: list[str]):

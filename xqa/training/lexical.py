@@ -145,4 +145,5 @@ def train(config: LexicalTrainConfig) -> dict:
                        weight_decay=c.weight_decay, warmup_steps=c.warmup_steps, grad_accum=c.grad_accum,
                        max_grad_norm=2.0, eval_every=c.eval_every, save_every=c.save_every, seed=c.seed,
                        bf16=c.bf16, gradient_checkpointing=c.gradient_checkpointing)
-    return run_loop(task, train_ex, loop, progress=c.progress, settings=asdict(config), init_from_best=True)
+    return run_loop(task, train_ex, loop, progress=c.progress, settings=asdict(config), init_from_best=True,
+                    trains="the lexical model Λ")

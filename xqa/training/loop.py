@@ -386,9 +386,10 @@ def settings_changed(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
 
 
 def _check_resume(out: Path, record: dict[str, Any], init_from_best: bool = False) -> None:
-    """Refuse to go on with a checkpoint in ``out`` that a run with other settings left; with
-    ``init_from_best`` (its command's --init takes ``OUT/best``), say how to train a finished
-    run's model further."""
+    """Refuse to go on with a checkpoint in ``out`` that a run with other settings left, or a run
+    that trained another kind of model (its ``trains``, or settings of other names: another
+    command's); with ``init_from_best`` (its command's --init takes ``OUT/best``), say how to
+    train a finished run's model further."""
     if not is_complete(out / "checkpoint"):
         return
     try:
@@ -396,6 +397,11 @@ def _check_resume(out: Path, record: dict[str, Any], init_from_best: bool = Fals
     except (OSError, ValueError):
         return  # no record of the run: resume as before
     from xqa.runs import said_changes
+
+    other = _other_training(old, record)
+    if other:
+        raise XqaError(f"{out} holds a checkpoint of {other}: train into another --out, or delete {out} "
+                       f"to start over there")
 
     changed = settings_changed(old, record)
     if changed:
@@ -411,30 +417,50 @@ def _check_resume(out: Path, record: dict[str, Any], init_from_best: bool = Fals
                        f"to start over here{further}")
 
 
+def _other_training(old: dict[str, Any], new: dict[str, Any]) -> str:
+    """What the run ``old`` (a config.json) trained, where it is another kind of training than
+    ``new`` (a record of :func:`train`): ``"a training run of a span reader, not of a dense
+    retriever"``, or for a run recorded without ``trains``, one whose settings have other names
+    (another command's); else ``""``."""
+    a, b = old.get("trains"), new.get("trains")
+    if isinstance(a, str) and a and b and a != b:
+        return f"a training run of {a}, not of {b}"
+    names_a, names_b = old.get("settings"), new.get("settings")
+    if isinstance(names_a, dict) and isinstance(names_b, dict) and set(names_a) != set(names_b):
+        only = sorted(set(names_a) - set(names_b))
+        said = f" (its settings name {', '.join(only[:3])}{', …' if len(only) > 3 else ''}, which this one has not)"
+        return f"another command's training run{said if only else ''}"
+    return ""
+
+
 def train(task: TrainTask, dataset: Sequence[dict], config: TrainConfig, progress: bool = True,
-          settings: dict[str, Any] | None = None, init_from_best: bool = False) -> dict:
+          settings: dict[str, Any] | None = None, init_from_best: bool = False, trains: str = "") -> dict:
     """Train ``task.model`` on ``dataset``; see the module docstring for the outputs.
 
     ``settings``: the command's own (model, data), recorded with ``config`` in ``OUT/config.json``;
     a checkpoint left by a run with other settings (outside :data:`RESUMABLE`) is not resumed, nor
     is ``OUT`` trained into by two runs at once (an OS lock, :func:`xqa.artifacts.exclusive`).
     ``init_from_best``: the command's --init takes ``OUT/best`` (said when a finished run is
-    given other settings)."""
+    given other settings). ``trains``: what the run trains ("a span reader"), recorded, so that
+    a run of another kind is not resumed as one with other settings."""
     info = init_distributed()
     out = Path(config.out_dir)
     with (exclusive(out, f"{out} is being written by another training run") if info.main
           else contextlib.nullcontext()):   # rank 0 alone writes the folder
-        return _train(task, dataset, config, progress, settings, info, out, init_from_best)
+        return _train(task, dataset, config, progress, settings, info, out, init_from_best, trains)
 
 
 def _train(task: TrainTask, dataset: Sequence[dict], config: TrainConfig, progress: bool,
-           settings: dict[str, Any] | None, info: DistInfo, out: Path, init_from_best: bool) -> dict:
+           settings: dict[str, Any] | None, info: DistInfo, out: Path, init_from_best: bool,
+           trains: str = "") -> dict:
     from tqdm.auto import tqdm
 
     held = artifact_kind(out)
     if held not in (None, "training_run"):   # another artifact (an index, a reader): not overwritten
         raise XqaError(f"{out} holds a {held} (its config.json), not a training run: train into another --out")
-    record = {"train_config": _recorded(asdict(config))}
+    record: dict[str, Any] = {"train_config": _recorded(asdict(config))}
+    if trains:
+        record["trains"] = trains
     if settings is not None:
         record["settings"] = _recorded(settings)
         record[INPUTS] = _input_stamps(record["settings"])

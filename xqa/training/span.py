@@ -156,7 +156,8 @@ def train(config: SpanTrainConfig, scorer=None) -> dict:
     # the stride it reads with is recorded, not None: the same run given --stride 64 or left to
     # the default is the same run, and a checkpoint recorded with the number resumes
     return run_loop(task, train_ex, _loop(c), progress=True,
-                    settings=asdict(replace(config, stride=reader.settings.stride)), init_from_best=True)
+                    settings=asdict(replace(config, stride=reader.settings.stride)), init_from_best=True,
+                    trains="a span reader")
 
 
 def _loop(c: SpanTrainConfig):
@@ -230,4 +231,4 @@ def _train_kit(c: SpanTrainConfig) -> dict:
             print(f"  {row['set']:<10} {row['questions']:>6} questions  {row['share']:6.1%} of draws  "
                   f"{row['passes_per_epoch'] * len(order) / len(kit):5.2f} passes")
     return run_loop(task, [int(i) for i in order], _loop(replace(c, epochs=1.0)), progress=True,
-                    settings=asdict(replace(c, stride=kit.settings.stride)))
+                    settings=asdict(replace(c, stride=kit.settings.stride)), trains="a span reader")
