@@ -241,6 +241,36 @@ def test_answer_refuses_to_resume_a_run_made_with_other_settings(tiny_pipeline, 
     assert main(["answer", "--config", str(tiny_pipeline), "--questions", str(more), "--out", str(out)]) == 0
     assert "resuming: 1 of 3 questions already answered (records.jsonl also holds 1 answer to other questions)" \
         in capsys.readouterr().out
+    # evidence passages kept per record shape the records: another number is not resumed
+    assert main(["answer", "--config", str(tiny_pipeline), "--questions", str(more), "--out", str(out),
+                 "--evidence", "2"]) == 1
+    assert "answer.evidence 5 → 2" in capsys.readouterr().err
+    # a run.json written without an option recorded now (an older xqa's) resumes with its default
+    run = json.loads((out / "run.json").read_text())
+    del run["settings"]["answer"]["evidence"]
+    (out / "run.json").write_text(json.dumps(run))
+    assert main(["answer", "--config", str(tiny_pipeline), "--questions", str(more), "--out", str(out)]) == 0
+
+
+def test_answer_refuses_to_resume_when_a_question_changed_under_its_id(tiny_pipeline, tmp_path, test_questions,
+                                                                         capsys):
+    """Ids such as STEM:LINE name a line of a file: edited, the same id asks another question,
+    whose old answer a resumed run would keep."""
+    qfile = tmp_path / "mine.txt"
+    qfile.write_text("Who founded QRpedia?\nWhat is the capital of Germany?\n")
+    out = tmp_path / "run"
+    args = ["answer", "--config", str(tiny_pipeline), "--questions", str(qfile), "--lang", "en", "--out", str(out)]
+    assert main(args) == 0
+    before = (out / "records.jsonl").read_text()
+    qfile.write_text("Who founded QRpedia?\nWhere is the Brandenburg Gate?\n")
+    capsys.readouterr()
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert (f"records.jsonl:2: question 'mine:2' was answered as 'What is the capital of Germany?', and is now "
+            f"'Where is the Brandenburg Gate?': the questions changed") in err
+    assert (out / "records.jsonl").read_text() == before
+    qfile.write_text("  Who founded QRpedia?\nWhat is the capital of Germany?\n")   # the same questions
+    assert main(args) == 0
 
 
 def test_an_answer_run_stopped_by_ctrl_c_says_how_far_it_got_and_that_a_rerun_resumes(

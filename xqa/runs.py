@@ -210,6 +210,8 @@ def _answer_into(pipe, questions: Sequence, ids: list[str], out: Path, config: A
                            + ", or answer into another --out")
     if settings is not None:
         _check_run_settings(out, settings, resuming=bool(finished))
+    if finished:
+        _check_same_questions(records, questions)
     todo = [q for q in questions if q.id not in finished]
     if finished and main_process():
         others = len(finished) - (len(questions) - len(todo))
@@ -259,7 +261,8 @@ def _answer_into(pipe, questions: Sequence, ids: list[str], out: Path, config: A
 def answer_settings(pipeline_config, config: AnswerConfig, reader_folder: bool = False) -> dict[str, Any]:
     """What shapes the records of an ``xqa answer`` run: the pipeline's passages, languages,
     retrieval and readers (command-line overrides applied; paths resolved against the config's
-    folder) and the answering options (passages read, evidence fusion, reader, --hide-gold).
+    folder) and the answering options (passages read, evidence passages kept, evidence fusion,
+    reader, --hide-gold).
     ``reader_folder``: the reader was given as a folder (``--reader DIR``), whose files are
     stamped too (:func:`xqa.artifacts.files_stamp`), so that a reader trained again in it is not
     taken for the one a resumed run began with."""
@@ -267,7 +270,7 @@ def answer_settings(pipeline_config, config: AnswerConfig, reader_folder: bool =
     reader = pipeline_config.reader_config(config.reader)
     n_passages = config.n_passages or reader.n_passages   # as read
     answer = {"n_passages": n_passages, "evidence_fusion": config.evidence_fusion, "reader": config.reader,
-              "hide_gold": config.hide_gold}
+              "hide_gold": config.hide_gold, "evidence": config.evidence}
     if reader_folder and reader.model and Path(reader.model).is_dir():
         from reader.registry import resolve
         from xqa.artifacts import files_stamp
@@ -324,6 +327,9 @@ def _check_run_settings(out: Path, settings: dict[str, Any], resuming: bool) -> 
     stored = json.loads(path.read_text(encoding="utf-8")).get("settings") if path.is_file() else None
     if resuming and stored is not None and BUILT not in stored:   # kept by an xqa that did not stamp them
         settings = {k: v for k, v in settings.items() if k != BUILT}
+    if resuming and isinstance((stored or {}).get("answer"), dict) and isinstance(settings.get("answer"), dict):
+        # an answering option a run.json was written without (by an xqa that did not record it)
+        settings = {**settings, "answer": {k: v for k, v in settings["answer"].items() if k in stored["answer"]}}
     if resuming and stored is not None and stored.get(BUILT, {}) != settings.get(BUILT, {}):
         before, now = stored[BUILT], settings[BUILT]
         again = [k for k in sorted(set(before) | set(now)) if before.get(k) != now.get(k)]
@@ -366,6 +372,26 @@ def _flat(d: Any, prefix: str = "") -> dict[str, Any]:
 def _short(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= 40 else text[:39] + "…"
+
+
+def _check_same_questions(records: Path, questions: Sequence) -> None:
+    """An error where a question the records answered under an id is another question now (a
+    file edited, or another file of the same name: ids such as ``STEM:LINE`` name a line, not
+    its question): resumed, its old answer would be kept for the new question."""
+    asked = {q.id: q.question for q in questions}
+    changed = []
+    with open(records, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            rec = json.loads(line)
+            was, now = rec.get("question"), asked.get(rec.get("id"))
+            if isinstance(was, str) and now is not None and was.strip() != now.strip():
+                changed.append((n, rec["id"], was, now))
+    if changed:
+        n, qid, was, now = changed[0]
+        more = f" (and {len(changed) - 1} more)" if len(changed) > 1 else ""
+        raise XqaError(f"{records}:{n}: question {qid!r} was answered as {was[:80]!r}, and is now {now[:80]!r}"
+                       f"{more}: the questions changed under the same ids since this run began; answer into "
+                       f"another --out, or delete {records.parent} to answer them afresh")
 
 
 def done_ids(records: Path) -> set[str]:
