@@ -396,6 +396,41 @@ def test_answer_and_search_with_lang_auto_identify_each_question_as_ask_does(
         (r["question"], r["lang"], r["answer"]) for r in records]
 
 
+def test_answer_and_eval_with_lang_auto_take_and_score_the_same_questions(
+        tiny_pipeline, tmp_path, test_questions, monkeypatch, capsys):
+    """Two questions in languages the pipeline has no index for are both searched as und, but
+    each is in its own language for --per-lang and the score, as xqa eval --lang auto (which
+    knows no pipeline) takes them; a question of no identified language is left out of the
+    score by both, not an error of eval's."""
+    qs = test_questions[:3]
+    truth = {qs[0].question: qs[0].lang, qs[1].question: "fr", qs[2].question: "sv", "???": "und"}
+    monkeypatch.setattr("xqa.langid.identify", lambda text: truth[text])
+    qfile = tmp_path / "q.jsonl"
+    rows = [{k: v for k, v in q.to_dict().items() if k != "lang"} for q in qs]
+    rows.append({"id": "none", "question": "???", "answers": ["x"]})
+    qfile.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    out = tmp_path / "run"
+    assert main(["answer", "--config", str(tiny_pipeline), "--questions", str(qfile), "--lang", "auto",
+                 "--per-lang", "1", "--out", str(out)]) == 0
+    said = capsys.readouterr().out.splitlines()[-1]
+    records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
+    assert [(r["lang"], r.get("identified")) for r in records] == [
+        (qs[0].lang, None), ("und", "fr"), ("und", "sv"), ("und", None)]
+    scores = tmp_path / "scores.json"
+    assert main(["eval", "--gold", str(qfile), "--lang", "auto", "--per-lang", "1", "--predictions",
+                 str(out / "predictions.json"), "--json", str(scores)]) == 0
+    assert "note: 1 question(s) of no identified language (--lang auto: und) left out" in capsys.readouterr().err
+    e2e = json.loads(scores.read_text())["end_to_end"]
+    assert sorted(e2e["per_language"]) == sorted([qs[0].lang, "fr", "sv"])
+    assert said.startswith(f"official MIA EM {e2e['macro']['em']:.2f} / F1 {e2e['macro']['f1']:.2f} on the 3 "
+                           f"question(s) with answers (macro over 3 languages; 1 in und, which the metric does "
+                           f"not score, left out"), said
+    capsys.readouterr()   # the coverage check reads und as a language (its answer is empty: incomplete)
+    assert main(["eval", "--gold", str(qfile), "--lang", "auto", "--coverage", "--predictions", str(out)]) == 1
+    shown = capsys.readouterr()
+    assert "und              1         0       1        0" in shown.out and "unknown language" not in shown.err
+
+
 def test_a_second_answer_or_build_into_a_folder_being_written_is_refused_at_once(
         tiny_pipeline, tmp_path, test_questions, capsys):
     """Two `xqa answer` runs into one --out would append the same questions twice; two builds of

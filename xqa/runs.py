@@ -423,7 +423,13 @@ def score_line(questions: Sequence, out: Path, gold_args: str = "--gold QUESTION
     from xqa.evaluation.languages import KNOWN_LANGUAGES
     from xqa.evaluation.mia import evaluate
 
-    gold = [q for q in questions if q.answers]
+    from dataclasses import replace
+
+    from xqa.cli_options import reads_as
+
+    # each question in the language it reads as (--lang auto: not the und it was searched as), as
+    # xqa eval --lang auto, which knows no pipeline, identifies it
+    gold = [replace(q, lang=reads_as(q)) for q in questions if q.answers]
     scored = [q for q in gold if q.lang in KNOWN_LANGUAGES]   # a language the metric segments (not und)
     if not scored:
         return None

@@ -151,6 +151,10 @@ def evaluate(config: EvalConfig) -> Evaluation:
         from xqa.cli_options import select_questions
 
         gold = select_questions(gold, c.where, c.per_lang)
+    gold, left_out = inputs.unscored(gold)
+    if left_out:
+        shown.warn(f"note: {left_out} question(s) of no identified language (--lang auto: und) left out: the "
+                   f"metric segments answers by language")
 
     if c.predictions:
         preds = inputs.load_predictions(c.predictions)
