@@ -199,7 +199,8 @@ def test_eval_selective_on_a_small_file(tmp_path, capsys):
     assert main(["eval", "--selective", str(a), str(h), "--plot", str(png), "--json", str(out)]) == 0
     text = capsys.readouterr().out
     assert "answerable 3 (66.7% right), made unanswerable 2 (50.0% right)" in text
-    fig = json.loads(out.read_text())["selective"]
+    # strict JSON (an empty reliability bin's mean is null, not NaN), as other readers need it
+    fig = json.loads(out.read_text(), parse_constant=lambda name: pytest.fail(f"{name} in {out}"))["selective"]
     cal, fused = fig["calibrated"], fig["fused probability"]
     assert cal["auroc"] == pytest.approx(1.0) and fused["auroc"] == pytest.approx(3 / 6)
     # calibrated order: 0.9 right, 0.8 right, 0.6 wrong, 0.4 right, 0.2 wrong

@@ -438,6 +438,34 @@ def test_cli_end_to_end(tmp_path, capsys):
     assert scores["mecab_dictionary"].startswith("unidic-lite")
 
 
+def test_cli_retrieval_takes_the_selection_and_leaves_out_questions_without_answers(tmp_path, capsys):
+    from xqa.cli import main
+
+    rows = [result("1", "en", ["Paris"], ["Paris", "no"]), result("2", "de", ["Rom"], ["nein", "Rom"]),
+            result("3", "de", ["Bern"], ["Bern", "nein"]), result("4", "de", [], ["was", "nein"])]
+    rows[1]["split"] = rows[2]["split"] = "test"
+    res = write(tmp_path / "r.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "o.json"
+
+    def scored(*extra):
+        capsys.readouterr()
+        assert main(["eval", "--retrieval", str(res), "--k", "1", "2", "--json", str(out), *extra]) == 0
+        return json.loads(out.read_text())["retrieval"]["r.jsonl"]
+
+    everything = scored()   # question 4 has no answer to find: left out, and said so
+    assert everything["all"]["n"] == 3 and everything["all"]["topk_accuracy"]["1"] == pytest.approx(200 / 3)
+    assert "r.jsonl: 1 of 4 questions without gold answers or passages left out" in capsys.readouterr().err
+    assert set(scored("--where", "lang=de")["per_language"]) == {"de"}
+    test = scored("--where", "split=test", "--per-lang", "1")   # the first of de's test questions
+    assert test["all"]["n"] == 1 and test["all"]["topk_accuracy"] == {"1": 0.0, "2": 100.0}
+    capsys.readouterr()
+    assert main(["eval", "--retrieval", str(res), "--where", "split=dev"]) == 1
+    assert "--where split=dev selects none of the 4 questions: split takes test" in capsys.readouterr().err
+    assert main(["eval", "--retrieval", str(res), "--where", "id=4"]) == 1   # nothing left to score
+    assert "r.jsonl: none of its 1 questions has gold answers or passages: nothing to score" in \
+        capsys.readouterr().err
+
+
 def test_cli_retrieval_and_errors(tmp_path, capsys):
     from xqa.cli import main
 
@@ -450,12 +478,34 @@ def test_cli_retrieval_and_errors(tmp_path, capsys):
     assert json.loads(out.read_text())["retrieval"]["r.json"]["all"]["topk_accuracy"] == {"1": 0.0}
     assert "note: top-5, top-20, top-100 left out: the results hold at most 2 passages a question" \
         in capsys.readouterr().err
+    # the report names the depths scored, not the ones asked for (top-100 of 2 passages)
+    assert main(["eval", "--retrieval", str(res), "--report", str(tmp_path / "rep")]) == 0
+    md = next((tmp_path / "rep").glob("*.md")).read_text()
+    assert "top-1" in md and "top-100" not in md and "@100" not in md
     bad = write(tmp_path / "bad.json", "{\n  nope\n}")
     gold = write(tmp_path / "g.jsonl", json.dumps({"id": "1", "question": "?", "answers": ["a"], "lang": "en"}) + "\n")
     capsys.readouterr()
     assert main(["eval", "--gold", str(gold), "--predictions", str(bad)]) == 1
     assert "bad.json:2" in capsys.readouterr().err
     assert main(["eval", "--predictions", str(bad)]) == 1  # no --gold
+    # options a mode does not read are refused, not ignored
+    for args, said in ((["--selective", str(bad), "--report", str(tmp_path / "rep")],
+                        "--report does not go with --selective"),
+                       (["--gold", str(gold), "--predictions", str(bad), "--plot", "p.png", "--threshold", "0.3"],
+                        "--plot, --threshold: only with --selective"),
+                       (["--gold", str(gold), "--predictions", str(bad), "--coverage", "--sweep", "x.json"],
+                        "--sweep does not go with --coverage")):
+        capsys.readouterr()
+        assert main(["eval", *args]) == 1
+        assert said in capsys.readouterr().err, args
+    unfinished = tmp_path / "run"   # an xqa answer folder stopped before it wrote predictions.json
+    unfinished.mkdir()
+    (unfinished / "run.json").write_text(json.dumps({"settings": {"pipeline": {}}}))
+    (unfinished / "records.jsonl").write_text(json.dumps({"id": "1", "answer": "a"}) + "\n")
+    capsys.readouterr()
+    assert main(["eval", "--gold", str(gold), "--predictions", str(unfinished)]) == 1
+    assert (f"{unfinished}: an xqa answer run that has not finished (no predictions.json, which it writes when "
+            f"every question is answered): run the same xqa answer command again") in capsys.readouterr().err
     empty = write(tmp_path / "empty.jsonl", "")
     empty_preds = write(tmp_path / "ep.json", "")
     capsys.readouterr()

@@ -98,6 +98,18 @@ def test_a_compressed_copy_numbers_its_questions_as_the_file_does(tmp_path):
         ["NQ-open.dev:1", "NQ-open.dev:2"]
 
 
+def test_a_compressed_squad_file_gives_its_language_by_name_as_the_plain_one(tmp_path):
+    """MLQA's and XQuAD's file names say the questions' language; gzipped, they still do."""
+    import gzip
+
+    squad = {"version": "1", "data": [{"title": "T", "paragraphs": [{"context": "Berlin ist groß.", "qas": [
+        {"id": "a1", "question": "Was ist groß?", "answers": [{"text": "Berlin", "answer_start": 0}]}]}]}]}
+    for name in ("dev-context-en-question-de.json.gz", "xquad.de.json.gz"):
+        path = tmp_path / name
+        path.write_bytes(gzip.compress(json.dumps(squad).encode()))
+        assert [q.lang for q in read_questions(path)] == ["de"], name
+
+
 def test_dpr_question_tsv_and_plain_text_questions(tmp_path):
     """DPR's nq-test.qa.csv layout (question, tab, a Python list of answers; read as DPR reads it,
     tab-separated CSV) and a text file of one question a line, each id'd by its line."""
@@ -154,6 +166,11 @@ def test_results_round_trip_and_trec(tmp_path):
     write_trec_run(tmp_path / "run.trec", [r])
     assert (tmp_path / "run.trec").read_text().splitlines() == [
         "q1 Q0 p1 1 2.000000 xqa", "q1 Q0 p2 2 1.000000 xqa"]
+    # an id with a space would split into two fields: refused, the file left unwritten
+    spaced = RetrievalResult(Question("q 2", "who?", "en"), r.ctxs)
+    with pytest.raises(XqaError, match=r"--trec: question id 'q 2' is empty or holds whitespace"):
+        write_trec_run(tmp_path / "spaced.trec", [r, spaced])
+    assert not (tmp_path / "spaced.trec").exists()
     bad = _write(tmp_path / "bad.jsonl", '{"id": "q", "question": "x", "lang": "en"}\n')
     with pytest.raises(InputError, match="ctxs"):
         read_results(bad)

@@ -11,6 +11,7 @@ import contextlib
 import glob
 import importlib.metadata
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -71,8 +72,25 @@ def _remove_orphans(target: Path) -> None:
 
 
 def write_json_atomic(path: str | Path, obj: Any, indent: int | None = 2) -> None:
-    """Write JSON to ``path`` through a temporary file and a rename."""
-    write_text_atomic(path, json.dumps(obj, ensure_ascii=False, indent=indent) + "\n")
+    """Write JSON to ``path`` through a temporary file and a rename. A float that is not a
+    number (NaN: the mean of an empty bin) or infinite is written as ``null``: Python's ``NaN``
+    is no JSON, and other readers (a browser's, jq) refuse the file."""
+    try:
+        text = json.dumps(obj, ensure_ascii=False, indent=indent, allow_nan=False)
+    except ValueError:
+        text = json.dumps(_finite(obj), ensure_ascii=False, indent=indent, allow_nan=False)
+    write_text_atomic(path, text + "\n")
+
+
+def _finite(obj: Any) -> Any:
+    """``obj`` with every NaN or infinite float made None."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
 
 
 def write_text_atomic(path: str | Path, text: str) -> None:

@@ -452,9 +452,9 @@ def write_passages(path: str | Path, passages: Iterable[Passage]) -> int:
 # --------------------------------------------------------------------------- questions
 
 _SQUAD_LANG = [
-    (re.compile(r"question-([a-z]{2}(?:_[a-z]{2})?)\.json$"), 1),  # MLQA: dev-context-de-question-en.json
+    (re.compile(r"question-([a-z]{2}(?:_[a-z]{2})?)\.json(?:\.gz)?$"), 1),  # MLQA: dev-context-de-question-en.json
     (re.compile(r"goldp\.([a-z]{2})\."), 1),  # TyDi GoldP: tydiqa.goldp.ko.train.json
-    (re.compile(r"xquad\.([a-z]{2})\.json$"), 1),  # XQuAD
+    (re.compile(r"xquad\.([a-z]{2})\.json(?:\.gz)?$"), 1),  # XQuAD
 ]
 
 
@@ -814,11 +814,21 @@ def _context(c: Any, path: Path, n: int | None, at: str) -> Context:
                    meta=meta)
 
 
+def check_trec_id(value: str, what: str) -> None:
+    """An error for an id a TREC run file cannot hold: its fields are separated by whitespace."""
+    if not value or any(ch.isspace() for ch in value):
+        raise XqaError(f"--trec: {what} id {value!r} is empty or holds whitespace, which a TREC run file "
+                       f"cannot hold (its fields are separated by whitespace); give ids without it, or leave "
+                       f"--trec out (the results file holds any id)")
+
+
 def write_trec_run(path: str | Path, results: Iterable[RetrievalResult], tag: str = "xqa") -> None:
-    """A TREC run file: ``qid Q0 docid rank score tag`` per line."""
+    """A TREC run file: ``qid Q0 docid rank score tag`` per line (:func:`check_trec_id`)."""
     lines = []
     for r in results:
+        check_trec_id(r.question.id, "question")
         for rank, c in enumerate(r.ctxs, 1):
+            check_trec_id(c.id, "passage")
             lines.append(f"{r.question.id} Q0 {c.id} {rank} {c.score:.6f} {tag}\n")
     write_text_atomic(path, "".join(lines))
 

@@ -50,6 +50,11 @@ def search_questions(pipe, questions: Sequence, out: str | Path | None = None, t
     from xqa.pipeline import askable
     from xqa.records import RetrievalResult
 
+    if trec is not None:   # said before anything is searched
+        from xqa.io import check_trec_id
+
+        for q in questions:
+            check_trec_id(q.id, "question")
     results = []
     with tqdm(total=len(questions), desc=f"search ({pipe.config.retrieval.method})", unit="q",
               disable=not progress) as bar:

@@ -151,6 +151,11 @@ def load_predictions(paths: Iterable[str | Path]) -> Predictions:
     """
     preds = Predictions()
     # an xqa answer folder (records.jsonl, run.json, ...) stands for its predictions.json
+    paths = list(paths)
+    for p in paths:
+        if (Path(p) / "run.json").is_file() and not (Path(p) / "predictions.json").is_file():
+            raise XqaError(f"{p}: an xqa answer run that has not finished (no predictions.json, which it writes "
+                           f"when every question is answered): run the same xqa answer command again to finish it")
     paths = [Path(p) / "predictions.json" if (Path(p) / "records.jsonl").is_file()
              and (Path(p) / "predictions.json").is_file() else p for p in paths]
     for path in expand_paths(paths, "prediction"):

@@ -89,8 +89,10 @@ class EvalConfig(QuestionSelection):
         "help": "--selective: count as shown the answers whose confidence is at least this "
                 "(default: the records' own 'answered' flags, i.e. the config's threshold)"})
     not_found_threshold: float | None = field(default=None, metadata={"min": 0.0, "max": 1.0,
-        "help": "--selective: count as not found the answers whose confidence is below this (default: "
-                "the records' own 'found' flags, i.e. the config's reader.not_found_threshold)"})
+        "help": "--selective: count as not found the answers whose probability that the question is "
+                "answerable from the collection (the records' 'answerable'; where they have none, their "
+                "confidence) is below this (default: the records' own 'found' flags, i.e. the config's "
+                "reader.not_found_threshold)"})
     # report
     report: str | None = field(default=None, metadata={
         "metavar": "DIR", "help": "write DIR/report.md with PNG plots of everything scored in this run"})
@@ -122,6 +124,7 @@ def evaluate(config: EvalConfig) -> Evaluation:
     """Score what ``config`` names (``xqa eval``); the figures go to ``config.json`` and
     ``config.report`` where given."""
     c = config
+    _check_modes(c)
     if c.selective:
         return _selective(c)
     if not (c.predictions or c.retrieval or c.compare or c.sweep):
@@ -178,8 +181,20 @@ def evaluate(config: EvalConfig) -> Evaluation:
             out["end_to_end"] = scores.to_dict(c.per_question)
             to_report["end_to_end"] = {"predictions": scores}
 
+    ks = list(c.k)   # the retrieval depths scored (those the results hold)
     if c.retrieval:
         results = {n: inputs.load_retrieval_results(p, c.default_lang) for n, p in zip(names, c.retrieval)}
+        if c.where or c.per_lang:   # the questions each result holds, selected as --gold's are
+            results = {n: _select_results(res, c.where, c.per_lang) for n, res in results.items()}
+        for n, res in results.items():   # as the end-to-end score skips them: nothing to find
+            kept = [r for r in res if r.get("answers") or retrieval.gold_passage_ids(r)]
+            if res and not kept:
+                raise XqaError(f"{n}: none of its {len(res)} questions has gold answers or passages: nothing to "
+                               f"score (a test set whose answers are withheld is scored by its organisers)")
+            if len(kept) < len(res):
+                shown.warn(f"note: {n}: {len(res) - len(kept)} of {len(res)} questions without gold answers or "
+                           f"passages left out (a test set whose answers are withheld scores nothing)")
+                results[n] = kept
         out["retrieval"] = {}
         deepest = max((len(r["ctxs"]) for res in results.values() for r in res), default=0)
         ks = [k for k in c.k if k <= deepest] or sorted(c.k)[:1]
@@ -219,12 +234,50 @@ def evaluate(config: EvalConfig) -> Evaluation:
         to_report["sweep"] = sweep
 
     if c.report:
-        path = report.write_report(c.report, ks=c.k, match=c.match, **to_report)
+        path = report.write_report(c.report, ks=ks, match=c.match, **to_report)
         shown.say(f"\nreport: {path}")
     if c.json:
         write_json_atomic(c.json, out)
         shown.say(f"figures: {c.json}")
     return shown
+
+
+def _check_modes(c: EvalConfig) -> None:
+    """An error for options the mode given does not read (they were ignored without a word)."""
+    def refused(flags: list[str], said: str) -> None:
+        if flags:
+            raise XqaError(f"{', '.join(flags)} {'does' if len(flags) == 1 else 'do'} not go with {said}")
+
+    def given(pairs) -> list[str]:
+        return [flag for flag, value in pairs if value is not None and value is not False and value != []]
+
+    if c.selective:
+        refused(given((("--gold", c.gold), ("--predictions", c.predictions), ("--retrieval", c.retrieval),
+                       ("--compare", c.compare), ("--sweep", c.sweep), ("--coverage", c.coverage),
+                       ("--mia", c.mia), ("--report", c.report))),
+                "--selective, which scores answer records alone (run xqa eval once for each)")
+    else:
+        only = given((("--plot", c.plot), ("--calibrator", c.calibrator), ("--threshold", c.threshold),
+                      ("--not-found-threshold", c.not_found_threshold)))
+        if only:
+            raise XqaError(f"{', '.join(only)}: only with --selective (answer records' confidence)")
+    if c.coverage:
+        refused(given((("--retrieval", c.retrieval), ("--compare", c.compare), ("--sweep", c.sweep),
+                       ("--report", c.report))),
+                "--coverage, which checks that every question has an answer (run xqa eval once for each)")
+
+
+def _select_results(results: list[dict], where: list[str] | None, per_lang: int) -> list[dict]:
+    """The retrieval results whose questions ``--where`` and ``--per-lang`` select
+    (:func:`xqa.cli_options.select_questions`, on the question fields each result holds)."""
+    from types import SimpleNamespace
+
+    from xqa.cli_options import select_questions
+
+    own = {"id", "question", "lang", "answers", "ctxs"}
+    asked = [SimpleNamespace(id=r.get("id"), question=r.get("question"), lang=r.get("lang"), n=i,
+                             meta={k: v for k, v in r.items() if k not in own}) for i, r in enumerate(results)]
+    return [results[q.n] for q in select_questions(asked, where, per_lang)]
 
 
 def _names(a: str, b: str) -> tuple[str, str]:
