@@ -325,15 +325,51 @@ def test_a_span_reader_continued_on_own_data_stops_on_time_resumes_and_loads_as_
     assert main([*common, "--out", str(tmp_path / "refused"), "--layers", "20"]) == 1
     assert "has 12 layers; keep at most 12 (0: all)" in capsys.readouterr().err
     common[5] = str(start)
-    assert main([*common, "--out", str(tmp_path / "wider"), "--max-length", "128", "--stride", "32"]) == 0
+    assert main([*common, "--out", str(tmp_path / "wider"), "--max-length", "128", "--stride", "32",
+                 "--max-answer-len", "10"]) == 0
     wider = load_reader(tmp_path / "wider")
-    assert (wider.settings.max_length, wider.settings.stride) == (128, 32)
+    assert (wider.settings.max_length, wider.settings.stride, wider.settings.max_answer_len) == (128, 32, 10)
     # the stride is recorded as read with: the default for 128 tokens (32) is the same run
     recorded = json.loads((tmp_path / "wider" / "config.json").read_text())["settings"]
-    assert recorded["stride"] == 32
+    assert recorded["stride"] == 32 and recorded["max_answer_len"] == 10
     capsys.readouterr()
-    assert main([*common, "--out", str(tmp_path / "wider"), "--max-length", "128"]) == 0
+    assert main([*common, "--out", str(tmp_path / "wider"), "--max-length", "128", "--max-answer-len", "10"]) == 0
     assert "already in" in capsys.readouterr().out
+
+
+def test_a_span_reader_started_from_the_encoder_is_the_same_each_run_with_one_seed(converted_e5, tmp_path,
+                                                                                     capsys):
+    """The span heads are new weights: drawn from --seed, so two runs give the same reader, and
+    options of another family, or that a kit holds, are refused rather than dropped."""
+    from safetensors.torch import load_file
+
+    from xqa.cli import main
+
+    train, dev = _own_sets(tmp_path)
+    data = tmp_path / "data"
+    build(OwnDataConfig(train=train, out=str(data), negatives=0, progress=False))
+    common = ["train", "reader", "--family", "span", "--init", str(converted_e5), "--layers", "1",
+              "--max-length", "64", "--train", str(data / "train.jsonl"), "--passages",
+              str(data / "passages.jsonl"), "--batch-size", "1", "--max-steps", "1", "--threads", "1"]
+    heads = []
+    for name in ("a", "b"):
+        assert main([*common, "--out", str(tmp_path / name)]) == 0
+        heads.append(load_file(str(tmp_path / name / "best" / "heads.safetensors")))
+    assert heads[0].keys() == heads[1].keys()
+    assert all(torch_equal(heads[0][k], heads[1][k]) for k in heads[0])
+    for extra, said in ((["--n-context", "3"], "--n-context: not an option of --family span"),
+                        (["--kit", str(tmp_path), "--dev", "d.jsonl"], "--dev does not go with it"),
+                        (["--kit", str(tmp_path), "--max-answer-len", "5"], "--max-answer-len does not go with it")):
+        capsys.readouterr()
+        args = ["train", "reader", "--family", "span", "--out", str(tmp_path / "refused"), *extra]
+        assert main(args) == 1
+        assert said in capsys.readouterr().err, extra
+
+
+def torch_equal(a, b) -> bool:
+    import torch
+
+    return torch.equal(a, b)
 
 
 def test_a_packed_reader_given_to_init_says_to_unpack_it_first(tmp_path):

@@ -28,7 +28,9 @@ class ReaderTrainConfig:
     # None: the reader's default
     max_length: int | None = field(default=None, metadata={"min": 1,
         "help": "tokens per encoded passage (fid: truncated, default 192; span: per window, default 256)"})
-    max_answer_len: int = field(default=24, metadata={"min": 1, "help": "tokens of the target answer"})
+    max_answer_len: int = field(default=24, metadata={"min": 1, "help": (
+        "tokens of the target answer (span: of the longest answer picked; a span reader given to --init "
+        "keeps its own unless another number is given)")})
     train_limit: int = field(default=0, metadata={"help": "use only the first N training questions (0: all)"})
     dev_limit: int = field(default=500, metadata={"help": "validate on the first N dev questions (0: all)"})
     eval_mode: str = field(default="official", metadata={
@@ -100,4 +102,19 @@ def family_config(options: typing.Any, configs: Mapping[str, type]) -> ReaderTra
     """The training config of ``options.family`` (``configs[family]``) from :func:`training_options`'s
     dataclass: the family's own fields, the others' left out."""
     cls = configs[options.family]
-    return cls(**{f.name: getattr(options, f.name) for f in dataclasses.fields(cls) if f.init})
+    own = {f.name for f in dataclasses.fields(cls) if f.init}
+    given: list[str] = []   # an option of another family given: said, not dropped
+    for other in configs.values():
+        for f in dataclasses.fields(other):
+            flag = "--" + f.name.replace("_", "-")
+            if not f.init or f.name in own or flag in given:
+                continue
+            default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+            if getattr(options, f.name, default) != default:
+                given.append(flag)
+    if given:
+        from xqa.errors import XqaError
+
+        raise XqaError(f"{', '.join(given)}: not {'an option' if len(given) == 1 else 'options'} of --family "
+                       f"{options.family} (another family's); leave {'it' if len(given) == 1 else 'them'} out")
+    return cls(**{name: getattr(options, name) for name in own})

@@ -135,9 +135,12 @@ def train(config: SpanTrainConfig, scorer=None) -> dict:
                 layout["stride"] = default_stride(c.max_length)
             reader.settings = replace(reader.settings, **layout)
             check_layout(reader.settings.max_length, reader.settings.stride)
+        if c.max_answer_len != _default("max_answer_len"):   # given: the longest answer it picks
+            reader.settings = replace(reader.settings, max_answer_len=c.max_answer_len)
     else:
         stride = default_stride(max_length) if c.stride is None else c.stride
         check_layout(max_length, stride)
+        torch.manual_seed(c.seed)   # the new heads' initial weights: --seed's, the same each run
         reader = SpanReader.from_encoder(init, layers=c.layers, max_length=max_length, stride=stride,
                                          max_answer_len=c.max_answer_len)
     if c.dropout is not None:
@@ -153,11 +156,19 @@ def train(config: SpanTrainConfig, scorer=None) -> dict:
         f"{reader.model.encoder.config.num_hidden_layers} layers, {n_train / 1e6:.1f}M trained parameters")
     task = SpanTask(reader, passages, negatives=c.negatives, dev=dev_ex, scorer=scorer,
                     dev_questions=c.dev_limit or len(dev_ex))
-    # the stride it reads with is recorded, not None: the same run given --stride 64 or left to
-    # the default is the same run, and a checkpoint recorded with the number resumes
-    return run_loop(task, train_ex, _loop(c), progress=True,
-                    settings=asdict(replace(config, stride=reader.settings.stride)), init_from_best=True,
+    # the stride and answer length it reads with are recorded, not None or the option's default:
+    # the same run given --stride 64 or left to the default is the same run, and a checkpoint
+    # recorded with the number resumes
+    used = replace(config, stride=reader.settings.stride, max_answer_len=reader.settings.max_answer_len)
+    return run_loop(task, train_ex, _loop(c), progress=True, settings=asdict(used), init_from_best=True,
                     trains="a span reader")
+
+
+def _default(name: str):
+    """The default of :class:`SpanTrainConfig`'s field ``name``."""
+    from dataclasses import fields
+
+    return next(f.default for f in fields(SpanTrainConfig) if f.name == name)
 
 
 def _loop(c: SpanTrainConfig):
@@ -207,13 +218,16 @@ def _train_kit(c: SpanTrainConfig) -> dict:
     for flag, given in (("--init", c.init), ("--train", c.train), ("--passages", c.passages),
                         ("--layers", c.layers), ("--train-embeddings", c.train_embeddings),
                         ("--per-source", c.per_source), ("--max-length", c.max_length),
-                        ("--stride", c.stride is not None)):
+                        ("--stride", c.stride is not None), ("--dev", c.dev),
+                        ("--max-answer-len", c.max_answer_len != _default("max_answer_len"))):
         if given:
-            raise XqaError(f"--kit holds the questions, paragraphs, encoder, layers and windows (xqa reader kit "
-                           f"--layers, --max-length, --stride); {flag} does not go with it (the word embeddings "
-                           f"stay frozen: the kit holds only the tokens its data uses)")
+            raise XqaError(f"--kit holds the questions, dev questions, paragraphs, encoder, layers and windows "
+                           f"(xqa reader kit --layers, --max-length, --stride, --max-answer-len); {flag} does not "
+                           f"go with it (the word embeddings stay frozen: the kit holds only the tokens its "
+                           f"data uses)")
     info = init_distributed()
     kit = Kit(c.kit)
+    torch.manual_seed(c.seed)   # the new heads' initial weights: --seed's, the same each run
     task = KitSpanTask(kit, negatives=c.negatives, dev_questions=c.dev_limit or 10 ** 9)
     if c.dropout is not None:
         for m in task.model.encoder.modules():
@@ -231,4 +245,5 @@ def _train_kit(c: SpanTrainConfig) -> dict:
             print(f"  {row['set']:<10} {row['questions']:>6} questions  {row['share']:6.1%} of draws  "
                   f"{row['passes_per_epoch'] * len(order) / len(kit):5.2f} passes")
     return run_loop(task, [int(i) for i in order], _loop(replace(c, epochs=1.0)), progress=True,
-                    settings=asdict(replace(c, stride=kit.settings.stride)), trains="a span reader")
+                    settings=asdict(replace(c, stride=kit.settings.stride, max_answer_len=kit.settings.max_answer_len)),
+                    trains="a span reader")
