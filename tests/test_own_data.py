@@ -424,3 +424,12 @@ def test_bm25_negatives_are_other_contexts_of_the_language_without_the_answer(tm
         assert len(r["negative_ids"]) <= 2 and r["positive_ids"][0] not in r["negative_ids"]
         assert not any(r["answers"][0] in passages[n] for n in r["negative_ids"])
     assert (out / "bm25").is_dir() and not (out / "dev.jsonl").exists()
+    # the same folder again with other contexts: the index of the first is not searched for them
+    other = [{"id": f"o{i}", "question": q, "answers": [a], "context": c} for i, (q, a, c) in enumerate([
+        ("Wie lang ist der Rhein?", "1233 Kilometer", "Der Rhein ist 1233 Kilometer lang. Er fließt durch Köln."),
+        ("Wo entspringt die Donau?", "im Schwarzwald", "Die Donau entspringt im Schwarzwald und fließt nach Osten."),
+        ("Wohin fließt die Elbe?", "in die Nordsee", "Die Elbe fließt in die Nordsee. Sie fließt durch Hamburg."),
+        ("Wie lang ist die Weser?", "452 Kilometer", "Die Weser ist 452 Kilometer lang und fließt nach Bremen.")])]
+    again = build(OwnDataConfig(train=[str(_jsonl(tmp_path / "other.jsonl", other))], lang="de", out=str(out),
+                                negatives=2, progress=False))
+    assert again["negatives"] > 0   # (the old index's hits name none of these passages: none were kept)

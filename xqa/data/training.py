@@ -90,14 +90,25 @@ def collect(root: str | Path | None, held_out: set[str], sets: Iterable[str], ca
 def add_negatives(examples: list[dict], passages: dict[str, dict], bm25_dir: str | Path, depth: int = 8,
                   threads: int = 2, progress: bool = True) -> None:
     """Fill each example's ``negative_ids``: BM25's top paragraphs of its language (searched
-    with its question) that are not its own and contain none of its answers."""
+    with its question) that are not its own and contain none of its answers. ``bm25_dir``:
+    where the index of ``passages`` is built, or reused where it was built of the same passages
+    (``made_from.json``; an index of other passages, a rerun into the same folder with other
+    data, is built again: its hits would name none of these)."""
+    from retriever.dense.encode import passages_fingerprint
     from retriever.sparse import SparseRetriever, build_sparse_indexes
-    from xqa.artifacts import is_complete
+    from xqa.artifacts import is_complete, write_json_atomic
     from xqa.records import Passage, Question
 
-    if not is_complete(bm25_dir):
-        build_sparse_indexes((Passage(p["id"], p["title"], p["text"], p["lang"]) for p in passages.values()),
-                             bm25_dir, threads=threads, progress=progress)
+    rows = [Passage(p["id"], p["title"], p["text"], p["lang"]) for p in passages.values()]
+    made_from = {"passages": passages_fingerprint(rows)}
+    stamp = Path(bm25_dir) / "made_from.json"
+    try:
+        same = json.loads(stamp.read_text(encoding="utf-8")) == made_from
+    except (OSError, ValueError):
+        same = False
+    if not (is_complete(bm25_dir) and same):
+        build_sparse_indexes(rows, bm25_dir, threads=threads, progress=progress, overwrite=True)
+        write_json_atomic(stamp, made_from)
     qs = [Question(id=e["id"], question=e["question"], lang=e["lang"]) for e in examples]
     with SparseRetriever.load(bm25_dir, threads=threads) as bm25:
         hits: list = []
