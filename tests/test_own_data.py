@@ -139,6 +139,31 @@ def test_a_line_that_is_not_json_and_an_id_used_twice_are_named(tmp_path):
     assert str(e.value).startswith("1 problem in your QA data") and str(e.value).count("'a'") == 1
     with pytest.raises(XqaError, match=rf"{tmp_path} is a folder; name the files in it"):
         read_own(str(tmp_path), lang="de")
+    # the lines after a bad one are read too: every problem at once; a first line that is a
+    # JSON list is a JSONL line that is no object, not a list document with "extra data"
+    good = json.dumps({"question": "Hauptstadt?", "answers": ["Berlin"], "context": BERLIN})
+    path.write_text(f"[1, 2]\n{good}\n{{oops\n" + json.dumps({"question": "Wer?", "answers": ["Olaf"],
+                                                               "context": BERLIN}) + "\n", encoding="utf-8")
+    with pytest.raises(XqaError) as e:
+        build(OwnDataConfig(train=[f"{path}:de"], out=str(tmp_path / "out")))
+    assert str(e.value).startswith("3 problems in your QA data")
+    for said in (f"{path}:1: expected a JSON object, found a list", f"{path}:3: invalid JSON",
+                 f"{path}:4: answer 'Olaf' is not in its context"):
+        assert said in str(e.value)
+
+
+def test_two_files_of_one_name_without_ids_get_ids_that_do_not_clash(tmp_path):
+    row = {"question": "Hauptstadt?", "answers": ["Berlin"], "context": BERLIN}
+    (tmp_path / "t").mkdir()
+    (tmp_path / "d").mkdir()
+    train, dev = _jsonl(tmp_path / "t" / "qa.jsonl", [row]), _jsonl(tmp_path / "d" / "qa.jsonl", [row])
+    out = tmp_path / "out"
+    build(OwnDataConfig(train=[f"{train}:de"], dev=[f"{dev}:de"], out=str(out), negatives=0, progress=False))
+    ids = [json.loads(line)["id"] for name in ("train.jsonl", "dev.jsonl") for line in (out / name).open()]
+    assert ids == [f"{tmp_path}/t/qa:1", f"{tmp_path}/d/qa:1"]
+    alone = tmp_path / "alone"   # one file: its stem, as before
+    build(OwnDataConfig(train=[f"{train}:de"], out=str(alone), negatives=0, progress=False))
+    assert [json.loads(line)["id"] for line in (alone / "train.jsonl").open()] == ["qa:1"]
 
 
 def test_a_spreadsheets_csv_or_tsv_is_read_by_its_header_and_rows_are_named_by_their_first_line(tmp_path):

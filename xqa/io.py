@@ -97,23 +97,32 @@ def text_lines(path: str | Path) -> Iterator[tuple[int, str]]:
                 raise _decode_error(path, raw, e, first_line=n) from None
 
 
-def jsonl_objects(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def jsonl_objects(path: str | Path, keep_going: bool = False) -> Iterator[tuple[int, Any]]:
     """``(line number, object)`` for each non-blank line of a JSONL file; a line that is not
     UTF-8 or not a JSON object is an :class:`InputError` naming ``file:line`` (here, beside
-    the error it raises, so that every reader of JSONL input, leaf packages included, shares it)."""
+    the error it raises, so that every reader of JSONL input, leaf packages included, shares it).
+    ``keep_going``: a line that is no JSON object is yielded as ``(line, InputError)`` and the
+    lines after it are read (each line of JSONL stands alone), to say every problem at once."""
     for n, line in text_lines(path):
         if not line.strip():
             continue
         try:
             obj = json.loads(line.rstrip("\r\n"), object_pairs_hook=_unique_keys)  # columns of this line
+            if not isinstance(obj, dict):
+                raise InputError(path, n, f"expected a JSON object, found {json_type(obj)}")
+            _check_surrogates(path, n, line, obj)
         except json.JSONDecodeError as e:
-            raise InputError(path, n, json_error(e)) from None
+            error = InputError(path, n, json_error(e))
         except _DuplicateKey as e:
-            raise InputError(path, n, f"key {e.key!r} occurs twice in one object") from None
-        if not isinstance(obj, dict):
-            raise InputError(path, n, f"expected a JSON object, found {json_type(obj)}")
-        _check_surrogates(path, n, line, obj)
-        yield n, obj
+            error = InputError(path, n, f"key {e.key!r} occurs twice in one object")
+        except InputError as e:
+            error = e
+        else:
+            yield n, obj
+            continue
+        if not keep_going:
+            raise error from None
+        yield n, error
 
 
 # A JSON escape of one half of a surrogate pair (\ud83d): JSON allows it alone, text does not.
@@ -324,13 +333,25 @@ def _is_json_document(path: str | Path) -> bool:
     else:
         head_text = head.removeprefix(b"\xef\xbb\xbf").decode("utf-8", "replace").lstrip()
         first = None
-    if head_text.startswith("["):
-        return True
-    if not head_text.startswith("{"):
+    if not head_text.startswith(("[", "{")):
         return False
+    rest = ""
     if first is None:
         with open_bytes(path) as f:
             first = f.readline().removeprefix(b"\xef\xbb\xbf").decode("utf-8", "replace")
+            while not rest.strip():   # the next line that is not blank
+                more = f.readline()
+                if not more:
+                    break
+                rest = more.decode("utf-8", "replace")
+    else:
+        rest = text.split("\n", 1)[1] if "\n" in text else ""
+    if head_text.startswith("["):
+        try:   # a whole list on the first line and more lines after it: JSONL whose first line is no object
+            json.loads(first)
+        except json.JSONDecodeError:
+            return True   # a list spread over several lines
+        return not rest.strip()
     try:
         obj = json.loads(first)
     except json.JSONDecodeError:

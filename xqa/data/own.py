@@ -105,9 +105,11 @@ def split_spec(spec: str) -> tuple[Path, str | None]:
 
 
 def read_own(spec: str, lang: str | None = None, problems: Problems | None = None,
-             counts: Counter | None = None) -> list[OwnQuestion]:
+             counts: Counter | None = None, name: str | None = None) -> list[OwnQuestion]:
     """The questions of one of a user's files (``FILE`` or ``FILE:LANG``), validated. With ``problems``,
-    each bad question is added there and left out; without, the first one raises its :class:`InputError`."""
+    each bad question is added there and left out; without, the first one raises its :class:`InputError`.
+    ``name``: what the id of a question without one starts with (default: the file's stem,
+    ``NAME:LINE``; :func:`id_names`)."""
     from xqa.io import _is_json_document, known_language
 
     path, file_lang = split_spec(spec)
@@ -132,13 +134,14 @@ def read_own(spec: str, lang: str | None = None, problems: Problems | None = Non
     counts = Counter() if counts is None else counts
     out: list[OwnQuestion] = []
     before = len(problems.errors) if problems is not None else 0
-    name = path.name.lower().removesuffix(".gz")
-    if name.endswith((".csv", ".tsv")):
-        records = _table_records(path, default, "\t" if name.endswith(".tsv") else ",")
+    stem = name or path.stem
+    suffix = path.name.lower().removesuffix(".gz")
+    if suffix.endswith((".csv", ".tsv")):
+        records = _table_records(path, default, "\t" if suffix.endswith(".tsv") else ",", stem)
     elif _is_json_document(path):
-        records = _squad_records(path, default)
+        records = _squad_records(path, default, stem)
     else:
-        records = _jsonl_records(path, default)
+        records = _jsonl_records(path, default, stem)
     for rec in records:
         try:
             if isinstance(rec, InputError):
@@ -167,13 +170,16 @@ def read_own(spec: str, lang: str | None = None, problems: Problems | None = Non
 # ------------------------------------------------------------------------------- layouts
 
 
-def _jsonl_records(path: Path, lang: str | None) -> Iterator[dict | InputError]:
+def _jsonl_records(path: Path, lang: str | None, stem: str) -> Iterator[dict | InputError]:
     from xqa.io import jsonl_objects
 
     try:
-        for n, obj in jsonl_objects(path):
-            yield {"line": n, "place": "", "id": obj.get("id", f"{path.stem}:{n}"), **_jsonl_fields(obj, lang)}
-    except InputError as e:   # a line that is not JSON: nothing after it can be read reliably
+        for n, obj in jsonl_objects(path, keep_going=True):   # each bad line said, and the lines after it read
+            if isinstance(obj, InputError):
+                yield obj
+                continue
+            yield {"line": n, "place": "", "id": obj.get("id", f"{stem}:{n}"), **_jsonl_fields(obj, lang)}
+    except InputError as e:   # text that is not UTF-8: nothing after it can be read reliably
         yield e
 
 
@@ -182,7 +188,7 @@ TABLE_NEEDS = ("question", "context")
 TABLE_COLUMNS = ("question", "answer", "answers", "context", "id", "lang", "title", "answer_start")
 
 
-def _table_records(path: Path, lang: str | None, delimiter: str) -> Iterator[dict | InputError]:
+def _table_records(path: Path, lang: str | None, delimiter: str, stem: str) -> Iterator[dict | InputError]:
     """A spreadsheet's export: CSV (``,``, or ``;`` or tab where those separate the first row's
     column names) or TSV (tab), the first row naming the columns (any case and order): ``question``, ``answer`` (or ``answers``: one answer a cell, or a JSON list
     of them), ``context``, and optionally ``id``, ``lang``, ``title``, ``answer_start``. A record's
@@ -245,7 +251,7 @@ def _table_records(path: Path, lang: str | None, delimiter: str) -> Iterator[dic
                 yield InputError(path, line, f"column 'answer_start' should be an offset, found "
                                              f"{obj['answer_start']!r}")
                 continue
-        yield {"line": line, "place": "", "id": obj.get("id", f"{path.stem}:{line}"), **_jsonl_fields(obj, lang)}
+        yield {"line": line, "place": "", "id": obj.get("id", f"{stem}:{line}"), **_jsonl_fields(obj, lang)}
 
 
 def _jsonl_fields(obj: dict, lang: str | None) -> dict:
@@ -263,7 +269,7 @@ def _jsonl_fields(obj: dict, lang: str | None) -> dict:
             "lang": obj.get("lang", lang), "lang_field": "lang" if "lang" in obj else "--lang"}
 
 
-def _squad_records(path: Path, lang: str | None) -> Iterator[dict | InputError]:
+def _squad_records(path: Path, lang: str | None, stem: str) -> Iterator[dict | InputError]:
     from xqa.io import json_document, json_type, read_text
 
     data = json_document(path)
@@ -292,7 +298,7 @@ def _squad_records(path: Path, lang: str | None) -> Iterator[dict | InputError]:
                     yield InputError(path, None, f"{at} should be an object, found {json_type(qa)}")
                     continue
                 line, cursor = _find_line(text, qa, cursor)
-                qid = qa.get("id", f"{path.stem}:{a}:{p}:{i}")
+                qid = qa.get("id", f"{stem}:{a}:{p}:{i}")
                 answers = qa.get("answers")
                 starts = None
                 if isinstance(answers, list) and all(isinstance(x, dict) for x in answers):
@@ -398,13 +404,25 @@ def _validate(path: Path, rec: dict, counts: Counter) -> OwnQuestion:
 # --------------------------------------------------------------------------------- writing
 
 
-def collect(specs: list[str], lang: str | None, problems: Problems, counts: Counter) -> list[OwnQuestion]:
-    """The questions of several files; an id in two of them is a problem naming both."""
+def id_names(specs: list[str]) -> dict[str, str]:
+    """What the ids of each file's questions without one start with: its stem (``qa`` for
+    ``t/qa.jsonl``), or where two different files share a stem, the path without its suffix
+    (``t/qa``, ``d/qa``), so that their generated ids do not clash."""
+    paths = {spec: split_spec(spec)[0] for spec in specs}
+    stems = Counter(p.stem for p in set(paths.values()))
+    return {spec: (p.stem if stems[p.stem] == 1 else str(p.with_suffix(""))) for spec, p in paths.items()}
+
+
+def collect(specs: list[str], lang: str | None, problems: Problems, counts: Counter,
+            names: dict[str, str] | None = None) -> list[OwnQuestion]:
+    """The questions of several files; an id in two of them is a problem naming both.
+    ``names``: each file's :func:`id_names` (default: those of ``specs``)."""
     out: list[OwnQuestion] = []
     where: dict[str, str] = {}
+    names = id_names(specs) if names is None else names
     for spec in specs:
         try:
-            qs = read_own(spec, lang, problems, counts)
+            qs = read_own(spec, lang, problems, counts, names.get(spec))
         except InputError as e:
             problems.add(e)
             continue
@@ -425,8 +443,9 @@ def build(cfg: OwnDataConfig) -> dict[str, Any]:
     from xqa.data.training import add_negatives, write_jsonl
 
     problems, counts = Problems(), Counter()
-    train = collect(list(cfg.train), cfg.lang, problems, counts)
-    dev = collect(list(cfg.dev or []), cfg.lang, problems, counts)
+    names = id_names([*cfg.train, *(cfg.dev or [])])
+    train = collect(list(cfg.train), cfg.lang, problems, counts, names)
+    dev = collect(list(cfg.dev or []), cfg.lang, problems, counts, names)
     clash = {q.id for q in train} & {q.id for q in dev}
     for q in dev:
         if q.id in clash:
