@@ -45,13 +45,21 @@ def test_passages_jsonl_pyserini_and_tsv(tmp_path):
     ('{"id": "a", "text": "x}\n', 1, "invalid JSON (Unterminated string starting at column 21)"),
     ('{"id": "a", "text": "x", "lang": "en"}\n\n{"text": "y", "lang": "en"}\n', 3, "missing field 'id'"),
     ('{"id": "a", "text": "x"}\n', 1, "lang"),
-    ('["a"]\n', 1, "expected a JSON object"),
+    ('["a"]\n{"id": "b", "text": "y", "lang": "en"}\n', 1, "expected a JSON object"),
 ])
 def test_malformed_passage_line_is_named(tmp_path, content, line, what):
     p = _write(tmp_path / "bad.jsonl", content)
     with pytest.raises(InputError) as e:
         list(read_passages(p))
     assert e.value.line == line and f"bad.jsonl:{line}:" in str(e.value) and what in str(e.value)
+
+
+@pytest.mark.parametrize("content", ['{"version": "1.1", "data": []}\n', '{\n  "data": []\n}\n', '["a"]\n'])
+def test_a_json_document_given_as_passages_is_said_to_be_one(tmp_path, content):
+    """A SQuAD file or a JSON list is no passage file: said as such, not as its first line's
+    missing 'id' or invalid JSON."""
+    with pytest.raises(InputError, match=r"bad.json: one JSON document .*not passages: passages are JSONL"):
+        list(read_passages(_write(tmp_path / "bad.json", content)))
 
 
 def test_a_blank_passage_text_is_named_by_line_where_text_is_required(tmp_path):

@@ -390,6 +390,11 @@ def read_passages(path: str | Path, lang: str | None = None, text_required: bool
                 _has_text(p, path, n)
             yield p
     else:
+        if _is_json_document(path) and _parses(path):   # a SQuAD file, a JSON list: not its first line's fault
+            raise InputError(path, None, "one JSON document (a list, or an object such as a SQuAD file), not "
+                                         "passages: passages are JSONL, a record a line ({\"id\", \"title\", "
+                                         "\"text\", \"lang\"}), or DPR TSV; xqa data own makes passages.jsonl "
+                                         "of a SQuAD file's contexts")
         for n, obj in jsonl_objects(path):
             count += 1
             p = _passage(obj, path, n, lang, seen)
@@ -398,6 +403,16 @@ def read_passages(path: str | Path, lang: str | None = None, text_required: bool
             yield p
     if not count:
         raise InputError(path, None, "holds no passages (only blank lines)")
+
+
+def _parses(path: Path) -> bool:
+    """Whether ``path`` holds one JSON document (a JSONL file whose first line is broken does
+    not: its reader names that line)."""
+    try:
+        json.loads(read_text(path))
+    except (ValueError, InputError):
+        return False
+    return True
 
 
 def _has_text(p: Passage, path: Path, n: int) -> None:
