@@ -685,7 +685,8 @@ def test_a_folder_that_is_not_a_model_or_a_config_that_is_not_a_pipelines_is_nam
                      "--out", str(tmp_path / "run"), "--max-steps", "1"]) == 1
         assert said in capsys.readouterr().err
     for family, what in (("span", "the encoder a span reader starts from"), ("fid", "a FiD reader or a T5/mT5 model")):
-        assert main(["train", "reader", "--family", family, "--init", str(world), "--train", q, "--passages", p,
+        own = ["--passages", p] if family == "span" else []   # (FiD's training results hold their passages)
+        assert main(["train", "reader", "--family", family, "--init", str(world), "--train", q, *own,
                      "--out", str(tmp_path / "run")]) == 1
         assert f"{world}: an xqa 'world' artifact, not a model folder ({what})" in capsys.readouterr().err
     assert main(["ask", "what?", "--config", str(world / "config.json")]) == 1

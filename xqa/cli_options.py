@@ -280,20 +280,13 @@ def add_selection_arguments(p: argparse.ArgumentParser) -> None:
     ConfigCommand(QuestionSelection, groups={"question selection": ("where", "per_lang")}).add_arguments(p)
 
 
-def reads_as(q) -> str:
-    """The language question ``q`` is in, for selecting and scoring it: the one it was identified
-    as (``--lang auto``) where the pipeline has no index for it and it was searched as ``und``
-    (``meta["identified"]``), else its ``lang``. ``xqa answer`` (which searches it as ``und``) and
-    ``xqa eval`` (which knows no pipeline) so take and score the same questions alike."""
-    return q.meta.get("identified") or q.lang
-
-
 def select_questions(questions: list, where: list[str] | None = None, per_lang: int = 0) -> list:
     """``questions`` whose fields match every ``FIELD=VALUE`` of ``where``, then the first
-    ``per_lang`` of each (language as :func:`reads_as` tells it, cross-lingual or not) group, in
+    ``per_lang`` of each (language as :func:`xqa.records.reads_as` tells it, cross-lingual or not) group, in
     their order. Deterministic, so ``xqa answer`` and ``xqa eval`` given the same flags take the
     same questions."""
     from xqa.errors import XqaError
+    from xqa.records import reads_as
 
     conds = []
     for w in where or []:

@@ -20,6 +20,14 @@ UNKNOWN_LANG = "und"
 AUTO_LANG = "auto"
 
 
+def reads_as(question) -> str:
+    """The language a :class:`Question` is in, for selecting and scoring it: the one it was
+    identified as (``--lang auto``) where the pipeline has no index for it and it was searched
+    as ``und`` (``meta["identified"]``), else its ``lang``. ``xqa answer`` (which searches it as
+    ``und``) and ``xqa eval`` (which knows no pipeline) so take and score the same questions alike."""
+    return question.meta.get("identified") or question.lang
+
+
 @dataclass(frozen=True)
 class Passage:
     """One retrievable unit: ``{"id", "title", "text", "lang"}``.

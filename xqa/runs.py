@@ -430,7 +430,7 @@ def score_line(questions: Sequence, out: Path, gold_args: str = "--gold QUESTION
 
     from dataclasses import replace
 
-    from xqa.cli_options import reads_as
+    from xqa.records import reads_as
 
     # each question in the language it reads as (--lang auto: not the und it was searched as), as
     # xqa eval --lang auto, which knows no pipeline, identifies it
