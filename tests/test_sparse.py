@@ -452,11 +452,15 @@ def test_mlqa_table_counts_answers_and_gold_contexts(mlqa_dir, tmp_path):
 
 def test_report_mlqa_skips_without_data_and_runs_with_it(mlqa_dir, tmp_path, monkeypatch, capsys):
     from xqa.cli import main
-    from xqa.tools import report_mlqa
-
-    monkeypatch.setattr(report_mlqa, "DEFAULT_DATA", tmp_path / "absent")
+    monkeypatch.setenv("XQA_DATA", str(tmp_path / "absent"))
     assert main(["report", "mlqa"]) == 0
-    assert "skipped: MLQA dev not found" in capsys.readouterr().err
+    assert f"skipped: MLQA dev not found at {tmp_path / 'absent' / 'mlqa' / 'dev'}" in capsys.readouterr().err
+    root = tmp_path / "data"   # $XQA_DATA/mlqa/dev is read
+    (root / "mlqa").mkdir(parents=True)
+    (root / "mlqa" / "dev").symlink_to(mlqa_dir)
+    monkeypatch.setenv("XQA_DATA", str(root))
+    assert main(["report", "mlqa", "--langs", "en", "--ks", "1,5", "--work", str(tmp_path / "work0")]) == 0
+    assert "| en | 2 | 3 |" in capsys.readouterr().out
     assert main(["report", "mlqa", "--data", str(tmp_path / "absent")]) == 1
     md = tmp_path / "table.md"
     assert main(["report", "mlqa", "--data", str(mlqa_dir), "--langs", "en", "--ks", "1,5",

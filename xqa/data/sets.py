@@ -78,6 +78,13 @@ SETS: dict[str, QASet] = {s.name: s for s in [
 TRAIN_SETS = tuple(n for n, s in SETS.items() if s.role == "train")
 
 
+def shared_data() -> Path:
+    """Where the real QA sets are looked for when no folder is given: ``$XQA_DATA``, else
+    ``../shared/data`` next to the repository (which may not exist: the tooling that can do
+    without them says it skipped them)."""
+    return Path(os.environ.get("XQA_DATA") or Path(__file__).resolve().parents[3] / "shared" / "data")
+
+
 def data_root(path: str | Path | None = None) -> Path:
     """The shared data folder: ``path``, ``$XQA_DATA`` or ``../shared/data`` next to the
     repository; an :class:`XqaError` saying so when it is absent."""

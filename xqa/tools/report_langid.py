@@ -18,15 +18,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-DEFAULT_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from xqa.tools.lib.langid import PIPELINE_LANGUAGES
 
     p.add_argument("--data", default=None, metavar="DIR",
-                   help="the shared data folder (default: ../shared/data beside the repository; its sets are "
-                        "skipped when absent)")
+                   help="the shared data folder (default: $XQA_DATA, else ../shared/data beside the repository; "
+                        "its sets are skipped when absent)")
     p.add_argument("--languages", default=",".join(PIPELINE_LANGUAGES),
                    help="comma-separated languages the pipeline has (others must come out unknown)")
     p.add_argument("--per-language", type=int, default=1000, help="questions sampled per set and language")
@@ -67,7 +66,9 @@ def _questions(args: argparse.Namespace) -> str | None:
     from xqa.tools.lib import langid as bench
 
     languages = [c.strip() for c in args.languages.split(",") if c.strip()]
-    data = Path(args.data) if args.data else DEFAULT_DATA
+    from xqa.data.sets import shared_data
+
+    data = Path(args.data) if args.data else shared_data()
     samples = []
     if data.is_dir():
         samples = bench.load_samples(data, args.per_language, args.seed)

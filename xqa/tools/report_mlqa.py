@@ -28,7 +28,6 @@ from xqa.tools.lib.mlqa import (
     roman_retriever,
 )
 
-DEFAULT_DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "mlqa" / "dev"
 
 
 def _bm25(data: Mapping[str, MlqaLanguage], work: Path, args: argparse.Namespace) -> Any:
@@ -59,8 +58,8 @@ def _lexical(data: Mapping[str, MlqaLanguage], work: Path, args: argparse.Namesp
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", default=None, metavar="DIR",
-                        help="MLQA v1 dev folder (default: shared/data/mlqa/dev beside the repository; "
-                             "skipped when absent)")
+                        help="MLQA v1 dev folder (default: $XQA_DATA/mlqa/dev, else shared/data/mlqa/dev "
+                             "beside the repository; skipped when absent)")
     parser.add_argument("--langs", default=",".join(MLQA_LANGS),
                         help="comma-separated languages (same-language pairs)")
     parser.add_argument("--ks", default=",".join(map(str, DEFAULT_KS)), help="comma-separated k values")
@@ -95,7 +94,9 @@ def run(args: argparse.Namespace) -> int:
     from xqa.artifacts import write_json_atomic, write_text_atomic
     from xqa.errors import XqaError
 
-    data_dir = Path(args.data) if args.data else DEFAULT_DATA
+    from xqa.data.sets import shared_data
+
+    data_dir = Path(args.data) if args.data else shared_data() / "mlqa" / "dev"
     if not data_dir.is_dir():
         if args.data:
             raise XqaError(f"{data_dir}: no such MLQA folder")

@@ -31,10 +31,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from xqa.data.sets import shared_data
 from xqa.records import Passage, Question
 
 ROOT = Path(__file__).resolve().parents[3]  # the repository
-MLQA_DIR = ROOT.parent / "shared" / "data" / "mlqa" / "dev"
+MLQA_DIR = shared_data() / "mlqa" / "dev"   # $XQA_DATA, else ../shared/data
 
 
 @dataclass
