@@ -1023,6 +1023,28 @@ def test_loading_models_draws_no_per_model_weight_bar_and_restores_the_setting(t
         hf_logging.enable_progress_bar()
 
 
+def test_tune_alpha_tunes_at_the_depth_the_pipeline_fuses_at_unless_told(tiny_pipeline, test_questions, tmp_path,
+                                                                         capsys):
+    """The min-max normalised hybrid ranks by each list's ends: tuned on lists deeper than the
+    pipeline fuses, the best α is another ranking's. By default each side is searched to the
+    pipeline's K; another --depth is said; --no-normalize tunes raw scores whatever the config."""
+    from xqa.cli import main
+
+    qfile = tmp_path / "q.jsonl"
+    qfile.write_text("".join(json.dumps(q.to_dict(), ensure_ascii=False) + "\n" for q in test_questions[:3]))
+    k = json.loads(Path(tiny_pipeline).read_text())["retrieval"]["k"]
+    out = tmp_path / "alpha.json"
+    base = ["tune", "alpha", "--config", str(tiny_pipeline), "--dev", str(qfile), "--at", "1", "--step", "1.0",
+            "--out", str(out)]
+    assert main(base) == 0
+    assert json.loads(out.read_text())["depth"] == k and "note: each side was searched" not in capsys.readouterr().out
+    assert main([*base, "--depth", str(k + 5), "--no-normalize"]) == 0
+    record = json.loads(out.read_text())
+    assert record["depth"] == k + 5 and record["normalize"] is False
+    assert (f"note: each side was searched {k + 5} deep; this pipeline fuses each side's top {k} (retrieval.k)"
+            in capsys.readouterr().out)
+
+
 def test_tune_alpha_reads_the_hybrids_scores_as_the_pipeline_does_unless_told(tiny_pipeline, test_questions, tmp_path):
     """Without --normalize, α is tuned on scores read as the pipeline config reads them (the
     default pipeline's are normalised; tuned on raw ones, --write-config would switch the

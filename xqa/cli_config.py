@@ -218,6 +218,12 @@ def _dashed(name: str) -> str:
 def add_option(g: Any, o: Option) -> None:
     """``o`` on the parser or argument group ``g`` (its aliases hidden)."""
     help_ = None if o.help is None else o.help.replace("%", "%%")
+    if o.kind is bool and not o.many and o.optional and o.default is None and not o.aliases:
+        # three states: --x, --no-x, or neither (None: the field's own rule decides)
+        g.add_argument(o.flag, dest=o.name, action="store_true", default=None, help=help_)
+        g.add_argument(f"--no-{o.flag.removeprefix('--')}", dest=o.name, action="store_false", default=None,
+                       help=argparse.SUPPRESS if help_ is None else f"the opposite of {o.flag}")
+        return
     if o.kind is bool and not o.many:
         action = "store_false" if o.default else "store_true"
         for i, flag in enumerate((o.flag, *o.aliases)):

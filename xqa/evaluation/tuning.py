@@ -161,10 +161,15 @@ class AlphaTuneConfig:
     metric: str = field(default="accuracy", metadata={
         "choices": METRICS, "help": "top-k answer accuracy, or recall@k of the questions' positive_ids"})
     at: int = field(default=20, metadata={"min": 1, "help": "the k of the metric (Ma et al. tune top-20)"})
-    depth: int = field(default=100, metadata={"min": 1, "help": "k': each side's depth; the union is re-ranked"})
+    # None: the depth the pipeline fuses at, its retrieval.k
+    depth: int | None = field(default=None, metadata={"min": 1, "help": (
+        "k': each side's depth; the union is re-ranked (default: the depth the pipeline searches each "
+        "side to and fuses at, its retrieval.k; at another depth the fused ranking differs, and the "
+        "best α with it)")})
     normalize: bool | None = field(default=None, metadata={
-        "help": "min-max normalise each list first (Hybrid_norm); not given: for α, as the pipeline "
-                "config's retrieval.normalize (the default pipeline's: normalised), for another pair, raw"})
+        "help": "min-max normalise each list first (Hybrid_norm; --no-normalize: raw scores); not given: for "
+                "α, as the pipeline config's retrieval.normalize (the default pipeline's: normalised), for "
+                "another pair, raw"})
     step: float = field(default=0.05, metadata={"min": 0.0, "help": "grid step over [0, 2]"})
     max_alpha: float = field(default=2.0, metadata={"min": 0.0, "help": "grid upper end"})
     batch_size: int = field(default=64, metadata={"min": 1, "help": "questions per search call"})
@@ -185,13 +190,18 @@ def tune_alpha(pipeline, questions, config: AlphaTuneConfig) -> TuneResult:
     from xqa.methods.builtin import side_lists
 
     c = config
-    if c.at < 1 or c.depth < c.at:
+    if c.at < 1 or c.depth is not None and c.depth < c.at:
         raise XqaError(f"need 1 <= --at <= --depth (got {c.at}, {c.depth})")
     from xqa.methods import hybrid_pair, index_kind
 
     method, tunable = hybrid_pair(c.pair)
     questions = _questions(questions)
     pipe = _pipeline(pipeline)
+    from xqa.methods.builtin import fused_depth
+
+    served = fused_depth(pipe.config.retrieval)   # the depth the pipeline fuses at
+    if c.depth is None:
+        c = replace(c, depth=max(served, c.at))
     if c.normalize is None:   # as the pipeline reads the pair's scores: α's hybrid as configured, others raw
         c = replace(c, normalize=tunable.field == "alpha" and bool(pipe.config.retrieval.normalize))
     first, second = tunable.sides   # the score is first + w·second
@@ -212,7 +222,10 @@ def tune_alpha(pipeline, questions, config: AlphaTuneConfig) -> TuneResult:
     report = (format_table([weight] + [f"{name}@{k}" for k in ks], rows)
               + f"\n\n{alone}; best {weight} = {best:.2f} "
               f"({name}@{c.at} = {table[best]:.1f}, {len(questions)} questions, "
-              f"{'normalised' if c.normalize else 'raw'} scores, k' = {c.depth})")
+              f"{'normalised' if c.normalize else 'raw'} scores, k' = {c.depth})"
+              + (f"\nnote: each side was searched {c.depth} deep; this pipeline fuses each side's top {served} "
+                 f"(retrieval.k), where the fused ranking, and the best {weight} with it, differ"
+                 if c.depth != served else ""))
     record = {"pair": method.name, "setting": tunable.field, "best_alpha": best, "metric": f"{name}@{c.at}", "normalize": c.normalize,
               "depth": c.depth, "questions": len(questions), "baselines": base,
               "grid": {f"{a:.2f}": v for a, v in table.items()}}

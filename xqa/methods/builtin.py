@@ -144,8 +144,11 @@ INDEX_KINDS: tuple[IndexKind, ...] = (
 # DHR's λ grid: raw scores (GIP on the BM25 scale, e5 cosines near 0.8), so the useful λ is large
 LAMBDA_GRID: tuple[float, ...] = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 7.5, 10.0, 15.0,
                                   20.0, 30.0, 50.0, 75.0, 100.0, 150.0, 200.0, 300.0, 500.0, 1000.0, 2000.0, 5000.0)
-# k': the depth each side of a score hybrid is searched to when its weight is tuned (xqa tune alpha --depth)
-HYBRID_DEPTH = 100
+def fused_depth(retrieval: Any) -> int:
+    """k': the depth a pipeline searches each side of a score hybrid (or RRF) to, and fuses at:
+    its ``retrieval.k`` (K), or a fusion config's ``max(k, k_each)``. A weight tuned on lists of
+    another depth is tuned for another ranking (min-max normalisation reads each list's ends)."""
+    return max(retrieval.k, getattr(retrieval, "k_each", None) or 0)
 
 
 def alpha_grid(lo: float = 0.0, hi: float = 2.0, step: float = 0.05) -> list[float]:
@@ -183,8 +186,9 @@ def _hybrid_lists(first: str, second: str, normalized: bool):
     def prepare(pipeline: Any, questions: list, depth: int, batch_size: int):
         from retriever.fusion import hybrid
 
-        a = side_lists(pipeline, first, questions, max(depth, HYBRID_DEPTH), batch_size, first)
-        b = side_lists(pipeline, second, questions, max(depth, HYBRID_DEPTH), batch_size, second)
+        deep = max(depth, fused_depth(pipeline.config.retrieval))   # as deep as the pipeline fuses
+        a = side_lists(pipeline, first, questions, deep, batch_size, first)
+        b = side_lists(pipeline, second, questions, deep, batch_size, second)
         norm = pipeline.config.retrieval.normalize if normalized else False
         return lambda w: [hybrid(x, y, depth, w, norm) for x, y in zip(a, b)]
 

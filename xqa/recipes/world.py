@@ -368,12 +368,13 @@ class WorldBuild(Build):
 
         c = self.config_path
         dev = read_questions(self.world / "dev.jsonl")[:self.p.tune_questions]
-        print(tune_alpha(c, dev, AlphaTuneConfig(write_config=c)).report, flush=True)
+        # the test world's weights: each side searched 100 deep
+        print(tune_alpha(c, dev, AlphaTuneConfig(depth=100, write_config=c)).report, flush=True)
         print(tune_mu(c, dev, MuTuneConfig(write_config=c)).report, flush=True)
         # the world's questions name their gold passages: tune the cross-script weight on recall of
         # those among the passages the reader reads
         print(tune_alpha(c, dev, AlphaTuneConfig(pair="sparse+roman", metric="recall", at=self.p.read_passages,
-                                                 write_config=c)).report, flush=True)
+                                                 depth=100, write_config=c)).report, flush=True)
 
     def retrieve_for_reader(self) -> None:
         (self.retrieved / "recipe.json").unlink(missing_ok=True)
