@@ -28,8 +28,9 @@ from collections import defaultdict
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from xqa.reader_artifacts import add_base_argument
 
-    p.add_argument("--model", required=True, help="reader artifact (or training run folder); a packed reader or a "
-                                                  "run of xqa train reader --kit with --base")
+    p.add_argument("--model", required=True, help="a FiD reader: artifact, training run folder, or a packed FiD "
+                                                  "or a run of xqa train reader --family fid --kit with --base"
+                                                  " (the span reader given its paragraph: xqa report gold)")
     add_base_argument(p)
     p.add_argument("--results", required=True, help="retrieval results with answers (JSON list or JSONL)")
     p.add_argument("--limit", type=int, default=400, help="questions with such a passage to read (0: all)")

@@ -25,7 +25,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--methods", nargs="+", default=list(method_names()),
                    help="retrieval methods to compare (default: every method of xqa.methods, those whose "
                         "indexes the build lacks skipped)")
-    p.add_argument("--ks", nargs="+", type=int, default=[1, 5, 20], help="cut-offs")
+    p.add_argument("--ks", nargs="+", type=int, default=[1, 5, 20],
+                   help="cut-offs; each method retrieves the largest, as the pipeline asked for that many "
+                        "passages does (a fusion's R@1 and R@5 depend on it: it fuses each side's top that many)")
     p.add_argument("--split", default=None, help="only questions of this split (tune, test)")
     p.add_argument("--dense-index", default=None, help="another dense index for the dense methods (e.g. a "
                                                          "fine-tuned encoder's), labelled --label")

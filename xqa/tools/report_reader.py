@@ -21,8 +21,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     from xqa.cli_options import add_reading_arguments
     from xqa.reader_artifacts import add_base_argument
 
-    p.add_argument("--model", required=True, help="reader artifact (or training run folder); a packed reader or a "
-                                                  "run of xqa train reader --kit with --base")
+    p.add_argument("--model", required=True, help="a FiD reader: artifact, training run folder, or a packed FiD "
+                                                  "or a run of xqa train reader --family fid --kit with --base"
+                                                  "")
     add_base_argument(p)
     p.add_argument("--test", required=True, help="test retrieval results with answers")
     p.add_argument("--dev", help="dev retrieval results to tune fusion on (unless --fusion)")
