@@ -428,6 +428,39 @@ def test_an_interrupted_run_resumes_to_the_same_passages(tmp_path):
     assert any("starting over" in s for s in said)
 
 
+def test_one_article_in_two_dumps_is_read_once_and_said(tmp_path):
+    """A WikiExtractor article id read twice would give its passages the same ids, which the
+    indexes refuse late in a build: the second is left out and reported, also on a resume."""
+    line = json.dumps({"id": "12", "url": "https://en.wikipedia.org/wiki?curid=12", "title": "Anarchism",
+                       "text": "Anarchism\n\nAnarchism is a political philosophy and movement that is sceptical "
+                               "of authority and rejects all involuntary, coercive forms of hierarchy."}) + "\n"
+    for year in ("2023", "2024"):
+        (tmp_path / "d" / year / "AA").mkdir(parents=True)
+        (tmp_path / "d" / year / "AA" / "wiki_00").write_text(line, encoding="utf-8")
+    said = []
+    report = write_passages(tmp_path / "d", tmp_path / "p.jsonl", MiaSplit(), lang="en", log=said.append)
+    ids = [r["id"] for r in _rows(tmp_path / "p.jsonl")]
+    assert len(ids) == len(set(ids)) == report["passages"] > 0
+    assert any("skipped 2024/AA/wiki_00:1: document id 'enwiki-12' again (first at 2023/AA/wiki_00:1)" in s
+               for s in said), said
+    assert report["records_skipped"] == 1
+    with pytest.raises(XqaError, match=r"wiki_00:1: document id 'enwiki-12' again"):   # --strict stops there
+        Collector(tmp_path / "d", tmp_path / "s.jsonl", MiaSplit(), lang="en", strict=True, log=lambda s: None).run()
+
+
+def test_the_output_inside_the_documents_folder_is_not_read_as_a_document(tmp_path):
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "a.txt").write_text("Oslo is the capital of Norway. " * 5, encoding="utf-8")
+    out = tmp_path / "d" / "p.jsonl"
+    first = write_passages(tmp_path / "d", out, MiaSplit(), lang="en", log=lambda s: None)
+    again = write_passages(tmp_path / "d", out, MiaSplit(), lang="en", log=lambda s: None)
+    assert first["passages"] == again["passages"] == len(_rows(out)) and again["files"]["found"] == 1
+    from xqa.cli import main   # a build writes a whole folder of files: refused inside its documents
+
+    assert main(["build", "--documents", str(tmp_path / "d"), "--out", str(tmp_path / "d" / "build")]) == 1
+    assert not (tmp_path / "d" / "build").exists()
+
+
 # ----------------------------------------------------------------------------- provenance shown
 
 

@@ -134,6 +134,17 @@ class Collector:
                 "mixed": {"count": 0, "documents": []}, "unknown": {"count": 0, "documents": []},
                 "skipped": [], "warnings": []}
 
+    def _written_documents(self) -> dict[str, str]:
+        """The documents whose passages the partial output holds (a resumed run's), by id."""
+        out: dict[str, str] = {}
+        with open(self.part, encoding="utf-8") as f:
+            for line in f:
+                meta = json.loads(line).get("meta") or {}
+                doc = meta.get("doc")
+                if isinstance(doc, str):
+                    out.setdefault(doc, str(meta.get("source") or "an earlier part of this run"))
+        return out
+
     def _problem(self, p: Problem, c: dict[str, Any]) -> None:
         if self.strict:
             raise XqaError(f"{self.root if self.root.is_file() else self.root / p.source}"
@@ -183,7 +194,7 @@ class Collector:
         root = self.root
         if not root.exists():
             raise XqaError(f"{root}: no such documents folder or file")
-        files = document_files(root)
+        files = document_files(root, leave_out=(self.out, self.part, self.progress, self.report))   # not its own
         stamp = {"fingerprint": fingerprint(root, files), "split": self.rule.settings(), "lang": self.lang}
         state = self._resume(stamp)
         c = state["counts"] if state else self._fresh_counts(len(files))
@@ -195,6 +206,9 @@ class Collector:
             self.log(f"  resuming after {c['documents']} documents ({c['passages']} passages) written before")
         elif self.part.exists():
             self.part.unlink()
+        # each document's id, where it was read: a second document of one id (one WikiExtractor
+        # article in two dumps) would repeat its passages' ids, which the indexes refuse
+        seen = self._written_documents() if state else {}
         t0, last = time.perf_counter(), time.perf_counter()
         seconds_before = state["seconds"] if state else 0.0
         docs_at_start = c["documents"]
@@ -210,6 +224,13 @@ class Collector:
                         continue
                     if i == at_file and item.record <= at_record:
                         continue
+                    here = source + (f":{item.record}" if item.record else "")
+                    if item.id in seen:
+                        self._problem(Problem(source, f"document id {item.id!r} again (first at {seen[item.id]}): "
+                                                      f"its passages' ids would repeat; left out",
+                                              line=item.record or None), c)
+                        continue
+                    seen[item.id] = here
                     gave = True
                     for p in self.passages_of(item, c):
                         fh.write((json.dumps(p.to_dict(), ensure_ascii=False) + "\n").encode("utf-8"))

@@ -33,8 +33,9 @@ break in WikiExtractor's articles, whose text is kept exactly as WikiExtractor w
 """
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -125,15 +126,20 @@ def format_of(path: Path) -> str | None:
     return FORMATS.get(suffix)
 
 
-def document_files(root: Path) -> list[Path]:
+def document_files(root: Path, leave_out: Iterable[Path] = ()) -> list[Path]:
     """Every file under ``root`` (or ``root`` itself), hidden files and folders left out, in a
-    fixed order (the order passages are written and a rerun resumes in)."""
+    fixed order (the order passages are written and a rerun resumes in). ``leave_out``: files
+    or folders not read though they are under ``root`` (what the command itself writes there)."""
     if root.is_file():
         return [root]
+    left = [Path(os.path.abspath(p)) for p in leave_out]
     out = []
     for p in sorted(root.rglob("*")):
         rel = p.relative_to(root)
         if any(part.startswith(".") for part in rel.parts) or not p.is_file():
+            continue
+        here = Path(os.path.abspath(p))
+        if any(here == q or q in here.parents for q in left):
             continue
         out.append(p)
     return out

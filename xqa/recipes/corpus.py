@@ -995,6 +995,9 @@ def corpus_build(config: BuildConfig) -> CorpusBuild:
         make_split(c.split, max_tokens=c.max_tokens, overlap=c.overlap)   # checked before anything is built
         if not Path(c.documents).exists():
             raise XqaError(f"--documents {c.documents}: no such folder or file")
+        if Path(c.documents).is_dir() and Path(os.path.abspath(c.documents)) in Path(os.path.abspath(c.out)).parents:
+            raise XqaError(f"--out {c.out} is inside --documents {c.documents}: the build would read the files it "
+                           f"writes as documents; build into a folder outside it")
         if not document_files(Path(c.documents)):
             raise XqaError(f"--documents {c.documents}: holds no documents (hidden files and folders are left out)")
         split = {"split": c.split, "max_tokens": c.max_tokens, "overlap": c.overlap, "strict": c.strict}
