@@ -313,3 +313,13 @@ def test_a_build_with_a_trained_retriever_encodes_its_dense_index_and_spar_with_
     assert "encoded by another model than" in printed and not (out / "dense-model").exists()
     assert encoded_by("dense") == encoded_by("spar") == (out / "encoder").resolve()
     assert "dense-model" not in json.loads((out / "build.json").read_text())["placed"]
+    # other recipe settings of a part: that part (and what is built from it) made again, not kept
+    other = [a if a != "2" else "3" for a in args] + ["--dense-max-length", "32"]
+    assert main(other) == 0
+    printed = capsys.readouterr().out
+    assert "encoded with other settings (dense_max_length 256 → 32)" in printed
+    assert "trained with other settings (lexical_steps 2 → 3)" in printed
+    assert json.loads((out / "dense" / "encoding.json").read_text())["max_length"] == 32
+    assert json.loads((out / "lexical" / "checkpoint" / "trainer_state.json").read_text())["step"] == 3
+    assert main(other) == 0   # the same again: nothing made anew
+    assert "other settings" not in capsys.readouterr().out

@@ -70,6 +70,10 @@ DEFAULT_WEIGHTS = {"alpha": 0.7, "normalize": True, "mu": 0.1, "roman_weight": 0
                    "beta": 3.5471, "gamma": 2.8735, "same_language": 0.0, "lam": DEFAULT_LAMBDA}
 
 
+# in a build's dense/ and lexical/: the recipe settings they were made with
+PART_RECIPE = "recipe.json"
+
+
 @dataclass
 class Recipe:
     """How a corpus build makes its parts; recorded in ``build.json``."""
@@ -396,12 +400,41 @@ class CorpusBuild(Build):
             build_dense(replace(cfg, num_shards=r.dense_procs), log=_say)
         else:
             build_dense(replace(cfg, threads=self.threads), log=_say)
+        write_json_atomic(o / "dense" / PART_RECIPE, self._dense_recipe())
 
     def lexical_done(self) -> bool:
-        """Λ is trained to its last step, or is the shipped one (xqa.prebuilt)."""
+        """Λ is trained to its last step, or is the shipped one (xqa.prebuilt), with this recipe's
+        layers, steps and batch (one trained with others: trained again, and SPAR with it)."""
         o = self.out
-        return is_complete(o / "lexical" / "best") and (finished(o / "lexical")
+        done = is_complete(o / "lexical" / "best") and (finished(o / "lexical")
                                                         or (o / "lexical" / "prebuilt.json").is_file())
+        changed = self._made_otherwise(o / "lexical", self._lexical_recipe()) if done else []
+        if changed:
+            _say(f"{o / 'lexical'}: trained with other settings ({'; '.join(changed)}); training Λ again")
+            for part in ("lexical", "spar", "tuned"):
+                shutil.rmtree(o / part, ignore_errors=True)
+            return False
+        return done
+
+    def _lexical_recipe(self) -> dict[str, Any]:
+        r = self.recipe
+        return {"lexical_layers": r.lexical_layers, "lexical_steps": r.lexical_steps,
+                "lexical_batch": r.lexical_batch}
+
+    def _dense_recipe(self) -> dict[str, Any]:
+        return {"dense_max_length": self.recipe.dense_max_length, "precision": self.recipe.precision}
+
+    def _made_otherwise(self, folder: Path, now: dict[str, Any]) -> list[str]:
+        """How the recipe settings ``now`` differ from those ``folder`` was made with (its
+        ``recipe.json``; a folder without one, by the recipe ``build.json`` recorded), each as
+        "name old → new"."""
+        stamp = folder / PART_RECIPE
+        if stamp.is_file():
+            old = json.loads(stamp.read_text(encoding="utf-8"))
+        else:
+            built = self.out / "build.json"
+            old = json.loads(built.read_text(encoding="utf-8")).get("recipe") or {} if built.is_file() else {}
+        return [f"{k} {old[k]} → {v}" for k, v in now.items() if k in old and old[k] != v]
 
     def train_lexical(self) -> None:
         o, r = self.out, self.recipe
@@ -410,6 +443,7 @@ class CorpusBuild(Build):
             from xqa.prebuilt import seed_lexical
 
             seed_lexical(found, o / "encoder", o / "lexical")
+            write_json_atomic(o / "lexical" / PART_RECIPE, self._lexical_recipe())
             return
         from xqa.training import lexical
         from xqa.training.loop import run_summary
@@ -419,6 +453,7 @@ class CorpusBuild(Build):
             layers=r.lexical_layers, freeze_embeddings=True, max_steps=r.lexical_steps, batch_size=r.lexical_batch,
             **LEXICAL_SETTINGS))
         _say(f"Λ written to {o / 'lexical' / 'best'} ({run_summary(result)})")
+        write_json_atomic(o / "lexical" / PART_RECIPE, self._lexical_recipe())
         from xqa.runtime_cache import share_files
 
         share_files(o / "lexical" / "best", "Λ's frozen word embeddings", log=_say)   # the encoder's, as every build's
@@ -517,9 +552,11 @@ class CorpusBuild(Build):
             same = resolve_model_dir(o / "dense", model).resolve() == self.dense_encoder.resolve()
         except (XqaError, KeyError, TypeError, ValueError):
             same = False
-        if same:
+        changed = self._made_otherwise(o / "dense", self._dense_recipe()) if same else []
+        if same and not changed:
             return True
-        _say(f"{o / 'dense'}: encoded by another model than {self.dense_encoder}; encoding it again")
+        _say(f"{o / 'dense'}: encoded by another model than {self.dense_encoder}; encoding it again" if not same
+             else f"{o / 'dense'}: encoded with other settings ({'; '.join(changed)}); encoding it again")
         self._forget_dense_index()
         if self.dense_model_source is None and (o / DENSE_MODEL).exists():   # --dense-model left out
             shutil.rmtree(o / DENSE_MODEL)
