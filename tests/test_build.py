@@ -268,6 +268,19 @@ def test_passages_given_their_language_by_another_lang_are_refused(tmp_path):
         CorpusBuild(src, out, lang="fr").stages()[0].done()
 
 
+def test_an_id_in_two_files_of_a_collection_folder_is_named_by_file_and_line(tmp_path):
+    from xqa.errors import InputError
+    from xqa.recipes.corpus import CorpusBuild
+
+    coll = tmp_path / "coll"
+    coll.mkdir()
+    row = {"id": "p2", "title": "", "text": "c", "lang": "en"}
+    (coll / "a.jsonl").write_text(json.dumps({**row, "id": "p1"}) + "\n" + json.dumps(row) + "\n")
+    (coll / "b.jsonl").write_text("\n" + json.dumps({**row, "id": "p9"}) + "\n" + json.dumps(row) + "\n")
+    with pytest.raises(InputError, match=rf"{coll / 'b.jsonl'}:3: passage id 'p2' is also in {coll / 'a.jsonl'}"):
+        CorpusBuild(coll, tmp_path / "out").copy_passages()
+
+
 @pytest.mark.slow
 def test_a_build_with_a_trained_retriever_encodes_its_dense_index_and_spar_with_it(converted_e5, tmp_path, capsys):
     """--dense-model: the retriever of xqa train retriever is copied into the build and encodes the

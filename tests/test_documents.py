@@ -451,10 +451,13 @@ def test_one_article_in_two_dumps_is_read_once_and_said(tmp_path):
 def test_the_output_inside_the_documents_folder_is_not_read_as_a_document(tmp_path):
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "a.txt").write_text("Oslo is the capital of Norway. " * 5, encoding="utf-8")
+    (tmp_path / "d" / "gone.txt").symlink_to(tmp_path / "nowhere.txt")   # a link to nothing: said, not dropped
     out = tmp_path / "d" / "p.jsonl"
-    first = write_passages(tmp_path / "d", out, MiaSplit(), lang="en", log=lambda s: None)
+    said = []
+    first = write_passages(tmp_path / "d", out, MiaSplit(), lang="en", log=said.append)
     again = write_passages(tmp_path / "d", out, MiaSplit(), lang="en", log=lambda s: None)
-    assert first["passages"] == again["passages"] == len(_rows(out)) and again["files"]["found"] == 1
+    assert first["passages"] == again["passages"] == len(_rows(out)) and again["files"]["found"] == 2
+    assert f"  skipped gone.txt: a link to {tmp_path / 'nowhere.txt'}, which is not there" in said
     from xqa.cli import main   # a build writes a whole folder of files: refused inside its documents
 
     assert main(["build", "--documents", str(tmp_path / "d"), "--out", str(tmp_path / "d" / "build")]) == 1

@@ -53,9 +53,12 @@ def fingerprint(root: Path, files: list[Path]) -> str:
     h = hashlib.sha256()
     for f in files:
         content = hashlib.sha256()
-        with f.open("rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                content.update(block)
+        if not f.exists():   # a link to nothing: where it points
+            content.update(os.readlink(f).encode("utf-8", "surrogateescape"))
+        else:
+            with f.open("rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    content.update(block)
         h.update(f"{f.relative_to(root) if f != root else f.name}\0{content.hexdigest()}\n".encode())
     return h.hexdigest()
 

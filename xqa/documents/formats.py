@@ -136,8 +136,8 @@ def document_files(root: Path, leave_out: Iterable[Path] = ()) -> list[Path]:
     out = []
     for p in sorted(root.rglob("*")):
         rel = p.relative_to(root)
-        if any(part.startswith(".") for part in rel.parts) or not p.is_file():
-            continue
+        if any(part.startswith(".") for part in rel.parts) or not (p.is_file() or _dangling(p)):
+            continue   # (a link to nothing is kept: reading it reports it)
         here = Path(os.path.abspath(p))
         if any(here == q or q in here.parents for q in left):
             continue
@@ -461,8 +461,16 @@ def read_wiki(path: Path, source: str, after: int = 0) -> Iterator[Document | Pr
         yield Problem(source, "empty: no articles")
 
 
+def _dangling(path: Path) -> bool:
+    """A symbolic link to a file that is not there."""
+    return path.is_symlink() and not path.exists()
+
+
 def read_file(path: Path, source: str, after: int = 0) -> Iterator[Document | Problem]:
     """The documents of one file (one, or a WikiExtractor file's articles), and its problems."""
+    if _dangling(path):
+        yield Problem(source, f"a link to {os.readlink(path)}, which is not there")
+        return
     fmt = format_of(path)
     if fmt is None:
         yield Problem(source, "not a document format xqa reads (.txt .md .html .pdf .docx, WikiExtractor "

@@ -137,6 +137,32 @@ def read_corpus(path: str | Path, lang: str | None = None, text_required: bool =
     yield from read_passages(path, lang=lang, text_required=text_required)
 
 
+def _with_files(path: Path, lang: str | None) -> Iterator[tuple[Passage, Path, int]]:
+    """:func:`read_corpus`'s passages (blank text an error), each with its file and its number
+    among that file's records (from 0)."""
+    from xqa.io import read_passages
+
+    files = [path]
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.suffix in (".jsonl", ".json", ".gz"))
+        if not files:
+            raise XqaError(f"{path}: a folder with no .jsonl/.json files (a Pyserini JsonCollection has them)")
+    for f in files:
+        for n, p in enumerate(read_passages(f, lang=lang, text_required=True)):
+            yield p, f, n
+
+
+def _record_line(path: Path, n: int) -> int | None:
+    """The line of record ``n`` (from 0) of a JSONL file (blank lines are no records); None for
+    DPR TSV (its header)."""
+    from xqa.io import text_lines
+
+    if path.suffix == ".tsv":
+        return None
+    records = (line_no for line_no, line in text_lines(path) if line.strip())
+    return next((line_no for i, line_no in enumerate(records) if i == n), None)
+
+
 def file_digest(path: Path) -> str:
     h = hashlib.sha256()
     files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else [path]
@@ -317,12 +343,13 @@ class CorpusBuild(Build):
 
         if not self.source.exists():
             raise XqaError(f"{self.source}: no such passage file or folder")
-        seen: set[str] = set()
+        seen: dict[str, str] = {}   # id -> the file of a folder it came from
         lines, langs = [], {}
-        for n, p in enumerate(read_corpus(self.source, self.lang, text_required=True), 1):
+        for p, f, n in _with_files(self.source, self.lang):
             if p.id in seen:   # in two files of a folder (a file's own repeats are file:line errors)
-                raise InputError(self.source, None, f"passage id {p.id!r} occurs twice (record {n})")
-            seen.add(p.id)
+                raise InputError(f, _record_line(f, n), f"passage id {p.id!r} is also in {seen[p.id]}: an id names "
+                                                        f"one passage in the whole collection")
+            seen[p.id] = str(f)
             langs[p.lang] = langs.get(p.lang, 0) + 1
             lines.append(json.dumps(p.to_dict(), ensure_ascii=False))
         if not lines:
