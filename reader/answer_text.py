@@ -14,7 +14,9 @@ these. :func:`tidy_answer` removes them and leaves everything else as written:
   unless it starts the answer; a closing bracket with no opening one, and what follows it
   (``57 SM-654 M), tengah`` → ``57 SM-654 M``), or what comes before it where that holds no
   letter or digit;
-- a straight double quote that has no partner, likewise.
+- a straight double quote that has no partner, likewise;
+- a span across a blank line (two paragraphs of a passage cut from a document, a table cell
+  and the paragraph after it) keeps its first paragraph that has a letter or digit.
 
 What is left is always a piece of the text as written: nothing is taken out of its middle.
 
@@ -32,6 +34,7 @@ PAIRS = {"(": ")", "[": "]", "{": "}", "（": "）", "［": "］", "｛": "｝",
          "„": "“", "‚": "‘"}
 _CLOSERS = {c: o for o, c in PAIRS.items() if o not in "„‚"}
 _KEEP_TRAILING = {"%", "‰", "‱"}
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t\r]*\n\s*")   # a blank line between two paragraphs
 # "D.C.", "U.S.", "e.g." (letters each followed by a full stop) and "Jr.", "St.", "Co." keep their stop.
 _ABBREVIATION = re.compile(r"(?:^|\s)(?:(?:\w\.){2,}|[A-Z][a-z]{0,2}\.)$")
 
@@ -131,5 +134,8 @@ def tidy_answer(text: str) -> str:
     """``text`` without edge punctuation and unbalanced brackets (see the module doc)."""
     if not text:
         return text
+    paragraphs = _PARAGRAPH_BREAK.split(text.strip())
+    if len(paragraphs) > 1:
+        text = next((p for p in paragraphs if any(ch.isalnum() for ch in p)), text)
     out = _strip_edges(_drop_unbalanced(_strip_edges(text)))
     return out if out else text.strip()

@@ -47,6 +47,9 @@ from xqa.records import Answer, Candidate, Context, Evidence
     ('"Hello"', '"Hello"'),
     ("Barack Obama,", "Barack Obama"),
     ("ต้มยำกุ้ง", "ต้มยำกุ้ง"),
+    ("Sigrid Aune\n\nSigrid Aune", "Sigrid Aune"),   # a span across a blank line: its first paragraph
+    ("|\n\nTomas Reed, 1874", "Tomas Reed, 1874"),
+    ("line one\nline two", "line one\nline two"),   # one paragraph's line break stays
     ("...", "..."),                        # nothing but punctuation: kept as it was
     ("", ""),
 ])
