@@ -387,9 +387,8 @@ def settings_changed(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
 
 def _check_resume(out: Path, record: dict[str, Any], init_from_best: bool = False) -> None:
     """Refuse to go on with a checkpoint in ``out`` that a run with other settings left, or a run
-    that trained another kind of model (its ``trains``, or settings of other names: another
-    command's); with ``init_from_best`` (its command's --init takes ``OUT/best``), say how to
-    train a finished run's model further."""
+    that trained another kind of model (its ``trains``); with ``init_from_best`` (its command's
+    --init takes ``OUT/best``), say how to train a finished run's model further."""
     if not is_complete(out / "checkpoint"):
         return
     try:
@@ -420,16 +419,11 @@ def _check_resume(out: Path, record: dict[str, Any], init_from_best: bool = Fals
 def _other_training(old: dict[str, Any], new: dict[str, Any]) -> str:
     """What the run ``old`` (a config.json) trained, where it is another kind of training than
     ``new`` (a record of :func:`train`): ``"a training run of a span reader, not of a dense
-    retriever"``, or for a run recorded without ``trains``, one whose settings have other names
-    (another command's); else ``""``."""
+    retriever"``; else (or where ``old`` does not say) ``""``. (Settings of other names are no
+    sign of another command: a later xqa's command may have an option more.)"""
     a, b = old.get("trains"), new.get("trains")
     if isinstance(a, str) and a and b and a != b:
         return f"a training run of {a}, not of {b}"
-    names_a, names_b = old.get("settings"), new.get("settings")
-    if isinstance(names_a, dict) and isinstance(names_b, dict) and set(names_a) != set(names_b):
-        only = sorted(set(names_a) - set(names_b))
-        said = f" (its settings name {', '.join(only[:3])}{', …' if len(only) > 3 else ''}, which this one has not)"
-        return f"another command's training run{said if only else ''}"
     return ""
 
 
