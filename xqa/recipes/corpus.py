@@ -138,8 +138,8 @@ def read_corpus(path: str | Path, lang: str | None = None, text_required: bool =
 
 
 def _with_files(path: Path, lang: str | None) -> Iterator[tuple[Passage, Path, int]]:
-    """:func:`read_corpus`'s passages (blank text an error), each with its file and its number
-    among that file's records (from 0)."""
+    """:func:`read_corpus`'s passages (blank text an error), each with its file (one object a
+    file) and its number among that file's records (from 0)."""
     from xqa.io import read_passages
 
     files = [path]
@@ -343,13 +343,13 @@ class CorpusBuild(Build):
 
         if not self.source.exists():
             raise XqaError(f"{self.source}: no such passage file or folder")
-        seen: dict[str, str] = {}   # id -> the file of a folder it came from
+        seen: dict[str, Path] = {}   # id -> the file of a folder it came from (one Path object a file)
         lines, langs = [], {}
         for p, f, n in _with_files(self.source, self.lang):
             if p.id in seen:   # in two files of a folder (a file's own repeats are file:line errors)
                 raise InputError(f, _record_line(f, n), f"passage id {p.id!r} is also in {seen[p.id]}: an id names "
                                                         f"one passage in the whole collection")
-            seen[p.id] = str(f)
+            seen[p.id] = f
             langs[p.lang] = langs.get(p.lang, 0) + 1
             lines.append(json.dumps(p.to_dict(), ensure_ascii=False))
         if not lines:
