@@ -137,15 +137,15 @@ class Collector:
                 "mixed": {"count": 0, "documents": []}, "unknown": {"count": 0, "documents": []},
                 "skipped": [], "warnings": []}
 
-    def _written_documents(self) -> dict[str, str]:
-        """The documents whose passages the partial output holds (a resumed run's), by id."""
-        out: dict[str, str] = {}
+    def _written_documents(self) -> dict[str, int]:
+        """The ids of the documents whose passages the partial output holds (a resumed run's),
+        each with -1 (:meth:`run`'s mark of "an earlier part of this run")."""
+        out: dict[str, int] = {}
         with open(self.part, encoding="utf-8") as f:
             for line in f:
-                meta = json.loads(line).get("meta") or {}
-                doc = meta.get("doc")
+                doc = (json.loads(line).get("meta") or {}).get("doc")
                 if isinstance(doc, str):
-                    out.setdefault(doc, str(meta.get("source") or "an earlier part of this run"))
+                    out[doc] = -1
         return out
 
     def _problem(self, p: Problem, c: dict[str, Any]) -> None:
@@ -227,13 +227,15 @@ class Collector:
                         continue
                     if i == at_file and item.record <= at_record:
                         continue
-                    here = source + (f":{item.record}" if item.record else "")
                     if item.id in seen:
-                        self._problem(Problem(source, f"document id {item.id!r} again (first at {seen[item.id]}): "
-                                                      f"its passages' ids would repeat; left out",
+                        first = seen[item.id]   # (file index << 32 | record), or -1: an earlier part of this run
+                        at = ("an earlier part of this run" if first < 0 else relative(root, files[first >> 32])
+                              + (f":{first & 0xFFFFFFFF}" if first & 0xFFFFFFFF else ""))
+                        self._problem(Problem(source, f"document id {item.id!r} again (first at {at}): its "
+                                                      f"passages' ids would repeat; left out",
                                               line=item.record or None), c)
                         continue
-                    seen[item.id] = here
+                    seen[item.id] = i << 32 | item.record   # an int, not a string: millions of articles
                     gave = True
                     for p in self.passages_of(item, c):
                         fh.write((json.dumps(p.to_dict(), ensure_ascii=False) + "\n").encode("utf-8"))
