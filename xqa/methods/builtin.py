@@ -144,6 +144,8 @@ INDEX_KINDS: tuple[IndexKind, ...] = (
 # DHR's λ grid: raw scores (GIP on the BM25 scale, e5 cosines near 0.8), so the useful λ is large
 LAMBDA_GRID: tuple[float, ...] = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 7.5, 10.0, 15.0,
                                   20.0, 30.0, 50.0, 75.0, 100.0, 150.0, 200.0, 300.0, 500.0, 1000.0, 2000.0, 5000.0)
+
+
 def fused_depth(retrieval: Any) -> int:
     """k': the depth a pipeline searches each side of a score hybrid (or RRF) to, and fuses at:
     its ``retrieval.k`` (K), or a fusion config's ``max(k, k_each)``. A weight tuned on lists of
