@@ -120,35 +120,22 @@ def shipped_answerability() -> dict[str, Any]:
             "not_found_threshold": d.get("not_found_threshold")}
 
 
-def read_corpus(path: str | Path, lang: str | None = None, text_required: bool = False) -> Iterator[Passage]:
+def read_corpus(path: Path, lang: str | None = None,
+                text_required: bool = False) -> Iterator[tuple[Passage, Path, int]]:
     """Passages from a JSONL file (``.gz`` too), a DPR TSV file, or a Pyserini JsonCollection
-    folder (``*.jsonl``/``*.json`` files of ``{"id", "contents"}``); ``text_required``: a blank
+    folder (``*.jsonl``/``*.json`` files of ``{"id", "contents"}``), each with its file (one
+    object a file) and its number among that file's records (from 0); ``text_required``: a blank
     text is an error naming file:line (:func:`xqa.io.read_passages`)."""
     from xqa.io import read_passages
 
     path = Path(path)
-    if path.is_dir():
-        files = sorted(p for p in path.iterdir() if p.suffix in (".jsonl", ".json", ".gz"))
-        if not files:
-            raise XqaError(f"{path}: a folder with no .jsonl/.json files (a Pyserini JsonCollection has them)")
-        for f in files:
-            yield from read_passages(f, lang=lang, text_required=text_required)
-        return
-    yield from read_passages(path, lang=lang, text_required=text_required)
-
-
-def _with_files(path: Path, lang: str | None) -> Iterator[tuple[Passage, Path, int]]:
-    """:func:`read_corpus`'s passages (blank text an error), each with its file (one object a
-    file) and its number among that file's records (from 0)."""
-    from xqa.io import read_passages
-
     files = [path]
     if path.is_dir():
         files = sorted(p for p in path.iterdir() if p.suffix in (".jsonl", ".json", ".gz"))
         if not files:
             raise XqaError(f"{path}: a folder with no .jsonl/.json files (a Pyserini JsonCollection has them)")
     for f in files:
-        for n, p in enumerate(read_passages(f, lang=lang, text_required=True)):
+        for n, p in enumerate(read_passages(f, lang=lang, text_required=text_required)):
             yield p, f, n
 
 
@@ -345,7 +332,7 @@ class CorpusBuild(Build):
             raise XqaError(f"{self.source}: no such passage file or folder")
         seen: dict[str, Path] = {}   # id -> the file of a folder it came from (one Path object a file)
         lines, langs = [], {}
-        for p, f, n in _with_files(self.source, self.lang):
+        for p, f, n in read_corpus(self.source, self.lang, text_required=True):
             if p.id in seen:   # in two files of a folder (a file's own repeats are file:line errors)
                 raise InputError(f, _record_line(f, n), f"passage id {p.id!r} is also in {seen[p.id]}: an id names "
                                                         f"one passage in the whole collection")
