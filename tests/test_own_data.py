@@ -150,6 +150,14 @@ def test_a_line_that_is_not_json_and_an_id_used_twice_are_named(tmp_path):
     for said in (f"{path}:1: expected a JSON object, found a list", f"{path}:3: invalid JSON",
                  f"{path}:4: answer 'Olaf' is not in its context"):
         assert said in str(e.value)
+    # a duplicate id and a later bad record: both said, in the file's line order
+    _jsonl(path, [{"id": "a", "question": "Hauptstadt?", "answers": ["Berlin"], "context": BERLIN}] * 2
+           + [{"id": "b", "question": "Wer?", "answers": ["Olaf"], "context": BERLIN}])
+    with pytest.raises(XqaError) as e:
+        build(OwnDataConfig(train=[f"{path}:de"], out=str(tmp_path / "out")))
+    lines = str(e.value).splitlines()[1:]
+    assert [line.strip().split(": ")[0] for line in lines] == [f"{path}:2", f"{path}:3"]
+    assert "duplicate question id 'a'" in lines[0] and "answer 'Olaf' is not in its context" in lines[1]
 
 
 def test_two_files_of_one_name_without_ids_get_ids_that_do_not_clash(tmp_path):

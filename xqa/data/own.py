@@ -80,9 +80,18 @@ class Problems:
 
     def __init__(self) -> None:
         self.errors: list[str] = []
+        self._lines: list[int] = []   # each error's line (0: none), to list a file's problems in order
 
     def add(self, e: InputError | str) -> None:
         self.errors.append(str(e))
+        self._lines.append(getattr(e, "line", None) or 0)
+
+    def in_line_order(self, start: int) -> None:
+        """List the errors added since ``start`` (one file's) by line: its duplicate ids are found
+        after its other problems."""
+        pairs = sorted(zip(self._lines[start:], self.errors[start:]), key=lambda p: p[0])
+        self._lines[start:] = [n for n, _ in pairs]
+        self.errors[start:] = [e for _, e in pairs]
 
     def raise_if_any(self) -> None:
         if not self.errors:
@@ -164,6 +173,8 @@ def read_own(spec: str, lang: str | None = None, problems: Problems | None = Non
             continue
         seen[q.id] = q.where
         kept.append(q)
+    if problems is not None:
+        problems.in_line_order(before)
     return kept
 
 
