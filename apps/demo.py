@@ -208,17 +208,17 @@ class Answerer:
         rc = cfg.reader_config(request.reader)
         fused = rc.evidence_fusion
         note = ""
-        if code == UNKNOWN:
+        uncovered = code != UNKNOWN and cfg.languages and code not in cfg.languages
+        if code == UNKNOWN or uncovered:
             how = script_search(self.pipeline.script_indexes(asked.question.question), mark=lambda c: f"`{c}`",
                                 method=method)
-            if asked.identified:
+            if uncovered:
+                note = f"No index of this pipeline covers {language_name(code)} (`{code}`): {how}."
+            elif asked.identified:
                 note = (f"The question reads as {language_name(asked.identified)} (`{asked.identified}`), which no "
                         f"index of this pipeline covers: {how}.")
             else:
                 note = f"The language was not identified among this pipeline's: {how}."
-        elif cfg.languages and code not in cfg.languages:
-            note = (f"No index covers {language_name(code)} (`{code}`): its BM25 list is empty and "
-                    f"dense retrieval searches all languages.")
         calibrator = self.pipeline.calibrator_of(request.reader)
         if calibrator is not None and not calibrator.fits_method(_registry.method(method).name):
             note = " ".join(filter(None, (note, (

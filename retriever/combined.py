@@ -23,18 +23,21 @@ from xqa.errors import XqaError
 from xqa.records import Hit, Question
 
 def sparse_search(sparse: Retriever, questions: Sequence[Question], k: int) -> list[list[Hit]]:
-    """BM25 search where a language without an index gives an empty list.
+    """BM25 search where a question in a language without an index is searched as one of
+    unknown language (in the indexes of its script), or, by a retriever that cannot, gets an
+    empty list.
 
-    The sparse retriever has one index per language; a cross-lingual question
-    in a language it lacks must not stop a fused search (SCD then returns the
-    dense list). Passed as ``missing="empty"`` when ``search`` accepts it.
+    The sparse retriever has one index per language; a question in a language it lacks must
+    not stop a fused search (with no hits, SCD returns the dense list), and is searched as
+    it would be had its language not been given. Passed as ``missing="script"`` to a
+    retriever with ``script_search``, else as ``missing="empty"`` where ``search`` accepts it.
     """
     try:
         params = inspect.signature(sparse.search).parameters
     except (TypeError, ValueError):
         params = {}
     if "missing" in params:
-        return sparse.search(questions, k, missing="empty")
+        return sparse.search(questions, k, missing="script" if getattr(sparse, "script_search", False) else "empty")
     return sparse.search(questions, k)
 
 

@@ -265,6 +265,9 @@ def test_a_question_in_a_language_without_an_index_says_which_language_it_reads_
     assert answerer("Who compiled the Kalevala?", "auto", "scd", 60, 20)[4]["identified"] is None
     status, _, _, _, record = answerer(french, "und", "scd", 60, 20)
     assert record["identified"] is None and "not identified among this pipeline's" in status
+    status, _, _, _, record = answerer(french, "fr", "scd", 60, 20)   # chosen: searched as und is
+    assert record["lang"] == "fr" and pipe.calls[-1]["questions"][0].lang == "fr"
+    assert "No index of this pipeline covers French (`fr`): BM25 searches the indexes of its script (`en`, `fi`)" in status
     status, *_ = answerer("Кто написал «Войну и мир»?", "auto", "scd", 60, 20)  # no index of its script
     assert "reads as Russian (`ru`)" in status and "no BM25 index is written in its script" in status
 

@@ -139,9 +139,16 @@ def test_ask_identifies_the_language_when_auto(pipe, test_questions):
     dense = answer_lines(french.answer, french.question.question, "und", "dense", unknown_lang=True,
                          identified="fr", searched=["de", "en"])[0]
     assert "covers; dense retrieval searches all languages (dense uses no BM25 index)): Quelle" in dense
-    given = answer_lines(french.answer, french.question.question, "fr", "hybrid", indexed=False)[0]
-    assert given.startswith("question (fr: no BM25 index here covers French, so BM25 finds nothing and dense "
-                            "retrieval searches all languages): Quelle")
+    # given as French, which no index covers, it is searched as when its language is not known
+    stated = pipe.ask(french.question.question, lang="fr")
+    assert stated.question.lang == "fr" and not stated.detected
+    as_fr, as_und = (pipe.retrieve([Question("q", french.question.question, lang)], method="sparse")[0]
+                     for lang in ("fr", "und"))
+    assert as_fr and [c.id for c in as_fr] == [c.id for c in as_und] and {c.source for c in as_fr} == {"sparse"}
+    given = answer_lines(stated.answer, french.question.question, "fr", "hybrid", indexed=False,
+                         searched=["de", "en"])[0]
+    assert given.startswith("question (fr: no BM25 index here covers French; BM25 searches the indexes of its "
+                            "script (de, en) and dense retrieval all languages): Quelle")
     none = answer_lines(french.answer, "Кто?", "und", "hybrid", unknown_lang=True, searched=[])[0]
     assert none == ("question (und: not identified; no BM25 index is written in its script, so dense retrieval "
                     "alone searches, in all languages): Кто?")
@@ -659,11 +666,16 @@ def test_retrieve_falls_back_only_for_questions_the_method_finds_nothing_for(tin
     assert pipe.fallback_for("sparse", fallback="none") is None    # an override wins over the config
     assert len(got[0]) == 5 and all(c.source == "dense (fallback)" for c in got[0])
     assert got[1] and all(c.source == "sparse" for c in got[1])
-    # a language with no BM25 index (--lang de here) finds nothing there: the fallback answers it too
+    # a language with no BM25 index (--lang de here) is searched in the indexes of its script, as
+    # a question of unknown language is; one in a script no index is written in (Greek) finds
+    # nothing there, and the fallback answers it
     german = [Question(id="de", question=found.title, lang="de")]
     assert "de" not in pipe.config.languages
     [moved] = pipe.retrieve(german, k=5, method="sparse")
-    assert len(moved) == 5 and all(c.source == "dense (fallback)" for c in moved)
+    assert found.id in [c.id for c in moved] and {c.source for c in moved} == {"sparse"}
+    [greek] = pipe.retrieve([Question(id="el", question="Ποιος έγραψε την Οδύσσεια;", lang="el")], k=5,
+                            method="sparse")
+    assert len(greek) == 5 and all(c.source == "dense (fallback)" for c in greek)
     pipe.config.retrieval.fallback = "none"
     plain = pipe.retrieve(qs, k=5, method="sparse")
     assert plain[0] == [] and pipe.fallback_for("sparse") is None

@@ -385,7 +385,7 @@ class Pipeline:
         questions = list(questions)
         fallback = self.fallback_for(method, **overrides)
         retriever = self.retriever(method, **overrides)
-        if fallback:   # a language without a BM25 index: nothing found, for the fallback to search
+        if fallback:   # a language without a BM25 index: searched by its script; nothing found, the fallback
             from retriever.combined import sparse_search
 
             hits = sparse_search(retriever, questions, k)
@@ -401,8 +401,8 @@ class Pipeline:
     def fallback_for(self, method: str, **overrides) -> str | None:
         """The method that searches again for a question ``method`` finds nothing for, if any.
 
-        BM25 finds nothing when every query term is unknown to its index: a language without
-        an index, or a question in words the world never uses. The fallback (the config's
+        BM25 finds nothing when every query term is unknown to its index: a question in a script
+        no index is written in, or in words the world never uses. The fallback (the config's
         ``retrieval.fallback`` or an override; dense by default, ``"none"`` for never) always ranks passages; its
         hits' ``source`` ends in :data:`FALLBACK_SUFFIX`, so the evidence shows where they came from."""
         fb = self._settings(**overrides).fallback

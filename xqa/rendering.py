@@ -112,11 +112,10 @@ def answer_lines(answer: Answer, question: str, lang: str, method: str, *, unkno
                f"{script_search(searched, method=method)}")
     else:
         how = f": not identified; {script_search(searched, method=method)}" if unknown_lang else ""
-    if not unknown_lang and not indexed:
-        how = (f": no BM25 index here covers {language_name(lang)}, so BM25 finds nothing and dense "
-               f"retrieval searches all languages")
+    if not unknown_lang and not indexed:   # searched as a question of unknown language is
+        how = f": no BM25 index here covers {language_name(lang)}; {script_search(searched, method=method)}"
     lines = [f"question ({lang}{how}): {question}"]
-    if unknown_lang and searched is not None and not searched and answer.evidence:
+    if (unknown_lang or not indexed) and searched is not None and not searched and answer.evidence:
         method = f"{method}, dense alone here"   # no BM25 index in the question's script (said above)
     copied_text = written(answer)
     span_lang = foreign_lang(answer, lang)

@@ -129,14 +129,17 @@ class SparseRetriever:
     """BM25 over per-language Lucene indexes: ``search(questions, k) -> list[list[Hit]]``.
 
     Load with :meth:`load`; the Java VM starts then (not at import). A question
-    whose language has no index raises :class:`XqaError`, or gets ``[]`` with
-    ``missing="empty"`` (what a fused retriever wants: an empty sparse list
-    makes Sparse-Corroborate-Dense return the dense list). A question whose
-    language is unknown (``lang`` "und", :data:`xqa.records.UNKNOWN_LANG`) is
-    searched in the index of every language written in its script.
+    whose language has no index raises :class:`XqaError`, gets ``[]`` with
+    ``missing="empty"`` (an empty sparse list makes Sparse-Corroborate-Dense
+    return the dense list), or, with ``missing="script"`` (what the fused
+    retrievers and the pipeline ask for), is searched as one of unknown
+    language. A question whose language is unknown (``lang`` "und",
+    :data:`xqa.records.UNKNOWN_LANG`) is searched in the index of every
+    language written in its script.
     """
 
     source = SOURCE
+    script_search = True   # takes missing="script" (retriever.combined.sparse_search)
 
     def __init__(self, folder: Path, config: dict[str, Any], indexes: dict[str, _LanguageIndex],
                  threads: int):
@@ -211,10 +214,13 @@ class SparseRetriever:
         return self._indexes[lang].config["analyzer"]
 
     def search(self, questions: Sequence[Question], k: int,
-               missing: Literal["error", "empty"] = "error") -> list[list[Hit]]:
-        """Top-``k`` BM25 hits per question from its language's index, in question order."""
-        if missing not in ("error", "empty"):
-            raise ValueError(f"missing must be 'error' or 'empty', not {missing!r}")
+               missing: Literal["error", "empty", "script"] = "error") -> list[list[Hit]]:
+        """Top-``k`` BM25 hits per question from its language's index, in question order. A
+        question in a language without an index: an error, ``[]`` (``missing="empty"``) or the
+        hits of the indexes of its script, as a question of unknown language gets them
+        (``"script"``)."""
+        if missing not in ("error", "empty", "script"):
+            raise ValueError(f"missing must be 'error', 'empty' or 'script', not {missing!r}")
         k = check_k(k)
         by_lang: dict[str, list[int]] = {}
         for i, q in enumerate(questions):
@@ -231,7 +237,7 @@ class SparseRetriever:
         for lang, positions in by_lang.items():
             target = targets[lang]
             texts = [questions[i].question for i in positions]
-            if lang == UNKNOWN_LANG and not self.cross_script:
+            if not self.cross_script and (lang == UNKNOWN_LANG or (target is None and missing == "script")):
                 found = self._search_by_script(texts, k)
             elif target is not None:
                 found = self._indexes[target].batch_search(texts, k, self.threads, lang)
