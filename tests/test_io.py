@@ -1,6 +1,7 @@
 """Readers and writers: every supported layout, and malformed input named by file:line."""
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -168,9 +169,17 @@ def test_results_round_trip_and_trec(tmp_path):
     q = Question("q1", "who?", "en", answers=("x",))
     r = RetrievalResult(q, (Context("p1", "T", "x is here", "en", 2.0, "dense"),
                             Context("p2", "U", "nothing", "de", 1.0, "sparse")))
-    for name in ("r.json", "r.jsonl"):
+    for name in ("r.json", "r.jsonl", "r.json.gz", "r.jsonl.gz"):   # a .gz name: gzip'd, as read
         write_results(tmp_path / name, [r])
         assert read_results(tmp_path / name) == [r]
+    assert (tmp_path / "r.jsonl.gz").read_bytes()[:2] == b"\x1f\x8b"
+    assert gzip.decompress((tmp_path / "r.json.gz").read_bytes()).startswith(b"[")   # .json.gz: a JSON list
+    write_passages(tmp_path / "p.jsonl.gz", [Passage("p1", "T", "x is here", "en")])
+    assert [p.id for p in read_passages(tmp_path / "p.jsonl.gz")] == ["p1"]
+    plain = tmp_path / "plain.jsonl.gz"   # a file named .gz that is not gzip'd: said, not a gzip traceback
+    plain.write_bytes((tmp_path / "r.jsonl").read_bytes())
+    with pytest.raises(InputError, match=r"plain\.jsonl\.gz: named \.gz, but not gzip-compressed"):
+        read_results(plain)
     write_trec_run(tmp_path / "run.trec", [r])
     assert (tmp_path / "run.trec").read_text().splitlines() == [
         "q1 Q0 p1 1 2.000000 xqa", "q1 Q0 p2 2 1.000000 xqa"]

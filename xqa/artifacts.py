@@ -94,7 +94,15 @@ def _finite(obj: Any) -> Any:
 
 
 def write_text_atomic(path: str | Path, text: str) -> None:
-    write_file_atomic(path, lambda f: f.write(text.encode("utf-8")))
+    """Write ``text`` as UTF-8 through a temporary file and a rename; gzip'd where the name ends
+    in ``.gz``, as the readers (:func:`xqa.io.open_bytes`) take it (no time stamp in the gzip
+    header: the same text, the same bytes)."""
+    data = text.encode("utf-8")
+    if str(path).endswith(".gz"):
+        import gzip
+
+        data = gzip.compress(data, compresslevel=6, mtime=0)
+    write_file_atomic(path, lambda f: f.write(data))
 
 
 def write_file_atomic(path: str | Path, write: Callable[[BinaryIO], Any]) -> None:

@@ -49,10 +49,15 @@ def _decode_error(path: object, raw: bytes, e: UnicodeDecodeError, first_line: i
 
 
 def open_bytes(path: str | Path):
-    """The file's bytes, through gzip when its name ends in ``.gz``."""
+    """The file's bytes, through gzip when its name ends in ``.gz`` (one that is not gzip'd is
+    an :class:`InputError`)."""
     if str(path).endswith(".gz"):
         import gzip
 
+        with open(path, "rb") as f:
+            magic = f.read(2)
+        if magic and magic != b"\x1f\x8b":
+            raise InputError(path, None, "named .gz, but not gzip-compressed: gzip it, or name it without .gz")
         return gzip.open(path, "rb")
     return open(path, "rb")
 
@@ -781,9 +786,10 @@ def write_questions(path: str | Path, questions: Iterable[Question]) -> int:
 
 
 def write_results(path: str | Path, results: Iterable[RetrievalResult | dict]) -> int:
-    """Retrieval results in the DPR / FiD layout: JSON list for ``.json``, else JSONL."""
+    """Retrieval results in the DPR / FiD layout: JSON list for ``.json``, else JSONL; gzip'd
+    where the name ends in ``.gz`` (``.json.gz``: a JSON list)."""
     rows = [r.to_dict() if isinstance(r, RetrievalResult) else r for r in results]
-    if str(path).endswith(".json"):
+    if str(path).removesuffix(".gz").endswith(".json"):
         write_text_atomic(path, json.dumps(rows, ensure_ascii=False, indent=1) + "\n")
     else:
         write_text_atomic(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
