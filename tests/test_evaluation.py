@@ -167,6 +167,22 @@ def test_evaluate_skips_no_answer_scores_missing_as_zero_and_macro_averages():
     assert [x.id for x in s.questions if not x.answered] == ["e2"]
 
 
+def test_evaluate_says_what_it_takes_where_given_something_else(tmp_path):
+    """A list of answers, a path or a dict of records would score every question as missing."""
+    from xqa.records import Answer
+
+    gold = [q("e1", "en", "Paris")]
+    with pytest.raises(XqaError, match=r"not a list \(answers from Pipeline.answer: \{a.question_id: a.text"):
+        evaluate(gold, [Answer(question_id="e1", text="Paris", score=1.0)])
+    with pytest.raises(XqaError, match=r"predictions: .* not a path; read the file with .*load_predictions"):
+        evaluate(gold, str(tmp_path / "predictions.json"))
+    with pytest.raises(XqaError, match=r"gold: the questions, not a path; read them with xqa.io.read_questions"):
+        evaluate(tmp_path / "q.jsonl", {"e1": "Paris"})
+    with pytest.raises(XqaError, match=r"gold: Question records .*found a dict"):
+        evaluate([{"id": "e1"}], {"e1": "Paris"})
+    assert evaluate(gold, {"e1": "Paris"}).macro_em == 100.0
+
+
 def test_mkqa_predictions_found_by_bare_id():
     gold = [q("123_ja", "ja", "東京"), q("123_zh_cn", "zh_cn", "北京")]
     s = evaluate(gold, {"123": "東京"})

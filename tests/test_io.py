@@ -148,6 +148,8 @@ def test_dpr_question_tsv_and_plain_text_questions(tmp_path):
     assert [(q.id, q.question, q.lang, q.answers) for q in read_questions(lines, lang="de")] == [
         ("mine:1", "Who wrote Hamlet?", "de", ()), ("mine:3", "Wo liegt Berlin?", "de", ())]
     assert {q.lang for q in read_questions(lines, lang="auto", auto=True)} == {"auto"}
+    with pytest.raises(XqaError, match=r"lang 'auto' leaves each question's language to identify: pass auto=True"):
+        read_questions(lines, lang="auto")   # from Python: the way to identify them is said
     # "squad" in a file's name guesses English, but --lang auto asks for each question's language
     squad = _write(tmp_path / "my_squad.json", json.dumps({"data": [{"title": "T", "paragraphs": [
         {"context": "Berlin liegt an der Spree.", "qas": [{"id": "q1", "question": "Woran liegt Berlin?",

@@ -100,6 +100,16 @@ def test_a_code_xqa_has_no_name_for_is_named_as_lingua_names_it():
     assert language_name("ja") == LANGUAGE_NAMES["ja"] and language_name("qq") == "qq"
 
 
+def test_identify_says_what_it_takes_where_given_something_else():
+    from xqa.errors import XqaError
+
+    assert identify_language("Who wrote Hamlet?", ["en"]) == "en"
+    with pytest.raises(XqaError, match=r"languages is a list of codes \(e.g. \['en'\]\), not a string"):
+        identify_language("Who wrote Hamlet?", "en")      # list("en") would be ["e", "n"]: und
+    with pytest.raises(XqaError, match="identify: the text of a question, not NoneType"):
+        identify(None)
+
+
 def test_text_without_letters_gets_the_default():
     assert detect_language("") == "en"
     assert detect_language("  123 ?!") == "en"

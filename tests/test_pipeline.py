@@ -656,6 +656,38 @@ def test_ask_says_when_nothing_was_retrieved(tiny_pipeline):
     assert out.returncode == 0 and "retrieved no passage" not in out.stdout and " 1. [" in out.stdout
 
 
+def test_answer_and_retrieve_say_what_they_take_where_given_something_else(pipe, test_questions, tiny_pipeline):
+    """A question's text, one record, a flat exclude list or contexts of another shape: said, not a
+    traceback from deep inside or a silent mispairing."""
+    qs = test_questions[:2]
+    with pytest.raises(XqaError, match=r"questions: a list of Question records .*not text; Pipeline.ask"):
+        pipe.answer(qs[0].question)
+    with pytest.raises(XqaError, match=r"questions\[0\]: a Question record .*not str"):
+        pipe.answer([qs[0].question])
+    with pytest.raises(XqaError, match=r"questions: a list of Question records, not one; pass \[question\]"):
+        pipe.retrieve(qs[0])
+    with pytest.raises(XqaError, match=r"exclude\[0\]: a collection of passage ids .*not str"):
+        pipe.answer(qs[:1], exclude=["some-passage"])
+    with pytest.raises(XqaError, match=r"exclude: 1 entries for 2 questions"):
+        pipe.answer(qs, exclude=[{"some-passage"}])
+    [ctxs] = pipe.retrieve(qs[:1], k=3)
+    with pytest.raises(XqaError, match=r"contexts: 3 entries for 1 questions"):
+        pipe.answer(qs[:1], contexts=ctxs)
+    with pytest.raises(XqaError, match=r"contexts\[0\]: a collection of Context records .*not Context"):
+        pipe.answer(qs[:1], contexts=ctxs[:1])
+    with pytest.raises(XqaError, match=r"contexts\[0\]: Context records .*found tuple"):
+        pipe.answer(qs[:1], contexts=[[("p", "t", "x")]])
+    # a generator is read once, and answered as the list is
+    assert [a.text for a in pipe.answer(q for q in qs)] == [a.text for a in pipe.answer(qs)]
+    # excluding the first passage answers as if the collection lacked it
+    [without] = pipe.answer(qs[:1], exclude=[{ctxs[0].id}])
+    assert without.evidence and ctxs[0].id not in {e.context.id for e in without.evidence}
+    # a built folder stands for its pipeline.json
+    assert Pipeline.load(tiny_pipeline.parent).config.base_dir == Pipeline.load(tiny_pipeline).config.base_dir
+    with pytest.raises(XqaError, match="a folder without pipeline.json"):
+        Pipeline.load(tiny_pipeline.parent / "bm25")
+
+
 def test_retrieve_falls_back_only_for_questions_the_method_finds_nothing_for(tiny_pipeline):
     pipe = Pipeline.load(tiny_pipeline)
     found = next(p for p in pipe.store if p.lang == "en")

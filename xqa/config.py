@@ -162,8 +162,14 @@ class PipelineConfig:
 
     @classmethod
     def load(cls, path: str | Path) -> "PipelineConfig":
-        """The config in ``path``, checked; its relative paths resolve against the file's folder."""
+        """The config in ``path`` (a built folder: its ``pipeline.json``), checked; its relative
+        paths resolve against the file's folder."""
         path = Path(path)
+        if path.is_dir():
+            if not (path / "pipeline.json").is_file():
+                raise XqaError(f"{path}: a folder without pipeline.json; name the pipeline config (a folder "
+                               f"that 'xqa build' or 'xqa embedded build' made holds one)")
+            path = path / "pipeline.json"
         if not path.is_file():
             raise XqaError(f"{path}: no such pipeline config (build the embedded default with "
                            f"'xqa embedded build' or write one: docs/full-scale.md)")

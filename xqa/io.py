@@ -533,6 +533,10 @@ def read_questions(path: str | Path, lang: str | None = None, *, auto: bool = Fa
         raise XqaError(f"{path} is a folder; name the question files in it ({path}/*.jsonl)")
     if not path.is_file():
         raise XqaError(f"{path}: no such question file")
+    if lang == AUTO_LANG and not auto:
+        raise XqaError(f"{path}: lang 'auto' leaves each question's language to identify: pass auto=True as "
+                       f"well, then xqa.cli_options.identify_languages(questions, pipe.config.languages) "
+                       f"identifies them (as xqa answer --lang auto does)")
     if lang is not None and not (auto and lang == AUTO_LANG):
         lang = known_language(lang, field="--lang")
     _not_empty(path, "questions")
@@ -592,7 +596,7 @@ def _read_question_lines(path: Path, lang: str | None) -> list[Question]:
     """A question a line, nothing else: ids ``{file stem}:{line}``, every question in ``lang``."""
     if not lang:
         raise InputError(path, None, "a text file of questions says nothing of their language: pass --lang "
-                                     "(or --lang auto to identify each question's)")
+                                     "(or --lang auto to identify each question's; from Python: lang=...)")
     stem = _stem(path)
     return [Question(id=f"{stem}:{n}", question=line.strip(), lang=lang)
             for n, line in text_lines(path) if line.strip()]

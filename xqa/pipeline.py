@@ -137,6 +137,40 @@ def question_text(text: str) -> str:
     return text
 
 
+def question_list(questions: object, what: str = "questions") -> list[Question]:
+    """``questions`` as a list of :class:`Question` records (a generator read once); an
+    :class:`XqaError` that says what was given otherwise (a question's text, one record)."""
+    if isinstance(questions, str):
+        raise XqaError(f"{what}: a list of Question records (xqa.records.Question), not text; "
+                       f"Pipeline.ask answers one question's text")
+    if isinstance(questions, Question):
+        raise XqaError(f"{what}: a list of Question records, not one; pass [question]")
+    try:
+        out = list(questions)
+    except TypeError:
+        raise XqaError(f"{what}: a list of Question records, not {type(questions).__name__}") from None
+    for i, q in enumerate(out):
+        if not isinstance(q, Question):
+            hint = "; Pipeline.ask answers one question's text" if isinstance(q, str) else ""
+            raise XqaError(f"{what}[{i}]: a Question record (xqa.records.Question), not "
+                           f"{type(q).__name__} {q!r:.40}{hint}")
+    return out
+
+
+def _per_question(name: str, lists: object, n: int, item: str) -> list:
+    """``lists`` (one entry per question, each a collection of ``item``) checked against the
+    ``n`` questions: a flat list or a string would pair wrongly without a word."""
+    if isinstance(lists, (str, bytes)) or not isinstance(lists, Collection):
+        raise XqaError(f"{name}: one collection of {item} per question, not {type(lists).__name__}")
+    lists = list(lists)
+    if len(lists) != n:
+        raise XqaError(f"{name}: {len(lists)} entries for {n} questions; give one collection of {item} per question")
+    for i, one in enumerate(lists):
+        if isinstance(one, (str, bytes)) or not isinstance(one, Collection):
+            raise XqaError(f"{name}[{i}]: a collection of {item} (e.g. a list), not {type(one).__name__} {one!r:.40}")
+    return lists
+
+
 def load_reader(folder: str):
     """The reader in ``folder``, loaded by its family (:func:`reader.registry.load_reader`)."""
     from reader.registry import load_reader as load
@@ -192,6 +226,8 @@ class Pipeline:
 
     @classmethod
     def load(cls, path: str | Path) -> "Pipeline":
+        """The pipeline of the config ``path`` (``pipeline.json``, or the folder that holds it);
+        its indexes and readers load when first used."""
         return cls(PipelineConfig.load(path))
 
     # ------------------------------------------------------------------ parts
@@ -380,9 +416,13 @@ class Pipeline:
 
     def retrieve(self, questions: Sequence[Question], k: int | None = None, method: str | None = None,
                  **overrides) -> list[list[Context]]:
+        """The first ``k`` (default: the config's K) passages of each question, by ``method``
+        (default: the config's) with retrieval ``overrides`` (:class:`xqa.config.RetrievalConfig`'s
+        fields, e.g. ``alpha``); where BM25 finds nothing, the config's fallback searches
+        (:meth:`fallback_for`)."""
         k = self.config.retrieval.k if k is None else _count("k", k)
         method = method or self.config.retrieval.method
-        questions = list(questions)
+        questions = question_list(questions)
         fallback = self.fallback_for(method, **overrides)
         retriever = self.retriever(method, **overrides)
         if fallback:   # a language without a BM25 index: searched by its script; nothing found, the fallback
@@ -466,6 +506,16 @@ class Pipeline:
         typo would leave BM25 out without a word."""
         from xqa.langid import LANGUAGE_NAMES
 
+        questions = question_list(questions)
+        if exclude is not None:
+            exclude = [set(ex) for ex in _per_question("exclude", exclude, len(questions), "passage ids")]
+        if contexts is not None:
+            contexts = _per_question("contexts", contexts, len(questions), "Context records")
+            for i, ctxs in enumerate(contexts):
+                bad = next((c for c in ctxs if not isinstance(c, Context)), None)
+                if bad is not None:
+                    raise XqaError(f"contexts[{i}]: Context records (xqa.records.Context), found "
+                                   f"{type(bad).__name__} {bad!r:.40}")
         rc = self.config.reader_config(reader)
         n = rc.n_passages if n_passages is None else _count("n_passages", n_passages)
         for q in questions:
@@ -483,7 +533,7 @@ class Pipeline:
             extra = max((len(e) for e in exclude), default=0) if exclude is not None else 0
             contexts = self.retrieve(questions, k=k + extra, method=method, **overrides)
             if exclude is not None:
-                contexts = [[c for c in ctxs if c.id not in set(ex)][:k] for ctxs, ex in zip(contexts, exclude)]
+                contexts = [[c for c in ctxs if c.id not in ex][:k] for ctxs, ex in zip(contexts, exclude)]
         contexts = [list(c)[:n] for c in contexts]
         with self._lock:  # one reader, many demo users: torch inference is not re-entrant per module
             outs = self.reader_of(reader).read(list(questions), contexts, n_context=n, beams=rc.beams,

@@ -149,6 +149,24 @@ def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
+def _check_arguments(gold: object, predictions: object) -> None:
+    """What a caller of :func:`evaluate` passed where the questions and the id → text mapping go,
+    said where it is something else (which would score every question as missing)."""
+    import os
+
+    if isinstance(gold, (str, os.PathLike)):
+        raise XqaError(f"gold: the questions, not a path; read them with xqa.io.read_questions({str(gold)!r})")
+    if isinstance(predictions, Mapping):
+        return
+    if isinstance(predictions, (str, os.PathLike)):
+        raise XqaError(f"predictions: a mapping of question id to answer text, not a path; read the file with "
+                       f"xqa.evaluation.inputs.load_predictions([{str(predictions)!r}])")
+    hint = ""
+    if isinstance(predictions, Sequence) and predictions and hasattr(predictions[0], "question_id"):
+        hint = " (answers from Pipeline.answer: {a.question_id: a.text for a in answers})"
+    raise XqaError(f"predictions: a mapping of question id to answer text, not a {type(predictions).__name__}{hint}")
+
+
 def evaluate(gold: Iterable[Question], predictions: Mapping[str, str | None],
              mode: str = "official") -> EndToEndScores:
     """Score ``predictions`` (question id → answer) against ``gold`` questions.
@@ -157,11 +175,14 @@ def evaluate(gold: Iterable[Question], predictions: Mapping[str, str | None],
     segments a bare ``zh`` with jieba. A prediction of ``None`` counts as missing.
     """
     check_mode(mode)
+    _check_arguments(gold, predictions)
     sums: dict[str, list[float]] = {}
     missing: Counter[str] = Counter()
     questions: list[QuestionScore] = []
     n_no_answer = n_no_gold = 0
     for q in gold:
+        if not isinstance(q, Question):
+            raise XqaError(f"gold: Question records (xqa.io.read_questions), found a {type(q).__name__}")
         lang = check_language(q.lang)
         if not q.answers:
             n_no_gold += 1

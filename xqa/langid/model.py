@@ -41,6 +41,7 @@ import unicodedata
 import warnings
 from collections.abc import Callable, Iterable
 
+from xqa.errors import XqaError
 from xqa.langid import rules
 from xqa.langid.codes import UNKNOWN, pipeline_language
 from xqa.langid.rules import detect_language, dominant_script, latin_scores, script_of
@@ -206,6 +207,8 @@ def identify(text: str, veto: float = VETO, scorer: Scorer = model_scores) -> st
 
     ``scorer``: lingua's scores by default; the report passes a cached one.
     """
+    if not isinstance(text, str):
+        raise XqaError(f"identify: the text of a question, not {type(text).__name__} {text!r:.40}")
     script = dominant_script(text)
     if script is None:
         return UNKNOWN
@@ -225,6 +228,8 @@ def identify(text: str, veto: float = VETO, scorer: Scorer = model_scores) -> st
 def identify_language(text: str, languages: Iterable[str] = (), veto: float = VETO) -> str:
     """The language of a question as a pipeline with ``languages`` should search it:
     one of ``languages`` or :data:`UNKNOWN` (BM25: every index of its script)."""
+    if isinstance(languages, str):   # list("en") would be ["e", "n"]
+        raise XqaError(f"identify_language: languages is a list of codes (e.g. [{languages!r}]), not a string")
     return pipeline_language(identify(text, veto), languages)
 
 
