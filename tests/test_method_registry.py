@@ -222,6 +222,26 @@ BUILT_BEFORE = {"sparse": "SparseRetriever", "dense": "DenseRetriever", "scd": "
                 "spar+scd": "ScdRetriever", "roman": "SparseRetriever", "sparse+roman": "SparseRomanRetriever"}
 
 
+def test_a_method_or_setting_of_the_wrong_shape_is_said(toy_method, tiny_pipeline):
+    from xqa.errors import XqaError
+    from xqa.pipeline import Pipeline
+    from xqa.records import Question
+
+    with pytest.raises(XqaError, match=r"method 'toy2': needs is a tuple of names, not the string 'sparse' "
+                                       r"\(write \('sparse',\)\)"):
+        register_method(Method("toy2", needs="sparse", make=lambda parts, fusion: parts["sparse"], label="Toy 2",
+                               help="Passages are retrieved by BM25."))
+    pipe = Pipeline.load(tiny_pipeline)
+    qs = [Question("q", "Where is Tokyo?", "en")]
+    with pytest.raises(XqaError, match=r"retrieval setting 'toy_weight' should be a number, found '0.5'"):
+        pipe.retrieve(qs, method="toy", toy_weight="0.5")
+    with pytest.raises(XqaError, match=r"retrieval setting 'alpha' should be a number, found a string"):
+        pipe.retrieve(qs, method="hybrid", alpha="0.5")
+    [toy], [same] = pipe.retrieve(qs, method="toy", toy_weight=0.5), pipe.retrieve(qs, method="sparse+roman",
+                                                                                    roman_weight=0.5)
+    assert toy and [(c.id, c.score) for c in toy] == [(c.id, c.score) for c in same]
+
+
 def test_each_built_in_method_builds_the_retriever_it_built(tiny_pipeline):
     from xqa.methods import method_names
     from xqa.pipeline import Pipeline

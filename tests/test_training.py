@@ -53,6 +53,25 @@ def _weights(folder: Path) -> dict[str, torch.Tensor]:
     return load_file(str(folder / "model.safetensors"))
 
 
+def test_a_config_or_task_that_cannot_train_is_said_before_or_at_its_first_use(tmp_path):
+    from xqa.errors import XqaError
+
+    with pytest.raises(XqaError, match=r"TrainConfig has no field 'learning_rate'; its fields: out_dir, batch_size"):
+        TrainConfig.from_dict({"out_dir": str(tmp_path), "learning_rate": 1e-3})   # lr would stay 5e-5
+    assert TrainConfig.from_dict({"out_dir": str(tmp_path), "lr": 1e-3}).lr == 1e-3
+    with pytest.raises(XqaError, match=r"TrainConfig.batch_size: a whole number of at least 1, not 0"):
+        TrainConfig(out_dir=str(tmp_path), batch_size=0)
+    with pytest.raises(XqaError, match=r"TrainConfig.lr: a number of at least 0, not nan"):
+        TrainConfig(out_dir=str(tmp_path), lr=float("nan"))
+    with pytest.raises(XqaError, match="the training set is empty"):
+        train(RegressionTask(), [], TrainConfig(out_dir=str(tmp_path / "empty")), progress=False)
+    task = RegressionTask()
+    task.metric = "f1"   # none of the keys its evaluate() returns
+    with pytest.raises(XqaError, match=r"the task's metric 'f1' is none of what its evaluate\(\) returned: 'neg_mse'"):
+        train(task, DATA, TrainConfig(out_dir=str(tmp_path / "metric"), batch_size=8, max_steps=2, eval_every=1),
+              progress=False)
+
+
 def test_loss_falls_and_best_is_kept(tmp_path):
     task = RegressionTask()
     result = train(task, DATA, TrainConfig(out_dir=str(tmp_path), batch_size=8, epochs=6, lr=0.3,

@@ -346,6 +346,15 @@ class Pipeline:
         if unknown:
             raise XqaError(f"unknown retrieval settings: {', '.join(sorted(unknown))}")
         known = {k: v for k, v in overrides.items() if k not in extra}
+        from xqa.config import RetrievalConfig, _check_types
+
+        try:
+            _check_types(RetrievalConfig, known, "retrieval.")
+        except XqaError as e:   # said as the keyword it was given as
+            raise XqaError(str(e).replace("field 'retrieval.", "retrieval setting '")) from None
+        for name, value in extra.items():   # a registered method's setting: a number, as its grid's (None: its default)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Real)):
+                raise XqaError(f"retrieval setting {name!r} should be a number, found {value!r:.40}")
         return replace(r, **known, settings={**r.settings, **extra}) if extra else replace(r, **known)
 
     @property

@@ -167,8 +167,10 @@ class Answer:
     candidates: tuple[Candidate, ...] = ()
     evidence: tuple[Evidence, ...] = ()
     # The calibrated probability that ``text`` is right (reader.answerability), None where the
-    # pipeline has no calibrator; ``answered`` is False when it is below the pipeline's threshold
-    # (the answer is then a best guess, shown as such); ``features`` are what it was computed from.
+    # pipeline has no calibrator or the answer's retrieval method is not the one it was fitted on;
+    # ``answered`` is False when it is below the pipeline's threshold (the answer is then a best
+    # guess, shown as such; with no probability: when there is no answer); ``features`` are what it
+    # was computed from.
     confidence: float | None = None
     answered: bool = True
     # False when the confidence is below the pipeline's not-found threshold too: the evidence says

@@ -46,6 +46,10 @@ def register_index(kind: IndexKind) -> IndexKind:
 def register_method(method: Method) -> Method:
     """Add a retrieval method (after those declared before it); its name and aliases must be new,
     the index kinds it needs registered, and a setting two methods tune the same one."""
+    for field_name in ("needs", "aliases"):
+        if isinstance(getattr(method, field_name), str):   # ("sparse") is the string "sparse"
+            raise XqaError(f"method {method.name!r}: {field_name} is a tuple of names, not the string "
+                           f"{getattr(method, field_name)!r} (write ({getattr(method, field_name)!r},))")
     taken = {n for m in _methods.values() for n in (m.name, *m.aliases)}
     for name in (method.name, *method.aliases):
         if name in taken:

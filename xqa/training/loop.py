@@ -60,10 +60,28 @@ class TrainConfig:
     group_by_length: int = 0  # >0: batches of similar length within windows of this many batches
     max_minutes: float = 0.0  # >0: stop (checkpoint saved, resumable) after this many minutes of training
 
+    def __post_init__(self) -> None:
+        least = {"batch_size": 1, "grad_accum": 1, "log_every": 1, "save_every": 1, "max_steps": 0,
+                 "warmup_steps": 0, "eval_every": 0, "group_by_length": 0}
+        for name, low in least.items():
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise XqaError(f"TrainConfig.{name}: a whole number of at least {low}, not {value!r}")
+        for name in ("epochs", "lr", "weight_decay", "max_grad_norm", "max_minutes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+                raise XqaError(f"TrainConfig.{name}: a number of at least 0, not {value!r}")
+
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "TrainConfig":
+        """A config from its fields by name; a name that is none of them is an error (a misspelt
+        ``learning_rate`` would leave ``lr`` at its default without a word)."""
         names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in names})
+        unknown = sorted(set(d) - names)
+        if unknown:
+            raise XqaError(f"TrainConfig has no field {', '.join(map(repr, unknown))}; its fields: "
+                           f"{', '.join(f.name for f in fields(cls))}")
+        return cls(**d)
 
 
 class TrainTask(Protocol):
@@ -468,7 +486,7 @@ def _train(task: TrainTask, dataset: Sequence[dict], config: TrainConfig, progre
 
     n = len(dataset)
     if n == 0:
-        raise ValueError("training set is empty")
+        raise XqaError("the training set is empty")
     if not config.max_steps and config.epochs <= 0:
         raise XqaError(f"--epochs {config.epochs:g} trains no step: give a number of passes above 0, or --max-steps")
     per_rank = math.ceil(n / info.processes)
@@ -526,6 +544,9 @@ def _train(task: TrainTask, dataset: Sequence[dict], config: TrainConfig, progre
             model.train()
             last_eval = metrics
             if metrics:
+                if task.metric not in metrics:
+                    raise XqaError(f"the task's metric {task.metric!r} is none of what its evaluate() returned: "
+                                   f"{', '.join(map(repr, metrics))}")
                 value = float(metrics[task.metric])
                 log.write({"step": state["step"], "eval": metrics})
                 bar.write(f"step {state['step']}: " + ", ".join(f"{k}={v:.4f}" for k, v in metrics.items()))
