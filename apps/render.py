@@ -124,7 +124,7 @@ def intro_markdown(about: dict, languages: Sequence[str], method: str, reader: s
     n = about.get("passages")
     langs = ", ".join(f"{language_name(c)}" for c in languages) if languages else "any language"
     if n:
-        lines.append(f"Ask in any language. This demo searches **{n:,} Wikipedia paragraphs** in "
+        lines.append(f"Ask in any language. This demo searches **{n:,} passages** in "
                      f"{len(languages)} languages ({langs})" + (f": {about['description']}." if about.get("description")
                                                                else "."))
     else:

@@ -147,6 +147,14 @@ def test_a_pointer_generator_reader_reads_pointer_spans_and_saves_its_generator_
         reader.model.generator_share = None
     assert [o.candidates[0][0] for o in outs] == [FACTS[i][1] for i in range(len(FACTS))]
     assert all(len(o.candidates) > 4 for o in outs)                    # the pointer's spans were read too
+    reader.model.generator_share = 0.1   # the pointer's spans are no longer than the answers allowed
+    try:
+        short = reader.read_examples(examples, beams=2, n_best=2, span_beams=2, max_answer_len=1)
+    finally:
+        reader.model.generator_share = None
+    pieces = [len(reader.tokenizer(text, add_special_tokens=False)["input_ids"])
+              for o in short for text, _ in o.candidates]
+    assert pieces and max(pieces) <= 2                                 # one token (and what decoding splits off)
     config = json.loads((tmp_path / "mix" / "config.json").read_text())
     assert config["generator_share"] == 0.1
     assert FiDReader.load(tmp_path / "mix").model.generator_share == 0.1

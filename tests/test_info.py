@@ -121,7 +121,31 @@ def test_what_is_missing_is_said_and_counts_come_from_an_index(built):
     assert "reader     default (default)" in "\n".join(render(describe(built)))
 
 
-def test_the_command_prints_it_and_writes_json(built, tmp_path, capsys):
+def test_an_edited_config_is_described_as_it_is_not_as_it_was_built(built, tmp_path):
+    """A config edited to name other passages is counted from that file (the build's counts and
+    its source record are of its own); a dense_model it names is the encoder said, missing or not."""
+    other = tmp_path / "other.jsonl"
+    other.write_text("".join(json.dumps({"id": f"p{i}", "text": "x", "lang": lang}) + "\n"
+                             for i, lang in enumerate(["sw"] * 4 + ["en"])), encoding="utf-8")
+    _write(built.parent / "source.json", {"path": "/corpus/passages.jsonl.gz", "sha256": "ab" * 32})
+    assert describe(built)["passages"]["source"] == "/corpus/passages.jsonl.gz"
+    cfg = json.loads(built.read_text())
+    cfg["passages"] = str(other)
+    cfg["retrieval"]["dense_model"] = "nope_model"
+    built.write_text(json.dumps(cfg))
+    d = describe(built)
+    assert d["passages"]["count"] == 5 and d["passages"]["languages"] == {"sw": 4, "en": 1}
+    assert d["passages"]["source"] is None
+    dense = next(ix for ix in d["retrieval"]["indexes"] if ix["name"] == "dense")
+    assert dense["encoder"] == {"folder": str(built.parent / "nope_model"), "missing": True}
+    text = "\n".join(render(d))
+    assert "passages   5 in 2 languages: sw 4, en 1" in text and "made from" not in text
+    assert f"encoder {built.parent / 'nope_model'}  (missing; the config's retrieval.dense_model)" in text
+    _write(built, {})
+    assert "passages   none named (the config's field 'passages')" in "\n".join(render(describe(built)))
+
+
+def test_the_command_prints_it_and_writes_json(built, tmp_path, capsys, monkeypatch):
     out = tmp_path / "info.json"
     assert main(["info", "--config", str(built), "--json", str(out)]) == 0
     printed = capsys.readouterr().out
@@ -130,7 +154,13 @@ def test_the_command_prints_it_and_writes_json(built, tmp_path, capsys):
     assert main(["info", "--config", str(built), "--json", "-"]) == 0
     assert json.loads(capsys.readouterr().out)["retrieval"]["method"] == "scd"
     assert main(["info", "--config", str(tmp_path / "none.json")]) == 1
-    assert f"xqa info: error: {tmp_path / 'none.json'}: no such pipeline config" in capsys.readouterr().err
+    assert f"xqa info: error: {tmp_path / 'none.json'}: no such pipeline config (--config)" in capsys.readouterr().err
+    # a built folder stands for its pipeline.json; a config $XQA_CONFIG names that is not there is said so
+    assert main(["info", "--config", str(built.parent), "--json", "-"]) == 0
+    assert json.loads(capsys.readouterr().out)["pipeline"] == str(built)
+    monkeypatch.setenv("XQA_CONFIG", str(tmp_path / "gone.json"))
+    assert main(["info"]) == 1
+    assert f"{tmp_path / 'gone.json'}: no such pipeline config (named by $XQA_CONFIG)" in capsys.readouterr().err
 
 
 def test_a_reader_that_stops_reading_ends_it_quietly(built):

@@ -296,6 +296,19 @@ _PIPELINE_CASES = [  # (label, config, expected)
     ("reader-key-unknown", {"reader": {"n_pasages": 2}}, "unknown keys in pipeline config 'reader'"),
     ("retrieval-list", {"retrieval": []}, "'retrieval' must be an object"),
     ("duplicate-key", None, "key 'k' occurs twice"),
+    ("order-unknown", {"retrieval": {"corroborated_order": "foo"}},
+     "'retrieval.corroborated_order' should be one of dense, sparse, found 'foo'"),
+    ("max-frac-over-one", {"retrieval": {"max_frac": 1.5}}, "'retrieval.max_frac' should be a fraction in [0, 1]"),
+    ("alpha-nan", {"retrieval": {"alpha": float("nan")}}, "'retrieval.alpha' should be a finite number, found nan"),
+    ("miss-zero", {"reader": {"miss": 0}}, "'reader.miss' should be in (0, 1], found 0"),
+    ("beta-infinite", {"readers": {"other": {"beta": float("inf")}}}, "'readers.other.beta' should be a finite number"),
+    ("settings-unknown", {"retrieval": {"settings": {"bogus": 1}}},
+     "'retrieval.settings': 'bogus' is a setting of no retrieval method"),
+    ("example-string", {"examples": ["what?"]}, "'examples[0]' should be an object"),
+    ("example-no-question", {"examples": [{"lang": "en"}]}, "'examples[0]': 'question' should be the text"),
+    ("about-passages-string", {"about": {"passages": "many"}}, "'about.passages' should be a count of passages"),
+    ("reader-a-file", {"reader": {"model": "pipeline.json"}, "readers": {"fid": {"model": "readers/fid"}}},
+     "field 'reader.model': pipeline.json is a file, not a reader"),
 ]
 
 

@@ -233,7 +233,7 @@ def test_a_method_or_setting_of_the_wrong_shape_is_said(toy_method, tiny_pipelin
                                help="Passages are retrieved by BM25."))
     pipe = Pipeline.load(tiny_pipeline)
     qs = [Question("q", "Where is Tokyo?", "en")]
-    with pytest.raises(XqaError, match=r"retrieval setting 'toy_weight' should be a number, found '0.5'"):
+    with pytest.raises(XqaError, match=r"retrieval setting 'toy_weight' should be a finite number, found '0.5'"):
         pipe.retrieve(qs, method="toy", toy_weight="0.5")
     with pytest.raises(XqaError, match=r"retrieval setting 'alpha' should be a number, found a string"):
         pipe.retrieve(qs, method="hybrid", alpha="0.5")

@@ -74,7 +74,7 @@ def test_save_then_load_gives_back_every_field(tmp_path):
                          retrieval=changed(R, method="hybrid", corroborated_order="sparse", fallback="none",
                                            max_frac=0.5, lam=2.0),
                          reader=changed(ReaderConfig, answerability=None, answerability_threshold=0.7, answerable=None,
-                                        not_found_threshold=0.3),
+                                        not_found_threshold=0.3, miss=0.5),
                          languages=["en", "de"],
                          examples=[{"question": "q", "lang": "en"}], tuned={"alpha": 0.3}, about={"n": 1})
     path = tmp_path / "folder" / "pipeline.json"
@@ -92,3 +92,18 @@ def test_the_fusion_settings_are_declared_once():
     assert RetrievalConfig().fusion() == FusionConfig()
     r = RetrievalConfig(method="hybrid", alpha=0.3, mu=0.5)
     assert r.fusion(k_each=40) == FusionConfig("hybrid", alpha=0.3, mu=0.5, k_each=40)
+
+
+def test_a_relative_path_resolves_against_the_config_folder_alone(tmp_path, monkeypatch):
+    """A path missing beside the config is said missing there, not taken from the working folder."""
+    here, there = tmp_path / "here", tmp_path / "there"
+    (here / "reader").mkdir(parents=True)
+    (here / "p.jsonl").write_text("", encoding="utf-8")
+    PipelineConfig(passages="p.jsonl").save(there / "pipeline.json")
+    monkeypatch.chdir(here)
+    cfg = PipelineConfig.load(there / "pipeline.json")
+    assert cfg.path("p.jsonl") == str(there / "p.jsonl") and cfg.path("reader") == str(there / "reader")
+    assert cfg.path("google/mt5-base") == "google/mt5-base"    # a model hub name, no folder anywhere
+    (there / "google" / "mt5-base").mkdir(parents=True)
+    assert cfg.path("google/mt5-base") == str(there / "google" / "mt5-base")
+    assert cfg.path(str(here / "p.jsonl")) == str(here / "p.jsonl")

@@ -79,12 +79,29 @@ def add_weight_arguments(g) -> None:
 def config_path(args: argparse.Namespace) -> Path | None:
     """The pipeline config a command starts from: ``--config``; else, unless the command line
     names a corpus (indexes or passages), ``$XQA_CONFIG`` or the embedded build's. An explicit
-    corpus never mixes with the default config's indexes, passages or fallback."""
+    corpus never mixes with the default config's indexes, passages or fallback. A built folder
+    stands for its ``pipeline.json``."""
     if getattr(args, "config", None):
-        return Path(args.config)
-    if any(getattr(args, name, None) for name in corpus_options()):
+        path = Path(args.config)
+    elif any(getattr(args, name, None) for name in corpus_options()):
         return None
-    return Path(os.environ.get(CONFIG_ENV) or DEFAULT_CONFIG)
+    else:
+        path = Path(os.environ.get(CONFIG_ENV) or DEFAULT_CONFIG)
+    return path / "pipeline.json" if path.is_dir() and (path / "pipeline.json").is_file() else path
+
+
+def missing_config(path: Path, args: argparse.Namespace, more: str = ""):
+    """The :class:`~xqa.errors.XqaError` for a pipeline config ``path`` that is not there, naming
+    where the path came from: ``--config``, ``$XQA_CONFIG`` or the embedded default's place."""
+    from xqa.errors import XqaError
+
+    if getattr(args, "config", None):
+        return XqaError(f"{path}: no such pipeline config (--config)")
+    if os.environ.get(CONFIG_ENV):
+        return XqaError(f"{path}: no such pipeline config (named by ${CONFIG_ENV}); unset it for the embedded "
+                        f"default, or point it at a pipeline.json")
+    return XqaError(f"{path}: no such pipeline config; run 'make demo' (or 'xqa embedded build') first, "
+                    f"or name a config with --config,{more or ' or one with $' + CONFIG_ENV}")
 
 
 def pipeline_config(args: argparse.Namespace):
@@ -96,12 +113,10 @@ def pipeline_config(args: argparse.Namespace):
     path = config_path(args)
     if path is None:
         cfg = PipelineConfig(base_dir=os.getcwd())
-    elif path.is_file() or getattr(args, "config", None):
+    elif path.exists() or getattr(args, "config", None):
         cfg = PipelineConfig.load(path)
     else:
-        raise XqaError(f"{path}: no such pipeline config; run 'make demo' (or 'xqa embedded build') first, "
-                       f"or name a config with --config, or indexes with --sparse-index/--dense-index "
-                       f"and their --passages")
+        raise missing_config(path, args, " or indexes with --sparse-index/--dense-index and their --passages")
     from xqa.methods import index_kinds, set_index
 
     r = cfg.retrieval

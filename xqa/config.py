@@ -136,6 +136,8 @@ class PipelineConfig:
         if bad:
             raise XqaError(f"field 'languages': unknown language code {bad[0]!r}; known codes: "
                            f"{' '.join(sorted(LANGUAGE_NAMES))}")
+        _check_examples(d.get("examples", []))
+        _check_about(d.get("about", {}))
         retrieval = _sub(RetrievalConfig, d.pop("retrieval", {}), "retrieval")
         reader = _sub(ReaderConfig, d.pop("reader", {}), "reader")
         from xqa import methods
@@ -144,6 +146,7 @@ class PipelineConfig:
             raise XqaError(f"retrieval.method {retrieval.method!r} is not one of {methods.method_names()}")
         if retrieval.k < 1:
             raise XqaError(f"field 'retrieval.k' should be at least 1, found {retrieval.k}")
+        check_retrieval(retrieval, "field 'retrieval.")
         _check_reader(reader, "reader")
         readers = _readers(d.pop("readers", {}))
         if retrieval.fallback != NO_FALLBACK and not methods.is_method(retrieval.fallback):
@@ -153,6 +156,10 @@ class PipelineConfig:
         if unknown:
             raise XqaError(f"retrieval.indexes: {unknown} are not registered index kinds without a field of their own")
         cfg = cls(retrieval=retrieval, reader=reader, readers=readers, base_dir=str(base_dir), **d)
+        for where, rc in (("reader", reader), *((f"readers.{n}", r) for n, r in readers.items())):
+            if rc.model and Path(cfg.path(rc.model)).is_file():
+                raise XqaError(f"field '{where}.model': {rc.model} is a file, not a reader (a reader is a folder: "
+                               f"an artifact of xqa train reader, its run folder, or a Hugging Face checkpoint)")
         if readers:
             default = cfg.reader_name()
             if default in readers:
@@ -215,18 +222,90 @@ class PipelineConfig:
         raise XqaError(f"unknown reader {name!r}; this pipeline's readers: {', '.join(self.reader_names())}")
 
     def path(self, value: str | None) -> str | None:
-        """Resolve a path from the config against the config file's folder."""
+        """Resolve a path from the config against the config file's folder (never the working
+        folder: a path missing there is said missing, not taken from wherever the command runs).
+        A model hub name (``google/mt5-base``) that is no folder there, nor here, stays as it is."""
         if value is None:
             return None
         p = Path(value)
         if p.is_absolute() or not self.base_dir:
             return str(p)
         candidate = Path(self.base_dir) / p
-        return str(candidate) if candidate.exists() or not p.exists() else str(p)
+        if HUB_NAME.fullmatch(value) and not candidate.exists() and not p.exists():
+            return value
+        return str(candidate)
+
+
+def _check_examples(examples: list) -> None:
+    """Each demo example an object with a non-empty ``question`` string (and, if given, a ``lang``
+    string): the demo builds its page from them."""
+    from xqa.io import json_type
+
+    for i, ex in enumerate(examples):
+        where = f"field 'examples[{i}]'"
+        if not isinstance(ex, dict):
+            raise XqaError(f"{where} should be an object {{\"question\", \"lang\"}}, found {json_type(ex)}")
+        if not isinstance(ex.get("question"), str) or not ex["question"].strip():
+            raise XqaError(f"{where}: 'question' should be the text of a question")
+        if "lang" in ex and not isinstance(ex["lang"], str):
+            raise XqaError(f"{where}: 'lang' should be a language code (a string), found {json_type(ex['lang'])}")
+
+
+def _check_about(about: dict) -> None:
+    """``about``'s fields that the demo and ``xqa info`` read, of the types they read them as."""
+    from xqa.io import json_type
+
+    n = about.get("passages")
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
+        raise XqaError(f"field 'about.passages' should be a count of passages, found {json_type(n)} {n!r}")
+    languages = about.get("languages")
+    if languages is not None and (not isinstance(languages, dict) or any(
+            isinstance(v, bool) or not isinstance(v, int) for v in languages.values())):
+        raise XqaError("field 'about.languages' should be an object of passage counts by language "
+                       "({\"en\": 978, ...})")
+    if about.get("description") is not None and not isinstance(about["description"], str):
+        raise XqaError(f"field 'about.description' should be a string, found {json_type(about['description'])}")
+
+
+def _finite(value: float | None) -> bool:
+    import math
+
+    return value is None or math.isfinite(value)
+
+
+def check_retrieval(r: RetrievalConfig, prefix: str) -> None:
+    """The fusion settings of ``r`` in their ranges (``prefix`` starts the name each is said by:
+    ``"field 'retrieval."`` for pipeline.json's), and each of ``retrieval.settings`` a setting of a
+    registered method: said here, not as a traceback from the search that uses it."""
+    from retriever.fusion import SCD_ORDERS
+    from xqa import methods
+
+    if r.corroborated_order not in SCD_ORDERS:
+        raise XqaError(f"{prefix}corroborated_order' should be one of {', '.join(SCD_ORDERS)}, "
+                       f"found {r.corroborated_order!r}")
+    if not 0.0 <= r.max_frac <= 1.0:
+        raise XqaError(f"{prefix}max_frac' should be a fraction in [0, 1], found {r.max_frac}")
+    for name in ("alpha", "mu", "roman_weight", "lam"):
+        if not _finite(getattr(r, name)):
+            raise XqaError(f"{prefix}{name}' should be a finite number, found {getattr(r, name)}")
+    for name, value in r.settings.items():
+        if methods.tunable_setting(name) is None:
+            known = sorted(t.field for _, t in methods.tunables() if not hasattr(r, t.field))
+            raise XqaError(f"{prefix}settings': {name!r} is a setting of no retrieval method"
+                           + (f" (settings there: {', '.join(known)})" if known else
+                              " (no registered method has settings there)"))
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not _finite(value)):
+            raise XqaError(f"{prefix}settings.{name}' should be a finite number, found {value!r}")
 
 
 def _check_reader(reader: ReaderConfig, prefix: str) -> None:
     """The counts, calibrators and thresholds of one reader's settings (``prefix``: where they are)."""
+    if not 0.0 < reader.miss <= 1.0:
+        raise XqaError(f"field '{prefix}.miss' should be in (0, 1], found {reader.miss}")
+    for name in ("beta", "gamma", "same_language"):
+        if not _finite(getattr(reader, name)):
+            raise XqaError(f"field '{prefix}.{name}' should be a finite number, found {getattr(reader, name)}")
     if reader.name is not None and not READER_NAME.fullmatch(reader.name):
         raise XqaError(f"field '{prefix}.name': {reader.name!r} is not a reader name ({READER_NAME_RULE})")
     for name, least in (("n_passages", 1), ("beams", 1), ("n_best", 1), ("max_answer_len", 1), ("span_beams", 0)):

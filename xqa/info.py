@@ -121,9 +121,11 @@ def _encoder(folder: Path) -> dict[str, Any]:
     return out
 
 
-def _index(name: str, folder: Path, encoders: dict[Path, dict[str, Any]]) -> dict[str, Any]:
+def _index(name: str, folder: Path, encoders: dict[Path, dict[str, Any]],
+           encoder: Path | None = None) -> dict[str, Any]:
     """One index; ``encoders``: the encoders described so far, by folder (one an index shares
-    with another is read once)."""
+    with another is read once); ``encoder``: the one the config names for it (``dense_model``),
+    else the one the index records."""
     out: dict[str, Any] = {"name": name, "folder": str(folder), "exists": folder.exists()}
     if not folder.exists():
         return out
@@ -144,8 +146,10 @@ def _index(name: str, folder: Path, encoders: dict[Path, dict[str, Any]]) -> dic
         out["dim"] = cfg["dim"]
     if isinstance(cfg.get("index"), dict) and cfg["index"].get("kind"):
         out["search"] = cfg["index"]["kind"]
-    model = _ref(folder, cfg.get("model")) or _ref(folder, cfg.get("dense_model"))
-    if model is not None and (model / "config.json").is_file():
+    model = encoder or _ref(folder, cfg.get("model")) or _ref(folder, cfg.get("dense_model"))
+    if encoder is not None and not (encoder / "config.json").is_file():
+        out["encoder"] = {"folder": str(encoder), "missing": True}
+    elif model is not None and (model / "config.json").is_file():
         if model not in encoders:
             encoders[model] = _encoder(model)
         out["encoder"] = encoders[model]
@@ -188,6 +192,22 @@ def _reader(name: str, rc: Any, folder: Path, default: bool) -> dict[str, Any]:
     return out
 
 
+COUNTED_BYTES = 64 << 20   # passage files up to this size are counted by xqa info; larger ones: what was recorded
+
+
+def _count_passages(path: Path) -> dict[str, int] | None:
+    """Passages per language of the passage file ``path``; None where it cannot be read."""
+    from collections import Counter
+
+    from xqa.errors import XqaError
+    from xqa.io import read_passages
+
+    try:
+        return dict(Counter(p.lang for p in read_passages(path)))
+    except (XqaError, OSError, ValueError):
+        return None
+
+
 def describe(config_path: str | Path) -> dict[str, Any]:
     """Everything :mod:`xqa.info` says of the pipeline in ``config_path`` (see the module doc)."""
     from xqa import methods
@@ -198,6 +218,8 @@ def describe(config_path: str | Path) -> dict[str, Any]:
     passages = Path(cfg.path(cfg.passages)) if cfg.passages else None
     about = cfg.about if isinstance(cfg.about, dict) else {}
     source = _json(path.parent / "source.json") or {}
+    if passages is None or passages.resolve().parent != path.parent.resolve():
+        source = {}   # the build's record of its own passages, not of a file the config was edited to name
     languages = about.get("languages") or source.get("languages")
     out["passages"] = {
         "file": str(passages) if passages else None,
@@ -210,8 +232,14 @@ def describe(config_path: str | Path) -> dict[str, Any]:
     encoders: dict[Path, dict[str, Any]] = {}
     out["retrieval"] = {
         "method": r.method, "k": r.k, "fallback": r.fallback,
-        "indexes": [_index(kind.name, Path(cfg.path(methods.index_value(r, kind))), encoders)
+        "indexes": [_index(kind.name, Path(cfg.path(methods.index_value(r, kind))), encoders,
+                           Path(cfg.path(r.dense_model)) if kind.name == "dense" and r.dense_model else None)
                     for kind in methods.index_kinds() if methods.index_value(r, kind)]}
+    if passages is not None and passages.is_file() and passages.stat().st_size <= COUNTED_BYTES:
+        counted_file = _count_passages(passages)   # the file itself, where it is small: what was recorded may be stale
+        if counted_file is not None:
+            out["passages"].update(count=sum(counted_file.values()), languages=dict(
+                sorted(counted_file.items(), key=lambda kv: (-kv[1], kv[0]))))
     if out["passages"]["count"] is None:   # not recorded with the passages: as an index counted them
         counted = next((ix for ix in out["retrieval"]["indexes"] if "per_language" in ix), None)
         if counted is not None:
@@ -292,7 +320,10 @@ def render(d: dict[str, Any]) -> list[str]:
         per = ", ".join(f"{lang} {n:,}" for lang, n in langs.items())
         lines.append(f"passages   {p['count']:,}" + (f" in {_n(len(langs), 'language')}: {per}" if langs else "")
                      + (f" (as the {p['counted_by']} index counted them)" if p.get("counted_by") else ""))
-    lines.append(f"           {p['file']}" + ("" if p["exists"] else "  (missing)"))
+    if p["file"] is None:
+        lines.append("passages   none named (the config's field 'passages')")
+    else:
+        lines.append(f"           {p['file']}" + ("" if p["exists"] else "  (missing)"))
     if p.get("source"):
         lines.append(f"           made from {p['source']}" + (f" (digest {p['sha256'][:12]}…, a sha256 of its "
                                                              f"file name and bytes)" if p.get("sha256") else ""))
@@ -314,7 +345,9 @@ def render(d: dict[str, Any]) -> list[str]:
             facts.append(f"{ix['dim']} dimensions" + (f", {ix['search']}" if ix.get("search") else ""))
         lines.append(f"  {ix['name']:<8} {ix['folder']}  ({'; '.join(facts)})")
         enc = ix.get("encoder")
-        if enc and enc["folder"] in encoders:
+        if enc and enc.get("missing"):
+            lines.append(f"           encoder {enc['folder']}  (missing; the config's retrieval.dense_model)")
+        elif enc and enc["folder"] in encoders:
             lines.append(f"           encoder {enc['folder']}: the {encoders[enc['folder']]} index's")
         elif enc:
             encoders[enc["folder"]] = ix["name"]

@@ -352,10 +352,15 @@ class Pipeline:
             _check_types(RetrievalConfig, known, "retrieval.")
         except XqaError as e:   # said as the keyword it was given as
             raise XqaError(str(e).replace("field 'retrieval.", "retrieval setting '")) from None
-        for name, value in extra.items():   # a registered method's setting: a number, as its grid's (None: its default)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Real)):
-                raise XqaError(f"retrieval setting {name!r} should be a number, found {value!r:.40}")
-        return replace(r, **known, settings={**r.settings, **extra}) if extra else replace(r, **known)
+        out = replace(r, **known, settings={**r.settings, **extra}) if extra else replace(r, **known)
+        if overrides:
+            from xqa.config import check_retrieval
+
+            try:
+                check_retrieval(out, "retrieval setting '")
+            except XqaError as e:
+                raise XqaError(str(e).replace("retrieval setting 'settings.", "retrieval setting '")) from None
+        return out
 
     @property
     def reader(self):

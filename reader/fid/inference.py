@@ -311,7 +311,7 @@ class FiDReader:
                 if indexes is not None and self.model.generator_share is not None:
                     ranges = passage_ranges(self.tokenizer, chunk, n, self.max_length, ids.shape[-1])
                     spans_at = partial(_pointer_spans, ids, ranges, span_beams, self.tokenizer,
-                                       self.model.config.decoder_start_token_id)
+                                       self.model.config.decoder_start_token_id, max_answer_len)
                 hooks = SpanHooks(allowed, point_first, partial(_copy_targets, self.tokenizer, ids), spans_at)
             with cast:
                 gen = self.model.generate(batch["input_ids"], batch["attention_mask"], batch["passage_mask"],
@@ -356,13 +356,14 @@ def _copy_targets(tokenizer, input_ids: torch.Tensor, labels: torch.Tensor, k: i
 
 
 def _pointer_spans(input_ids: torch.Tensor, ranges, n_starts: int, tokenizer, start_id: int,
-                   looks: torch.Tensor) -> torch.Tensor:
-    """The passage spans starting where the copy head looks (pointer-generator reading)."""
+                   max_answer_len: int, looks: torch.Tensor) -> torch.Tensor:
+    """The passage spans starting where the copy head looks (pointer-generator reading), of at
+    most ``max_answer_len`` tokens (and :data:`reader.fid.model.POINTER_SPAN_TOKENS`)."""
     from reader.fid.model import POINTER_SPAN_TOKENS
     from reader.fid.spans import pointer_span_sequences
 
-    return pointer_span_sequences(input_ids, ranges, looks.cpu(), n_starts, POINTER_SPAN_TOKENS, start_id,
-                                  tokenizer.eos_token_id, tokenizer.pad_token_id)
+    return pointer_span_sequences(input_ids, ranges, looks.cpu(), n_starts, min(POINTER_SPAN_TOKENS, max_answer_len),
+                                  start_id, tokenizer.eos_token_id, tokenizer.pad_token_id)
 
 
 def _point_first(indexes: Sequence[Any], input_ids: torch.Tensor, n_starts: int, attention: torch.Tensor) -> None:

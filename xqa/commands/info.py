@@ -25,15 +25,13 @@ add_arguments = COMMAND.add_arguments
 
 def run(args: argparse.Namespace) -> int:
     from xqa.artifacts import write_json_atomic
-    from xqa.cli_options import config_path
-    from xqa.errors import XqaError
+    from xqa.cli_options import config_path, missing_config
     from xqa.info import describe, render
 
     cfg = COMMAND.config(args)
     path = config_path(args)   # --config, else $XQA_CONFIG, else the embedded build's
     if not path.is_file():
-        raise XqaError(f"{path}: no such pipeline config; run 'make demo' (or 'xqa embedded build') first, "
-                       f"or name one with --config")
+        raise missing_config(path, args)
     described = describe(path)
     if cfg.json == "-":
         print(json.dumps(described, ensure_ascii=False, indent=2))
