@@ -565,6 +565,21 @@ def test_the_guides_documents_section_runs(tmp_path, monkeypatch, capsys):
     assert commands[3][2:] == ["--config", "build/mine/pipeline.json"]
 
 
+def test_an_html_or_markdown_table_is_read_a_row_a_paragraph_as_a_word_table_is(tmp_path):
+    """A cell a paragraph would part a value from its row's name (``Mars`` … ``2``)."""
+    (tmp_path / "moons.md").write_text("# Moons\n\nMoons per planet.\n\n| Planet | Moons |\n|---|---:|\n"
+                                       "| Earth | 1 |\n| Mars | 2 |\n\nMars is red.\n", encoding="utf-8")
+    [doc] = list(read_file(tmp_path / "moons.md", "moons.md"))
+    assert doc.text == "Moons per planet.\n\nPlanet | Moons\n\nEarth | 1\n\nMars | 2\n\nMars is red."
+    (tmp_path / "rivers.html").write_text(
+        "<html><body><p>Rivers.</p><table><caption>Longest</caption><tr><th>River</th><th>Notes</th></tr>"
+        "<tr><td>Ni<b>le</b></td><td>long<table><tr><td>6650</td><td>km</td></tr></table>north</td></tr>"
+        "<tr><td></td><td></td></tr></table><p>After.</p></body></html>", encoding="utf-8")
+    [doc] = list(read_file(tmp_path / "rivers.html", "rivers.html"))
+    # the caption first; inline markup joins, a nested table's cells stand apart; an empty row is left out
+    assert doc.text == "Rivers.\n\nLongest\n\nRiver | Notes\n\nNile | long 6650 km north\n\nAfter."
+
+
 def test_a_word_file_reads_with_its_heading_as_title(tmp_path):
     import docx
 

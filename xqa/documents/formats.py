@@ -7,12 +7,14 @@ file                           what is read
 ``.md`` ``.markdown``          rendered by markdown-it-py, then read as HTML; title: the
                                first heading
 ``.html`` ``.htm`` ``.xhtml``  the main text (``<main>``, else ``<article>``, else
-                               ``<body>``) block by block, without scripts, styles,
+                               ``<body>``) block by block, a table row by row (cells
+                               joined by `` | ``), without scripts, styles,
                                navigation, headers, footers, asides and forms (lxml);
                                title: ``<title>``, else the first ``<h1>``
 ``.pdf``                       the text layer page by page (pypdf); title: the PDF's
                                metadata; a page without text is reported by its number
-``.docx``                      paragraphs and table cells (python-docx); title: the core
+``.docx``                      paragraphs and table rows (cells joined by `` | ``;
+                               python-docx); title: the core
                                properties, else the first Title/Heading paragraph
 ``wiki_00`` ``.json``          WikiExtractor ``--json`` output: one ``{"id", "url",
 ``.jsonl``                     "title", "text"}`` per line, streamed
@@ -251,6 +253,9 @@ def html_text(markup: str | bytes) -> tuple[str, str]:
 
     def walk(el) -> None:
         tag = el.tag if isinstance(el.tag, str) else ""   # comments and processing instructions
+        if tag.lower() == "table":
+            blocks.extend(["", *_table_rows(el), ""])
+            return
         block = tag.lower() in _HTML_BLOCKS
         if block:
             blocks.append("")
@@ -266,6 +271,39 @@ def html_text(markup: str | bytes) -> tuple[str, str]:
     walk(roots[0])
     paragraphs = [" ".join(b.split()) for b in blocks]
     return title, "\n\n".join(p for p in paragraphs if p)
+
+
+def _table_rows(table) -> list[str]:
+    """An HTML table as paragraphs, as a Word table is read (:func:`_docx_rows`): its caption,
+    then each row with its cells joined by `` | `` (a row kept whole, its cells in order: one
+    paragraph a cell left a value apart from its row's name). A table inside a cell is read as
+    that cell's text."""
+    def own(el, tags: tuple[str, ...]) -> list:
+        """The ``tags`` elements under ``el`` that belong to it, not to a table nested in it."""
+        out = []
+        for child in el:
+            t = child.tag.lower() if isinstance(child.tag, str) else ""
+            if t in tags:
+                out.append(child)
+            elif t != "table":
+                out.extend(own(child, tags))
+        return out
+
+    def text(el) -> str:
+        """``el``'s text on one line: block elements (a nested table's cells) apart, inline ones joined."""
+        parts = [el.text or ""]
+        for child in el:
+            t = child.tag.lower() if isinstance(child.tag, str) else ""
+            apart = " " if t in _HTML_BLOCKS else ""
+            parts += [apart, text(child) if t else "", apart, child.tail or ""]
+        return "".join(parts)
+
+    paragraphs = [" ".join(text(c).split()) for c in own(table, ("caption",))]
+    for row in own(table, ("tr",)):
+        cells = [" ".join(text(c).split()) for c in own(row, ("td", "th"))]
+        if any(cells):
+            paragraphs.append(" | ".join(cells))
+    return [p for p in paragraphs if p]
 
 
 def read_html(path: Path) -> tuple[str, str]:
