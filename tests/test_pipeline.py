@@ -328,6 +328,14 @@ def test_answer_refuses_to_resume_a_run_whose_pipeline_was_rebuilt_in_place(tiny
     assert (f"{out} holds answers of a pipeline whose retrieval.dense_index was written again since (rebuilt "
             f"in place)") in capsys.readouterr().err
     assert (out / "records.jsonl").read_text() == first                 # nothing written
+    # a copy of the pipeline in another folder is another pipeline, not one rebuilt in place
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shutil.copy(tiny_pipeline, elsewhere / "pipeline.json")
+    moved = [a if a != str(tiny_pipeline) else str(elsewhere / "pipeline.json") for a in args]
+    assert main(moved) == 1
+    assert (f"{out} holds answers of the pipeline in {Path(tiny_pipeline).parent}, not of the one in {elsewhere}"
+            in capsys.readouterr().err)
     settings = json.loads((out / "run.json").read_text())["settings"]
     del settings["built"]
     (out / "run.json").write_text(json.dumps({"settings": settings}))

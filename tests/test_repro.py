@@ -255,3 +255,34 @@ def test_repro_runs_rows_and_fails_on_a_figure_out_of_tolerance(tiny_pipeline, t
     printed = capsys.readouterr().out
     assert "broken: FAILED" in printed and "FAIL (job broken did not finish)" in printed
     assert "| ret.top1 |" in printed and "1 OK, 1 FAIL" in printed
+
+
+def test_a_step_after_one_run_anew_is_not_taken_as_finished(tiny_pipeline, tmp_path, capsys):
+    """``--set`` changes the first step's command and not the second's, nor that of the job after
+    it: their outputs were made from the first's old output, so they run again too. (The matrix
+    lists "later" first, as yaml sorts keys: it runs after "score" all the same.)"""
+    import shutil
+
+    retrieved = tiny_pipeline.parent / "retrieved" / "test.jsonl"
+    copy = tmp_path / "copy.jsonl"
+    shutil.copy(retrieved, copy)
+    jobs = {"score": {"run": ["xqa eval --retrieval {retrieved} --names run --k 1 --json {dir}/a.json",
+                              "xqa eval --retrieval {copy} --names run --k 5 --json {dir}/b.json"]},
+            "later": {"after": ["score"], "run": ["xqa eval --retrieval {copy} --names run --k 1 2 --json {dir}/c.json"]}}
+    base = {"what": "top-k", "metric": "top-1", "expected": 50.0, "tol": 100.0, "fmt": ".2f"}
+    at = ["retrieval", "run", "all", "topk_accuracy", "1"]
+    rows = [{**base, "id": "s.a", "job": "score", "file": "a.json", "path": at},
+            {**base, "id": "l.c", "job": "later", "file": "c.json", "path": at}]
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text(yaml.safe_dump({"vars": {"retrieved": str(retrieved), "copy": str(copy)}, "jobs": jobs,
+                                      "rows": rows}), encoding="utf-8")
+    out = tmp_path / "runs"
+    assert main(["repro", "--matrix", str(matrix), "--out", str(out), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["repro", "--matrix", str(matrix), "--out", str(out), "--dry-run"]) == 0
+    assert capsys.readouterr().out.count("(finished)") == 3
+    assert main(["repro", "--matrix", str(matrix), "--out", str(out), "--dry-run", "--set", f"retrieved={copy}"]) == 0
+    assert "(finished)" not in capsys.readouterr().out      # the first step anew: the second, and the job after
+    assert main(["repro", "--matrix", str(matrix), "--out", str(out), "--quiet", "--set", f"retrieved={copy}"]) == 0
+    printed = capsys.readouterr().out
+    assert "finished before" not in printed and "2 rows: 2 OK" in printed

@@ -335,6 +335,10 @@ def _check_run_settings(out: Path, settings: dict[str, Any], resuming: bool) -> 
     if resuming and isinstance((stored or {}).get("answer"), dict) and isinstance(settings.get("answer"), dict):
         # an answering option a run.json was written without (by an xqa that did not record it)
         settings = {**settings, "answer": {k: v for k, v in settings["answer"].items() if k in stored["answer"]}}
+    if resuming and stored is not None and stored.get("folder", settings.get("folder")) != settings.get("folder"):
+        raise XqaError(f"{out} holds answers of the pipeline in {stored['folder']}, not of the one in "
+                       f"{settings['folder']}: a resumed run would mix the two pipelines' answers; answer into "
+                       f"another --out")
     if resuming and stored is not None and stored.get(BUILT, {}) != settings.get(BUILT, {}):
         before, now = stored[BUILT], settings[BUILT]
         again = [k for k in sorted(set(before) | set(now)) if before.get(k) != now.get(k)]

@@ -105,8 +105,9 @@ def run(args: argparse.Namespace) -> int:
             shown = readers[job.id]
             print(f"job {job.id}: {job.about}" + (f" (machine: {job.machine})" if job.machine else ""))
             print(f"  rows ({len(shown)}): {', '.join(shown[:8])}{' …' if len(shown) > 8 else ''}")
+            links = repro.chains(repro.lineage(matrix, job, out, overrides), cmds)
             for i, cmd in enumerate(cmds):
-                done = repro.step_done(out / job.id, i, cmd)
+                done = repro.step_done(out / job.id, i, cmd, links[i])
                 print(f"  {'(finished) ' if done else ''}{cmd}")
         print(f"{len(rows)} rows, {len(plan)} jobs, outputs under {out}")
         return 0
@@ -120,7 +121,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"[{n}/{len(plan)}] {job.id}: {job.about} ({len(readers[job.id])} rows)", flush=True)
         if job.machine:
             print(f"    expected values measured on: {job.machine}", flush=True)
-        ok, seconds = repro.run_job(job, cmds, out, say=lambda s: print(s, flush=True), echo=not args.quiet)
+        ok, seconds = repro.run_job(job, cmds, out, say=lambda s: print(s, flush=True), echo=not args.quiet,
+                                    seed=repro.lineage(matrix, job, out, overrides))
         print(f"[{n}/{len(plan)}] {job.id}: {'finished' if ok else 'FAILED'} ({seconds:.0f} s)", flush=True)
         if ok:
             finished.add(job.id)

@@ -252,7 +252,7 @@ def select(matrix: Matrix, patterns: Iterable[str] = (), everything: bool = Fals
 
 def jobs_for(matrix: Matrix, rows: Iterable[Row]) -> list[Job]:
     """The jobs the rows read (a derived row: its sources' jobs), with the jobs they run after,
-    in matrix order."""
+    in matrix order, each after the jobs it runs after wherever the matrix lists them."""
     want: set[str] = set()
     for r in rows:
         for src in [r, *(matrix.rows[s] for s in r.sources)]:
@@ -264,7 +264,21 @@ def jobs_for(matrix: Matrix, rows: Iterable[Row]) -> list[Job]:
             if a not in want:
                 want.add(a)
                 todo.append(a)
-    return [j for jid, j in matrix.jobs.items() if jid in want]
+    ordered: list[Job] = []
+
+    def place(jid: str, path: tuple[str, ...] = ()) -> None:
+        if jid in path:
+            raise XqaError(f"jobs {' → '.join((*path, jid))}: each runs after the other")
+        if any(j.id == jid for j in ordered):
+            return
+        for a in matrix.jobs[jid].after:
+            place(a, (*path, jid))
+        ordered.append(matrix.jobs[jid])
+
+    for jid in matrix.jobs:
+        if jid in want:
+            place(jid)
+    return ordered
 
 
 # ---- commands ---------------------------------------------------------------------------------
@@ -296,31 +310,59 @@ def _child_env() -> dict[str, str]:
     return env
 
 
-def _stamp(cmd: str) -> dict:
-    return {"command": cmd}
+def lineage(matrix: Matrix, job: Job, out: Path, overrides: dict[str, str] | None = None) -> str:
+    """A digest of the commands of the jobs ``job`` runs after, and of theirs: a job whose
+    inputs another job made anew (``--set build=…`` changes the answering job's command, not the
+    scoring job's after it) is not taken as finished."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for name in job.after:
+        dep = matrix.jobs[name]
+        h.update(lineage(matrix, dep, out, overrides).encode())
+        for cmd in commands(matrix, dep, out, overrides):
+            h.update(cmd.encode("utf-8") + b"\0")
+    return h.hexdigest()[:16]
 
 
-def step_done(folder: Path, i: int, cmd: str) -> bool:
+def chains(seed: str, cmds: list[str]) -> list[str]:
+    """Per step, a digest of ``seed`` (:func:`lineage`) and the commands up to it: a step is
+    finished only where the steps before it are the ones that ran before it."""
+    import hashlib
+
+    out, prev = [], seed
+    for cmd in cmds:
+        prev = hashlib.sha256(f"{prev}\0{cmd}".encode("utf-8")).hexdigest()[:16]
+        out.append(prev)
+    return out
+
+
+def step_done(folder: Path, i: int, cmd: str, chain: str | None = None) -> bool:
+    """Whether step ``i`` of the job in ``folder`` finished as ``cmd``, after the same steps
+    (``chain``, :func:`chains`; a marker without one, of an earlier xqa, is not taken)."""
     marker = folder / f"step-{i + 1}.done.json"
     try:
-        return json.loads(marker.read_text(encoding="utf-8")).get("command") == cmd
+        done = json.loads(marker.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
+    return done.get("command") == cmd and (chain is None or done.get("chain") == chain)
 
 
 def run_job(job: Job, cmds: list[str], out: Path, say: Callable[[str], None] = print,
-            echo: bool = True) -> tuple[bool, float]:
+            echo: bool = True, seed: str = "") -> tuple[bool, float]:
     """Run a job's commands in order, each unless a marker says that exact command finished
-    (a rerun continues where one stopped; the commands' own outputs are written atomically or
-    resumably). Output goes to ``{dir}/log.txt`` and, with ``echo``, to the terminal.
-    Returns (all finished, seconds spent now)."""
+    after the same steps and jobs (``seed``: :func:`lineage`) — a rerun continues where one
+    stopped, and once a step runs anew the steps after it do too (the commands' own outputs are
+    written atomically or resumably). Output goes to ``{dir}/log.txt`` and, with ``echo``, to the
+    terminal. Returns (all finished, seconds spent now)."""
     from xqa.artifacts import write_json_atomic
 
     folder = out / job.id
     folder.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
+    links = chains(seed, cmds)
     for i, cmd in enumerate(cmds):
-        if step_done(folder, i, cmd):
+        if step_done(folder, i, cmd, links[i]):
             say(f"    step {i + 1}/{len(cmds)} finished before: {cmd}")
             continue
         say(f"    step {i + 1}/{len(cmds)}: {cmd}")
@@ -341,7 +383,7 @@ def run_job(job: Job, cmds: list[str], out: Path, say: Callable[[str], None] = p
             say(f"    step {i + 1} failed (exit {code}); its output: {folder / 'log.txt'}")
             return False, time.perf_counter() - t0
         write_json_atomic(folder / f"step-{i + 1}.done.json",
-                          {**_stamp(cmd), "seconds": round(time.perf_counter() - ts, 1)})
+                          {"command": cmd, "chain": links[i], "seconds": round(time.perf_counter() - ts, 1)})
     return True, time.perf_counter() - t0
 
 
