@@ -97,6 +97,27 @@ def model(model_dir) -> BiEncoder:
 # --------------------------------------------------------------------------- model
 
 
+def test_a_luke_tower_with_entity_aware_attention_leaves_no_parameter_without_a_gradient(model):
+    """Word inputs only: LUKE's entity embeddings and its entity-aware query projections get no
+    gradient, and DDP stops at the second step on a trainable parameter that got none
+    (``studio-ousia/luke-base`` has entity-aware attention on)."""
+    from dataclasses import replace
+
+    from transformers import LukeConfig, LukeModel
+
+    tok = model.tokenizer
+    cfg = LukeConfig(vocab_size=len(tok), entity_vocab_size=10, hidden_size=32, entity_emb_size=16,
+                     num_hidden_layers=1, num_attention_heads=2, intermediate_size=64,
+                     use_entity_aware_attention=True)
+    luke = BiEncoder(LukeModel(cfg), None, tok, replace(model.config, backbone="luke"))
+    ids = torch.randint(5, len(tok), (2, 8))
+    mask = torch.ones_like(ids)
+    (luke.embed_queries(ids, mask) @ luke.embed_passages(ids, mask).T).sum().backward()
+    trainable = {n: p for n, p in luke.named_parameters() if p.requires_grad}
+    assert trainable and [n for n, p in trainable.items() if p.grad is None] == []
+    assert not any("e2w_query" in n or "entity_embeddings" in n for n in trainable)
+
+
 def test_passage_layout_uses_cls_and_sep_control_symbols(model):
     tok = model.tokenizer
     cls_id, sep_id = tok.convert_tokens_to_ids(["<cls>", "<sep>"])
@@ -626,6 +647,34 @@ def test_a_shard_being_encoded_by_another_process_is_refused_not_encoded_twice(m
         holder.kill()
         holder.wait()
     assert encode_shard(model.encode_passages, passages, out, 0, 2, progress=False)["encoded"] > 0
+
+
+def test_shards_that_finish_together_build_the_indexes_once(model_dir, world, tmp_path, capsys):
+    """While one process builds the FAISS indexes (holding every vector in memory), another whose
+    shard finished too says so and stops, rather than build them a second time."""
+    import subprocess
+    import sys
+
+    from xqa.artifacts import lock_file
+
+    out = tmp_path / "dense"
+    common = ["index", "dense", "--model", str(model_dir), "--passages", str(world / "passages.jsonl"),
+              "--out", str(out), "--num-shards", "2"]
+    assert cli(common + ["--encode-only", "--quiet"]) == 0 and not (out / "config.json").exists()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, filelock; lock = filelock.FileLock(sys.argv[1]); lock.acquire(); "
+         "print('locked', flush=True); sys.stdin.read()", str(lock_file(out, "build"))],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        capsys.readouterr()
+        assert cli(common) == 0
+        assert "another process is building the indexes of" in capsys.readouterr().out
+        assert not (out / "config.json").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    assert cli(common + ["--quiet"]) == 0 and (out / "config.json").is_file()
 
 
 def test_cli_shards_resume_and_retriever_matches_brute_force(model, model_dir, world, passages, tmp_path):

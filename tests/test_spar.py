@@ -175,6 +175,26 @@ def test_a_bm25_teacher_of_other_passages_is_refused(tmp_path):
         check_teacher(str(bm25), str(passages))
 
 
+def test_lambda_from_a_pretrained_encoder_trains_at_its_rate_and_a_hub_name_is_checked_first(tmp_path):
+    """``--init`` without ``--lr``: 5e-5, not the from-scratch 1e-3; a hub name that cannot be had
+    is said before the BM25 teacher labels a single query (hours at full scale)."""
+    import json
+
+    from xqa.training.lexical import LexicalTrainConfig, learning_rate, train
+
+    assert learning_rate(LexicalTrainConfig(passages="p", bm25="b", out="o")) == 1e-3
+    assert learning_rate(LexicalTrainConfig(passages="p", bm25="b", out="o", init="enc")) == 5e-5
+    assert learning_rate(LexicalTrainConfig(passages="p", bm25="b", out="o", init="enc", lr=1e-4)) == 1e-4
+    passages = tmp_path / "p.jsonl"
+    passages.write_text(json.dumps({"id": "a", "title": "t", "text": "x y z", "lang": "en"}) + "\n")
+    out = tmp_path / "lambda"
+    with pytest.raises(XqaError, match=r"no-such-org/no-such-model: no such folder, and no model of that name on "
+                                       r"the hub or in its local cache"):
+        train(LexicalTrainConfig(passages=str(passages), bm25=str(tmp_path / "bm25"), out=str(out),
+                                 init="no-such-org/no-such-model", progress=False))
+    assert not out.exists()
+
+
 def test_teacher_config_rejects_nonsense():
     with pytest.raises(XqaError, match="n_p"):
         TeacherConfig(depth=5, positives=10)

@@ -233,7 +233,16 @@ def check_model_source(name: str | Path, what: str) -> None:
     if not path.exists():
         if path.is_absolute() or text.startswith((".", "~")) or text.count("/") > 1 or "\\" in text:
             raise XqaError(f"{name}: no such folder ({what})")
-        return   # a model hub name ("org/model"): the hub, or its local cache, says
+        # a model hub name ("org/model"): its config from the hub or the local cache, now, not
+        # after the hours of work a training does before it loads the model
+        try:
+            from transformers import AutoConfig
+
+            AutoConfig.from_pretrained(text)
+        except OSError as e:   # not on the hub, or the hub cannot be reached
+            raise XqaError(f"{name}: no such folder, and no model of that name on the hub or in its local "
+                           f"cache ({' '.join(str(e).split())}) ({what})") from None
+        return
     if not path.is_dir():
         raise XqaError(f"{name} is a file; {what} is a model folder")
     cfg = path / CONFIG_NAME

@@ -258,13 +258,17 @@ class BiEncoder(nn.Module):
     def _freeze_unused(self) -> None:
         """Parameters the representation never uses get no gradient (DDP requires it).
 
-        LUKE's entity embeddings (word inputs only) and, unless ``pooling="pooler"``,
-        the towers' pooler layers.
+        LUKE's entity embeddings and, with entity-aware attention, its word-to-entity,
+        entity-to-word and entity-to-entity query projections (word inputs only), and, unless
+        ``pooling="pooler"``, the towers' pooler layers.
         """
         for tower in self.towers():
             ent = getattr(tower, "entity_embeddings", None)
             if ent is not None:
                 ent.requires_grad_(False)
+                for name, param in tower.named_parameters():
+                    if name.split(".")[-2] in ("w2e_query", "e2w_query", "e2e_query"):
+                        param.requires_grad_(False)
             pooler = getattr(tower, "pooler", None)
             if pooler is not None and self.config.pooling != "pooler":
                 pooler.requires_grad_(False)

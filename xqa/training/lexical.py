@@ -15,6 +15,9 @@ from dataclasses import asdict, dataclass, field
 
 from xqa.training.dense import DEFAULT_SIZE, ModelConfig
 
+SCRATCH_LR = 1e-3      # Λ's peak learning rate trained from scratch
+PRETRAINED_LR = 5e-5   # ... and started from a pretrained encoder (as xqa build trains it)
+
 
 @dataclass
 class LexicalTrainConfig(ModelConfig):
@@ -57,8 +60,10 @@ class LexicalTrainConfig(ModelConfig):
     batch_size: int = field(default=64, metadata={"min": 1, "help": "queries per batch and process"})
     epochs: float = field(default=2.0, metadata={"min": 0.0, "help": "passes over the sentence queries"})
     max_steps: int = field(default=0, metadata={"help": "stop after this many steps (0: use --epochs)"})
-    lr: float = field(default=1e-3, metadata={
-        "min": 0.0, "help": "peak learning rate (AdamW; SPAR used 3e-5 for BERT)"})
+    # None: SCRATCH_LR for a model trained from scratch, PRETRAINED_LR for --init
+    lr: float | None = field(default=None, metadata={
+        "min": 0.0, "help": "peak learning rate (AdamW); default 1e-3 from scratch (--size), 5e-5 from a "
+                            "pretrained encoder (--init; SPAR used 3e-5 for BERT)"})
     weight_decay: float = field(default=0.01, metadata={"min": 0.0, "help": "AdamW weight decay"})
     warmup_steps: int = field(default=50, metadata={"help": "linear warm-up steps"})
     grad_accum: int = field(default=1, metadata={"min": 1, "help": "gradient accumulation steps"})
@@ -101,6 +106,11 @@ def check_teacher(bm25: str, passages: str, lang: str | None = None) -> None:
                        f"built from them (xqa index sparse --passages {passages} --out DIR)")
 
 
+def learning_rate(c: LexicalTrainConfig) -> float:
+    """``--lr``, else :data:`PRETRAINED_LR` for a pretrained encoder (``--init``), else :data:`SCRATCH_LR`."""
+    return c.lr if c.lr is not None else PRETRAINED_LR if c.init else SCRATCH_LR
+
+
 def train(config: LexicalTrainConfig) -> dict:
     """Label sentence queries with BM25, build Λ and its task, run the shared loop; the loop's
     result (``step``, ``best`` dev MRR, ...). Without ``init`` or ``size``, Λ is a random model of
@@ -117,6 +127,7 @@ def train(config: LexicalTrainConfig) -> dict:
     from xqa.training.loop import TrainConfig, init_distributed
     from xqa.training.loop import train as run_loop
 
+    config = replace(config, lr=learning_rate(config))   # recorded as used: a rerun with the default resumes
     c = config
     if c.threads:
         torch.set_num_threads(c.threads)
