@@ -100,7 +100,9 @@ def resolve(folder: str | Path) -> tuple[ReaderFamily, Path | str]:
                                f"{candidate} --base ENCODER --out P, then xqa reader unpack --delta P --base "
                                f"ENCODER --out DIR), or build with it (xqa build --reader {candidate})")
             raise XqaError(f"{candidate}: not a reader: its config.json kind {kind!r} is none that a registered "
-                           f"reader family loads ({', '.join(sorted(by_kind))}; a Hugging Face model's has none)")
+                           f"reader family loads ({', '.join(sorted(by_kind))}; a Hugging Face model's has none; "
+                           f"a family of your own registers when its module is imported: from the xqa command, "
+                           f"name the module in $XQA_PLUGINS)")
         if kind != TRAINING_RUN:
             break
         if not (Path(folder) / "best" / "config.json").is_file():   # a run killed before it saved a model

@@ -147,6 +147,12 @@ def test_train_reader_set_changes_the_random_architecture(tokenizer, tmp_path):
             "--max-steps", "1", "--threads", "1", "--decoder-prompt"]
     assert main([*init, "--init", str(tmp_path / "run"), "--out", str(tmp_path / "tuned")]) == 0
     assert FiDReader.load(tmp_path / "tuned").decoder_prompt
+    # --max-minutes stops the training (checkpointed, resumable) as it stops a span reader's
+    timed = [*base[:-4], "--max-steps", "100000", "--save-every", "100000", "--threads", "1", "--max-minutes", "0.01",
+             "--out", str(tmp_path / "timed")]
+    assert main(timed) == 0
+    state = json.loads((tmp_path / "timed" / "checkpoint" / "trainer_state.json").read_text())
+    assert 0 < state["step"] < 100000 and not state.get("done")
 
 
 @pytest.mark.slow

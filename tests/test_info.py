@@ -119,6 +119,13 @@ def test_what_is_missing_is_said_and_counts_come_from_an_index(built):
     [reader] = describe(built)["readers"]
     assert reader["name"] == "default" and not reader["exists"]
     assert "reader     default (default)" in "\n".join(render(describe(built)))
+    # an empty folder, and one of a kind no registered family loads (a family of your own, not
+    # imported): described, named "default", not after the fallback family
+    (built.parent / "span-reader").mkdir()
+    assert describe(built)["readers"][0]["name"] == "default"
+    _write(built.parent / "span-reader" / "config.json", {"kind": "my_reader"})
+    [reader] = describe(built)["readers"]
+    assert reader["name"] == "default" and reader["family"] is None and reader["kind"] == "my_reader"
 
 
 def test_an_edited_config_is_described_as_it_is_not_as_it_was_built(built, tmp_path):

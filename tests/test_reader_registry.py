@@ -134,7 +134,7 @@ def test_a_folder_of_another_artifact_is_named_as_such_not_loaded_as_a_hugging_f
     """A world, a packed reader, a kit run given where a reader goes: one line that says what it
     is and what to do, not transformers' "Unrecognized model" traceback."""
     cases = {"world": r"world: not a reader: its config\.json kind 'world' is none that a registered reader family "
-                      r"loads \(fid_reader, span_reader; a Hugging Face model's has none\)",
+                      r"loads \(fid_reader, span_reader; a Hugging Face model's has none; a family of your own",
              "span_reader_delta": r"packed: a packed span reader; unpack it onto its encoder first \(xqa reader "
                                   r"unpack --delta .*packed --base ENCODER --out DIR\)",
              "span_kit_reader": r"kit: a span reader trained from a kit, .*xqa reader pack --reader .*kit --base "
@@ -275,3 +275,58 @@ def test_the_train_command_offers_the_families_that_train():
     arch = next(a for a in parser._actions if a.dest == "family")
     assert sorted(arch.choices) == sorted(f.name for f in (get("fid"), get("span")))
     assert all(asdict(get(name)).get("training") for name in arch.choices)
+
+
+def test_a_family_of_your_own_reaches_the_xqa_command_through_xqa_plugins(tiny_pipeline, toy_folder, tmp_path,
+                                                                          monkeypatch, capsys):
+    """The command imports the modules $XQA_PLUGINS names before it reads the registries; without
+    it the folder is not a reader, and the error says how to make it one."""
+    from xqa.cli import main
+
+    args = ["ask", "--config", str(tiny_pipeline), "--reader", str(toy_folder), "Where is Norland?"]
+    assert main(args) == 1
+    assert "name the module in $XQA_PLUGINS" in capsys.readouterr().err
+    (tmp_path / "xqa_toy_plugin.py").write_text("from reader.registry import register\n"
+                                                "from test_reader_registry import TOY\n\nregister(TOY)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("XQA_PLUGINS", "xqa_toy_plugin")
+    try:
+        assert main(args) == 0
+        printed = capsys.readouterr().out
+        assert printed.startswith("question (") and "answer" in printed
+    finally:
+        unregister(TOY.name)
+    monkeypatch.setenv("XQA_PLUGINS", "xqa_no_such_plugin")
+    assert main(["info", "--config", str(tiny_pipeline)]) == 1
+    assert "$XQA_PLUGINS: importing 'xqa_no_such_plugin' failed (ModuleNotFoundError" in capsys.readouterr().err
+
+
+def test_a_training_option_two_families_default_differently_takes_the_chosen_familys_default():
+    """A family of your own with ``n_context`` of its own default: `--family toy` without it trains
+    with 3, not FiD's 20; given, it is the value given; FiD's own default stands for FiD."""
+    from xqa.cli_config import ConfigCommand as Command
+    from xqa.training.fid import FidTrainConfig
+    from xqa.training.reader import ReaderTrainConfig, family_config, training_options
+
+    @dataclass
+    class ToyTrainConfig(ReaderTrainConfig):
+        n_context: int = 3
+        words: int = 1
+
+    configs = {"fid": FidTrainConfig, "toy": ToyTrainConfig}
+    options = training_options(configs)
+    command = Command(options)
+
+    def parsed(*argv: str):
+        import argparse
+
+        parser = argparse.ArgumentParser()
+        command.add_arguments(parser)
+        return family_config(command.config(parser.parse_args(["--out", "o", *argv])), configs)
+
+    assert parsed("--family", "toy").n_context == 3
+    assert parsed("--family", "toy", "--n-context", "20").n_context == 20
+    assert parsed("--family", "fid").n_context == 20
+    assert parsed("--family", "fid", "--n-context", "5").n_context == 5
+    with pytest.raises(XqaError, match="--words: not an option of --family fid"):
+        parsed("--family", "fid", "--words", "2")

@@ -161,6 +161,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from xqa.errors import XqaError, warnings_as_lines
 
+    try:
+        load_plugins()
+    except XqaError as e:
+        print(f"xqa {' '.join(words)}: error: {e}", file=sys.stderr)
+        return 1
     module = importlib.import_module(ALL[words][0])
     args = build_parser(words).parse_args(argv[len(words):])
     try:
@@ -188,6 +193,39 @@ def main(argv: list[str] | None = None) -> int:
 
         print(f"xqa {' '.join(words)}: error: {os_error_message(e)}", file=sys.stderr)
         return 1
+
+
+PLUGINS_ENV = "XQA_PLUGINS"         # modules to import first, comma-separated
+PLUGINS_GROUP = "xqa.plugins"       # ... and the entry points of installed packages in this group
+
+
+def load_plugins() -> list[str]:
+    """Import the modules that register a user's reader families, retrieval methods and index
+    kinds (:func:`reader.registry.register`, :func:`xqa.methods.register_method`,
+    :func:`xqa.methods.register_index`) before a command reads the registries: those named in
+    ``$XQA_PLUGINS`` (``mypkg.readers,mypkg.methods``) and the entry points of group
+    ``xqa.plugins`` of installed packages. Returns what was imported."""
+    from xqa.errors import XqaError
+
+    loaded = []
+    for name in (n.strip() for n in os.environ.get(PLUGINS_ENV, "").split(",")):
+        if not name:
+            continue
+        try:
+            importlib.import_module(name)
+        except Exception as e:   # noqa: BLE001 - any failure of the user's module is said as theirs
+            raise XqaError(f"${PLUGINS_ENV}: importing {name!r} failed ({type(e).__name__}: {e})") from None
+        loaded.append(name)
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=PLUGINS_GROUP):
+        try:
+            ep.load()
+        except Exception as e:   # noqa: BLE001
+            raise XqaError(f"the {PLUGINS_GROUP} entry point {ep.name!r} ({ep.value}) failed to load "
+                           f"({type(e).__name__}: {e})") from None
+        loaded.append(ep.value)
+    return loaded
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ READER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
 READER_NAME_RULE = "letters, digits, '_', '.', '+' or '-', starting with a letter or digit"
 # a model hub name ("google/mt5-base"), where no folder of that name exists
 HUB_NAME = re.compile(r"[\w.-]+/[\w.-]+")
+CONFIG_FILE = "config.json"
 
 
 @dataclass
@@ -196,18 +197,24 @@ class PipelineConfig:
     def reader_name(self) -> str:
         """The default reader's name: ``reader.name``, else the family name of its model
         (:func:`reader.registry.family_of`, from the folder's config.json, or the fallback
-        family's for a model hub name), else ``"default"`` (a folder that is not there is not
-        named after the fallback family)."""
+        family's for a model hub name), else ``"default"`` (a folder that is not there, an empty
+        one, or one of a kind no registered family loads is not named after the fallback family;
+        loading it says what it is)."""
         if self.reader.name:
             return self.reader.name
         if not self.reader.model:
             return DEFAULT_READER
-        folder = self.path(self.reader.model)
-        if not Path(folder).exists() and not HUB_NAME.fullmatch(self.reader.model):
+        folder = Path(self.path(self.reader.model))
+        if not folder.exists() and not HUB_NAME.fullmatch(self.reader.model):
             return DEFAULT_READER
+        if folder.is_dir() and not any((f / CONFIG_FILE).is_file() for f in (folder, folder / "best")):
+            return DEFAULT_READER   # an empty folder is no model of the fallback family's either
         from reader.registry import family_of
 
-        return family_of(folder).name
+        try:
+            return family_of(folder).name
+        except XqaError:   # a kind no registered family loads: loading it says so; naming it need not
+            return DEFAULT_READER
 
     def reader_names(self) -> list[str]:
         """The readers this config answers with: the default reader's name, then ``readers``'s."""

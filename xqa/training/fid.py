@@ -184,7 +184,7 @@ def train(config: FidTrainConfig) -> dict:
                        weight_decay=c.weight_decay, warmup_steps=c.warmup_steps, grad_accum=c.grad_accum,
                        max_grad_norm=c.max_grad_norm, eval_every=c.eval_every, save_every=c.save_every,
                        seed=c.seed, bf16=c.bf16, gradient_checkpointing=c.gradient_checkpointing,
-                       log_every=c.log_every, group_by_length=c.group_by_length)
+                       log_every=c.log_every, group_by_length=c.group_by_length, max_minutes=c.max_minutes)
     n_params = sum(p.numel() for p in reader.model.parameters())
     if main_process():
         print(f"FiD reader: {n_params / 1e6:.1f}M parameters, {len(train_set)} training questions, "

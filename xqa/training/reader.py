@@ -88,14 +88,31 @@ def training_options(configs: Mapping[str, type], default: str = "fid") -> type:
         default=default if default in names else names[0],
         metadata={"aliases": ("--arch",), "choices": tuple(names), "help": FAMILY_HELP}))]
     seen = {"family"}
+    per_family = _defaults_by_family(configs)
     for cls in configs.values():
         hints = typing.get_type_hints(cls)
         for f in dataclasses.fields(cls):
             if f.init and f.name not in seen:
                 seen.add(f.name)
+                if len(set(map(repr, per_family[f.name].values()))) > 1:   # each family's own default
+                    said = ", ".join(f"{family} {value}" for family, value in per_family[f.name].items())
+                    metadata = {**f.metadata, "help": f"{f.metadata.get('help', '')} (default by family: {said})"}
+                    spec.append((f.name, hints[f.name] | None, field(default=None, metadata=metadata)))
+                    continue
                 spec.append((f.name, hints[f.name], field(default=f.default, default_factory=f.default_factory,
                                                           metadata=f.metadata)))
     return dataclasses.make_dataclass("ReaderTrainingOptions", spec)
+
+
+def _defaults_by_family(configs: Mapping[str, type]) -> dict[str, dict[str, typing.Any]]:
+    """Each option's default in each family's training config that has it."""
+    out: dict[str, dict[str, typing.Any]] = {}
+    for family, cls in configs.items():
+        for f in dataclasses.fields(cls):
+            if f.init:
+                value = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+                out.setdefault(f.name, {})[family] = value
+    return out
 
 
 def family_config(options: typing.Any, configs: Mapping[str, type]) -> ReaderTrainConfig:
@@ -103,6 +120,8 @@ def family_config(options: typing.Any, configs: Mapping[str, type]) -> ReaderTra
     dataclass: the family's own fields, the others' left out."""
     cls = configs[options.family]
     own = {f.name for f in dataclasses.fields(cls) if f.init}
+    per_family = _defaults_by_family(configs)
+    varying = {name for name, by in per_family.items() if len(set(map(repr, by.values()))) > 1}
     given: list[str] = []   # an option of another family given: said, not dropped
     for other in configs.values():
         for f in dataclasses.fields(other):
@@ -110,11 +129,14 @@ def family_config(options: typing.Any, configs: Mapping[str, type]) -> ReaderTra
             if not f.init or f.name in own or flag in given:
                 continue
             default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-            if getattr(options, f.name, default) != default:
+            value = getattr(options, f.name, default)
+            if value != default and not (f.name in varying and value is None):
                 given.append(flag)
     if given:
         from xqa.errors import XqaError
 
         raise XqaError(f"{', '.join(given)}: not {'an option' if len(given) == 1 else 'options'} of --family "
                        f"{options.family} (another family's); leave {'it' if len(given) == 1 else 'them'} out")
-    return cls(**{name: getattr(options, name) for name in own})
+    # an option whose default differs by family, not given: the chosen family's own default
+    return cls(**{name: getattr(options, name) for name in own
+                  if not (name in varying and getattr(options, name) is None)})
