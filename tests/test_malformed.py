@@ -690,7 +690,7 @@ def test_a_folder_that_is_not_a_model_or_a_config_that_is_not_a_pipelines_is_nam
 
     world = tiny_pipeline.parent / "world"
     q, p = str(world / "test.jsonl"), str(world / "passages.jsonl")
-    for init, said in ((world, f"{world}: an xqa 'world' artifact, not a model folder (the encoder to start from)"),
+    for init, said in ((world, f"{world}: an xqa 'world' artifact, not the encoder to start from"),
                        (tmp_path / "nope", f"{tmp_path / 'nope'}: no such folder (the encoder to start from)"),
                        (world / "test.jsonl", f"{world / 'test.jsonl'} is a file; the encoder to start from is a "
                                               "model folder")):
@@ -701,7 +701,16 @@ def test_a_folder_that_is_not_a_model_or_a_config_that_is_not_a_pipelines_is_nam
         own = ["--passages", p] if family == "span" else []   # (FiD's training results hold their passages)
         assert main(["train", "reader", "--family", family, "--init", str(world), "--train", q, *own,
                      "--out", str(tmp_path / "run")]) == 1
-        assert f"{world}: an xqa 'world' artifact, not a model folder ({what})" in capsys.readouterr().err
+        assert f"{world}: an xqa 'world' artifact, not {what}" in capsys.readouterr().err
+    # another family's reader, or its training run, is named as such (a FiD reader's config.json
+    # has a model_type, and loading it as an encoder failed on its missing weights file)
+    fid = tiny_pipeline.parent / "reader"
+    for init, said in ((fid / "best", rf"{fid / 'best'}: an xqa 'fid_reader' artifact, not the encoder a span reader"),
+                       (fid, rf"{fid}: a training run (of a FiD reader|whose best/ is an xqa 'fid_reader' artifact), "
+                             r"not the encoder a span reader starts from")):
+        assert main(["train", "reader", "--family", "span", "--init", str(init), "--train", q, "--passages", p,
+                     "--out", str(tmp_path / "run")]) == 1
+        assert re.search(said, capsys.readouterr().err)
     assert main(["ask", "what?", "--config", str(world / "config.json")]) == 1
     assert (f"{world / 'config.json'}: an xqa 'world' artifact's config, not a pipeline config"
             in capsys.readouterr().err)

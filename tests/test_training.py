@@ -419,5 +419,5 @@ def test_a_training_given_a_folder_that_is_no_encoder_stops_before_writing(tiny_
                   str(world / "passages.jsonl")]):
         out = tmp_path / argv[1]
         assert main([*argv, "--init", str(world), "--out", str(out)]) == 1
-        assert f"{world}: an xqa 'world' artifact, not a model folder" in capsys.readouterr().err
+        assert f"{world}: an xqa 'world' artifact, not the encoder" in capsys.readouterr().err
         assert not out.exists()

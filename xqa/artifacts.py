@@ -252,10 +252,23 @@ def check_model_source(name: str | Path, what: str) -> None:
         data = json.loads(cfg.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         raise XqaError(f"{cfg}: not readable JSON ({e})") from None
+    kind = data.get("kind") if isinstance(data, dict) else None
+    if kind == "training_run":   # one the caller does not continue from: another kind of run
+        trains = data.get("trains")
+        if not trains:   # recorded by an xqa that did not say what a run trains: what it saved says
+            best = path / "best" / CONFIG_NAME
+            try:
+                saved = json.loads(best.read_text(encoding="utf-8")).get("kind")
+            except (OSError, ValueError, AttributeError):
+                saved = None
+            trains = f"whose best/ is an xqa {saved!r} artifact" if isinstance(saved, str) else ""
+        else:
+            trains = f"of {trains}"
+        raise XqaError(f"{name}: a training run{' ' + trains if trains else ''}, not {what}")
+    if isinstance(kind, str):   # an xqa artifact (a FiD reader's config.json has a model_type too)
+        raise XqaError(f"{name}: an xqa {kind!r} artifact, not {what}")
     if isinstance(data, dict) and "model_type" not in data:
-        kind = data.get("kind")
-        raise XqaError(f"{name}: " + (f"an xqa {kind!r} artifact, not a model folder ({what})" if kind else
-                                      f"its {CONFIG_NAME} has no model_type: not a Hugging Face model ({what})"))
+        raise XqaError(f"{name}: its {CONFIG_NAME} has no model_type: not a Hugging Face model ({what})")
 
 
 def holds_kind(folder: str | Path, kind: str) -> bool:
