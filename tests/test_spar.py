@@ -193,6 +193,13 @@ def test_lambda_from_a_pretrained_encoder_trains_at_its_rate_and_a_hub_name_is_c
         train(LexicalTrainConfig(passages=str(passages), bm25=str(tmp_path / "bm25"), out=str(out),
                                  init="no-such-org/no-such-model", progress=False))
     assert not out.exists()
+    # train retriever too, before reading its questions and passages (none given here)
+    from xqa.training.dense import DenseTrainConfig
+    from xqa.training.dense import train as train_retriever
+
+    with pytest.raises(XqaError, match=r"no-such-org/no-such-model: no such folder, and no model of that name"):
+        train_retriever(DenseTrainConfig(train=str(tmp_path / "none.jsonl"), passages=str(tmp_path / "none.jsonl"),
+                                         out=str(tmp_path / "dense"), init="no-such-org/no-such-model"))
 
 
 def test_teacher_config_rejects_nonsense():

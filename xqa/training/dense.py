@@ -169,6 +169,10 @@ def train(config: DenseTrainConfig) -> dict:
         torch.set_num_threads(c.threads)
     info = init_distributed()
     say = print if info.main else (lambda *a, **k: None)
+    if c.init:   # a folder or hub name that cannot be had: said before the questions and passages are read
+        from retriever.dense.model import check_init
+
+        check_init(c.init)
 
     positives = hard = None
     if c.positives_from:
