@@ -87,7 +87,9 @@ def config_path(args: argparse.Namespace) -> Path | None:
         return None
     else:
         path = Path(os.environ.get(CONFIG_ENV) or DEFAULT_CONFIG)
-    return path / "pipeline.json" if path.is_dir() and (path / "pipeline.json").is_file() else path
+    from xqa.config import config_file
+
+    return config_file(path)
 
 
 def missing_config(path: Path, args: argparse.Namespace, more: str = ""):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from xqa.errors import XqaError
 
@@ -31,7 +31,7 @@ READER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
 READER_NAME_RULE = "letters, digits, '_', '.', '+' or '-', starting with a letter or digit"
 # a model hub name ("google/mt5-base"), where no folder of that name exists
 HUB_NAME = re.compile(r"[\w.-]+/[\w.-]+")
-CONFIG_FILE = "config.json"
+PIPELINE_FILE = "pipeline.json"   # what xqa build writes into its folder
 
 
 @dataclass
@@ -147,7 +147,7 @@ class PipelineConfig:
             raise XqaError(f"retrieval.method {retrieval.method!r} is not one of {methods.method_names()}")
         if retrieval.k < 1:
             raise XqaError(f"field 'retrieval.k' should be at least 1, found {retrieval.k}")
-        check_retrieval(retrieval, "field 'retrieval.")
+        check_retrieval(retrieval)
         _check_reader(reader, "reader")
         readers = _readers(d.pop("readers", {}))
         if retrieval.fallback != NO_FALLBACK and not methods.is_method(retrieval.fallback):
@@ -172,12 +172,10 @@ class PipelineConfig:
     def load(cls, path: str | Path) -> "PipelineConfig":
         """The config in ``path`` (a built folder: its ``pipeline.json``), checked; its relative
         paths resolve against the file's folder."""
-        path = Path(path)
+        path = config_file(path)
         if path.is_dir():
-            if not (path / "pipeline.json").is_file():
-                raise XqaError(f"{path}: a folder without pipeline.json; name the pipeline config (a folder "
-                               f"that 'xqa build' or 'xqa embedded build' made holds one)")
-            path = path / "pipeline.json"
+            raise XqaError(f"{path}: a folder without {PIPELINE_FILE}; name the pipeline config (a folder "
+                           f"that 'xqa build' or 'xqa embedded build' made holds one)")
         if not path.is_file():
             raise XqaError(f"{path}: no such pipeline config (build the embedded default with "
                            f"'xqa embedded build' or write one: docs/full-scale.md)")
@@ -207,7 +205,9 @@ class PipelineConfig:
         folder = Path(self.path(self.reader.model))
         if not folder.exists() and not HUB_NAME.fullmatch(self.reader.model):
             return DEFAULT_READER
-        if folder.is_dir() and not any((f / CONFIG_FILE).is_file() for f in (folder, folder / "best")):
+        from xqa.artifacts import CONFIG_NAME
+
+        if folder.is_dir() and not any((f / CONFIG_NAME).is_file() for f in (folder, folder / "best")):
             return DEFAULT_READER   # an empty folder is no model of the fallback family's either
         from reader.registry import family_of
 
@@ -241,6 +241,12 @@ class PipelineConfig:
         if HUB_NAME.fullmatch(value) and not candidate.exists() and not p.exists():
             return value
         return str(candidate)
+
+
+def config_file(path: str | Path) -> Path:
+    """``path``, or the ``pipeline.json`` in it where it is a built folder."""
+    path = Path(path)
+    return path / PIPELINE_FILE if path.is_dir() and (path / PIPELINE_FILE).is_file() else path
 
 
 def _check_examples(examples: list) -> None:
@@ -280,30 +286,33 @@ def _finite(value: float | None) -> bool:
     return value is None or math.isfinite(value)
 
 
-def check_retrieval(r: RetrievalConfig, prefix: str) -> None:
-    """The fusion settings of ``r`` in their ranges (``prefix`` starts the name each is said by:
-    ``"field 'retrieval."`` for pipeline.json's), and each of ``retrieval.settings`` a setting of a
-    registered method: said here, not as a traceback from the search that uses it."""
+def check_retrieval(r: RetrievalConfig, named: Callable[[str], str] | None = None) -> None:
+    """The fusion settings of ``r`` in their ranges, and each of ``retrieval.settings`` a setting
+    of a registered method: said here, not as a traceback from the search that uses it. ``named``
+    says a setting's name as the user gave it (pipeline.json's field, a keyword of
+    :meth:`xqa.pipeline.Pipeline.retrieve`; default: ``field 'retrieval.NAME'``)."""
     from retriever.fusion import SCD_ORDERS
     from xqa import methods
 
+    named = named or (lambda name: f"field 'retrieval.{name}'")
+
     if r.corroborated_order not in SCD_ORDERS:
-        raise XqaError(f"{prefix}corroborated_order' should be one of {', '.join(SCD_ORDERS)}, "
+        raise XqaError(f"{named('corroborated_order')} should be one of {', '.join(SCD_ORDERS)}, "
                        f"found {r.corroborated_order!r}")
     if not 0.0 <= r.max_frac <= 1.0:
-        raise XqaError(f"{prefix}max_frac' should be a fraction in [0, 1], found {r.max_frac}")
+        raise XqaError(f"{named('max_frac')} should be a fraction in [0, 1], found {r.max_frac}")
     for name in ("alpha", "mu", "roman_weight", "lam"):
         if not _finite(getattr(r, name)):
-            raise XqaError(f"{prefix}{name}' should be a finite number, found {getattr(r, name)}")
+            raise XqaError(f"{named(name)} should be a finite number, found {getattr(r, name)}")
     for name, value in r.settings.items():
         if methods.tunable_setting(name) is None:
             known = sorted(t.field for _, t in methods.tunables() if not hasattr(r, t.field))
-            raise XqaError(f"{prefix}settings': {name!r} is a setting of no retrieval method"
+            raise XqaError(f"{named('settings')}: {name!r} is a setting of no retrieval method"
                            + (f" (settings there: {', '.join(known)})" if known else
                               " (no registered method has settings there)"))
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
                                   or not _finite(value)):
-            raise XqaError(f"{prefix}settings.{name}' should be a finite number, found {value!r}")
+            raise XqaError(f"{named('settings.' + name)} should be a finite number, found {value!r}")
 
 
 def _check_reader(reader: ReaderConfig, prefix: str) -> None:
@@ -369,8 +378,10 @@ def _sub(cls, d: dict[str, Any], name: str):
     return cls(**d)
 
 
-def _check_types(cls, d: dict[str, Any], prefix: str) -> None:
-    """Each value of ``d`` has the type its field of ``cls`` declares (an int passes for a float)."""
+def _check_types(cls, d: dict[str, Any], prefix: str, named: Callable[[str], str] | None = None) -> None:
+    """Each value of ``d`` has the type its field of ``cls`` declares (an int passes for a float);
+    ``named`` says a field's name (default: pipeline.json's ``field 'PREFIXNAME'``)."""
+    named = named or (lambda name: f"field '{prefix}{name}'")
     import types
     import typing
 
@@ -391,7 +402,7 @@ def _check_types(cls, d: dict[str, Any], prefix: str) -> None:
         ok = ok or (float in allowed and isinstance(value, int) and not isinstance(value, bool))
         if not ok:
             want = " or ".join(names.get(t.__name__, t.__name__) if t is not type(None) else "null" for t in allowed)
-            raise XqaError(f"field '{prefix}{f.name}' should be {want}, found {json_type(value)}")
+            raise XqaError(f"{named(f.name)} should be {want}, found {json_type(value)}")
 
 
 def method_for(cfg: PipelineConfig) -> str:

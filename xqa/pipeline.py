@@ -346,20 +346,15 @@ class Pipeline:
         if unknown:
             raise XqaError(f"unknown retrieval settings: {', '.join(sorted(unknown))}")
         known = {k: v for k, v in overrides.items() if k not in extra}
-        from xqa.config import RetrievalConfig, _check_types
+        from xqa.config import RetrievalConfig, _check_types, check_retrieval
 
-        try:
-            _check_types(RetrievalConfig, known, "retrieval.")
-        except XqaError as e:   # said as the keyword it was given as
-            raise XqaError(str(e).replace("field 'retrieval.", "retrieval setting '")) from None
+        def named(name: str) -> str:   # said as the keyword it was given as
+            return f"retrieval setting '{name.removeprefix('settings.')}'"
+
+        _check_types(RetrievalConfig, known, "", named)
         out = replace(r, **known, settings={**r.settings, **extra}) if extra else replace(r, **known)
         if overrides:
-            from xqa.config import check_retrieval
-
-            try:
-                check_retrieval(out, "retrieval setting '")
-            except XqaError as e:
-                raise XqaError(str(e).replace("retrieval setting 'settings.", "retrieval setting '")) from None
+            check_retrieval(out, named)
         return out
 
     @property
