@@ -437,9 +437,20 @@ def exclusive(folder: str | Path, busy: str, part: str = "") -> Iterator[None]:
 
     The kernel releases the lock when its process dies, so a killed job leaves none behind (the
     empty file stays), and two jobs that start together cannot both take it."""
-    from filelock import FileLock, Timeout
-
     from xqa.errors import XqaError
+
+    with exclusive_if_free(folder, part) as mine:
+        if not mine:
+            raise XqaError(f"{busy}; wait for it to finish, or write into another folder (the lock it holds: "
+                           f"{lock_file(folder, part)})")
+        yield
+
+
+@contextlib.contextmanager
+def exclusive_if_free(folder: str | Path, part: str = "") -> Iterator[bool]:
+    """:func:`exclusive` for a job that another process may do instead: True, the lock held while
+    the block runs; False, another process holds it (the block decides what to say)."""
+    from filelock import FileLock, Timeout
 
     lock = lock_file(folder, part)
     lock.parent.mkdir(parents=True, exist_ok=True)
@@ -447,10 +458,10 @@ def exclusive(folder: str | Path, busy: str, part: str = "") -> Iterator[None]:
     try:
         held.acquire()
     except Timeout:
-        raise XqaError(f"{busy}; wait for it to finish, or write into another folder (the lock it holds: "
-                       f"{lock})") from None
+        yield False
+        return
     try:
-        yield
+        yield True
     finally:
         held.release()
 

@@ -235,25 +235,16 @@ def build_dense(cfg: DenseIndexConfig, log: Log = print) -> dict[str, Any] | Non
     params = IndexParams(kind=cfg.index, fp16=cfg.fp16, hnsw_m=cfg.hnsw_m,
                          ef_construction=cfg.ef_construction, ef_search=cfg.ef_search,
                          nlist=cfg.nlist, pq_m=cfg.pq_m, pq_bits=cfg.pq_bits, nprobe=cfg.nprobe)
-    from filelock import FileLock, Timeout
+    from xqa.artifacts import exclusive_if_free
 
-    from xqa.artifacts import lock_file
-
-    lock = lock_file(out, "build")
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    held = FileLock(str(lock), timeout=0)
-    try:   # shards that finish together: one builds (each build holds every vector in memory)
-        held.acquire()
-    except Timeout:
-        log(f"another process is building the indexes of {out}; this one stops")
-        return None
-    try:
+    with exclusive_if_free(out, "build") as mine:   # shards that finish together: one builds (a build
+        if not mine:                                 # holds every vector in memory)
+            log(f"another process is building the indexes of {out}; this one stops")
+            return None
         if is_complete(out):
             log(f"{out}: its indexes were built by another process meanwhile; nothing to do")
             return None
         build_indexes(out, n, params, info, progress=cfg.progress)
-    finally:
-        held.release()
     index = json.loads((out / "config.json").read_text(encoding="utf-8"))
     langs = ", ".join(f"{k}:{v}" for k, v in sorted(index["languages"].items()))
     log(f"dense index written to {out}: {index['passages']} passages, {cfg.index}, dim {index['dim']} ({langs})")

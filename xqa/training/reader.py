@@ -88,13 +88,13 @@ def training_options(configs: Mapping[str, type], default: str = "fid") -> type:
         default=default if default in names else names[0],
         metadata={"aliases": ("--arch",), "choices": tuple(names), "help": FAMILY_HELP}))]
     seen = {"family"}
-    per_family = _defaults_by_family(configs)
+    per_family, varying = _defaults_by_family(configs)
     for cls in configs.values():
         hints = typing.get_type_hints(cls)
         for f in dataclasses.fields(cls):
             if f.init and f.name not in seen:
                 seen.add(f.name)
-                if len(set(map(repr, per_family[f.name].values()))) > 1:   # each family's own default
+                if f.name in varying:   # each family's own default
                     said = ", ".join(f"{family} {value}" for family, value in per_family[f.name].items())
                     metadata = {**f.metadata, "help": f"{f.metadata.get('help', '')} (default by family: {said})"}
                     spec.append((f.name, hints[f.name] | None, field(default=None, metadata=metadata)))
@@ -104,15 +104,16 @@ def training_options(configs: Mapping[str, type], default: str = "fid") -> type:
     return dataclasses.make_dataclass("ReaderTrainingOptions", spec)
 
 
-def _defaults_by_family(configs: Mapping[str, type]) -> dict[str, dict[str, typing.Any]]:
-    """Each option's default in each family's training config that has it."""
+def _defaults_by_family(configs: Mapping[str, type]) -> tuple[dict[str, dict[str, typing.Any]], set[str]]:
+    """Each option's default in each family's training config that has it, and the options whose
+    defaults differ between families."""
     out: dict[str, dict[str, typing.Any]] = {}
     for family, cls in configs.items():
         for f in dataclasses.fields(cls):
             if f.init:
                 value = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
                 out.setdefault(f.name, {})[family] = value
-    return out
+    return out, {name for name, by in out.items() if len(set(map(repr, by.values()))) > 1}
 
 
 def family_config(options: typing.Any, configs: Mapping[str, type]) -> ReaderTrainConfig:
@@ -120,8 +121,7 @@ def family_config(options: typing.Any, configs: Mapping[str, type]) -> ReaderTra
     dataclass: the family's own fields, the others' left out."""
     cls = configs[options.family]
     own = {f.name for f in dataclasses.fields(cls) if f.init}
-    per_family = _defaults_by_family(configs)
-    varying = {name for name, by in per_family.items() if len(set(map(repr, by.values()))) > 1}
+    _, varying = _defaults_by_family(configs)
     given: list[str] = []   # an option of another family given: said, not dropped
     for other in configs.values():
         for f in dataclasses.fields(other):
