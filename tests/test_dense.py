@@ -15,7 +15,7 @@ import torch
 from retriever.dense.accuracy import format_accuracy_table, retriever_accuracy_table
 from retriever.dense.data import (build_examples, hard_negatives_from_results, load_passages,
                                   positives_from_results)
-from retriever.dense.encode import build_indexes, encode_shard, model_info, shard_dir
+from retriever.dense.encode import build_indexes, encode_shard, model_info, shard_dir, shard_share
 from retriever.dense.gradcache import chunk_bounds
 from retriever.dense.index import IndexParams, LanguageIndexes
 from retriever.dense.loss import contrastive_loss, false_negative_mask
@@ -599,6 +599,20 @@ class CountingEncoder:
         self.calls += 1
         self.encoded += len(ps)
         return self.model.encode_passages(ps)
+
+
+def test_a_shard_bar_counts_the_shards_passages_done_chunks_included(model, passages, tmp_path, capsys):
+    n = len(passages)
+    share = [shard_share(n, s, 2) for s in range(2)]
+    assert sum(share) == n and share[0] - share[1] in (0, 1) and shard_share(1, 1, 2) == 0
+    out = tmp_path / "idx"
+    with pytest.raises(KeyboardInterrupt):   # a first chunk done, then killed
+        encode_shard(CountingEncoder(model, fail_after=1), passages, out, 0, 2, chunk_size=10, progress=False)
+    capsys.readouterr()
+    encode_shard(model.encode_passages, passages, out, 0, 2, chunk_size=10, progress=True, total=share[0])
+    bar = capsys.readouterr().err.replace("\r", "\n").splitlines()
+    ends = [line for line in bar if line.startswith("shard 0/2") and f"{share[0]}/{share[0]}" in line]
+    assert ends and "100%" in ends[-1]   # the total known up front, the resumed chunk counted
 
 
 def test_killed_shard_resumes_without_recomputing_finished_chunks(model, passages, tmp_path):

@@ -243,6 +243,21 @@ def test_ambiguous_bare_ids_across_files_are_an_error(tmp_path):
         evaluate([q("7_ja", "ja", "東京")], preds)
 
 
+def test_gzipped_jsonl_predictions_and_retrieval_results_are_read_as_jsonl(tmp_path):
+    import gzip
+
+    lines = '{"id": "q1", "answer": "Paris"}\n{"id": "q2", "answer": "Rome"}\n'
+    packed = tmp_path / "preds.jsonl.gz"
+    packed.write_bytes(gzip.compress(lines.encode("utf-8")))
+    assert dict(load_predictions([packed])) == dict(load_predictions([write(tmp_path / "preds.jsonl", lines)])) \
+        == {"q1": "Paris", "q2": "Rome"}
+    record = {"id": "q1", "question": "Where?", "answers": ["Paris"], "lang": "en",
+              "ctxs": [{"id": "p1", "title": "t", "text": "Paris is", "score": 1.0, "lang": "en"}]}
+    runs = tmp_path / "run.jsonl.gz"
+    runs.write_bytes(gzip.compress((json.dumps(record) + "\n").encode("utf-8")))
+    assert [r["id"] for r in load_retrieval_results(runs)] == ["q1"]
+
+
 def test_malformed_predictions_name_the_file_and_line(tmp_path):
     bad = write(tmp_path / "p.json", '{"1": "a",\n "2": }\n')
     with pytest.raises(InputError, match=r"p\.json:2"):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from xqa.errors import InputError, XqaError
-from xqa.io import (passages_dataset, read_passages, read_questions, read_results, read_squad,
+from xqa.io import (count_records, passages_dataset, read_passages, read_questions, read_results, read_squad,
                     write_passages, write_results, write_trec_run)
 from xqa.records import Context, Passage, Question, RetrievalResult
 
@@ -36,6 +36,19 @@ def test_passages_jsonl_pyserini_and_tsv(tmp_path):
     out = tmp_path / "round.jsonl"
     write_passages(out, got)
     assert list(read_passages(out)) == got
+
+
+def test_gzipped_dpr_tsv_is_read_as_tsv_and_counted(tmp_path):
+    # DPR ships its passages as psgs_w100.tsv.gz: the format is the name's suffix before .gz
+    text = "id\ttext\ttitle\n1\tSome text\tA title\n\n2\tMore text\tB\n"
+    plain = _write(tmp_path / "psgs.tsv", text)
+    packed = tmp_path / "psgs.tsv.gz"
+    packed.write_bytes(gzip.compress(text.encode("utf-8")))
+    want = [Passage("1", "A title", "Some text", "en"), Passage("2", "B", "More text", "en")]
+    assert list(read_passages(packed, lang="en")) == list(read_passages(plain, lang="en")) == want
+    assert count_records(packed) == count_records(plain) == 2   # the header and blank lines are no records
+    jsonl = _write(tmp_path / "p.jsonl", '{"id": "a", "text": "x", "lang": "en"}\n\n{"id": "b", "text": "y", "lang": "en"}\n')
+    assert count_records(jsonl) == 2
 
 
 @pytest.mark.parametrize("content, line, what", [

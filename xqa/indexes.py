@@ -163,11 +163,11 @@ def build_dense(cfg: DenseIndexConfig, log: Log = print) -> dict[str, Any] | Non
     import torch
 
     from retriever.dense.encode import (KIND, build_indexes, check_shards, encode_shard, model_info, shard_done,
-                                        weights_fingerprint)
+                                        shard_share, weights_fingerprint)
     from retriever.dense.index import IndexParams
     from retriever.dense.model import BiEncoder
     from xqa.artifacts import artifact_kind, file_fingerprint, is_complete, write_json_atomic
-    from xqa.io import read_passages
+    from xqa.io import count_records, read_passages
 
     out = Path(cfg.out)
     n = cfg.num_shards
@@ -215,14 +215,18 @@ def build_dense(cfg: DenseIndexConfig, log: Log = print) -> dict[str, Any] | Non
     write_json_atomic(out / "encoding.json", {"model": info, "num_shards": n, "fp16": cfg.fp16,
                                               **({"max_length": cfg.max_length} if cfg.max_length else {})})
     if todo:
+        count = None
         if cfg.progress:
             log(f"encoding with {model_dir} in {precision}")
+            count = count_records(cfg.passages)   # a pass at disk speed: the bars' totals
         for s in todo:
-            # the bar of each chunk's encoding moves per batch (a chunk is the unit a rerun resumes from)
+            # a bar of the shard's passages, and under it one of the chunk being encoded, which moves
+            # per batch (a chunk is the unit a rerun resumes from)
             stats = encode_shard(lambda ps: model.encode_passages(ps, batch_size=cfg.batch_size,
                                                                   progress=cfg.progress),
                                  read_passages(cfg.passages, lang=cfg.lang), out, s, n,
-                                 fp16=cfg.fp16, chunk_size=cfg.chunk_size, progress=False,
+                                 fp16=cfg.fp16, chunk_size=cfg.chunk_size, progress=cfg.progress,
+                                 total=None if count is None else shard_share(count, s, n),
                                  meta={"precision": precision}, made_by={**made_by, "precision": precision})
             log(f"shard {s}/{n}: {stats['encoded']} passages encoded, {stats['skipped']} already done")
     missing = [s for s in range(n) if not shard_done(out, s, n)]

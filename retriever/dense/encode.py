@@ -121,6 +121,12 @@ def _chunks(passages: Iterable[Passage], shard_id: int, num_shards: int,
         yield buf
 
 
+def shard_share(count: int, shard_id: int, num_shards: int) -> int:
+    """How many of ``count`` passages shard ``shard_id`` of ``num_shards`` holds (every
+    ``num_shards``-th from the ``shard_id``-th, as :func:`encode_shard` takes them)."""
+    return max(0, (count - shard_id + num_shards - 1) // num_shards)
+
+
 def _save_npy_atomic(path: Path, arr: np.ndarray) -> None:
     write_file_atomic(path, lambda f: np.save(f, arr))
 
@@ -129,7 +135,7 @@ def encode_shard(encode: Callable[[Sequence[Passage]], np.ndarray], passages: It
                  out_dir: str | Path, shard_id: int = 0, num_shards: int = 1, *,
                  fp16: bool = False, chunk_size: int = DEFAULT_CHUNK, progress: bool = True,
                  meta: dict | None = None, made_by: dict | None = None, stale: str = "refuse",
-                 log: Callable[[str], object] = print) -> dict:
+                 log: Callable[[str], object] = print, total: int | None = None) -> dict:
     """Encode shard ``shard_id`` of ``num_shards`` into ``out_dir/shards``; resume if interrupted.
 
     ``encode`` maps passages to vectors ``[m, d]`` float32 (e.g.
@@ -137,8 +143,9 @@ def encode_shard(encode: Callable[[Sequence[Passage]], np.ndarray], passages: It
     shard's ``done.json``; ``made_by`` (JSON values: the encoder, its settings, the passages'
     fingerprint) into its ``made_by.json``. A shard begun or finished by another ``made_by``
     (:func:`made_by_differences`) is refused (``stale="refuse"``) or encoded afresh
-    (``"redo"``, for intermediate vectors nobody else reads). Returns counts
-    ``{"encoded", "skipped", "chunks"}``.
+    (``"redo"``, for intermediate vectors nobody else reads). ``progress``: a bar of the shard's
+    passages, done chunks counted at once; ``total``, the shard's passage count where the caller
+    knows it (:func:`shard_share`). Returns counts ``{"encoded", "skipped", "chunks"}``.
     """
     if not 0 <= shard_id < num_shards:
         raise XqaError(f"--shard-id {shard_id} must be in [0, {num_shards})")
@@ -160,12 +167,13 @@ def encode_shard(encode: Callable[[Sequence[Passage]], np.ndarray], passages: It
                    part=folder.name):
         if not (folder / MADE_BY).is_file() or not any(folder.glob("chunk-*.npy")):   # (again) before the first chunk
             write_json_atomic(folder / MADE_BY, made_by)
-        return _encode_into(encode, passages, folder, shard_id, num_shards, fp16, chunk_size, progress, meta, stats)
+        return _encode_into(encode, passages, folder, shard_id, num_shards, fp16, chunk_size, progress, meta, stats,
+                            total)
 
 
 def _encode_into(encode: Callable[[Sequence[Passage]], np.ndarray], passages: Iterable[Passage], folder: Path,
                  shard_id: int, num_shards: int, fp16: bool, chunk_size: int, progress: bool, meta: dict | None,
-                 stats: dict) -> dict:
+                 stats: dict, total_passages: int | None = None) -> dict:
     """:func:`encode_shard` into the shard's ``folder``, which this process alone writes."""
     for stale in folder.glob(".chunk-*.tmp"):  # a chunk being written when a run of this shard was killed
         stale.unlink(missing_ok=True)
@@ -173,7 +181,7 @@ def _encode_into(encode: Callable[[Sequence[Passage]], np.ndarray], passages: It
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(desc=f"shard {shard_id}/{num_shards}", unit="passage")
+        bar = tqdm(total=total_passages, desc=f"shard {shard_id}/{num_shards}", unit="passage")
     total, dim = 0, None
     try:
         for c, chunk in enumerate(_chunks(passages, shard_id, num_shards, chunk_size)):

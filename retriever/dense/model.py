@@ -588,7 +588,8 @@ class BiEncoder(nn.Module):
         if progress:
             from tqdm import tqdm
 
-            bar = tqdm(total=len(items), desc="encoding", unit="text")
+            # leave=None: kept alone, cleared when nested in a caller's bar (a shard's, xqa index dense)
+            bar = tqdm(total=len(items), desc="encoding", unit="text", leave=None)
         try:
             with torch.inference_mode(), _precision_autocast(device, "bf16" if precision == "bf16" else "fp32"):
                 for s in range(0, len(order), batch_size):

@@ -13,7 +13,7 @@ from typing import Any
 
 from xqa.errors import InputError, XqaError
 
-from xqa.io import json_document, json_list_items, json_type, read_text
+from xqa.io import format_suffix, json_document, json_list_items, json_type, read_text
 from xqa.io import jsonl_objects as _jsonl_objects
 from xqa.evaluation.languages import check_language
 from xqa.io import nonempty_files, read_questions, record_id
@@ -161,7 +161,7 @@ def load_predictions(paths: Iterable[str | Path]) -> Predictions:
     for path in expand_paths(paths, "prediction"):
         if path.stat().st_size == 0:
             raise InputError(path, None, "the file is empty")
-        if path.suffix == ".jsonl":
+        if format_suffix(path) == ".jsonl":
             seen: dict[str, int] = {}
             for line_no, obj in _jsonl_objects(path):
                 if "answer" not in obj:
@@ -227,7 +227,7 @@ def load_retrieval_results(path: str | Path, default_lang: str | None = None) ->
     path = Path(path)
     if path.is_dir():
         raise XqaError(f"{path}: expected a retrieval-result file, found a folder")
-    if path.suffix == ".jsonl":
+    if format_suffix(path) == ".jsonl":
         if path.stat().st_size == 0:
             raise InputError(path, None, "the file is empty")
         records = list(_jsonl_objects(path))

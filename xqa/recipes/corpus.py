@@ -142,9 +142,9 @@ def read_corpus(path: Path, lang: str | None = None,
 def _record_line(path: Path, n: int) -> int | None:
     """The line of record ``n`` (from 0) of a JSONL file (blank lines are no records); None for
     DPR TSV (its header)."""
-    from xqa.io import text_lines
+    from xqa.io import format_suffix, text_lines
 
-    if path.suffix == ".tsv":
+    if format_suffix(path) == ".tsv":
         return None
     records = (line_no for line_no, line in text_lines(path) if line.strip())
     return next((line_no for i, line_no in enumerate(records) if i == n), None)
