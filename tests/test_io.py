@@ -31,11 +31,32 @@ def test_passages_jsonl_pyserini_and_tsv(tmp_path):
                    Passage("b", "Paris", "Paris is the capital of France.", "en")]
     t = _write(tmp_path / "p.tsv", "id\ttext\ttitle\n1\tSome text\tA title\n")
     assert list(read_passages(t, lang="en")) == [Passage("1", "A title", "Some text", "en")]
+    crlf = _write(tmp_path / "w.jsonl", '{"id": "d", "contents": "Windows Title\\r\\nWritten on Windows.", "lang": "en"}\n')
+    assert list(read_passages(crlf)) == [Passage("d", "Windows Title", "Written on Windows.", "en")]
     with pytest.raises(XqaError, match="language"):
         list(read_passages(t))
     out = tmp_path / "round.jsonl"
     write_passages(out, got)
     assert list(read_passages(out)) == got
+
+
+def test_dpr_tsv_rows_are_one_line_with_the_columns_the_header_names(tmp_path):
+    """A tab in an unquoted text, or a quote never closed, would shift a title or swallow the
+    passages after it: an error naming the line, not a passage read wrong."""
+    shifted = _write(tmp_path / "tab.tsv", "id\ttext\ttitle\n1\tHamlet is a tragedy.\tSet in Denmark.\tHamlet\n")
+    with pytest.raises(InputError, match=r"tab\.tsv:2: expected 3 tab-separated columns \(id, text, title\), "
+                                         r"found 4 \(a tab inside a text"):
+        list(read_passages(shifted, lang="en"))
+    unclosed = _write(tmp_path / "quote.tsv", 'id\ttext\ttitle\n1\t"Never closed.\tT1\n2\tSecond.\tT2\n3\tThird.\tT3\n')
+    with pytest.raises(InputError, match=r"quote\.tsv:2: a field opened by a double quote runs on to line 4"):
+        list(read_passages(unclosed, lang="en"))
+    # a header naming a lang column: each passage its language, no --lang needed; quoted quotes kept
+    named = _write(tmp_path / "named.tsv", 'id\ttext\ttitle\tlang\n1\t"A ""quoted"" text"\tT\tfr\n2\tZwei\tT2\tde\n')
+    assert list(read_passages(named)) == [Passage("1", "T", 'A "quoted" text', "fr"), Passage("2", "T2", "Zwei", "de")]
+    with pytest.raises(InputError, match=r"named2\.tsv:2: field 'lang': unknown language code 'jp'"):
+        list(read_passages(_write(tmp_path / "named2.tsv", "id\ttext\ttitle\tlang\n1\tx\tT\tjp\n")))
+    with pytest.raises(InputError, match=r"cols\.tsv:1: the header names no column 'title'"):
+        list(read_passages(_write(tmp_path / "cols.tsv", "id\ttext\tname\n1\tx\tT\n"), lang="en"))
 
 
 def test_gzipped_dpr_tsv_is_read_as_tsv_and_counted(tmp_path):
@@ -149,8 +170,11 @@ def test_dpr_question_tsv_and_plain_text_questions(tmp_path):
     for text, line, why in (("q\tShakespeare\n", 1, r"the answers \(Shakespeare\) are not a list such as"),
                             ("q\t[1, 2]\n", 1, r"the answers \(\[1, 2\]\) are not a list of strings"),
                             ("ok\t['a']\nno tab here\n", 2, r"expected a question, a tab and its answers"),
-                            ("\t['a']\n", 1, r"the question is empty")):
-        with pytest.raises(InputError, match=rf"bad\.tsv:{line}: {why}"):
+                            ("\t['a']\n", 1, r"the question is empty"),
+                            ("who\t['a']\t7\n", 1, r"found 3 tab-separated columns \(a tab inside a question"),
+                            ('"who sang\t[\'a\']\nwhat\t[\'b\']\n', 1,
+                             r"a field opened by a double quote runs on to line 2")):
+        with pytest.raises(InputError, match=rf"bad\.tsv:{line}: .*{why}"):
             read_questions(_write(tmp_path / "bad.tsv", text))
     with pytest.raises(InputError, match=r"sheet\.csv:1: .*found no tab \(a \.csv question file is read as DPR's"):
         read_questions(_write(tmp_path / "sheet.csv", "Who wrote Hamlet?,Shakespeare\n"))   # a spreadsheet's

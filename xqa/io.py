@@ -462,6 +462,7 @@ def _passage(obj: dict, path: Path, n: int, lang: str | None, seen: _Unique) -> 
             raise InputError(path, n, f"field 'title' should be a string, found {json_type(title)}")
     elif "contents" in obj:
         title, _, text = _require(obj, "contents", path, n).partition("\n")
+        title = title.removesuffix("\r")   # "Title\r\ntext", written on Windows
         if not text:
             title, text = "", title
     else:
@@ -479,33 +480,63 @@ def _passage(obj: dict, path: Path, n: int, lang: str | None, seen: _Unique) -> 
     return Passage(id=pid, title=title, text=text, lang=plang, meta=meta)
 
 
-def _tsv_rows(path: Path, header: str) -> Iterator[tuple[int, list[str]]]:
+def _tsv_rows(path: Path) -> Iterator[tuple[int, list[str]]]:
     """``(line, columns)`` of a tab-separated file read as DPR reads its files (CSV with tabs: a
-    field in double quotes may hold a tab); blank lines and a first row whose first column is
-    ``header`` are skipped."""
+    field in double quotes may hold a tab, and ``""`` a quote); blank lines are skipped. A record
+    is one line: a field whose opening quote is not closed on its line (it would swallow the
+    lines after it, as DPR's reader lets it) is an :class:`InputError` naming the line."""
     csv.field_size_limit(sys.maxsize)
     reader = csv.reader((line for _, line in text_lines(path)), delimiter="\t")
+    end = 0
     try:
         for row in reader:
-            if not "".join(row).strip():
-                continue
-            if reader.line_num == 1 and row[0].strip().lower() == header:
-                continue
-            yield reader.line_num, row
+            start, end = end + 1, reader.line_num
+            if end > start:
+                raise InputError(path, start, f"a field opened by a double quote runs on to line {end}: a "
+                                              f"record is one line (a quote inside a field is doubled, \"\", "
+                                              f"where the field is quoted; a field that begins with a quote "
+                                              f"ends with one)")
+            if "".join(row).strip():
+                yield end, row
     except csv.Error as e:
         raise InputError(path, reader.line_num, f"malformed TSV ({e})") from None
 
 
+PASSAGE_COLUMNS = ("id", "text", "title")
+
+
 def _read_dpr_tsv(path: Path, lang: str | None, seen: _Unique) -> Iterator[tuple[int, Passage]]:
-    if not lang:
-        raise XqaError(f"{path}: DPR TSV has no language column; pass the passages' language (--lang)")
-    for n, row in _tsv_rows(path, "id"):
-        if len(row) < 3:
-            raise InputError(path, n, f"expected 3 tab-separated columns (id, text, title), found {len(row)}")
-        if not row[0].strip():
+    """DPR's passage TSV: ``id``, ``text``, ``title`` a row; a first row starting with ``id`` is a
+    header, whose names then place the columns (a ``lang`` column gives each passage its
+    language; other named columns are not read). Every row has the columns its header names
+    (without one, three): a tab inside an unquoted text would shift the title."""
+    columns = list(PASSAGE_COLUMNS)
+    for n, row in _tsv_rows(path):
+        if n == 1 and row[0].strip().lower() == "id":
+            columns = [c.strip().lower() for c in row]
+            missing = [c for c in PASSAGE_COLUMNS if c not in columns]
+            if missing:
+                raise InputError(path, n, f"the header names no column {', '.join(map(repr, missing))} "
+                                          f"(DPR TSV: id, text, title)")
+            continue
+        if "lang" not in columns and not lang:
+            raise XqaError(f"{path}: DPR TSV has no language column; pass the passages' language (--lang), "
+                           f"or name a 'lang' column in its header (id, text, title, lang)")
+        if len(row) != len(columns):
+            raise InputError(path, n, f"expected {len(columns)} tab-separated columns ({', '.join(columns)}), "
+                                      f"found {len(row)}" + (" (a tab inside a text: put the text in double "
+                                                             "quotes)" if len(row) > len(columns) else ""))
+        cells = dict(zip(columns, row))
+        if not cells["id"].strip():
             raise InputError(path, n, "column 'id' is empty")
-        seen.add(row[0], n)
-        yield n, Passage(id=row[0], text=row[1], title=row[2], lang=lang)
+        plang = lang
+        if "lang" in cells and cells["lang"].strip():
+            plang = known_language(cells["lang"].strip(), path, n, "lang")
+        if not plang:
+            raise InputError(path, n, "no language: the row's 'lang' column is empty; pass --lang for "
+                                      "passages without one")
+        seen.add(cells["id"], n)
+        yield n, Passage(id=cells["id"], text=cells["text"], title=cells["title"], lang=plang)
 
 
 def write_passages(path: str | Path, passages: Iterable[Passage]) -> int:
@@ -592,9 +623,15 @@ def _read_dpr_questions(path: Path, lang: str | None) -> list[Question]:
     header, ids ``{file stem}:{line}``, English unless ``lang`` says otherwise."""
     import ast
 
-    qlang, stem = lang or "en", _stem(path)   # read_questions checked lang
+    qlang, stem = lang or "en", file_stem(path)   # read_questions checked lang
     out = []
-    for n, row in _tsv_rows(path, "question"):
+    for n, row in _tsv_rows(path):
+        if n == 1 and row[0].strip().lower() == "question":
+            continue
+        if len(row) > 2:
+            raise InputError(path, n, f"expected a question, a tab and its answers; found {len(row)} "
+                                      f"tab-separated columns (a tab inside a question: put the question "
+                                      f"in double quotes)")
         if len(row) < 2:
             comma = "," in row[0] and path.suffix.lower() in (".csv", ".gz")
             raise InputError(path, n, "expected a question, a tab and its answers (DPR's ['answer', ...]); "
@@ -621,14 +658,9 @@ def _read_question_lines(path: Path, lang: str | None) -> list[Question]:
     if not lang:
         raise InputError(path, None, "a text file of questions says nothing of their language: pass --lang "
                                      "(or --lang auto to identify each question's; from Python: lang=...)")
-    stem = _stem(path)
+    stem = file_stem(path)
     return [Question(id=f"{stem}:{n}", question=line.strip(), lang=lang)
             for n, line in text_lines(path) if line.strip()]
-
-
-def _stem(path: Path) -> str:
-    """The file's name without ``.gz`` and its extension (``nq-test.qa.csv.gz``: ``nq-test.qa``)."""
-    return Path(path.name.removesuffix(".gz")).stem
 
 
 def _answers(obj: dict, path, line, key: str | None = None) -> tuple[str, ...]:
