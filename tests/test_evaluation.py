@@ -391,6 +391,32 @@ def test_load_retrieval_results(tmp_path):
     assert load_retrieval_results(write(tmp_path / "l.json", "[]")) == []
 
 
+def test_dpr_retriever_output_without_ids_is_scored(tmp_path):
+    """DPR's dense_retriever writes records without an id, and scores as strings."""
+    from xqa.io import read_results
+
+    rows = [{"question": "capital of france", "answers": ["Paris"],
+             "ctxs": [{"id": "3", "title": "Paris", "text": "Paris is the capital of France.", "score": "90.1",
+                       "has_answer": True}]},
+            {"question": "who wrote hamlet", "answers": ["Shakespeare"],
+             "ctxs": [{"id": "4", "title": "Rome", "text": "Rome is in Italy.", "score": "80.5"}]}]
+    path = write(tmp_path / "dpr_result.json", json.dumps(rows))
+    loaded = load_retrieval_results(path, default_lang="en")
+    assert [r["id"] for r in loaded] == ["dpr_result:0", "dpr_result:1"]
+    # read_results (training, tuning) keeps its ids and languages required, and reads the string score
+    with_ids = write(tmp_path / "r.jsonl", "".join(json.dumps({**r, "id": str(i), "lang": "en"}) + "\n"
+                                                   for i, r in enumerate(rows)))
+    assert [c.score for r in read_results(with_ids) for c in r.ctxs] == [90.1, 80.5]
+    no_lang = write(tmp_path / "n.jsonl", json.dumps({**rows[0], "id": "1"}) + "\n")
+    with pytest.raises(InputError, match=r"n\.jsonl:1: missing field 'lang' \(every record of retrieval results") as e:
+        read_results(no_lang)
+    assert "--lang" not in str(e.value)   # the commands that read them take no --lang
+    bad = write(tmp_path / "s.jsonl", json.dumps({**rows[0], "id": "1", "lang": "en",
+                                                   "ctxs": [{"id": "3", "text": "x", "score": "high"}]}) + "\n")
+    with pytest.raises(InputError, match=r"s\.jsonl:1: ctxs\[0\]: field 'score' should be a number, found a string"):
+        read_results(bad)
+
+
 # --------------------------------------------------------------------------- significance
 
 

@@ -221,7 +221,13 @@ def test_results_round_trip_and_trec(tmp_path):
         read_results(plain)
     write_trec_run(tmp_path / "run.trec", [r])
     assert (tmp_path / "run.trec").read_text().splitlines() == [
-        "q1 Q0 p1 1 2.000000 xqa", "q1 Q0 p2 2 1.000000 xqa"]
+        "q1 Q0 p1 1 2.0 xqa", "q1 Q0 p2 2 1.0 xqa"]
+    # two scores six decimals cannot tell apart stay apart (trec_eval ranks by score)
+    close = RetrievalResult(q, (Context("p1", "T", "x", "en", -0.6503947137, "hybrid"),
+                                  Context("p2", "U", "y", "en", -0.6503948474, "hybrid")))
+    write_trec_run(tmp_path / "close.trec", [close])
+    scores = [float(line.split()[4]) for line in (tmp_path / "close.trec").read_text().splitlines()]
+    assert scores == [-0.6503947137, -0.6503948474]
     # an id with a space would split into two fields: refused, the file left unwritten
     spaced = RetrievalResult(Question("q 2", "who?", "en"), r.ctxs)
     with pytest.raises(XqaError, match=r"--trec: question id 'q 2' is empty or holds whitespace"):

@@ -187,6 +187,40 @@ def test_search_cli_writes_dpr_layout(tiny_pipeline, tmp_path, test_questions):
     assert len((tmp_path / "r.trec").read_text().splitlines()) == sum(len(r.ctxs) for r in results)
 
 
+def test_search_trec_refuses_a_passage_id_with_a_space_before_searching(tiny_pipeline, tmp_path, test_questions,
+                                                                         capsys):
+    cfg = PipelineConfig.load(tiny_pipeline)
+    passages = tmp_path / "passages.jsonl"
+    shutil.copy(cfg.path(cfg.passages), passages)
+    with passages.open("a", encoding="utf-8") as f:
+        f.write(json.dumps({"id": "doc 1", "title": "T", "text": "A passage no index holds.", "lang": "en"}) + "\n")
+    qfile = tmp_path / "q.jsonl"
+    qfile.write_text(json.dumps(test_questions[0].to_dict(), ensure_ascii=False) + "\n")
+    assert main(["search", "--config", str(tiny_pipeline), "--passages", str(passages), "--questions", str(qfile),
+                 "--out", str(tmp_path / "r.jsonl"), "--trec", str(tmp_path / "r.trec")]) != 0
+    err = capsys.readouterr().err
+    assert "passage id 'doc 1' is empty or holds whitespace" in err and "search (" not in err   # no search begun
+    assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_a_dpr_tsv_of_the_pipelines_one_language_needs_no_lang(tmp_path):
+    """DPR's passage TSV carries no language: a pipeline whose indexes hold one language reads it
+    in that one; one of several languages says to name a lang column (its --lang is the questions')."""
+    tsv = tmp_path / "psgs.tsv"
+    tsv.write_text("id\ttext\ttitle\n1\tParis is the capital of France.\tParis\n", encoding="utf-8")
+    for name, langs in (("one", ["en"]), ("two", ["en", "de"])):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text(json.dumps({"kind": "bm25", "languages": {x: {} for x in langs}}))
+    one = Pipeline(PipelineConfig(passages=str(tsv), retrieval=replace(PipelineConfig().retrieval,
+                                                                      sparse_index=str(tmp_path / "one"))))
+    assert one.store.get("1").lang == "en"
+    two = Pipeline(PipelineConfig(passages=str(tsv), retrieval=replace(PipelineConfig().retrieval,
+                                                                      sparse_index=str(tmp_path / "two"))))
+    with pytest.raises(XqaError, match=r"psgs\.tsv: DPR TSV without a 'lang' column, for a pipeline of several "
+                                       r"languages \(de, en\): name each passage's language in its header"):
+        two.store
+
+
 def test_answer_resumes_without_duplicates_then_eval_scores_it(tiny_pipeline, tmp_path, test_questions, capsys):
     qs = test_questions[:24]
     qfile = tmp_path / "q.jsonl"

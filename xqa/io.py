@@ -19,6 +19,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
+import math
 import re
 import sys
 from pathlib import Path
@@ -684,10 +685,15 @@ def _answers(obj: dict, path, line, key: str | None = None) -> tuple[str, ...]:
 _KNOWN = {"id", "question", "answers", "answer", "lang", "answers_en"}
 
 
+_NO_LANG = "pass --lang for a one-language file, or --lang auto to identify each question's"
+
+
 def _question_from_jsonl(obj: dict, path: Path, n: int | None, lang: str | None,
-                         seen: _Unique | None = None, made_up_ids: bool = False, item: int | None = None) -> Question:
+                         seen: _Unique | None = None, made_up_ids: bool = False, item: int | None = None,
+                         no_lang: str = _NO_LANG) -> Question:
     """One question record, at line ``n``. ``made_up_ids``: a layout without ids (EntityQuestions),
-    whose records get ``{file}:{item}``; an NQ-open record (``answer``, no ``lang``) gets ``{file}:{n}``."""
+    whose records get ``{file}:{item}``; an NQ-open record (``answer``, no ``lang``) gets ``{file}:{n}``.
+    ``no_lang``: what to do for a record without ``lang`` and no ``lang`` given."""
     qid = record_id(obj, path, n) if "id" in obj else None
     text = _require(obj, "question", path, n)
     nq_open = "answer" in obj and "answers" not in obj and "lang" not in obj
@@ -695,8 +701,7 @@ def _question_from_jsonl(obj: dict, path: Path, n: int | None, lang: str | None,
     if qlang is None:
         qlang = lang or ("en" if nq_open or made_up_ids else None)
         if not qlang:
-            raise InputError(path, n, "missing field 'lang' (pass --lang for a one-language file, "
-                                      "or --lang auto to identify each question's)")
+            raise InputError(path, n, f"missing field 'lang' ({no_lang})")
     if qlang != AUTO_LANG or "lang" in obj:
         qlang = known_language(qlang, path, n)
     if qid is None:
@@ -876,7 +881,9 @@ def read_results(path: str | Path) -> list[RetrievalResult]:
     for n, r in rows:
         if not isinstance(r, dict):
             raise InputError(path, n, f"expected a result object, found {json_type(r)}")
-        q = _question_from_jsonl(r, path, n, None, seen)
+        q = _question_from_jsonl(r, path, n, None, seen, no_lang="every record of retrieval results names "
+                                 "its question's language, as xqa search writes them; add it to each record "
+                                 "of a DPR or FiD file")
         q = Question(id=q.id, question=q.question, lang=q.lang, answers=q.answers, answers_en=q.answers_en,
                      meta={k: v for k, v in q.meta.items() if k != "ctxs"})
         if "ctxs" not in r and "positive_ids" in r:   # xqa data train's questions: their paragraphs by id
@@ -904,6 +911,8 @@ def _context(c: Any, path: Path, n: int | None, at: str) -> Context:
     for key, kinds, default in (("title", str, ""), ("text", str, ""), ("lang", str, ""), ("source", str, ""),
                                 ("score", (int, float), 0.0), ("has_answer", bool, None)):
         val = c.get(key, default)
+        if key == "score" and isinstance(val, str):   # DPR writes its scores as strings ("90.1")
+            val = _number(val, default=val)
         if val is not None and (not isinstance(val, kinds) or isinstance(val, bool) and kinds is not bool):
             raise InputError(path, n, f"{at}: field {key!r} should be "
                                       f"{'a number' if key == 'score' else _KIND_NAMES[kinds]}, found {json_type(val)}")
@@ -916,6 +925,15 @@ def _context(c: Any, path: Path, n: int | None, at: str) -> Context:
                    meta=meta)
 
 
+def _number(text: str, default: Any = None) -> Any:
+    """The finite number a string spells (``"90.1"``), else ``default``."""
+    try:
+        val = float(text)
+    except ValueError:
+        return default
+    return val if math.isfinite(val) else default
+
+
 def check_trec_id(value: str, what: str) -> None:
     """An error for an id a TREC run file cannot hold: its fields are separated by whitespace."""
     if not value or any(ch.isspace() for ch in value):
@@ -925,13 +943,15 @@ def check_trec_id(value: str, what: str) -> None:
 
 
 def write_trec_run(path: str | Path, results: Iterable[RetrievalResult], tag: str = "xqa") -> None:
-    """A TREC run file: ``qid Q0 docid rank score tag`` per line (:func:`check_trec_id`)."""
+    """A TREC run file: ``qid Q0 docid rank score tag`` per line (:func:`check_trec_id`), the score
+    as the shortest decimal that reads back as the same float: trec_eval orders a query's passages
+    by score, so two scores rounded to one number would be ranked by their ids there."""
     lines = []
     for r in results:
         check_trec_id(r.question.id, "question")
         for rank, c in enumerate(r.ctxs, 1):
             check_trec_id(c.id, "passage")
-            lines.append(f"{r.question.id} Q0 {c.id} {rank} {c.score:.6f} {tag}\n")
+            lines.append(f"{r.question.id} Q0 {c.id} {rank} {float(c.score)!r} {tag}\n")
     write_text_atomic(path, "".join(lines))
 
 

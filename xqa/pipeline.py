@@ -73,6 +73,10 @@ class PassageStore:
     def __contains__(self, pid: str) -> bool:
         return pid in (self._dict if self._dict is not None else self._rows)
 
+    def ids(self) -> Collection[str]:
+        """Every passage's id (nothing else read)."""
+        return (self._dict if self._dict is not None else self._rows).keys()
+
     def get(self, pid: str) -> Passage:
         if self._dict is not None:
             passage = self._dict.get(pid)
@@ -89,6 +93,26 @@ class PassageStore:
         else:
             for pid in self._rows:
                 yield self.get(pid)
+
+
+def _tsv_language(path: Path, languages: Sequence[str]) -> str | None:
+    """The language of a DPR TSV's passages that carry none: the pipeline's one language. A TSV of
+    several languages' passages names each one's (a ``lang`` column) or is refused here, where
+    ``--lang`` (of the questions, on xqa search and answer) is no answer."""
+    from xqa.io import format_suffix, open_bytes
+
+    if format_suffix(path) != ".tsv":
+        return None
+    if len(languages) == 1:
+        return languages[0]
+    with open_bytes(path) as f:
+        head = f.readline().lstrip(b"\xef\xbb\xbf").decode("utf-8", "replace").lower().split("\t")
+    if "lang" in [c.strip() for c in head]:
+        return None
+    raise XqaError(f"{path}: DPR TSV without a 'lang' column, for a pipeline of "
+                   f"{'several languages (' + ', '.join(languages) + ')' if languages else 'unknown languages'}: "
+                   f"name each passage's language in its header (id, text, title, lang), or write the passages "
+                   f"as JSONL with a 'lang' each")
 
 
 def askable(text: str) -> bool:
@@ -304,9 +328,23 @@ class Pipeline:
                 if not self.config.passages:
                     raise XqaError("the pipeline config names no passages file")
                 path = self.config.path(self.config.passages)
-                self._store = self._loading(f"passages ({self.config.passages})", lambda: PassageStore.open(path),
-                                           models=False)
+                lang = _tsv_language(path, self.config.languages or self._index_languages())
+                self._store = self._loading(f"passages ({self.config.passages})",
+                                           lambda: PassageStore.open(path, lang=lang), models=False)
             return self._store
+
+    def _index_languages(self) -> list[str]:
+        """The languages the BM25 and dense indexes hold (their ``config.json``), for a pipeline
+        named on the command line, whose config lists none."""
+        import json
+
+        found: set[str] = set()
+        r = self.config.retrieval
+        for folder in (r.sparse_index, r.dense_index):
+            config = Path(self.config.path(folder)) / "config.json" if folder else None
+            if config is not None and config.is_file():
+                found |= set(json.loads(config.read_text(encoding="utf-8")).get("languages") or ())
+        return sorted(found)
 
     def component(self, name: str):
         """A retriever part (an index kind of :mod:`xqa.methods`: sparse, dense, spar, ...), loaded

@@ -55,6 +55,8 @@ def search_questions(pipe, questions: Sequence, out: str | Path | None = None, t
 
         for q in questions:
             check_trec_id(q.id, "question")
+        for pid in pipe.store.ids():   # any of them may be found
+            check_trec_id(pid, "passage")
     results = []
     with tqdm(total=len(questions), desc=f"search ({pipe.config.retrieval.method})", unit="q",
               disable=not progress) as bar:

@@ -13,7 +13,7 @@ from typing import Any
 
 from xqa.errors import InputError, XqaError
 
-from xqa.io import format_suffix, json_document, json_list_items, json_type, read_text
+from xqa.io import file_stem, format_suffix, json_document, json_list_items, json_type, read_text
 from xqa.io import jsonl_objects as _jsonl_objects
 from xqa.evaluation.languages import check_language
 from xqa.io import nonempty_files, read_questions, record_id
@@ -218,10 +218,11 @@ def _line_of_key(path: Path, key: str) -> int | None:
 def load_retrieval_results(path: str | Path, default_lang: str | None = None) -> list[dict[str, Any]]:
     """Retrieval results (DPR/FiD layout) as plain dicts, from a JSON list (``.json``) or JSONL.
 
-    Each record needs ``id``, ``answers`` and ``ctxs`` (a list of objects with
-    at least ``text``); ``lang`` falls back to ``default_lang`` and must be a
-    known code. Unlike ``xqa.io.read_results`` this accepts records without a
-    ``question`` or ``lang`` (DPR's own result files) and keeps every extra field
+    Each record needs ``answers`` and ``ctxs`` (a list of objects with at least ``text``);
+    ``lang`` falls back to ``default_lang`` and must be a known code. Unlike
+    ``xqa.io.read_results`` this accepts records without an ``id``, a ``question`` or ``lang``
+    (DPR's own result files: a record without ``id`` is ``{file stem}:{n}``, n its place from
+    0, as a JSON list of questions without ids numbers them) and keeps every extra field
     (``positive_ids``, ``positive_ctxs``) as it is.
     """
     path = Path(path)
@@ -237,13 +238,15 @@ def load_retrieval_results(path: str | Path, default_lang: str | None = None) ->
         records = json_list_items(path)
     out = []
     seen: dict[str, int | None] = {}
-    for line_no, obj in records:
+    for i, (line_no, obj) in enumerate(records):
         where = "record"
         if not isinstance(obj, dict):
             raise InputError(path, line_no, f"{where}: expected an object, found {json_type(obj)}")
-        for key in ("id", "answers", "ctxs"):
+        for key in ("answers", "ctxs"):
             if key not in obj:
                 raise InputError(path, line_no, f"{where}: retrieval result lacks {key!r}")
+        if "id" not in obj:   # DPR's dense_retriever writes none
+            obj["id"] = f"{file_stem(path)}:{i}"
         rid = record_id(obj, path, line_no)
         if rid in seen:
             raise InputError(path, line_no, f"duplicate question id {rid!r} (first at line {seen[rid]})")
