@@ -570,6 +570,25 @@ def test_cli_retrieval_and_errors(tmp_path, capsys):
     assert "empty.jsonl: the file is empty" in capsys.readouterr().err
 
 
+def test_a_language_xqa_reads_but_the_metric_has_no_rule_for_is_left_out_with_a_note(tmp_path, capsys):
+    """xqa answer answers a Ukrainian question and its score line leaves it out; xqa eval, which
+    that line suggests, does the same (it refused the whole file), and a typo stays an error."""
+    from xqa.cli import main
+
+    gold = write(tmp_path / "q.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in [
+        {"id": "k1", "question": "Хто розробив QRpedia?", "lang": "uk", "answers": ["Роджер Бамкін"]},
+        {"id": "k2", "question": "Who designed QRpedia?", "lang": "en", "answers": ["Roger Bamkin"]}]))
+    preds = write(tmp_path / "p.json", json.dumps({"k1": "Роджер Бамкін", "k2": "Roger Bamkin"}, ensure_ascii=False))
+    assert main(["eval", "--gold", str(gold), "--predictions", str(preds), "--json", str(tmp_path / "s.json")]) == 0
+    err = capsys.readouterr().err
+    assert "note: 1 question(s) left out, in uk 1: the metric splits answers into words by language" in err
+    assert "no question of --gold" not in err   # k1's prediction is of a question asked, not a stray one
+    assert sorted(json.loads((tmp_path / "s.json").read_text())["end_to_end"]["per_language"]) == ["en"]
+    typo = write(tmp_path / "t.jsonl", json.dumps({"id": "j", "question": "?", "lang": "jp", "answers": ["x"]}) + "\n")
+    assert main(["eval", "--gold", str(typo), "--predictions", str(preds)]) == 1
+    assert "t.jsonl:1: field 'lang': unknown language code 'jp'" in capsys.readouterr().err
+
+
 def test_cli_warns_when_predictions_are_for_other_questions(tmp_path, capsys):
     """Predictions keyed by ids the gold set lacks are not scored; eval says so instead of a quiet
     table of zeros (none match) or of fewer questions than the file holds (some do not)."""

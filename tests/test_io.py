@@ -193,6 +193,13 @@ def test_dpr_question_tsv_and_plain_text_questions(tmp_path):
                                                           "answers": [{"text": "Spree", "answer_start": 20}]}]}]}]}))
     assert {q.lang for q in read_questions(squad)} == {"en"}
     assert {q.lang for q in read_questions(squad, lang="auto", auto=True)} == {"auto"}
+    # SQuAD's layout in another language is not English by its name: JSQuAD, SQuAD-it, SQuAD-es
+    for folder, name in (("jsquad_ja", "valid.json"), ("squad_it", "SQuAD_it-test.json"), ("SQuAD-es-v1.1", "dev.json")):
+        (tmp_path / folder).mkdir()
+        other = _write(tmp_path / folder / name, squad.read_text(encoding="utf-8"))
+        with pytest.raises(XqaError, match=r"cannot tell the language from the file name; pass --lang"):
+            read_questions(other)
+        assert {q.lang for q in read_questions(other, lang="ja")} == {"ja"}
 
 
 def test_empty_question_file_is_an_error(tmp_path):

@@ -468,7 +468,8 @@ def test_answer_and_eval_with_lang_auto_take_and_score_the_same_questions(
     scores = tmp_path / "scores.json"
     assert main(["eval", "--gold", str(qfile), "--lang", "auto", "--per-lang", "1", "--predictions",
                  str(out / "predictions.json"), "--json", str(scores)]) == 0
-    assert "note: 1 question(s) of no identified language (--lang auto: und) left out" in capsys.readouterr().err
+    assert "note: 1 question(s) left out, in und 1: the metric splits answers into words by language, and has " \
+           "no rule for this one (und: no language identified, --lang auto)" in capsys.readouterr().err
     e2e = json.loads(scores.read_text())["end_to_end"]
     assert sorted(e2e["per_language"]) == sorted([qs[0].lang, "fr", "sv"])
     assert said.startswith(f"official MIA EM {e2e['macro']['em']:.2f} / F1 {e2e['macro']['f1']:.2f} on the 3 "

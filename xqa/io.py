@@ -548,6 +548,17 @@ def write_passages(path: str | Path, passages: Iterable[Passage]) -> int:
 
 # --------------------------------------------------------------------------- questions
 
+def _english_squad(path: Path) -> bool:
+    """Whether ``path`` names SQuAD itself (English): a word of it begins with ``squad``, and no
+    ``squad`` is followed by another language's code. JSQuAD (``jsquad_ja/valid.json``), SQuAD-it
+    (``squad_it/SQuAD_it-test.json``), SQuAD-es and the like are SQuAD's layout in another
+    language."""
+    from xqa.langid.codes import LANGUAGE_NAMES
+
+    found = re.findall(r"(?<![a-z])squad(?:[^a-z]+([a-z]+))?", str(path).lower())
+    return bool(found) and not any(word in LANGUAGE_NAMES and word != "en" for word in found)
+
+
 _SQUAD_LANG = [
     (re.compile(r"question-([a-z]{2}(?:_[a-z]{2})?)\.json(?:\.gz)?$"), 1),  # MLQA: dev-context-de-question-en.json
     (re.compile(r"goldp\.([a-z]{2})\."), 1),  # TyDi GoldP: tydiqa.goldp.ko.train.json
@@ -744,7 +755,7 @@ def read_squad(path: str | Path, lang: str | None = None, *,
     if lang == AUTO_LANG and not auto:
         known_language(lang, field="--lang")
     given = None if lang == AUTO_LANG else lang  # auto: the file name's language, else each question's
-    squad = "en" if "squad" in str(path).lower() and lang != AUTO_LANG else None   # auto: each question's
+    squad = "en" if _english_squad(path) and lang != AUTO_LANG else None   # auto: each question's
     qlang = given or _guess_lang(path) or squad or lang
     if not qlang:
         raise XqaError(f"{path}: cannot tell the language from the file name; pass --lang")
@@ -797,16 +808,16 @@ def read_squad(path: str | Path, lang: str | None = None, *,
                                           answers=tuple(dict.fromkeys(t for t in texts if t)),
                                           meta={"positive_ids": [pid]}))
     if len({q.id for q in questions}) < len(questions):
+        first: set[tuple[int, int, str]] = set()   # repeated within one paragraph: no way to tell them apart
+        for q, (a, p, i) in zip(questions, places):
+            if (a, p, q.id) in first:
+                raise InputError(path, None, f"{where('data', a, 'paragraphs', p, 'qas', i)}: duplicate question id "
+                                             f"{q.id!r} in one paragraph")
+            first.add((a, p, q.id))
         print(f"xqa: warning: {path}: question ids repeat (numbered per paragraph?); using "
               f"'{file_stem(path)}:<article>:<paragraph>:<id>' as ids", file=sys.stderr)
         questions = [dataclasses.replace(q, id=f"{file_stem(path)}:{a}:{p}:{q.id}")
                      for q, (a, p, _) in zip(questions, places)]
-        first: dict[str, int] = {}
-        for q, (a, p, i) in zip(questions, places):
-            if q.id in first:
-                raise InputError(path, None, f"{where('data', a, 'paragraphs', p, 'qas', i)}: duplicate question id "
-                                             f"{q.id.rsplit(':', 1)[1]!r} in one paragraph")
-            first[q.id] = i
     return questions, passages
 
 

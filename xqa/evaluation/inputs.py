@@ -7,6 +7,7 @@ object ``{}`` is a valid prediction file that answers nothing).
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -15,9 +16,8 @@ from xqa.errors import InputError, XqaError
 
 from xqa.io import file_stem, format_suffix, json_document, json_list_items, json_type, read_text
 from xqa.io import jsonl_objects as _jsonl_objects
-from xqa.evaluation.languages import check_language
+from xqa.evaluation.languages import KNOWN_LANGUAGES, check_language
 from xqa.io import nonempty_files, read_questions, record_id
-from xqa.records import UNKNOWN_LANG as UNKNOWN
 from xqa.records import Question
 
 _SUFFIXES = (".json", ".jsonl")
@@ -50,9 +50,11 @@ def load_gold(paths: Iterable[str | Path], lang: str | None = None) -> list[Ques
     """Gold questions from files or folders (any layout ``xqa.io.read_questions`` reads).
 
     ``lang``: the language of records that carry none; ``"auto"``: each one's identified
-    (:func:`xqa.cli_options.identify_languages`; ``und`` where none is, which the metric does not
-    score: :func:`unscored`). Every question's language must be a known code (error names the
-    file). Duplicate ids across files are an error: they would be scored twice.
+    (:func:`xqa.cli_options.identify_languages`; ``und`` where none is). Every question's language
+    is a code :func:`xqa.io.read_questions` knows (a typo such as ``jp`` is an error naming the
+    file and line); one the metric has no rule for (``und``, ``uk``) is kept here and left out of
+    the scores by :func:`unscored`. Duplicate ids across files are an error: they would be scored
+    twice.
     """
     from xqa.records import AUTO_LANG
 
@@ -68,21 +70,17 @@ def load_gold(paths: Iterable[str | Path], lang: str | None = None) -> list[Ques
         from xqa.cli_options import identify_languages
 
         read = list(zip([path for path, _ in read], identify_languages([q for _, q in read])))
-    for path, q in read:
-        if lang == AUTO_LANG and q.lang == UNKNOWN:   # identified as nothing (no letters: "???")
-            continue
-        try:
-            check_language(q.lang)
-        except XqaError as e:
-            raise InputError(path, None, f"question {q.id!r}: {e}") from None
     return [q for _, q in read]
 
 
-def unscored(gold: Sequence[Question]) -> tuple[list[Question], int]:
-    """``gold`` less the questions of no identified language (``und``, from ``--lang auto``),
-    which the metric cannot segment, and how many those were."""
-    kept = [q for q in gold if q.lang != UNKNOWN]
-    return kept, len(gold) - len(kept)
+def unscored(gold: Sequence[Question]) -> tuple[list[Question], dict[str, int]]:
+    """``gold`` less the questions of a language the metric has no rule for (``und``, of no
+    identified language; a code xqa reads that neither the MIA scripts nor MLQA/XQuAD score, such
+    as ``uk``), and how many of each language those were: how answers are split into words is
+    defined per language, and a wrong split would score them wrong."""
+    kept = [q for q in gold if q.lang in KNOWN_LANGUAGES]
+    left = Counter(q.lang for q in gold if q.lang not in KNOWN_LANGUAGES)
+    return kept, dict(sorted(left.items()))
 
 
 # ----------------------------------------------------------------------------- predictions

@@ -7,7 +7,7 @@ to print, and a bad input is an error with nothing half printed.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -154,14 +154,18 @@ def evaluate(config: EvalConfig) -> Evaluation:
         from xqa.cli_options import select_questions
 
         gold = select_questions(gold, c.where, c.per_lang)
+    asked = {q.id for q in gold}   # a prediction of a question left out below is no stray one
     gold, left_out = inputs.unscored(gold)
     if left_out:
-        shown.warn(f"note: {left_out} question(s) of no identified language (--lang auto: und) left out: the "
-                   f"metric segments answers by language")
+        shown.warn(f"note: {sum(left_out.values())} question(s) left out, in "
+                   f"{', '.join(f'{lang} {n}' for lang, n in left_out.items())}: the metric splits answers into "
+                   f"words by language, and has no rule for "
+                   f"{'these' if len(left_out) > 1 else 'this one'}" + (" (und: no language identified, "
+                                                                       "--lang auto)" if "und" in left_out else ""))
 
     if c.predictions:
         preds = inputs.load_predictions(c.predictions)
-        _unmatched(shown, gold, preds, selected=bool(c.where or c.per_lang))
+        _unmatched(shown, gold, preds, selected=bool(c.where or c.per_lang), asked=asked)
         if c.mia:
             xor_q, mkqa_q = mia.split_mia(gold)
             xor, mkqa = mia.evaluate(xor_q, preds, c.mode), mia.evaluate(mkqa_q, preds, c.mode)
@@ -215,7 +219,7 @@ def evaluate(config: EvalConfig) -> Evaluation:
         scored = []
         for name, path in ((na, a_path), (nb, b_path)):
             preds = inputs.load_predictions([path])
-            _unmatched(shown, gold, preds, selected, of=name)
+            _unmatched(shown, gold, preds, selected, of=name, asked=asked)
             scored.append(mia.evaluate(gold, preds, c.mode))
         a, b = scored
         test = significance.compare_systems(a, b, c.metric)
@@ -227,7 +231,7 @@ def evaluate(config: EvalConfig) -> Evaluation:
         sweep = {}
         for n, path in sorted(inputs.parse_sweep(c.sweep).items()):
             preds = inputs.load_predictions([path])
-            _unmatched(shown, gold, preds, selected, of=f"{n} passages' {Path(path).name}")
+            _unmatched(shown, gold, preds, selected, of=f"{n} passages' {Path(path).name}", asked=asked)
             sweep[n] = mia.evaluate(gold, preds, c.mode)
         shown.say(report.sweep_text(sweep))
         out["sweep"] = {str(n): s.to_dict() for n, s in sweep.items()}
@@ -291,12 +295,14 @@ def _names(a: str, b: str) -> tuple[str, str]:
     return a, b
 
 
-def _unmatched(shown: Evaluation, gold: Sequence, preds: Mapping, selected: bool, of: str = "") -> None:
+def _unmatched(shown: Evaluation, gold: Sequence, preds: Mapping, selected: bool, of: str = "",
+               asked: Collection[str] = ()) -> None:
     """Warn where the predictions' ids are not the gold questions': none of them (a prediction file of
     another set, ids written differently, an empty one), or some, when no selection (--where,
     --per-lang) leaves predictions of other questions out on purpose. Those predictions are not
     scored either way. Scored gold questions (of the selection) with no prediction are said too:
-    they score 0. ``of``: which system's predictions (--compare, --sweep)."""
+    they score 0. ``of``: which system's predictions (--compare, --sweep); ``asked``: the ids of
+    every question of --gold, those left out of the scores too."""
     from xqa.evaluation.mia import NO_ANSWER
 
     of = f" of {of}" if of else ""
@@ -305,7 +311,7 @@ def _unmatched(shown: Evaluation, gold: Sequence, preds: Mapping, selected: bool
     if not preds:
         shown.warn(f"warning: the predictions{of} hold no answer: every question of --gold scores 0")
         return
-    ids = {q.id for q in gold}
+    ids = {q.id for q in gold} | set(asked)
     keys = ids | {qid.split("_")[0] for qid in ids}   # an MKQA id's bare number keys it too
     extra = [key for key in preds if key not in keys]
     scored = [q for q in gold if q.answers and q.answers[0] != NO_ANSWER]   # as mia.evaluate skips

@@ -8,8 +8,9 @@ ARCD test, CMRC 2018 dev, DRCD dev and SQuAD v1.1 dev; or (``--file``) a user's 
 paragraph alone; the answer is the reader's own (an extractive reader's best span). Two scores, each the maximum over the
 gold answers, in the paragraph's language:
 
-- EM/F1: the MIA 2022 rules in their language-aware form (``lang_aware``: Chinese segmented
-  by jieba too), as xqa's end-to-end reports score;
+- EM/F1: the MIA 2022 rules in their language-aware form (``lang_aware``: a bare ``zh``
+  segmented by jieba too; xqa's end-to-end reports score the official form, where it is one
+  string);
 - script EM/F1: the MLQA / SQuAD v1.1 evaluation scripts' rules (:mod:`xqa.evaluation.mlqa`),
   as published extractive readers report them.
 """
