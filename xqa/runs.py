@@ -80,8 +80,8 @@ class QuestionFiles:
     """The question files a run reads (:func:`xqa.cli_options.read_questions`)."""
 
     questions: list[str] = field(metadata={
-        "nargs": "+", "help": "question files (XOR/MIA/MKQA JSONL, SQuAD JSON, NQ-open JSONL, DPR's question TSV "
-                                   "(.tsv/.csv), a question a line (.txt, with --lang))"})
+        "nargs": "+", "help": "question files (XOR/MIA/MKQA JSONL, SQuAD JSON, NQ-open JSONL, EntityQuestions "
+                                   "JSON, DPR's question TSV (.tsv/.csv), a question a line (.txt, with --lang))"})
     lang: str | None = field(default=None, metadata={
         "help": "language of questions whose records carry none; 'auto': identify each one's, as xqa ask does "
                 "(a language the pipeline has no BM25 index for: searched as 'und')"})
