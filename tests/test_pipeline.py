@@ -219,6 +219,10 @@ def test_a_dpr_tsv_of_the_pipelines_one_language_needs_no_lang(tmp_path):
     with pytest.raises(XqaError, match=r"psgs\.tsv: DPR TSV without a 'lang' column, for a pipeline of several "
                                        r"languages \(de, en\): name each passage's language in its header"):
         two.store
+    tsv.write_text("id\ttext\ttitle\tlang\n1\tBerlin ist die Hauptstadt.\tBerlin\tde\n", encoding="utf-8")
+    named = Pipeline(PipelineConfig(passages=str(tsv), retrieval=replace(PipelineConfig().retrieval,
+                                                                        sparse_index=str(tmp_path / "two"))))
+    assert named.store.get("1").lang == "de"
 
 
 def test_answer_resumes_without_duplicates_then_eval_scores_it(tiny_pipeline, tmp_path, test_questions, capsys):

@@ -506,6 +506,16 @@ def _tsv_rows(path: Path) -> Iterator[tuple[int, list[str]]]:
 PASSAGE_COLUMNS = ("id", "text", "title")
 
 
+def passage_columns(path: str | Path) -> list[str]:
+    """The columns of a DPR TSV passage file: its header's names (a first row starting with
+    ``id``), else ``id, text, title``."""
+    for n, row in _tsv_rows(Path(path)):
+        if n == 1 and row[0].strip().lower() == "id":
+            return [c.strip().lower() for c in row]
+        break
+    return list(PASSAGE_COLUMNS)
+
+
 def _read_dpr_tsv(path: Path, lang: str | None, seen: _Unique) -> Iterator[tuple[int, Passage]]:
     """DPR's passage TSV: ``id``, ``text``, ``title`` a row; a first row starting with ``id`` is a
     header, whose names then place the columns (a ``lang`` column gives each passage its
@@ -514,7 +524,7 @@ def _read_dpr_tsv(path: Path, lang: str | None, seen: _Unique) -> Iterator[tuple
     columns = list(PASSAGE_COLUMNS)
     for n, row in _tsv_rows(path):
         if n == 1 and row[0].strip().lower() == "id":
-            columns = [c.strip().lower() for c in row]
+            columns = passage_columns(path)
             missing = [c for c in PASSAGE_COLUMNS if c not in columns]
             if missing:
                 raise InputError(path, n, f"the header names no column {', '.join(map(repr, missing))} "

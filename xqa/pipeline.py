@@ -99,15 +99,13 @@ def _tsv_language(path: Path, languages: Sequence[str]) -> str | None:
     """The language of a DPR TSV's passages that carry none: the pipeline's one language. A TSV of
     several languages' passages names each one's (a ``lang`` column) or is refused here, where
     ``--lang`` (of the questions, on xqa search and answer) is no answer."""
-    from xqa.io import format_suffix, open_bytes
+    from xqa.io import format_suffix, passage_columns
 
     if format_suffix(path) != ".tsv":
         return None
     if len(languages) == 1:
         return languages[0]
-    with open_bytes(path) as f:
-        head = f.readline().lstrip(b"\xef\xbb\xbf").decode("utf-8", "replace").lower().split("\t")
-    if "lang" in [c.strip() for c in head]:
+    if "lang" in passage_columns(path):
         return None
     raise XqaError(f"{path}: DPR TSV without a 'lang' column, for a pipeline of "
                    f"{'several languages (' + ', '.join(languages) + ')' if languages else 'unknown languages'}: "
