@@ -286,6 +286,7 @@ def test_a_set_of_several_files_is_read_whole_and_a_question_listed_twice_is_kep
     monkeypatch.setitem(sets.SETS, "test-glob", sets.QASet("test-glob", "tq/*.json", "tr", "train", "MIT", "test"))
     passages, examples, skipped = training.collect(tmp_path, set(), ["test-glob"])
     assert len(passages) == 1
+    assert [(p["source"], p["license"]) for p in passages.values()] == [("test-glob", "MIT")]   # kept per passage
     assert sorted(e["question"] for e in examples) == ["Until when?", "What was the capital?"]
     until = next(e for e in examples if e["question"] == "Until when?")
     assert ctx[until["answer_starts"][0]:].startswith("1923")

@@ -233,7 +233,7 @@ def test_the_command_writes_the_span_readers_training_files(tmp_path):
                            "--negatives", "0", "--out", str(out)], cwd=ROOT, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "3 training questions, 1 dev questions (de 3, ja 1), 2 contexts" in done.stdout
+    assert "3 training questions and 1 dev questions (de 3, ja 1 in all), 2 contexts" in done.stdout
     passages = {p.id: p for p in read_passages(out / "passages.jsonl")}
     assert sorted(p.text for p in passages.values()) == sorted([BERLIN, TOKYO])
     rows = load_training_questions(str(out / "train.jsonl"))

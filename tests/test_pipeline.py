@@ -225,6 +225,31 @@ def test_a_dpr_tsv_of_the_pipelines_one_language_needs_no_lang(tmp_path):
     assert named.store.get("1").lang == "de"
 
 
+def test_an_index_over_part_of_the_passages_is_said(tmp_path):
+    """A dense index built over a sample, given beside a pipeline's whole collection, finds none
+    of the other passages: said when both are loaded, whichever comes first."""
+    passages = tmp_path / "p.jsonl"
+    passages.write_text("".join(json.dumps({"id": str(i), "text": f"text {i}", "lang": "en"}) + "\n"
+                                for i in range(3)))
+    (tmp_path / "dense").mkdir()
+    (tmp_path / "dense" / "config.json").write_text(json.dumps({"kind": "dense_index", "passages": 2}))
+    cfg = PipelineConfig(passages=str(passages), retrieval=replace(PipelineConfig().retrieval,
+                                                                  dense_index=str(tmp_path / "dense")))
+    pipe = Pipeline(cfg)
+    pipe._components["dense"] = object()   # loaded before the passages (as xqa ask does)
+    with pytest.warns(UserWarning, match=r"the dense index .*dense holds 2 passages of the 3 of .*p\.jsonl: it "
+                                         r"finds none of the others"):
+        pipe.store
+    (tmp_path / "dense" / "config.json").write_text(json.dumps({"kind": "dense_index", "passages": 3}))
+    import warnings
+
+    whole = Pipeline(cfg)
+    whole._components["dense"] = object()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        whole.store   # the whole collection: nothing said
+
+
 def test_answer_resumes_without_duplicates_then_eval_scores_it(tiny_pipeline, tmp_path, test_questions, capsys):
     qs = test_questions[:24]
     qfile = tmp_path / "q.jsonl"

@@ -257,6 +257,26 @@ def test_a_two_process_gloo_training_step_runs(converted_e5, tmp_path):
     assert SpanReader.load(tmp_path / "run").model.encoder.config.num_hidden_layers == 1
 
 
+@pytest.mark.slow
+def test_a_mixed_training_counts_its_questions_and_its_draws_apart(converted_e5, tmp_path, capsys):
+    """--mix draws the questions by set for one pass: the questions are the file's, the draws
+    how many the pass takes (as a kit run says them)."""
+    from xqa.cli import main
+
+    examples, passages = _real_examples(6)
+    for i, e in enumerate(examples):
+        e["source"] = "set-a" if i < 4 else "set-b"
+    (tmp_path / "train.jsonl").write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in examples))
+    (tmp_path / "passages.jsonl").write_text("".join(json.dumps(p.to_dict(), ensure_ascii=False) + "\n"
+                                                     for p in passages.values()))
+    assert main(["train", "reader", "--family", "span", "--init", str(converted_e5), "--layers", "1",
+                 "--train", str(tmp_path / "train.jsonl"), "--passages", str(tmp_path / "passages.jsonl"),
+                 "--out", str(tmp_path / "run"), "--epochs", "2", "--mix", "0.7", "--max-steps", "1",
+                 "--batch-size", "2", "--max-length", "96", "--threads", "1"]) == 0
+    said = capsys.readouterr().out
+    assert "6 training questions (12 draws, mix alpha 0.7)," in said, said
+
+
 def _ctx(p: Passage) -> Context:
     return Context(id=p.id, title=p.title, text=p.text, lang=p.lang, score=0.0, source="test")
 

@@ -184,6 +184,14 @@ def test_a_checkpoint_is_resumed_only_with_the_settings_that_made_it(tmp_path, m
                                        r"resume it, train into another --out, or delete .*checkpoint"):
         train(RegressionTask(evaluate=False), DATA, cfg, progress=False, settings={**settings, "n_context": 8})
     assert json.load(open(b / "checkpoint" / "trainer_state.json"))["step"] == 5   # left as it was
+    # begun by two processes (torchrun), resumed by one: each one's share of an epoch, the steps and
+    # the schedule would change
+    recorded = json.load(open(b / "config.json"))
+    (b / "config.json").write_text(json.dumps({**recorded, "processes": 2}))
+    with pytest.raises(XqaError, match=r"holds a checkpoint of a run of 2 processes, and this one has 1: .* "
+                                       r"Resume it torchrun --nproc-per-node 2, train into another --out"):
+        train(RegressionTask(evaluate=False), DATA, cfg, progress=False, settings=settings)
+    (b / "config.json").write_text(json.dumps(recorded))
     # the same file named from elsewhere, more threads, another time limit and log interval: resumed
     # ("en" is a word, not the folder of that name at hand)
     monkeypatch.chdir(tmp_path)

@@ -329,7 +329,32 @@ class Pipeline:
                 lang = _tsv_language(path, self.config.languages or self._index_languages())
                 self._store = self._loading(f"passages ({self.config.passages})",
                                            lambda: PassageStore.open(path, lang=lang), models=False)
+                for name in list(self._components):
+                    self._check_coverage(name)
             return self._store
+
+    COVERING = ("sparse", "dense")   # index kinds that hold every passage of the collection
+
+    def _check_coverage(self, name: str) -> None:
+        """Warn where the index ``name`` (BM25, dense) holds fewer passages than the passage file:
+        one built over part of them (``--dense-index`` of a sample) finds nothing in the rest, and
+        the answers would say nothing of it."""
+        if name not in self.COVERING or self._store is None:
+            return
+        import json
+        import warnings
+
+        folder = _registry.index_value(self.config.retrieval, _registry.index_kind(name))
+        config = Path(self.config.path(folder)) / "config.json"
+        try:
+            record = json.loads(config.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return
+        held = record.get("passages", record.get("num_passages"))
+        if isinstance(held, int) and not isinstance(held, bool) and held < len(self._store):
+            warnings.warn(f"the {name} index {folder} holds {held:,} passages of the {len(self._store):,} of "
+                          f"{self.config.passages}: it finds none of the others (index them all, or give the "
+                          f"passages it was built over)", stacklevel=2)
 
     def _index_languages(self) -> list[str]:
         """The languages the BM25 and dense indexes hold (their ``config.json``), for a pipeline
@@ -356,6 +381,7 @@ class Pipeline:
                 raise XqaError(f"no {name} index: the pipeline config names none ({kind.flag})")
             obj = self._loading(f"{name} index ({folder})", lambda: kind.load(self.config.path(folder), self))
             self._components[name] = obj
+            self._check_coverage(name)
             return obj
 
     def retriever(self, method: str | None = None, **overrides):

@@ -23,7 +23,7 @@ def run(args: argparse.Namespace) -> int:
     c = COMMAND.config(args)
     s = own.build(c)
     langs = ", ".join(f"{k} {v}" for k, v in sorted(s["languages"].items()))
-    print(f"{s['train']} training questions, {s['dev']} dev questions ({langs}), {s['passages']} contexts, "
+    print(f"{s['train']} training questions and {s['dev']} dev questions ({langs} in all), {s['passages']} contexts, "
           f"{s['negatives']} BM25 negatives -> {c.out}")
     for why, n in s["notes"].items():
         print(f"  {n}: {why}")

@@ -3,7 +3,7 @@
 ``xqa data train --out runs/real`` writes:
 
 - ``passages.jsonl``: every paragraph of the train and dev sets (``{"id", "title", "text",
-  "lang", "source"}``), except the shipped corpus's (``xqa/corpus``): those paragraphs'
+  "lang", "source", "license"}``: the set it comes from and that set's license), except the shipped corpus's (``xqa/corpus``): those paragraphs'
   questions are evaluation questions, so none of them is trained on;
 - ``train.jsonl``: one line per training question, the MIA layout plus ``answer_starts``,
   ``positive_ids`` (its paragraph) and ``negative_ids`` (BM25's best paragraphs of its
@@ -58,7 +58,7 @@ def collect(root: str | Path | None, held_out: set[str], sets: Iterable[str], ca
                 continue
             pid = passage_id(name, text)
             passages.setdefault(pid, {"id": pid, "title": para.title, "text": text, "lang": s.lang,
-                                      "source": name})
+                                      "source": name, "license": s.license})
             for qa in para.qas:
                 answers, starts = [], []
                 for t, start in qa.answers:

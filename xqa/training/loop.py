@@ -403,10 +403,11 @@ def settings_changed(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return list(changed.values())
 
 
-def _check_resume(out: Path, record: dict[str, Any], init_from_best: bool = False) -> None:
-    """Refuse to go on with a checkpoint in ``out`` that a run with other settings left, or a run
-    that trained another kind of model (its ``trains``); with ``init_from_best`` (its command's
-    --init takes ``OUT/best``), say how to train a finished run's model further."""
+def _check_resume(out: Path, record: dict[str, Any], init_from_best: bool = False, processes: int = 1) -> None:
+    """Refuse to go on with a checkpoint in ``out`` that a run with other settings left, a run of
+    another number of ``processes``, or a run that trained another kind of model (its ``trains``);
+    with ``init_from_best`` (its command's --init takes ``OUT/best``), say how to train a finished
+    run's model further."""
     if not is_complete(out / "checkpoint"):
         return
     try:
@@ -432,6 +433,13 @@ def _check_resume(out: Path, record: dict[str, Any], init_from_best: bool = Fals
         raise XqaError(f"{out} holds a checkpoint of a training run with other settings ({shown}): run it with "
                        f"the same settings to resume it, train into another --out, or delete {out / 'checkpoint'} "
                        f"to start over here{further}")
+    was = old.get("processes")
+    if isinstance(was, int) and not isinstance(was, bool) and was != processes:
+        how = "without torchrun (one process)" if was == 1 else f"torchrun --nproc-per-node {was}"
+        raise XqaError(f"{out} holds a checkpoint of a run of {was} process{'es' if was != 1 else ''}, and this "
+                       f"one has {processes}: each process's share of an epoch, and with it the number of steps "
+                       f"and the learning-rate schedule, depend on how many there are. Resume it {how}, train "
+                       f"into another --out, or delete {out / 'checkpoint'} to start over here")
 
 
 def _other_training(old: dict[str, Any], new: dict[str, Any]) -> str:
@@ -476,7 +484,7 @@ def _train(task: TrainTask, dataset: Sequence[dict], config: TrainConfig, progre
     if settings is not None:
         record["settings"] = _recorded(settings)
         record[INPUTS] = _input_stamps(record["settings"])
-    _check_resume(out, record, init_from_best)
+    _check_resume(out, record, init_from_best, info.processes)
     if info.main:
         out.mkdir(parents=True, exist_ok=True)
         save_config(out, "training_run", {**record, "processes": info.processes})

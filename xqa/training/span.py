@@ -113,6 +113,8 @@ def train(config: SpanTrainConfig, scorer=None) -> dict:
         raise XqaError("--family span needs --train (xqa data train's train.jsonl) or --kit")
     passages = {p.id: p for p in read_passages(c.passages)}
     train_ex = load_training_questions(c.train, c.train_limit, c.per_source, c.seed, passages=passages)
+    questions = len(train_ex)
+    drawn = ""
     if c.mix is not None:
         from reader.span.kit import mixed_order
 
@@ -120,6 +122,7 @@ def train(config: SpanTrainConfig, scorer=None) -> dict:
         order = mixed_order([names.index(e.get("source", "")) for e in train_ex], c.mix,
                             _draws(c, len(train_ex), init_distributed().processes), c.seed)
         train_ex = [train_ex[i] for i in order]
+        drawn = f" ({len(train_ex)} draws, mix alpha {c.mix})"
         c = replace(c, epochs=1.0)
     dev_ex = load_training_questions(c.dev, passages=passages, role="dev") if c.dev else []
     if resumes:
@@ -152,7 +155,7 @@ def train(config: SpanTrainConfig, scorer=None) -> dict:
     n_train = sum(p.numel() for p in reader.model.parameters() if p.requires_grad)
     from xqa.training.loop import dev_said
 
-    say(f"{len(train_ex)} training questions, {dev_said(len(dev_ex), c.dev_limit)}, {len(passages)} passages; "
+    say(f"{questions} training questions{drawn}, {dev_said(len(dev_ex), c.dev_limit)}, {len(passages)} passages; "
         f"{reader.model.encoder.config.num_hidden_layers} layers, {n_train / 1e6:.1f}M trained parameters")
     task = SpanTask(reader, passages, negatives=c.negatives, dev=dev_ex, scorer=scorer,
                     dev_questions=c.dev_limit or len(dev_ex))
