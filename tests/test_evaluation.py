@@ -408,9 +408,13 @@ def test_dpr_retriever_output_without_ids_is_scored(tmp_path):
                                                    for i, r in enumerate(rows)))
     assert [c.score for r in read_results(with_ids) for c in r.ctxs] == [90.1, 80.5]
     no_lang = write(tmp_path / "n.jsonl", json.dumps({**rows[0], "id": "1"}) + "\n")
-    with pytest.raises(InputError, match=r"n\.jsonl:1: missing field 'lang' \(every record of retrieval results") as e:
+    with pytest.raises(InputError, match=r"n\.jsonl:1: missing field 'lang' \(retrieval results name each "
+                                         r"question's language.* give it after the file's name: n\.jsonl:en\)") as e:
         read_results(no_lang)
     assert "--lang" not in str(e.value)   # the commands that read them take no --lang
+    assert [r.question.lang for r in read_results(f"{no_lang}:en")] == ["en"]   # FILE:LANG, as xqa data own
+    with pytest.raises(XqaError, match=r"n\.jsonl:jp: 'jp' after the file name \(FILE:LANG\) is no language code"):
+        read_results(f"{no_lang}:jp")
     bad = write(tmp_path / "s.jsonl", json.dumps({**rows[0], "id": "1", "lang": "en",
                                                    "ctxs": [{"id": "3", "text": "x", "score": "high"}]}) + "\n")
     with pytest.raises(InputError, match=r"s\.jsonl:1: ctxs\[0\]: field 'score' should be a number, found a string"):

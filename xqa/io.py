@@ -299,6 +299,31 @@ def file_stem(path: str | Path) -> str:
     return Path(name).stem
 
 
+def split_spec(spec: str | Path) -> tuple[Path, str | None]:
+    """``FILE`` or ``FILE:LANG`` (``LANG`` a language code xqa knows, and ``FILE:LANG`` not itself a
+    file): the file, and the language of its records that carry none."""
+    from xqa.langid.codes import LANGUAGE_NAMES
+
+    spec = str(spec)
+    path, sep, lang = spec.rpartition(":")
+    if sep and path and lang in LANGUAGE_NAMES and not Path(spec).exists():
+        return Path(path), lang
+    return Path(spec), None
+
+
+def missing_file(spec: str | Path, what: str = "file") -> XqaError:
+    """The error for a ``FILE`` or ``FILE:LANG`` that names no file: one whose ``LANG`` is no code
+    xqa knows says so (``train.json:jp``)."""
+    from xqa.langid.codes import LANGUAGE_NAMES
+
+    spec = str(spec)
+    head, sep, code = spec.rpartition(":")
+    if sep and head and Path(head).is_file():
+        return XqaError(f"{spec}: {code!r} after the file name (FILE:LANG) is no language code xqa knows; "
+                        f"known codes: {' '.join(sorted(LANGUAGE_NAMES))}")
+    return XqaError(f"{split_spec(spec)[0]}: no such {what}")
+
+
 def format_suffix(path: str | Path) -> str:
     """The suffix that names a file's format, lower case, a trailing ``.gz`` set aside
     (``psgs_w100.tsv.gz`` → ``.tsv``, as ``psgs_w100.tsv``)."""
@@ -883,15 +908,17 @@ def write_results(path: str | Path, results: Iterable[RetrievalResult | dict]) -
 
 
 def read_results(path: str | Path) -> list[RetrievalResult]:
-    """Retrieval results from a DPR/FiD JSON list or JSONL file.
+    """Retrieval results from a DPR/FiD JSON list or JSONL file; ``FILE:LANG`` gives the language
+    of records that carry none (FiD's and DPR's files carry none).
 
     Each record is a question (as in :func:`read_questions`, id required) with
     ``ctxs``: a list of objects with an ``id`` and a numeric ``score``. A repeated
     question id, a malformed context and a file without results are errors.
     """
-    path = Path(path)
+    spec = path
+    path, lang = split_spec(spec)
     if not path.is_file():
-        raise XqaError(f"{path}: no such results file")
+        raise missing_file(spec, "results file")
     _not_empty(path, "retrieval results")
     if _is_json_document(path):
         rows = json_list_items(path)
@@ -902,9 +929,9 @@ def read_results(path: str | Path) -> list[RetrievalResult]:
     for n, r in rows:
         if not isinstance(r, dict):
             raise InputError(path, n, f"expected a result object, found {json_type(r)}")
-        q = _question_from_jsonl(r, path, n, None, seen, no_lang="every record of retrieval results names "
-                                 "its question's language, as xqa search writes them; add it to each record "
-                                 "of a DPR or FiD file")
+        q = _question_from_jsonl(r, path, n, lang, seen, no_lang="retrieval results name each question's "
+                                 "language, as xqa search writes them; for a DPR or FiD file of one language, "
+                                 f"give it after the file's name: {path.name}:en")
         q = Question(id=q.id, question=q.question, lang=q.lang, answers=q.answers, answers_en=q.answers_en,
                      meta={k: v for k, v in q.meta.items() if k != "ctxs"})
         if "ctxs" not in r and "positive_ids" in r:   # xqa data train's questions: their paragraphs by id

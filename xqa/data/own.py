@@ -103,35 +103,19 @@ class Problems:
                        f"(nothing written):\n  " + "\n  ".join(shown) + tail)
 
 
-def split_spec(spec: str) -> tuple[Path, str | None]:
-    """``FILE`` or ``FILE:LANG`` (``LANG`` a language code xqa knows, and ``FILE:LANG`` not itself a file)."""
-    from xqa.langid import LANGUAGE_NAMES
-
-    path, sep, lang = spec.rpartition(":")
-    if sep and path and lang in LANGUAGE_NAMES and not Path(spec).exists():
-        return Path(path), lang
-    return Path(spec), None
-
-
 def read_own(spec: str, lang: str | None = None, problems: Problems | None = None,
              counts: Counter | None = None, name: str | None = None) -> list[OwnQuestion]:
     """The questions of one of a user's files (``FILE`` or ``FILE:LANG``), validated. With ``problems``,
     each bad question is added there and left out; without, the first one raises its :class:`InputError`.
     ``name``: what the id of a question without one starts with (default: the file's stem,
     ``NAME:LINE``; :func:`id_names`)."""
-    from xqa.io import _is_json_document, known_language
+    from xqa.io import _is_json_document, known_language, missing_file, split_spec
 
     path, file_lang = split_spec(spec)
     if path.is_dir():
         raise XqaError(f"{path} is a folder; name the files in it")
     if not path.is_file():
-        head, sep, code = spec.rpartition(":")
-        if sep and head and Path(head).is_file():   # FILE:LANG with a code xqa does not know
-            from xqa.langid import LANGUAGE_NAMES
-
-            raise XqaError(f"{spec}: {code!r} after the file name (FILE:LANG) is no language code xqa knows; "
-                           f"known codes: {' '.join(sorted(LANGUAGE_NAMES))}")
-        raise XqaError(f"{path}: no such file")
+        raise missing_file(spec)
     if path.name.lower().endswith((".xlsx", ".xls", ".ods", ".numbers")):
         raise XqaError(f"{path}: a spreadsheet workbook; save the sheet as CSV (UTF-8), with the column "
                        f"names in its first row, and give the .csv file")
@@ -419,6 +403,8 @@ def id_names(specs: list[str]) -> dict[str, str]:
     """What the ids of each file's questions without one start with: its stem (``qa`` for
     ``t/qa.jsonl``), or where two different files share a stem, the path without its suffix
     (``t/qa``, ``d/qa``), so that their generated ids do not clash."""
+    from xqa.io import split_spec
+
     paths = {spec: split_spec(spec)[0] for spec in specs}
     stems = Counter(p.stem for p in set(paths.values()))
     return {spec: (p.stem if stems[p.stem] == 1 else str(p.with_suffix(""))) for spec, p in paths.items()}

@@ -384,7 +384,8 @@ READING_FIELDS = ("n_context", "beams", "n_best", "span_beams", "batch_size", "l
 class FusionTuneConfig:
     model: str = field(metadata={"help": "reader artifact (or training run folder); a packed reader or a run of "
                                          "xqa train reader --kit with --base"})
-    dev: str = field(metadata={"help": "dev retrieval results (JSON list or JSONL) with answers"})
+    dev: str = field(metadata={"help": "dev retrieval results (JSON list or JSONL) with answers; FILE:LANG gives "
+                                       "the language of records without one (DPR's, FiD's files)"})
     out: str = field(metadata={"help": "JSON file for the tuned beta, gamma, miss"})
     # 0: the model's setting (span reader: 10)
     n_context: int = field(default=0, metadata={"help": "passages per question (0: the model's setting)"})

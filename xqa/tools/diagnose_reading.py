@@ -32,7 +32,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                                   "or a run of xqa train reader --family fid --kit with --base"
                                                   " (the span reader given its paragraph: xqa report gold)")
     add_base_argument(p)
-    p.add_argument("--results", required=True, help="retrieval results with answers (JSON list or JSONL)")
+    p.add_argument("--results", required=True, help="retrieval results with answers (JSON list or JSONL; "
+                                                    "FILE:LANG: the language of records without one)")
     p.add_argument("--limit", type=int, default=400, help="questions with such a passage to read (0: all)")
     p.add_argument("--batch-size", type=int, default=16, help="questions per batch")
     p.add_argument("--span-beams", type=int, default=0,

@@ -64,7 +64,7 @@ def _questions(path, limit: int, seed: int, qlang: str, clang: str) -> list[tupl
 
 
 def _own_name(spec: str) -> str:
-    from xqa.data.own import split_spec
+    from xqa.io import split_spec
 
     return split_spec(spec)[0].name
 

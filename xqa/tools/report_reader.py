@@ -25,8 +25,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                                   "or a run of xqa train reader --family fid --kit with --base"
                                                   "")
     add_base_argument(p)
-    p.add_argument("--test", required=True, help="test retrieval results with answers")
-    p.add_argument("--dev", help="dev retrieval results to tune fusion on (unless --fusion)")
+    p.add_argument("--test", required=True, help="test retrieval results with answers (FILE:LANG: the language "
+                                                 "of records without one)")
+    p.add_argument("--dev", help="dev retrieval results to tune fusion on (unless --fusion; FILE:LANG too)")
     p.add_argument("--fusion", help="tuned fusion JSON (xqa tune fusion) instead of tuning on --dev")
     p.add_argument("--out", required=True, help="Markdown report path (numbers go to the same name .json)")
     add_reading_arguments(p)

@@ -17,8 +17,9 @@ class ReaderTrainConfig:
     out: str = field(default="", metadata={
         "required": True, "help": "run folder: OUT/best is the reader artifact"})
     train: str | None = field(default=None, metadata={
-        "help": "fid: training retrieval results (JSON list or JSONL); span: xqa data train's or xqa data own's "
-                "train.jsonl (not with --kit)"})
+        "help": "fid: training retrieval results (JSON list or JSONL; FILE:LANG gives the language of records "
+                "without one, as FiD's own files); span: xqa data train's or xqa data own's train.jsonl (not "
+                "with --kit)"})
     dev: str | None = field(default=None, metadata={
         "help": "dev questions for EM/F1 validation, the best kept (fid: retrieval results; span: xqa data "
                 "train's or xqa data own's dev.jsonl)"})
