@@ -67,17 +67,9 @@ def count_records(path: str | Path) -> int:
     """About how many records a JSONL or DPR TSV file holds, read as bytes (a pass at disk
     speed, for a progress bar's total): its non-blank lines, less a TSV's ``id`` header row.
     A quoted TSV field spanning lines counts once per line."""
-    n, first = 0, None
     with open_bytes(path) as f:
-        for raw in f:
-            if first is None:
-                first = raw
-            if raw.strip():
-                n += 1
-    if format_suffix(path) == ".tsv" and first is not None \
-            and first.lstrip(b"\xef\xbb\xbf").split(b"\t", 1)[0].strip().lower() == b"id":
-        n -= 1
-    return n
+        n = sum(1 for raw in f if raw.strip())
+    return n - (format_suffix(path) == ".tsv" and _tsv_header(Path(path)) is not None)
 
 
 def _read_bytes(path: str | Path) -> bytes:
@@ -531,14 +523,19 @@ def _tsv_rows(path: Path) -> Iterator[tuple[int, list[str]]]:
 PASSAGE_COLUMNS = ("id", "text", "title")
 
 
+def _tsv_header(path: Path, first: str = "id") -> list[str] | None:
+    """The names of a TSV's header row (its first line, when its first column is ``first``), or None."""
+    for n, row in _tsv_rows(path):
+        if n == 1 and row[0].strip().lower() == first:
+            return [c.strip().lower() for c in row]
+        break
+    return None
+
+
 def passage_columns(path: str | Path) -> list[str]:
     """The columns of a DPR TSV passage file: its header's names (a first row starting with
     ``id``), else ``id, text, title``."""
-    for n, row in _tsv_rows(Path(path)):
-        if n == 1 and row[0].strip().lower() == "id":
-            return [c.strip().lower() for c in row]
-        break
-    return list(PASSAGE_COLUMNS)
+    return _tsv_header(Path(path)) or list(PASSAGE_COLUMNS)
 
 
 def _read_dpr_tsv(path: Path, lang: str | None, seen: _Unique) -> Iterator[tuple[int, Passage]]:
@@ -546,10 +543,10 @@ def _read_dpr_tsv(path: Path, lang: str | None, seen: _Unique) -> Iterator[tuple
     header, whose names then place the columns (a ``lang`` column gives each passage its
     language; other named columns are not read). Every row has the columns its header names
     (without one, three): a tab inside an unquoted text would shift the title."""
-    columns = list(PASSAGE_COLUMNS)
+    header = _tsv_header(path)
+    columns = header or list(PASSAGE_COLUMNS)
     for n, row in _tsv_rows(path):
-        if n == 1 and row[0].strip().lower() == "id":
-            columns = passage_columns(path)
+        if n == 1 and header:
             missing = [c for c in PASSAGE_COLUMNS if c not in columns]
             if missing:
                 raise InputError(path, n, f"the header names no column {', '.join(map(repr, missing))} "
