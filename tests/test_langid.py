@@ -523,6 +523,30 @@ def test_a_document_takes_lingua_s_language_where_it_is_confident_or_the_rules_a
     assert identify_text("東京タワーの高さは333メートルです。") == "ja"   # a script of one language: no lingua
 
 
+def test_transliterated_names_do_not_make_an_english_paragraph_tagalog():
+    """lingua keeps only the languages whose alphabet has every letter it sees: a few names with
+    macrons made this English paragraph Tagalog (1.0). Read again without their words, it is the
+    English the rules say; a letter most words share (Vietnamese) is never set aside."""
+    from xqa.documents.language import common_words, identify_text
+    from xqa.langid.model import model_scores, script_letters
+
+    text = ("In Theravada Buddhism there can be no divine salvation or forgiveness for one's karma, since it is a "
+            "purely impersonal process that is a part of the makeup of the universe. In Mahayana Buddhism, the "
+            "texts of certain Mahayana sutras (such as the Lotus Sutra, the Aṅgulimālīya Sūtra and the Mahāyāna "
+            "Mahāparinirvāṇa Sūtra) claim that the recitation or merely the hearing of their texts can expunge "
+            "great swathes of negative karma. The Japanese Pure Land teacher Genshin taught that Amitābha has "
+            "the power to destroy the karma that would otherwise bind one in saṃsāra.")
+    if model_scores("the karma") is None:
+        pytest.skip("lingua-language-detector is not installed")
+    assert model_scores(script_letters(text, "latin"))[0][0] == "tl"   # what lingua says of it whole
+    assert "Sūtra" not in common_words(text) and "karma" in common_words(text)
+    assert identify_text(text) == "en"
+    vietnamese = ("Hà Nội là thủ đô của nước Cộng hòa xã hội chủ nghĩa Việt Nam, cũng là kinh đô của hầu hết "
+                  "các vương triều Việt trước đây. Nằm giữa đồng bằng sông Hồng trù phú, nơi đây đã sớm trở "
+                  "thành một trung tâm chính trị, kinh tế và văn hóa ngay từ những buổi đầu của lịch sử.")
+    assert identify_text(vietnamese) == "vi"
+
+
 def test_report_documents_counts_right_unknown_and_wrong_per_length(tmp_path, monkeypatch, capsys):
     import json
 

@@ -41,15 +41,37 @@ def text_script(text: str) -> str | None:
 #: lingua's confidence in its best language at which that language is taken without the rules
 CONFIDENT = 0.5
 
+#: a letter outside ASCII held by fewer than this share of a text's words is a stranger's
+RARE_LETTER = 0.1
+
+
+def common_words(text: str) -> str:
+    """``text`` without the words that hold a letter few of its words hold (fewer than
+    :data:`RARE_LETTER` of them, in a text of 20 words or more): lingua narrows its languages to
+    those whose alphabet has every letter it sees, so one transliterated name in an English
+    paragraph ("the Mahāyāna Mahāparinirvāṇa Sūtra") would make it Tagalog with confidence 1.0.
+    A text most of whose words hold such letters (Vietnamese) is left whole."""
+    from collections import Counter
+
+    words = text.split()
+    if len(words) < 20:
+        return text
+    held = Counter(ch for w in words for ch in set(w) if ord(ch) > 127 and ch.isalpha())
+    rare = {ch for ch, n in held.items() if n < RARE_LETTER * len(words)}
+    kept = [w for w in words if rare.isdisjoint(w)]
+    return " ".join(kept) if rare and 2 * len(kept) >= len(words) else text
+
 
 def identify_text(text: str, rules_confirm: bool = True) -> str:
     """The code of ``text``'s language, one xqa knows, or ``und``: its script's language where
     the script names one (Thai, Hangul, kana...), else lingua over the letters of that script
-    (xqa's identifier, :mod:`xqa.langid.model`) — its best language where it gives it at least
+    (xqa's identifier, :mod:`xqa.langid.model`; read again without the words of letters few
+    others hold where its confident answer is not the rules', :func:`_second_reading`) — its
+    best language where it gives it at least
     :data:`CONFIDENT`, or where the script and word rules name the same one (a short text spreads
     lingua's confidence over its languages: "Der Eiffelturm ist 330 Meter hoch." gets 0.21 for
     German) — else, without lingua, the rules. ``rules_confirm=False``: lingua's confident answer
-    only (``xqa report langid --documents`` compares the two)."""
+    on all the letters, alone (``xqa report langid --documents`` compares the two)."""
     from xqa.langid import LANGUAGE_NAMES, detect_language
     from xqa.langid.model import SHARED_SCRIPTS, model_scores, script_letters
 
@@ -59,6 +81,8 @@ def identify_text(text: str, rules_confirm: bool = True) -> str:
     letters = script_letters(text, script) if script != "kana" else text
     if script in SHARED_SCRIPTS:
         scores = model_scores(letters)
+        if rules_confirm and scores and scores[0][1] >= CONFIDENT:
+            scores = _second_reading(letters, scores)
         if scores is None:
             code = detect_language(letters)
         elif scores and (scores[0][1] >= CONFIDENT
@@ -69,6 +93,24 @@ def identify_text(text: str, rules_confirm: bool = True) -> str:
     else:
         code = detect_language(letters)
     return code if code in LANGUAGE_NAMES else UNKNOWN_LANG
+
+
+def _second_reading(letters: str, scores: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """lingua's ``scores`` of ``letters``, or, where its confident answer is not the rules' and
+    its reading without the words of rare letters (:func:`common_words`) is, that reading: a few
+    transliterated names must not outvote the rest of an English paragraph, and a letter that
+    marks its language (Spanish ñ, Vietnamese ạ) is not set aside where the rules agree."""
+    from xqa.langid import detect_language
+    from xqa.langid.model import model_scores
+
+    common = common_words(letters)
+    if common == letters:
+        return scores
+    rule = detect_language(letters)
+    if rule == scores[0][0]:
+        return scores
+    again = model_scores(common)
+    return again if again and again[0][0] == rule else scores
 
 
 def samples(text: str, size: int = SAMPLE) -> list[str]:
