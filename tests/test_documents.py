@@ -372,6 +372,59 @@ def test_bad_files_are_reported_by_name_and_page_and_strict_stops_at_the_first(t
         write_passages(docs, strict_out, MiaSplit(), lang="de", strict=True, log=lambda s: None)
 
 
+def test_nothing_under_the_folder_is_left_out_unsaid(tmp_path, capfd):
+    """A linked folder is read (once, where a link leads back); hidden files and folders are
+    named in the report; a JSON file that is no WikiExtractor output is one skipped file, so found =
+    read + skipped; a document too short for a passage is named; pypdf prints no line of its own."""
+    docs, shared = tmp_path / "docs", tmp_path / "shared"
+    (docs / "sub").mkdir(parents=True)
+    (docs / ".drafts").mkdir()
+    shared.mkdir()
+    long = "Kuwait-Stadt ist der Sitz des Olympischen Rates Asiens und seiner Verwaltung. " * 5
+    (shared / "rhine.txt").write_text(long.replace("Kuwait", "Basel"), encoding="utf-8")
+    (docs / "a.txt").write_text(long, encoding="utf-8")
+    (docs / ".drafts" / "draft.txt").write_text(long, encoding="utf-8")
+    (docs / ".notes.txt").write_text(long, encoding="utf-8")
+    (docs / "linked").symlink_to(shared, target_is_directory=True)
+    (docs / "sub" / "loop").symlink_to(docs, target_is_directory=True)   # back to the top: read once
+    (docs / "package.json").write_text('{\n  "name": "x",\n  "version": "1.0"\n}\n', encoding="utf-8")
+    (docs / "short.txt").write_text("Tokyo Tower is 333 metres tall.", encoding="utf-8")
+    good = (FOLDER / "berichte" / "wikipedia-auszuege.pdf").read_bytes()
+    (docs / "truncated.pdf").write_bytes(good[:900])
+    said = []
+    report = write_passages(docs, tmp_path / "p.jsonl", MiaSplit(), lang="de", log=said.append)
+    assert sorted(r["meta"]["source"] for r in _rows(tmp_path / "p.jsonl")) == ["a.txt", "linked/rhine.txt"]
+    assert report["hidden"] == [".drafts/", ".notes.txt"] and any(".drafts/" in s for s in said)
+    assert {s["file"]: s["reason"] for s in report["skipped"]}["package.json"].startswith(
+        "not WikiExtractor --json output (line 1")
+    assert report["files"] == {"found": 5, "read": 3, "skipped": 2} and report["records_skipped"] == 0
+    assert report["too_short"] == 1 and len(report["too_short_documents"]) == 1
+    assert any(f"skipped {report['too_short_documents'][0]}: too short for a passage" in s for s in said)
+    assert "EOF marker" not in capfd.readouterr().err
+
+
+def test_a_resumed_run_says_a_documents_page_warnings_once(tmp_path):
+    docs = tmp_path / "docs"
+    _bad_folder(docs)
+    for name in ("a-empty.txt", "b-latin1.txt", "d-encrypted.pdf", "e-scanned.pdf", "g-broken.pdf", "h-bad.jsonl"):
+        (docs / name).unlink()
+    (docs / "z.txt").write_text("Kuwait-Stadt ist der Sitz des Olympischen Rates Asiens. " * 5, encoding="utf-8")
+    out = tmp_path / "p.jsonl"
+
+    class StoppedInside(Collector):   # stopped after f-half.pdf's passages were saved, before its end was
+        def _checkpoint(self, fh, stamp, c, file, record, seconds):
+            super()._checkpoint(fh, stamp, c, file, record, seconds)
+            if record >= 0 and c["pages_without_text"]:
+                raise _Interrupt
+
+    with pytest.raises(_Interrupt):   # f-half.pdf's page 2 has no text
+        StoppedInside(docs, out, MiaSplit(), lang="de", every=0.0, log=lambda s: None).run()
+    said = []
+    report = write_passages(docs, out, MiaSplit(), lang="de", log=said.append)
+    assert report["pages_without_text"] == 1 and len(report["warnings"]) == 1
+    assert not any("f-half.pdf page 2" in s for s in said)   # said by the run that read it
+
+
 def test_a_missing_reader_library_names_the_extra(tmp_path, monkeypatch):
     import sys
 

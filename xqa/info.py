@@ -227,7 +227,7 @@ def describe(config_path: str | Path) -> dict[str, Any]:
         "count": about.get("passages", source.get("passages")),
         "languages": dict(sorted(languages.items(), key=lambda kv: (-kv[1], kv[0])))
         if isinstance(languages, dict) else None,
-        "source": source.get("path"), "sha256": source.get("sha256")}
+        "source": source.get("path"), "sha256": source.get("sha256"), "documents": bool(source.get("documents"))}
     r = cfg.retrieval
     encoders: dict[Path, dict[str, Any]] = {}
     out["retrieval"] = {
@@ -325,8 +325,10 @@ def render(d: dict[str, Any]) -> list[str]:
     else:
         lines.append(f"           {p['file']}" + ("" if p["exists"] else "  (missing)"))
     if p.get("source"):
-        lines.append(f"           made from {p['source']}" + (f" (digest {p['sha256'][:12]}…, a sha256 of its "
-                                                             f"file name and bytes)" if p.get("sha256") else ""))
+        what = ("every document's path and bytes, and how they were cut" if p.get("documents")
+                else "its file name and bytes")
+        lines.append(f"           made from {p['source']}" + (f" (digest {p['sha256'][:12]}…, a sha256 of {what})"
+                                                             if p.get("sha256") else ""))
     r = d["retrieval"]
     lines.append(f"retrieval  {r['method']}, k {r['k']}, fallback {r['fallback']}")
     encoders: dict[str, str] = {}   # encoder folder -> the index it was described under

@@ -152,8 +152,9 @@ class Collector:
         if self.strict:
             raise XqaError(f"{self.root if self.root.is_file() else self.root / p.source}"
                            f"{':' + str(p.line) if p.line else ''}{' page ' + str(p.page) if p.page else ''}: "
-                           f"{p.reason} (--strict stops at the first problem; without it the file is skipped "
-                           f"and reported)")
+                           f"{p.reason} (--strict stops at the first problem; without it the "
+                           f"{'file' if p.skipped and not p.line else 'page' if p.page else 'line'} is left "
+                           f"out and reported)")
         self.log(f"  skipped {p}" if p.skipped else f"  warning {p}")
         if not p.skipped:
             c["pages_without_text"] += 1
@@ -186,6 +187,12 @@ class Collector:
             pieces = [(piece, lang) for piece in self.rule.split(doc, lang)]
         if not pieces:
             c["too_short"] += 1
+            shorts = c.setdefault("too_short_documents", [])
+            if len(shorts) < LISTED:
+                shorts.append(doc.id)
+            least = getattr(self.rule, "min_tokens", None)
+            self.log(f"  skipped {doc.id}: too short for a passage of the {self.rule.name} split"
+                     + (f" (fewer than {least} words)" if least else ""))
             return []
         c["documents"] += 1
         c["documents_per_language"][lang] = c["documents_per_language"].get(lang, 0) + 1
@@ -197,10 +204,17 @@ class Collector:
         root = self.root
         if not root.exists():
             raise XqaError(f"{root}: no such documents folder or file")
-        files = document_files(root, leave_out=(self.out, self.part, self.progress, self.report))   # not its own
+        hidden: list[str] = []
+        files = document_files(root, leave_out=(self.out, self.part, self.progress, self.report),   # not its own
+                               hidden=hidden)
         stamp = {"fingerprint": fingerprint(root, files), "split": self.rule.settings(), "lang": self.lang}
         state = self._resume(stamp)
         c = state["counts"] if state else self._fresh_counts(len(files))
+        c["hidden"] = hidden[:LISTED]
+        if hidden and not state:
+            self.log(f"  left out {len(hidden)} hidden file{'s' * (len(hidden) != 1)} or folder"
+                     f"{'s' * (len(hidden) != 1)} (a name starting with '.'): {', '.join(hidden[:5])}"
+                     f"{', ...' if len(hidden) > 5 else ''}")
         at_file, at_record = (state["file"], state["record"]) if state else (-1, -1)
         self.out.parent.mkdir(parents=True, exist_ok=True)
         if state:
@@ -223,7 +237,8 @@ class Collector:
                 gave = False
                 for item in read_file(path, source, after=max(at_record, 0) if i == at_file else 0):
                     if isinstance(item, Problem):
-                        self._problem(item, c)
+                        if not (i == at_file and at_record >= 0 and (item.line or 0) <= at_record):
+                            self._problem(item, c)   # (else counted before the stop: its counts resumed)
                         continue
                     if i == at_file and item.record <= at_record:
                         continue
@@ -262,8 +277,12 @@ class Collector:
             if not found:
                 raise XqaError(f"{root}: holds no documents (hidden files and folders are left out)")
             why = "; ".join(s["file"] + ": " + s["reason"] for s in c["skipped"][:3])
+            said = [f"{skipped} skipped ({why})"] if skipped else []
+            if c["too_short"]:
+                said.append(f"{c['too_short']} too short for a passage ({', '.join(c['too_short_documents'][:3])}"
+                            f"{', ...' if c['too_short'] > 3 else ''})")
             raise XqaError(f"{root}: no passages from its {found} file{'s' * (found != 1)}: "
-                           + (f"{skipped} skipped ({why})" if skipped else "each was empty"))
+                           + ("; ".join(said) or "each was empty"))
         report = {"documents_folder": str(root.resolve()), **stamp, **c, "seconds": round(seconds, 2),
                   "documents_per_second": round(c["documents"] / seconds, 1) if seconds else None}
         write_json_atomic(self.report, report)

@@ -21,7 +21,8 @@ file                           what is read
 any of these + ``.gz``         gzip'd; WikiExtractor's output also ``.bz2`` (``--compress``)
 =============================  ===========================================================
 
-Everything else in the folder (and hidden files) is left out and reported. A file that
+Everything else in the folder is left out and reported; hidden files and folders (a name
+starting with ``.``) are left out and named in the report (``hidden``). A file that
 gives no text (empty, encrypted, not decodable, a PDF without a text layer) is a
 :class:`Problem` naming it (and the page or line), never an exception: the caller counts it,
 or stops at it (``--strict``). HTML was measured against trafilatura on pages made from the
@@ -128,23 +129,44 @@ def format_of(path: Path) -> str | None:
     return FORMATS.get(suffix)
 
 
-def document_files(root: Path, leave_out: Iterable[Path] = ()) -> list[Path]:
-    """Every file under ``root`` (or ``root`` itself), hidden files and folders left out, in a
-    fixed order (the order passages are written and a rerun resumes in). ``leave_out``: files
-    or folders not read though they are under ``root`` (what the command itself writes there)."""
+def document_files(root: Path, leave_out: Iterable[Path] = (), hidden: list[str] | None = None) -> list[Path]:
+    """Every file under ``root`` (or ``root`` itself), in a fixed order (the order passages are
+    written and a rerun resumes in); a linked folder is read as a folder (once, where a link
+    leads back into a folder being read). Hidden files and folders (a name starting with ``.``)
+    are left out, and named in ``hidden`` (a folder once, not its files). ``leave_out``: files or
+    folders not read though they are under ``root`` (what the command itself writes there)."""
     if root.is_file():
         return [root]
     left = [Path(os.path.abspath(p)) for p in leave_out]
-    out = []
-    for p in sorted(root.rglob("*")):
-        rel = p.relative_to(root)
-        if any(part.startswith(".") for part in rel.parts) or not (p.is_file() or _dangling(p)):
-            continue   # (a link to nothing is kept: reading it reports it)
-        here = Path(os.path.abspath(p))
-        if any(here == q or q in here.parents for q in left):
+    out: list[Path] = []
+    walked: set[str] = set()
+    for folder, dirs, names in os.walk(root, followlinks=True):
+        real = os.path.realpath(folder)
+        if real in walked:   # a link to a folder already read (or to one above it)
+            dirs[:] = []
             continue
-        out.append(p)
-    return out
+        walked.add(real)
+        here = Path(folder)
+        for name in sorted(dirs):
+            if name.startswith("."):
+                if hidden is not None:
+                    hidden.append(str((here / name).relative_to(root)) + "/")
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in names:
+            p = here / name
+            if name.startswith("."):
+                if hidden is not None:
+                    hidden.append(str(p.relative_to(root)))
+                continue
+            if not (p.is_file() or _dangling(p)):   # (a link to nothing is kept: reading it reports it)
+                continue
+            absolute = Path(os.path.abspath(p))
+            if any(absolute == q or q in absolute.parents for q in left):
+                continue
+            out.append(p)
+    if hidden is not None:
+        hidden.sort()
+    return sorted(out)
 
 
 def stem(path: Path) -> str:
@@ -360,6 +382,18 @@ def _join_lines(page: str) -> str:
 
 
 def read_pdf(path: Path, problems: list[Problem], source: str) -> tuple[str, str, tuple[tuple[int, int], ...]]:
+    import logging
+
+    logger = logging.getLogger("pypdf")   # its own lines ("EOF marker not found") name no file: the
+    level = logger.level                  # problems it leads to are said here, with the file's name
+    logger.setLevel(logging.ERROR + 10)
+    try:
+        return _read_pdf(path, problems, source)
+    finally:
+        logger.setLevel(level)
+
+
+def _read_pdf(path: Path, problems: list[Problem], source: str) -> tuple[str, str, tuple[tuple[int, int], ...]]:
     pypdf = need("pypdf", "pypdf")
     import io
 
@@ -475,14 +509,18 @@ def read_wiki(path: Path, source: str, after: int = 0) -> Iterator[Document | Pr
             for n, raw in enumerate(f, 1):
                 if n <= after or not raw.strip():
                     continue
-                seen = True
+                first, seen = not seen, True
                 try:
                     obj = json.loads(raw)
                 except (json.JSONDecodeError, UnicodeDecodeError) as e:
-                    yield Problem(source, f"not a WikiExtractor --json line ({type(e).__name__}: {e})", line=n)
-                    continue
-                if not isinstance(obj, dict) or not isinstance(obj.get("text"), str):
-                    yield Problem(source, "not a WikiExtractor --json line: no 'text' field", line=n)
+                    why = f"{type(e).__name__}: {e}"
+                else:
+                    why = "" if isinstance(obj, dict) and isinstance(obj.get("text"), str) else "no 'text' field"
+                if why and first:   # a JSON file of another kind (package.json): the file, once
+                    yield Problem(source, f"not WikiExtractor --json output (line {n}: {why})")
+                    return
+                if why:
+                    yield Problem(source, f"not a WikiExtractor --json line ({why})", line=n)
                     continue
                 title = obj.get("title") if isinstance(obj.get("title"), str) else ""
                 text = obj["text"]   # as written: the MIA rule's Thai words count its spaces
