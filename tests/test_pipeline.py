@@ -1161,6 +1161,42 @@ def test_tune_alpha_tunes_at_the_depth_the_pipeline_fuses_at_unless_told(tiny_pi
             in capsys.readouterr().out)
 
 
+def test_tuning_judges_only_questions_it_can_judge_and_refuses_a_set_of_none(tiny_pipeline, test_questions, tmp_path,
+                                                                           capsys):
+    """Questions without answers scored as misses (or, for recall, left out under a count that
+    named them) tuned α to 0 on a set of none, written into the config; a grid that cannot be is
+    said before the searches."""
+    from xqa.cli import main
+
+    config = tmp_path / "pipeline.json"
+    shutil.copy(tiny_pipeline, config)
+    cfg = json.loads(config.read_text())
+    cfg["passages"] = str(Path(tiny_pipeline).parent / cfg["passages"])
+    for key in ("sparse_index", "dense_index", "spar_index", "roman_index", "dhr_index"):
+        if cfg["retrieval"].get(key):
+            cfg["retrieval"][key] = str(Path(tiny_pipeline).parent / cfg["retrieval"][key])
+    config.write_text(json.dumps(cfg))
+    before = config.read_text()
+    rows = [q.to_dict() for q in test_questions[:4]]
+    bare = tmp_path / "bare.jsonl"
+    bare.write_text("".join(json.dumps({k: v for k, v in r.items() if k not in ("answers", "answers_en")},
+                                       ensure_ascii=False) + "\n" for r in rows))
+    assert main(["tune", "alpha", "--config", str(config), "--dev", str(bare), "--write-config"]) == 1
+    assert "none of the 4 questions given has answers" in capsys.readouterr().err
+    assert config.read_text() == before   # nothing written
+    half = tmp_path / "half.jsonl"
+    half.write_text("".join(json.dumps(r if i % 2 else {k: v for k, v in r.items() if k not in ("answers", "answers_en")},
+                                       ensure_ascii=False) + "\n" for i, r in enumerate(rows)))
+    out = tmp_path / "alpha.json"
+    assert main(["tune", "alpha", "--config", str(config), "--dev", str(half), "--at", "1", "--step", "1.0",
+                 "--out", str(out)]) == 0
+    assert "note: 2 of 4 questions have no answers: left out, 2 judged" in capsys.readouterr().err
+    assert json.loads(out.read_text())["questions"] == 2
+    assert main(["tune", "alpha", "--config", str(config), "--dev", str(half), "--max-alpha", "0"]) == 1
+    err = capsys.readouterr().err
+    assert "a grid from 0 to 0" in err and "note:" not in err   # said before the questions were even judged
+
+
 def test_tune_alpha_reads_the_hybrids_scores_as_the_pipeline_does_unless_told(tiny_pipeline, test_questions, tmp_path):
     """Without --normalize, α is tuned on scores read as the pipeline config reads them (the
     default pipeline's are normalised; tuned on raw ones, --write-config would switch the

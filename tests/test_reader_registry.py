@@ -197,17 +197,30 @@ def test_the_pipeline_asks_the_toy_about_retrieved_passages(toy_pipeline):
 
 
 def test_reader_outputs_go_through_the_family_for_caches(toy_family, toy_folder, tmp_path):
-    from xqa.evaluation.reading import reader_outputs
+    from xqa.evaluation.reading import reader_outputs, reading_stamp
     from xqa.records import RetrievalResult
 
     reader = load_reader(toy_folder)
     results = [RetrievalResult(Question("a", "capital of France", "en"),
                                (_ctx("z", "Zebras of Africa"), _ctx("p", "Paris capital of France")))]
     cache = tmp_path / f"dev.{reader.settings_key(n_context=2)}.jsonl"
-    first = reader_outputs(reader, results, 2, beams=1, n_best=1, batch_size=1, cache=cache)
+    stamp = reading_stamp(toy_folder, results, 2)
+    first = reader_outputs(reader, results, 2, beams=1, n_best=1, batch_size=1, cache=cache, stamp=stamp)
     assert cache.name == "dev.toy2.jsonl" and cache.is_file()
-    again = reader_outputs(reader, results, 2, beams=1, n_best=1, batch_size=1, cache=cache)
+    again = reader_outputs(reader, results, 2, beams=1, n_best=1, batch_size=1, cache=cache, stamp=stamp)
     assert isinstance(again[0], ToyOutput) and again[0].text == first[0].text == "Paris"
+    # the same question ids over other passages (another retrieval's file): read again, not reused
+    other = [RetrievalResult(results[0].question, (_ctx("m", "Madrid capital of Spain"), _ctx("z", "Zebras")))]
+    read = reader_outputs(reader, other, 2, beams=1, n_best=1, batch_size=1, cache=cache,
+                          stamp=reading_stamp(toy_folder, other, 2))
+    assert read[0].text == "Madrid"
+    # another model (other files in its folder) reading the same passages is another reading
+    before = reading_stamp(toy_folder, other, 2)
+    (toy_folder / "weights.extra").write_text("changed")
+    try:
+        assert reading_stamp(toy_folder, other, 2)["model"] != before["model"]
+    finally:
+        (toy_folder / "weights.extra").unlink()
 
 
 # ------------------------------------------------------------------ the built-in families

@@ -20,7 +20,7 @@ from xqa.evaluation.tuning import AlphaTuneConfig
 
 COMMAND = ConfigCommand(AlphaTuneConfig, exclude=("match", "write_config"), groups={
     None: ("metric", "at", "depth", "normalize", "step", "max_alpha", "out", "write_config", "batch_size", "pair")},
-    extra=(write_config_option("store the best α in --config (retrieval.alpha)"),))
+    extra=(write_config_option("store the best α in --config (retrieval.alpha, with retrieval.normalize as tuned)"),))
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -43,5 +43,7 @@ def run(args: argparse.Namespace) -> int:
     result = tune_alpha(pipe, questions, cfg)
     print(result.report)
     if result.written:
-        print(f"retrieval.{tunable.field} = {result.best:.2f} written to {result.written}")
+        also = (f" (and retrieval.normalize = {str(result.record['normalize']).lower()}, the scores it was tuned on)"
+                if tunable.field == "alpha" else "")
+        print(f"retrieval.{tunable.field} = {result.best:.2f}{also} written to {result.written}")
     return 0

@@ -147,10 +147,26 @@ def beam_key(beams: int, span_beams: int = 0) -> str:
     return f"beam{beams}" + (f".span{span_beams}" if span_beams else "")
 
 
+def reading_stamp(model: str | Path, results, n_context: int) -> dict[str, str]:
+    """What a reading is made of: the model's files (:func:`xqa.artifacts.content_fingerprint`)
+    and each question with the passages it reads (its first ``n_context``)."""
+    import hashlib
+
+    from xqa.artifacts import content_fingerprint
+
+    read = hashlib.sha256()
+    for r in results:
+        read.update(json.dumps([r.question.id, r.question.question, [c.id for c in r.ctxs[:n_context]]],
+                               ensure_ascii=False).encode("utf-8") + b"\n")
+    return {"model": content_fingerprint(model), "read": read.hexdigest()}
+
+
 def reader_outputs(reader, results, n_context: int, beams: int, n_best: int, batch_size: int,
-                   cache: Path | None = None, span_beams: int = 0) -> list | None:
+                   cache: Path | None = None, span_beams: int = 0, stamp: dict | None = None) -> list | None:
     """The reader's output per result (``reader.read`` of its first ``n_context`` passages), read
-    from ``cache`` (JSONL, the reader's ``output_from_dict``) when it holds exactly these questions.
+    from ``cache`` (JSONL, the reader's ``output_from_dict``) when it holds this reading: the same
+    ``stamp`` (:func:`reading_stamp`: the same model reading the same passages of the same
+    questions; its first line) and these questions. A cache of another reading is read again.
 
     Under torchrun the processes share the reading and only rank 0 gets the outputs (the
     others get None and should stop there).
@@ -159,11 +175,14 @@ def reader_outputs(reader, results, n_context: int, beams: int, n_best: int, bat
     from xqa.distributed import main_process, map_sharded
 
     ids = [r.question.id for r in results]
+    head = {"reading": stamp or {}}
     if cache is not None and cache.is_file():
         rows = [json.loads(line) for line in cache.read_text(encoding="utf-8").splitlines() if line.strip()]
-        if [r["id"] for r in rows] == ids:
+        if rows[:1] == [head] and [r.get("id") for r in rows[1:]] == ids:
             print(f"reader outputs from {cache}")
-            return [reader.output_from_dict(r) for r in rows]
+            return [reader.output_from_dict(r) for r in rows[1:]]
+        if main_process():
+            print(f"{cache} holds another reading (another model, questions or passages): reading again")
     outputs = map_sharded(lambda part: reader.read([r.question for r in part], [list(r.ctxs[:n_context]) for r in part],
                                                    n_context=n_context, beams=beams, n_best=n_best,
                                                    batch_size=batch_size, progress=main_process(),
@@ -171,8 +190,8 @@ def reader_outputs(reader, results, n_context: int, beams: int, n_best: int, bat
     if outputs is None:
         return None
     if cache is not None:
-        write_text_atomic(cache, "".join(json.dumps({"id": i, **o.to_dict()}, ensure_ascii=False) + "\n"
-                                         for i, o in zip(ids, outputs)))
+        write_text_atomic(cache, json.dumps(head) + "\n" + "".join(
+            json.dumps({"id": i, **o.to_dict()}, ensure_ascii=False) + "\n" for i, o in zip(ids, outputs)))
     return outputs
 
 

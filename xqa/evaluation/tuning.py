@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -101,13 +102,28 @@ def _pipeline(pipeline):
     return Pipeline(pipeline) if isinstance(pipeline, PipelineConfig) else pipeline
 
 
-def _questions(questions) -> list:
+def _questions(questions, metric: str = "accuracy") -> list:
+    """The questions a ``metric`` can judge: with answers (``accuracy``), or with ``positive_ids``
+    (``recall``); the others are left out and said (every one of them would count as a miss, or
+    not at all, under a count that names them), and none is an error."""
     from xqa.io import read_questions
 
     qs = read_questions(questions) if isinstance(questions, (str, Path)) else list(questions)
+    named = isinstance(questions, (str, Path))
     if not qs:
-        raise XqaError(f"{questions if isinstance(questions, (str, Path)) else 'the question set'}: no questions")
-    return qs
+        raise XqaError(f"{questions if named else 'the question set'}: no questions")
+    if metric == "recall":
+        judged, what = [q for q in qs if q.meta.get("positive_ids")], "positive_ids (their gold passages' ids)"
+    else:
+        judged, what = [q for q in qs if q.answers or q.answers_en], "answers"
+    if not judged:
+        raise XqaError(f"{str(questions) + ': ' if named else ''}none of the {len(qs)} questions given has {what}, "
+                       f"which --metric {metric} judges passages by" + (
+                           "" if metric == "recall" else "; questions with positive_ids: --metric recall"))
+    if len(judged) < len(qs):
+        print(f"note: {len(qs) - len(judged)} of {len(qs)} questions have no {what}: left out, "
+              f"{len(judged)} judged", file=sys.stderr)
+    return judged
 
 
 def _needs(pipe, *names: str) -> None:
@@ -195,7 +211,8 @@ def tune_alpha(pipeline, questions, config: AlphaTuneConfig) -> TuneResult:
     from xqa.methods import hybrid_pair, index_kind
 
     method, tunable = hybrid_pair(c.pair)
-    questions = _questions(questions)
+    grid = alpha_grid(0.0, c.max_alpha, c.step)   # a grid that cannot be: said before the searches
+    questions = _questions(questions, c.metric)
     pipe = _pipeline(pipeline)
     from xqa.methods.builtin import fused_depth
 
@@ -212,7 +229,7 @@ def tune_alpha(pipeline, questions, config: AlphaTuneConfig) -> TuneResult:
     judge = Judge(questions, pipe.store, c.metric, c.match)
     ks = sorted({1, 5, c.at})
     best, table, rows = grid_search(
-        alpha_grid(0.0, c.max_alpha, c.step),
+        grid,
         lambda alpha: [hybrid(d, s, c.at, alpha, c.normalize) for d, s in zip(d_lists, s_lists)],
         judge, ks, c.at, "α", lambda a: f"{a:.2f}", lambda a: -a)
     base = {first: judge.scores(d_lists, [c.at])[c.at], second: judge.scores(s_lists, [c.at])[c.at]}
@@ -262,7 +279,7 @@ def tune_mu(pipeline, questions, config: MuTuneConfig) -> TuneResult:
 
     c = config
     grid = _checked_grid(c.at, c.grid, MU_GRID, "μ")
-    questions = _questions(questions)
+    questions = _questions(questions, c.metric)
     pipe = _pipeline(pipeline)
     _needs(pipe, "spar")
     spar, qd, ql = spar_encoded(pipe, questions, c.batch_size)
@@ -303,7 +320,7 @@ def tune_lambda(pipeline, questions, config: LambdaTuneConfig) -> TuneResult:
 
     c = config
     grid = _checked_grid(c.at, c.grid, LAMBDA_GRID, "λ")
-    questions = _questions(questions)
+    questions = _questions(questions, c.metric)
     pipe = _pipeline(pipeline)
     _needs(pipe, "dhr")
     dhr, batches = dhr_encoded(pipe, questions, c.batch_size)
@@ -354,7 +371,7 @@ def tune_setting(pipeline, questions, config: SettingTuneConfig) -> TuneResult:
     spec = method(c.method)
     t = spec.tunable(c.setting)
     grid = _checked_grid(c.at, c.grid, t.grid(), t.symbol)
-    questions = _questions(questions)
+    questions = _questions(questions, c.metric)
     pipe = _pipeline(pipeline)
     _needs(pipe, *spec.needs)
     ks = sorted({1, 5, c.at})
@@ -423,7 +440,7 @@ def tune_fusion(config: FusionTuneConfig) -> dict | None:
     import torch
 
     from xqa.artifacts import write_json_atomic
-    from xqa.evaluation.reading import load_labels, load_results, make_scorer, reader_outputs
+    from xqa.evaluation.reading import load_labels, load_results, make_scorer, reader_outputs, reading_stamp
     from xqa.pipeline import load_reader
     from xqa.distributed import init_distributed, main_process
 
@@ -434,12 +451,15 @@ def tune_fusion(config: FusionTuneConfig) -> dict | None:
     labels = load_labels(c.labels)  # before the reading: a bad table fails fast
     from xqa.reader_artifacts import readable_reader
 
-    reader = load_reader(readable_reader(c.model, c.base, log=lambda line: print(line, flush=True)))
+    folder = readable_reader(c.model, c.base, log=lambda line: print(line, flush=True))
+    reader = load_reader(folder)
     n_context = c.n_context or reader.n_context
     results = [r for r in load_results(c.dev, c.limit) if r.question.answers]
     key = reader.settings_key(n_context=n_context, beams=c.beams, span_beams=c.span_beams, n_best=c.n_best)
     cache = Path(c.cache) / f"dev.{key}.jsonl" if c.cache else None
-    outputs = reader_outputs(reader, results, n_context, c.beams, c.n_best, c.batch_size, cache, c.span_beams)
+    stamp = reading_stamp(folder, results, n_context) if cache else None
+    outputs = reader_outputs(reader, results, n_context, c.beams, c.n_best, c.batch_size, cache, c.span_beams,
+                             stamp)
     if not main_process():  # another process of a torchrun job: it shared the reading, rank 0 tunes
         return None
     best = reader.tune_fusion(outputs, [r.ctxs[:n_context] for r in results], [r.question.answers for r in results],

@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
     from reader.tuning import choose, params_from, tune_fusion
     from xqa.artifacts import write_json_atomic, write_text_atomic
     from xqa.evaluation.reading import make_scorer
-    from xqa.evaluation.reading import beam_key, fusion_set, load_labels, load_results, reader_outputs
+    from xqa.evaluation.reading import beam_key, fusion_set, load_labels, load_results, reader_outputs, reading_stamp
     from xqa.errors import XqaError
     from xqa.distributed import init_distributed, main_process
 
@@ -122,7 +122,8 @@ def run(args: argparse.Namespace) -> int:
     labels = load_labels(args.labels)
     from xqa.reader_artifacts import readable_reader
 
-    reader = FiDReader.load(readable_reader(args.model, args.base, log=lambda line: print(line, flush=True)))
+    folder = readable_reader(args.model, args.base, log=lambda line: print(line, flush=True))
+    reader = FiDReader.load(folder)
     n_context = args.n_context or reader.n_context
     cache = Path(args.cache) if args.cache else None
     if args.fusion:
@@ -130,18 +131,21 @@ def run(args: argparse.Namespace) -> int:
     else:
         dev = [r for r in load_results(args.dev, args.limit) if r.question.answers]
         dev_out = reader_outputs(reader, dev, n_context, args.beams, args.n_best, args.batch_size,
-                                 cache / f"dev.{beam_key(args.beams, args.span_beams)}.jsonl" if cache else None, args.span_beams)
+                                 cache / f"dev.{beam_key(args.beams, args.span_beams)}.jsonl" if cache else None,
+                                 args.span_beams, reading_stamp(folder, dev, n_context) if cache else None)
         # under torchrun the processes share the reading; rank 0 alone tunes and reports
         fusion = (tune_fusion(fusion_set(dev_out, dev, n_context, scorer, labels), progress=True)
                   if main_process() else None)
     test = [r for r in load_results(args.test, args.limit) if r.question.answers]
+    stamp = reading_stamp(folder, test, n_context) if cache else None
     cached = bool(cache) and (cache / "test.greedy.jsonl").is_file()  # then speeds are not measured
     t0 = time.perf_counter()
     greedy = reader_outputs(reader, test, n_context, 1, 1, args.batch_size,
-                            cache / "test.greedy.jsonl" if cache else None)
+                            cache / "test.greedy.jsonl" if cache else None, stamp=stamp)
     t1 = time.perf_counter()
     beam = reader_outputs(reader, test, n_context, args.beams, args.n_best, args.batch_size,
-                          cache / f"test.{beam_key(args.beams, args.span_beams)}.jsonl" if cache else None, args.span_beams)
+                          cache / f"test.{beam_key(args.beams, args.span_beams)}.jsonl" if cache else None,
+                          args.span_beams, stamp)
     t2 = time.perf_counter()
     if not main_process():
         return 0
