@@ -170,12 +170,13 @@ def test_tune_fusion_in_two_processes_reads_and_tunes_as_one(trained, tmp_path):
                "--passes", "1", "--cache", str(tmp_path / name), "--out", str(tmp_path / f"{name}.json")]
         proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=240, check=False)
         assert proc.returncode == 0, proc.stderr[-3000:]
-        rows = [json.loads(line) for line in (tmp_path / name / "dev.beam3.jsonl").read_text().splitlines()]
-        return {"rows": rows, "best": json.loads((tmp_path / f"{name}.json").read_text())}
+        head, *rows = [json.loads(line) for line in (tmp_path / name / "dev.beam3.jsonl").read_text().splitlines()]
+        assert set(head["reading"]) == {"model", "read"}   # what was read, by which model: the cache's key
+        return {"rows": rows, "head": head, "best": json.loads((tmp_path / f"{name}.json").read_text())}
 
     one = tune("one", [sys.executable])
     two = tune("two", [str(Path(sys.executable).with_name("torchrun")), "--standalone", "--nproc-per-node", "2"])
-    assert [r["id"] for r in two["rows"]] == [f"q{i}" for i in range(len(FACTS))]
+    assert [r["id"] for r in two["rows"]] == [f"q{i}" for i in range(len(FACTS))] and two["head"] == one["head"]
     for a, b in zip(one["rows"], two["rows"]):
         assert [c[0] for c in a["candidates"]] == [c[0] for c in b["candidates"]]
         np.testing.assert_allclose([c[1] for c in a["candidates"]], [c[1] for c in b["candidates"]], atol=1e-4)
