@@ -134,9 +134,9 @@ class RrfRetriever:
 
 @dataclass
 class FusionSettings:
-    """The fusion method and the weights tuned on dev, declared once: ``pipeline.json``'s
-    ``retrieval`` section (``xqa.config.RetrievalConfig``) holds these fields, and
-    :class:`FusionConfig` adds the depths that only a search sets."""
+    """The fusion method, the weights tuned on dev and the depth each side is searched to, declared
+    once: ``pipeline.json``'s ``retrieval`` section (``xqa.config.RetrievalConfig``) holds these
+    fields, and :class:`FusionConfig` adds what only a search sets."""
 
     method: str = "scd"
     max_frac: float = 0.2             # SCD: at most floor(max_frac*K) passages owe their place to BM25
@@ -146,14 +146,14 @@ class FusionSettings:
     mu: float | None = 1.0            # SPAR: query-side weight of Λ (None: the SPAR retriever's own)
     roman_weight: float = 1.0         # sparse+roman: BM25 + roman_weight * cross-script BM25
     lam: float | None = None          # DHR: GIP + lam * dense (None: the index's own)
+    k_each: int | None = None         # hybrid / RRF / sparse+roman: depth k' of each side (None: k)
 
 
 @dataclass(unsafe_hash=True)
 class FusionConfig(FusionSettings):
-    """How to fuse: the method and its weights (``pipeline.json`` holds the tuned ones), and the
-    depth of each side. Hashable: a pipeline keeps one retriever per configuration."""
+    """How to fuse: the method, its weights and each side's depth (``pipeline.json`` holds them),
+    and the settings only a search sets. Hashable: a pipeline keeps one retriever per configuration."""
 
-    k_each: int | None = None         # hybrid / RRF: depth k' of each side (default k)
     rrf_k: int = RRF_K                # RRF constant
     # settings of methods that FusionSettings does not declare, as sorted (name, value) pairs
     # (pipeline.json's retrieval.settings)

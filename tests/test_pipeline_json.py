@@ -6,6 +6,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from xqa.config import PipelineConfig, ReaderConfig, RetrievalConfig
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "pipeline-json.md"
@@ -72,7 +74,7 @@ def test_save_then_load_gives_back_every_field(tmp_path):
 
     cfg = PipelineConfig(passages="passages.jsonl",
                          retrieval=changed(R, method="hybrid", corroborated_order="sparse", fallback="none",
-                                           max_frac=0.5, lam=2.0),
+                                           max_frac=0.5, lam=2.0, k_each=80),
                          reader=changed(ReaderConfig, answerability=None, answerability_threshold=0.7, answerable=None,
                                         not_found_threshold=0.3, miss=0.5),
                          languages=["en", "de"],
@@ -92,6 +94,31 @@ def test_the_fusion_settings_are_declared_once():
     assert RetrievalConfig().fusion() == FusionConfig()
     r = RetrievalConfig(method="hybrid", alpha=0.3, mu=0.5)
     assert r.fusion(k_each=40) == FusionConfig("hybrid", alpha=0.3, mu=0.5, k_each=40)
+    assert RetrievalConfig(method="hybrid", k_each=100).fusion().k_each == 100   # pipeline.json's depth
+
+
+def test_each_sides_depth_is_a_setting_of_the_file_and_of_a_search(tiny_pipeline, tmp_path):
+    """``retrieval.k_each``: the hybrid of a pipeline searches each side that deep and fuses
+    there; the same as the keyword of a search; an impossible depth is said with its field."""
+    from xqa.errors import XqaError
+    from xqa.pipeline import Pipeline
+
+    base = Path(tiny_pipeline).parent
+    cfg = json.loads(Path(tiny_pipeline).read_text())
+    cfg["passages"] = str(base / cfg["passages"])
+    for key in ("sparse_index", "dense_index", "spar_index", "roman_index", "dhr_index"):
+        if cfg["retrieval"].get(key):
+            cfg["retrieval"][key] = str(base / cfg["retrieval"][key])
+    cfg["retrieval"].update(method="hybrid", k_each=30)
+    path = tmp_path / "pipeline.json"
+    path.write_text(json.dumps(cfg))
+    pipe = Pipeline(PipelineConfig.load(path))
+    assert pipe.retriever().k_each == 30
+    assert pipe.retriever("hybrid", k_each=7).k_each == 7
+    cfg["retrieval"]["k_each"] = 0
+    path.write_text(json.dumps(cfg))
+    with pytest.raises(XqaError, match=r"field 'retrieval.k_each' should be at least 1 \(or null: k\), found 0"):
+        PipelineConfig.load(path)
 
 
 def test_a_relative_path_resolves_against_the_config_folder_alone(tmp_path, monkeypatch):

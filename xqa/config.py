@@ -301,6 +301,8 @@ def check_retrieval(r: RetrievalConfig, named: Callable[[str], str] | None = Non
                        f"found {r.corroborated_order!r}")
     if not 0.0 <= r.max_frac <= 1.0:
         raise XqaError(f"{named('max_frac')} should be a fraction in [0, 1], found {r.max_frac}")
+    if r.k_each is not None and r.k_each < 1:
+        raise XqaError(f"{named('k_each')} should be at least 1 (or null: k), found {r.k_each}")
     for name in ("alpha", "mu", "roman_weight", "lam"):
         if not _finite(getattr(r, name)):
             raise XqaError(f"{named(name)} should be a finite number, found {getattr(r, name)}")

@@ -241,7 +241,8 @@ def tune_alpha(pipeline, questions, config: AlphaTuneConfig) -> TuneResult:
               f"({name}@{c.at} = {table[best]:.1f}, {len(questions)} questions, "
               f"{'normalised' if c.normalize else 'raw'} scores, k' = {c.depth})"
               + (f"\nnote: each side was searched {c.depth} deep; this pipeline fuses each side's top {served} "
-                 f"(retrieval.k), where the fused ranking, and the best {weight} with it, differ"
+                 f"({'retrieval.k_each' if served > pipe.config.retrieval.k else 'retrieval.k'}), where the fused "
+                 f"ranking, and the best {weight} with it, differ"
                  if c.depth != served else ""))
     record = {"pair": method.name, "setting": tunable.field, "best_alpha": best, "metric": f"{name}@{c.at}", "normalize": c.normalize,
               "depth": c.depth, "questions": len(questions), "baselines": base,
