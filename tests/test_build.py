@@ -336,3 +336,31 @@ def test_a_build_with_a_trained_retriever_encodes_its_dense_index_and_spar_with_
     assert json.loads((out / "lexical" / "checkpoint" / "trainer_state.json").read_text())["step"] == 3
     assert main(other) == 0   # the same again: nothing made anew
     assert "other settings" not in capsys.readouterr().out
+
+
+def test_documents_changed_since_their_build_are_named_file_by_file(tmp_path):
+    """A build cut from documents refuses other documents or options, and says which files
+    changed, came or went and which option differs, instead of only that something did."""
+    from xqa.errors import XqaError
+    from xqa.recipes.corpus import CorpusBuild
+
+    docs = tmp_path / "docs"
+    (docs / "sub").mkdir(parents=True)
+    for name in ("a.txt", "b.txt", "sub/c.txt"):
+        (docs / name).write_text(f"The paragraph of {name} says something about the world of {name}.\n\n" * 3)
+    out = tmp_path / "out"
+    options = {"split": "mia", "max_tokens": 200, "overlap": 0, "strict": False}
+    build = CorpusBuild(docs, out, documents=options, lang="en")
+    out.mkdir()
+    build.split_documents()
+    assert CorpusBuild(docs, out, documents=options, lang="en").stages()[1].done()
+    (docs / "a.txt").write_text("Another text altogether, long enough to be a passage of its own.\n")
+    (docs / "sub" / "c.txt").unlink()
+    (docs / "d.txt").write_text("A new document, long enough to be a passage of its own as well.\n")
+    with pytest.raises(XqaError, match=rf"was built from {docs.resolve()} as it was then \(changed: a.txt; "
+                                       rf"new: d.txt; gone: sub/c.txt\); build"):
+        CorpusBuild(docs, out, documents=options, lang="en").stages()[1].done()
+    build = CorpusBuild(docs, out, documents=options, lang="en")
+    build.split_documents()
+    with pytest.raises(XqaError, match=r"as it was then \(--overlap 0 then, 20 now; --lang en then, de now\)"):
+        CorpusBuild(docs, out, documents={**options, "overlap": 20}, lang="de").stages()[1].done()

@@ -46,11 +46,10 @@ def report_path(out: str | Path) -> Path:
     return out.with_name(name + "-report.json")
 
 
-def fingerprint(root: Path, files: list[Path]) -> str:
-    """What a resumed run (and a build resumed on them) must find unchanged: every file's path
-    under ``root`` and content. Not its modification time: a copy, a checkout or a ``touch``
-    leaves the documents what they were."""
-    h = hashlib.sha256()
+def file_digests(root: Path, files: list[Path]) -> dict[str, str]:
+    """Each file's path under ``root`` and the sha256 of its content (of where it points, for a
+    link to nothing), in the order of ``files``."""
+    out = {}
     for f in files:
         content = hashlib.sha256()
         if not f.exists():   # a link to nothing: where it points
@@ -59,8 +58,27 @@ def fingerprint(root: Path, files: list[Path]) -> str:
             with f.open("rb") as fh:
                 for block in iter(lambda: fh.read(1 << 20), b""):
                     content.update(block)
-        h.update(f"{f.relative_to(root) if f != root else f.name}\0{content.hexdigest()}\n".encode())
+        out[str(f.relative_to(root) if f != root else f.name)] = content.hexdigest()
+    return out
+
+
+def fingerprint(root: Path, files: list[Path], digests: dict[str, str] | None = None) -> str:
+    """What a resumed run (and a build resumed on them) must find unchanged: every file's path
+    under ``root`` and content (``digests``, where :func:`file_digests` already read them). Not
+    its modification time: a copy, a checkout or a ``touch`` leaves the documents what they were."""
+    h = hashlib.sha256()
+    for rel, digest in (digests if digests is not None else file_digests(root, files)).items():
+        h.update(f"{rel}\0{digest}\n".encode())
     return h.hexdigest()
+
+
+def changed_files(then: dict[str, str], now: dict[str, str], shown: int = 3) -> str:
+    """Which documents differ between two :func:`file_digests`, in words ("" where none): the
+    first ``shown`` changed, new and gone paths of each kind, and how many more."""
+    kinds = (("changed", [k for k in now if k in then and then[k] != now[k]]),
+             ("new", [k for k in now if k not in then]), ("gone", [k for k in then if k not in now]))
+    return "; ".join(f"{kind}: {', '.join(paths[:shown])}" + (f" and {len(paths) - shown} more" if len(paths) > shown else "")
+                     for kind, paths in kinds if paths)
 
 
 def relative(root: Path, path: Path) -> str:

@@ -297,25 +297,34 @@ class CorpusBuild(Build):
                 job.function(**job.arguments, log=_say)
             job.finish(log=_say)
 
-    def _source_digest(self) -> str:
+    def _source_digest(self, files: dict[str, str] | None = None) -> str:
+        """The passage file's sha256; for documents, that of every file's path and content
+        (``files``: :meth:`_document_digests`), the split settings and --lang."""
         if self.documents is None:
             return file_digest(self.source)
         from xqa.documents.collect import fingerprint
-        from xqa.documents.formats import document_files
 
         split = {k: v for k, v in self.documents.items() if k != "strict"}
-        return hashlib.sha256(json.dumps([fingerprint(self.source, document_files(self.source)), split,
+        files = self._document_digests() if files is None else files
+        return hashlib.sha256(json.dumps([fingerprint(self.source, [], files), split,
                                           self.lang]).encode()).hexdigest()
+
+    def _document_digests(self) -> dict[str, str]:
+        from xqa.documents.collect import file_digests
+        from xqa.documents.formats import document_files
+
+        return file_digests(self.source, document_files(self.source))
 
     def _passages_done(self) -> bool:
         meta = self.out / "source.json"
         if not (self.passages.is_file() and meta.is_file()):
             return False
         old = json.loads(meta.read_text(encoding="utf-8"))
-        if old.get("sha256") != self._source_digest():
+        files = self._document_digests() if self.documents is not None else None
+        if old.get("sha256") != self._source_digest(files):
             same = old.get("path") == str(self.source.resolve())
-            what = (f"{old.get('path')} as it was then" + (", or with other --split, --max-tokens, --overlap or "
-                                                            "--lang" if self.documents is not None else "")
+            what = (f"{old.get('path')} as it was then" + (self._documents_change(old, files)
+                                                            if self.documents is not None else "")
                     if same else f"another passage collection ({old.get('path')})")
             raise XqaError(f"{self.out} was built from {what}; build {self.source} into another --out, "
                            f"or delete {self.out}")
@@ -360,9 +369,31 @@ class CorpusBuild(Build):
         report = write_passages(self.source, self.passages, rule, lang=self.lang, strict=d.get("strict", False),
                                 log=_say)
         langs = report["passages_per_language"]
+        files = self._document_digests()
         write_json_atomic(self.out / "source.json", {"path": str(self.source.resolve()), "documents": True,
-                                                     "sha256": self._source_digest(), "split": rule.settings(),
-                                                     "passages": sum(langs.values()), "languages": langs})
+                                                     "sha256": self._source_digest(files), "split": rule.settings(),
+                                                     "options": {k: v for k, v in d.items() if k != "strict"},
+                                                     "lang": self.lang, "passages": sum(langs.values()),
+                                                     "languages": langs, "files": files})
+
+    def _documents_change(self, old: dict[str, Any], files: dict[str, str]) -> str:
+        """What differs from the documents and settings a build's passages were cut from, in
+        words: the files (changed, new, gone) and the options, where ``source.json`` holds them."""
+        from xqa.documents.collect import changed_files
+
+        said = []
+        if isinstance(old.get("files"), dict):
+            said.append(changed_files(old["files"], files))
+        flags = {"split": "--split", "max_tokens": "--max-tokens", "overlap": "--overlap"}
+        options = old.get("options") if isinstance(old.get("options"), dict) else {}
+        now = {k: v for k, v in (self.documents or {}).items() if k != "strict"}
+        said += [f"{flags.get(k, k)} {options[k]} then, {now.get(k)} now" for k in options if options[k] != now.get(k)]
+        if "lang" in old and old["lang"] != self.lang:
+            said.append(f"--lang {old['lang'] or '(none)'} then, {self.lang or '(none)'} now")
+        said = [x for x in said if x]
+        if said:
+            return f" ({'; '.join(said)})"
+        return ", or with other --split, --max-tokens, --overlap or --lang"
 
     def prebuilt(self, part: str = "dense") -> Path | None:
         """The shipped parts made from these very passages and encoder, with this recipe's
