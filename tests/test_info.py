@@ -192,3 +192,20 @@ def test_the_disk_a_build_takes_and_shares_is_said(built, tmp_path):
     d = describe(built)
     assert d["disk"]["shared_bytes"] == 1000
     assert f"under {folder}, 1.0 KB of it in hard-linked files (one copy on disk" in "\n".join(render(d))
+
+
+def test_an_encoder_that_encodes_questions_in_another_precision_says_both(built):
+    """The runtime check times questions alone too; where ``auto`` chooses another precision for
+    them than for passages, ``xqa info`` says both, with the time of one question."""
+    info = built.parent / "encoder" / "xqa_encoder.json"
+    record = json.loads(info.read_text())
+    record["runtime"]["measured"]["fp32"]["questions_alone_per_s"] = 20.0
+    record["runtime"]["measured"]["int8"].update(passages_per_s=4.2, questions_alone_per_s=100.0)
+    record["runtime"]["int8"] = {"file": "model.int8.onnx", "passed": True}
+    info.write_text(json.dumps(record))
+    (info.parent / "model.int8.onnx").write_bytes(b"onnx")
+    enc = {ix["name"]: ix for ix in describe(built)["retrieval"]["indexes"]}["dense"]["encoder"]
+    assert (enc["runtime"]["here"], enc["runtime"]["here_questions"]) == ("fp32", "int8")
+    text = "\n".join(render(describe(built)))
+    assert "runs in fp32 here (questions, one at a time: int8)" in text
+    assert "fp32 4 passages/s (50.0 ms a question), int8 4.2 passages/s (10.0 ms a question)" in text

@@ -54,6 +54,14 @@ def test_auto_chooses_the_precision_closest_to_fp32_within_the_margin_of_the_fas
              for k, v in m(fp32=7.72, bf16=19.85, int8=21.97).items()}
     monkeypatch.setattr(runtime, "compare", lambda *a, **k: timed)
     assert runtime.measure("unused")["choice"] == "bf16"
+    assert runtime.measure("unused")["question_choice"] is None       # questions alone not timed
+    # questions, encoded one at a time, are chosen by their own timing (AMX: bf16 autocast is
+    # the fastest on a batch of passages and the slowest on one question)
+    for k, v in {"fp32": 25.0, "bf16": 50.0, "int8": 170.0}.items():
+        timed[k][runtime.QUESTION_SPEED] = v
+    record = runtime.measure("unused")
+    assert (record["choice"], record["question_choice"]) == ("bf16", "int8")
+    assert "bf16 for passages, int8 for questions" in runtime.describe(record)
 
 
 @pytest.mark.slow
@@ -112,6 +120,30 @@ def test_a_loaded_encoder_runs_in_int8_until_it_is_trained(converted_e5):
     with pytest.raises(ValueError, match="int8"):
         model.config.precision = "int8"
         model.cpu_precision()
+
+
+@pytest.mark.slow
+def test_auto_encodes_questions_in_their_own_choice_and_passages_in_theirs(converted_e5, monkeypatch):
+    """Questions are encoded one at a time and passages in batches, and ``auto`` may choose each
+    its own precision (the conversion times both): the vectors are those of that precision."""
+    from retriever.dense import model as dense_model
+    from retriever.dense.model import BiEncoder
+    from xqa.records import Passage
+
+    model = BiEncoder.load(converted_e5)
+    texts = ["Wer schrieb den Faust?", "東京タワーの高さは？"]
+    passages = [Passage(str(i), "", t, "xx") for i, t in enumerate(texts)]
+    said = {}
+    for precision in ("fp32", "int8"):
+        model.config.precision = precision
+        said[precision] = (model.encode_queries(texts), model.encode_passages(passages))
+    assert not np.array_equal(said["fp32"][0], said["int8"][0])
+    monkeypatch.setattr(dense_model, "resolve_precision",
+                        lambda folder, precision, info=None, questions=False: "int8" if questions else "fp32")
+    model.config.precision = "auto"
+    assert (model.cpu_precision(), model.cpu_precision(questions=True)) == ("fp32", "int8")
+    assert np.array_equal(model.encode_queries(texts), said["int8"][0])
+    assert np.array_equal(model.encode_passages(passages), said["fp32"][1])
 
 
 @pytest.mark.slow
@@ -193,6 +225,18 @@ def test_auto_takes_the_measured_choice_only_on_a_cpu_like_the_one_it_was_measur
     assert runtime.recorded_choice(info.runtime) == "bf16"
     assert runtime.resolve_precision(tmp_path, "auto") == "bf16"
     assert "auto on this CPU" in runtime.describe(info.runtime) and ": bf16 (" in runtime.describe(info.runtime)
+    assert runtime.resolve_precision(tmp_path, "auto", questions=True) == "bf16"   # not timed alone: the same
+    for k, v in {"fp32": 25.0, "bf16": 50.0, "int8": 170.0}.items():
+        info.runtime["measured"][k][runtime.QUESTION_SPEED] = v
+    info.save(tmp_path)
+    assert runtime.resolve_precision(tmp_path, "auto") == "bf16"
+    assert runtime.resolve_precision(tmp_path, "auto", questions=True) == "int8"
+    assert runtime.resolve_precision(tmp_path, "fp32", questions=True) == "fp32"   # said: taken as said
+    (tmp_path / runtime.INT8_FILE).rename(tmp_path / "gone")
+    assert runtime.resolve_precision(tmp_path, "auto", questions=True) == "bf16"   # int8's file gone
+    (tmp_path / "gone").rename(tmp_path / runtime.INT8_FILE)
+    for k in ("fp32", "bf16", "int8"):
+        del info.runtime["measured"][k][runtime.QUESTION_SPEED]
     del info.runtime["measured"]
     info.runtime["choice"] = "fp32"
     info.save(tmp_path)

@@ -82,18 +82,23 @@ def _ref(folder: Path, ref: Any) -> Path | None:
     return None
 
 
-def _runtime(folder: Path, setting: str, record: dict[str, Any] | None) -> dict[str, Any]:
-    """The precision a converted encoder or a reader runs in on this CPU, and the check behind it."""
+def _runtime(folder: Path, setting: str, record: dict[str, Any] | None, encoder: bool = False) -> dict[str, Any]:
+    """The precision a converted encoder or a reader runs in on this CPU, and the check behind
+    it; an ``encoder``'s for questions too, where that differs from its passages'."""
     from xqa.encoders.info import EncoderInfo
     from xqa.encoders.runtime import resolve_precision
 
     info = EncoderInfo(runtime=record or {})
+    out: dict[str, Any] = {}
     try:
         here = resolve_precision(folder, setting, info)
+        questions = resolve_precision(folder, setting, info, questions=True) if encoder else here
+        if questions != here:
+            out["here_questions"] = questions
     except ValueError as e:
         here = f"unavailable ({e})"
     measured = (record or {}).get("measured", {})
-    return {"setting": setting, "here": here, "measured": measured,
+    return {"setting": setting, "here": here, **out, "measured": measured,
             "measured_on_this_cpu": bool(record) and record.get("cpu") == _cpu()}
 
 
@@ -117,7 +122,7 @@ def _encoder(folder: Path) -> dict[str, Any]:
     info = read_info(folder)
     if info is not None:
         out["source"] = info.source
-        out["runtime"] = _runtime(folder, info.precision, info.runtime)
+        out["runtime"] = _runtime(folder, info.precision, info.runtime, encoder=True)
     return out
 
 
@@ -289,11 +294,18 @@ def _bytes(n: int | None) -> str:
 def _runtime_text(rt: dict[str, Any] | None) -> str:
     if not rt:
         return ""
+    from xqa.encoders.runtime import QUESTION_SPEED
+
     text = f"runs in {rt['here']} here"
+    if rt.get("here_questions"):
+        text += f" (questions, one at a time: {rt['here_questions']})"
     measured = rt.get("measured") or {}
     rates = []
     for precision, m in measured.items():
-        rate = next((f"{v:g} {k.replace('_per_s', '')}/s" for k, v in m.items() if k.endswith("_per_s")), None)
+        rate = next((f"{v:g} {k.replace('_per_s', '')}/s" for k, v in m.items()
+                     if k.endswith("_per_s") and k != QUESTION_SPEED), None)
+        if rate and m.get(QUESTION_SPEED):
+            rate += f" ({1000.0 / m[QUESTION_SPEED]:.1f} ms a question)"
         if rate:
             rates.append(f"{precision} {rate}" + ("" if m.get("passed", True) else " (failed its check)"))
     if rates:

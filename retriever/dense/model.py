@@ -548,12 +548,14 @@ class BiEncoder(nn.Module):
             return self
         return super().train(mode)
 
-    def cpu_precision(self) -> str:
+    def cpu_precision(self, questions: bool = False) -> str:
         """What inference runs in on CPU: ``fp32``, ``bf16`` or ``int8`` (the converted folder's
-        int8 runtime), resolved from the artifact's ``precision`` on this CPU."""
+        int8 runtime), resolved from the artifact's ``precision`` on this CPU; ``questions``:
+        for questions, encoded one at a time, whose fastest precision may differ from a batch
+        of passages' (:func:`xqa.encoders.runtime.resolve_precision`)."""
         if self.device.type != "cpu":
             return "bf16"
-        return resolve_precision(self.runtime_dir, self.config.precision)
+        return resolve_precision(self.runtime_dir, self.config.precision, questions=questions)
 
     def _int8_embed(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         if getattr(self, "_int8", None) is None:
@@ -573,10 +575,11 @@ class BiEncoder(nn.Module):
         out = np.zeros((len(items), self.dim), dtype=np.float32)
         if not items:
             return out
-        precision = self.cpu_precision()
+        alone = alone and self.device.type == "cpu"
+        precision = self.cpu_precision(questions=alone)
         if precision == "int8" and self.config.shared and self.config.pooling in ("mean", "cls"):
             embed = self._int8_embed
-        if alone and self.device.type == "cpu":
+        if alone:
             batch_size = 1   # a text's vector not shaped by its batch (encode_queries)
         # Length-sorted batches waste little on padding; the output keeps input order.
         order = sorted(range(len(items)), key=lambda i: key(items[i]), reverse=True)

@@ -13,7 +13,11 @@ in fp32 torch and in the int8 runtime and compares the vectors (cosine); the int
 used only when the mean cosine is at least :data:`MIN_MEAN_COSINE` and the lowest at least
 :data:`MIN_COSINE`. It also times each precision on the CPU it runs on, and records the
 one :func:`choose` takes (``xqa_encoder.json`` ``runtime``): of those that passed, the closest
-to fp32 within :data:`CHOICE_MARGIN` of the fastest. ``precision: auto`` then means:
+to fp32 within :data:`CHOICE_MARGIN` of the fastest. Passages are encoded in batches and a
+question alone (its vector the same in any batch), and what is fastest differs between the two
+(on a CPU with AMX, bf16 autocast encodes a batch of passages twice as fast as int8 and one
+question 15 times slower), so each is timed and chosen on its own: ``choice`` for passages,
+``question_choice`` for questions. ``precision: auto`` then means:
 that choice on a CPU with the same features; elsewhere int8 when it passed, bf16 where the
 CPU has native bf16, fp32 otherwise (:func:`resolve_precision`).
 
@@ -45,6 +49,7 @@ FAITHFUL = ("fp32", "bf16", "int8")   # the CPU precisions, closest to fp32's re
 CPU_FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_bf16", "amx_int8")
 SAMPLE_PASSAGES = 32
 SAMPLE_QUESTIONS = 32
+QUESTION_SPEED = "questions_alone_per_s"   # a question encoded alone, as questions are on a CPU
 CALIBRATION_OFFSET = 48   # the smoothing is set on the texts after the first 48 of the sample order ...
 CALIBRATION = 48          # ... 48 passages and 48 questions, none of them checked
 SMOOTH_ALPHA = 0.75   # of 0.5-1.0 tried, the best cosine to fp32 on the check sample (docs/dense.md)
@@ -328,13 +333,15 @@ class PrecisionError(XqaError, ValueError):
     """A precision this model cannot run in (a user's choice: said as an error, not a trace)."""
 
 
-def resolve_precision(folder: str | Path | None, precision: str, info: EncoderInfo | None = None) -> str:
+def resolve_precision(folder: str | Path | None, precision: str, info: EncoderInfo | None = None,
+                      questions: bool = False) -> str:
     """What a CPU runs the converted encoder in: ``fp32``, ``bf16`` or ``int8``.
 
     ``precision`` as the artifact or the user says: an explicit one is taken as it is
     (``int8`` needs the folder's int8 file); ``auto`` takes the conversion's measured choice
-    when this CPU has the features it was measured on, and otherwise int8 where its check
-    passed, bf16 where the CPU has native bf16, fp32 elsewhere.
+    when this CPU has the features it was measured on (for ``questions``, encoded one at a
+    time, the choice timed that way where the record has it), and otherwise int8 where its
+    check passed, bf16 where the CPU has native bf16, fp32 elsewhere.
     """
     from xqa.encoders.info import PRECISIONS
 
@@ -356,7 +363,9 @@ def resolve_precision(folder: str | Path | None, precision: str, info: EncoderIn
         return "int8"
     if precision != "auto":
         return precision
-    choice = recorded_choice(runtime, () if has_int8 else ("int8",))
+    unavailable = () if has_int8 else ("int8",)
+    choice = recorded_choice(runtime, unavailable, QUESTION_SPEED) if questions else None
+    choice = choice or recorded_choice(runtime, unavailable)
     if choice and runtime.get("cpu") == cpu_features() and (choice != "int8" or has_int8):
         return choice
     if has_int8:
@@ -453,7 +462,8 @@ def compare(folder: str | Path, passages: Sequence[str], questions: Sequence[str
             max_length: int = 256, threads: int = 0, info: EncoderInfo | None = None) -> dict[str, Any]:
     """Encode ``passages`` and ``questions`` (prefixed as the encoder's info says) with fp32
     torch, the int8 runtime and, on a CPU with native bf16, bf16 torch; returns the cosine of
-    each to fp32 and each one's passages/s on this CPU."""
+    each to fp32, each one's passages/s in batches of 16 and its questions/s encoding one
+    question at a time (the median time of one) on this CPU."""
     from transformers import AutoModel, AutoTokenizer
 
     folder = Path(folder)
@@ -485,11 +495,24 @@ def compare(folder: str | Path, passages: Sequence[str], questions: Sequence[str
             return _pool(rt.hidden(x["input_ids"], x["attention_mask"]), x["attention_mask"])
 
         encoders["int8"] = int8
+
+    def alone(name: str, encode) -> None:
+        times = []
+        for q in texts[n_p:]:
+            t0 = time.perf_counter()
+            encode([q])
+            times.append(time.perf_counter() - t0)
+        if times:
+            runs[name][QUESTION_SPEED] = round(1.0 / max(float(np.median(times)), 1e-9), 2)
+
     encoders["fp32"](texts[:2])                          # warm-up
-    ref = run("fp32", encoders.pop("fp32"))
+    fp32 = encoders.pop("fp32")
+    ref = run("fp32", fp32)
+    alone("fp32", fp32)
     for name, fn in encoders.items():
         fn(texts[:2])
         vec = run(name, fn)
+        alone(name, fn)
         cos = (vec * ref).sum(1)
         runs[name].update({"cosine_mean": round(float(cos.mean()), 5), "cosine_min": round(float(cos.min()), 5),
                            "passages_cosine_mean": round(float(cos[:n_p].mean()), 5),
@@ -514,19 +537,23 @@ def choose(measured: dict[str, dict[str, Any]], speed: str) -> str:
     return next(k for k in ranked if passed[k] >= floor)
 
 
-def recorded_choice(record: dict[str, Any] | None, unavailable: Sequence[str] = ()) -> str | None:
+def recorded_choice(record: dict[str, Any] | None, unavailable: Sequence[str] = (),
+                    speed: str | None = None) -> str | None:
     """The precision a check's record (an encoder's ``runtime``, a reader's ``runtime.json``)
     makes ``auto`` take: :func:`choose` over its measurements but the ``unavailable`` ones (int8
     where its file is gone), so that every record is read by the same rule whatever its
-    ``choice`` says; that ``choice`` where it holds no measurements."""
+    ``choice`` says; that ``choice`` where it holds no measurements. ``speed`` names the timing
+    to choose by (:data:`QUESTION_SPEED`: None where the record has not timed it); by default
+    the record's one other timing."""
     if not record:
         return None
     measured = {k: v for k, v in (record.get("measured") or {}).items() if k not in unavailable}
-    speeds = {k for v in measured.values() for k in v if k.endswith("_per_s")}
-    if len(speeds) == 1 and all(k in v for v in measured.values() for k in speeds):
+    speeds = ({speed} if speed else
+              {k for v in measured.values() for k in v if k.endswith("_per_s") and k != QUESTION_SPEED})
+    if len(speeds) == 1 and measured and all(k in v for v in measured.values() for k in speeds):
         with contextlib.suppress(ValueError, TypeError):
             return choose(measured, speeds.pop())
-    return record.get("choice")
+    return None if speed else record.get("choice")
 
 
 def measure(folder: str | Path, threads: int = 0) -> dict[str, Any]:
@@ -537,7 +564,8 @@ def measure(folder: str | Path, threads: int = 0) -> dict[str, Any]:
     """
     passages, questions = sample_texts()
     runs = compare(folder, passages, questions, threads=threads)
-    return {"measured": runs, "choice": choose(runs, "passages_per_s"), "cpu": cpu_features(),
+    return {"measured": runs, "choice": choose(runs, "passages_per_s"),
+            "question_choice": recorded_choice({"measured": runs}, speed=QUESTION_SPEED), "cpu": cpu_features(),
             "threads": threads or _torch_threads(),
             "sample": {"passages": len(passages), "questions": len(questions),
                        "source": "the shipped corpus (xqa/corpus), round-robin over its languages"}}
@@ -571,8 +599,11 @@ def describe(record: dict[str, Any]) -> str:
     for name, r in record.get("measured", {}).items():
         cos = (f", cosine to fp32 mean {r['cosine_mean']:.4f} / min {r['cosine_min']:.4f}"
                if "cosine_mean" in r else "")
-        lines.append(f"  {name}: {r['passages_per_s']:.1f} passages/s{cos}"
+        alone = (f", {1000.0 / r[QUESTION_SPEED]:.1f} ms a question alone" if r.get(QUESTION_SPEED) else "")
+        lines.append(f"  {name}: {r['passages_per_s']:.1f} passages/s{alone}{cos}"
                      f"{'' if r.get('passed') else ' (check failed: not used)'}")
+    questions = recorded_choice(record, speed=QUESTION_SPEED)
     lines.append(f"  precision auto on this CPU ({cpu_summary(record.get('cpu'))}): {recorded_choice(record)}"
-                 f" (of those that passed, the closest to fp32 within {CHOICE_MARGIN * 100:.0f} % of the fastest)")
+                 + (f" for passages, {questions} for questions" if questions else "")
+                 + f" (of those that passed, the closest to fp32 within {CHOICE_MARGIN * 100:.0f} % of the fastest)")
     return "\n".join(lines)
